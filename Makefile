@@ -1,0 +1,43 @@
+# dragnet: `make demo` runs the query-server benchmark on a generated sample; `make test` runs every test.
+# Both install what they need (Debian packages as root, a virtualenv, native builds) and are idempotent.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(abspath $(VENV))/bin/python
+STAMPS := .make
+APT_PACKAGES := sysstat pypy3 erlang-nox nodejs
+PYTEST_ARGS ?=
+
+.PHONY: all deps venv servers test demo clean
+
+all: venv servers
+
+deps: $(STAMPS)/apt
+$(STAMPS)/apt: Makefile
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	@mkdir -p $(STAMPS) && touch $@
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+servers: deps venv
+	$(MAKE) -C query_servers PYTHON=$(PY)
+
+test: deps venv servers
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+demo: deps venv servers
+	$(VENV)/bin/dragnet generate --count 2000 --seed 1 --output cache/demo-2000.jsonl.gz --stats
+
+clean:
+	rm -rf $(VENV) $(STAMPS) cache
+	$(MAKE) -C query_servers clean

@@ -1,0 +1,28 @@
+"""Options and output helpers shared by the subcommands."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import click
+
+DEFAULT_URL = "http://127.0.0.1:5984"
+
+
+def url_option(f: Callable) -> Callable:
+    return click.option("--url", envvar="DRAGNET_COUCHDB_URL", default=DEFAULT_URL, show_default=True,
+                        help="CouchDB URL; credentials from it or from COUCHDB_USER/COUCHDB_PASSWORD "
+                             "(env DRAGNET_COUCHDB_URL).")(f)
+
+
+def db_option(f: Callable) -> Callable:
+    return click.option("--db", required=True, help="Database name.")(f)
+
+
+def json_option(f: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")(f)
+
+
+def print_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False, sort_keys=True, default=str))

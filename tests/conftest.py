@@ -1,0 +1,40 @@
+"""Shared test fixtures: the recorded CouchDB 3.5.0 fixtures and an optional live CouchDB."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO.parent / "shared" / "fixtures" / "couchdb-3.5.0"
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    """Recordings from a real CouchDB 3.5.0 (../shared/fixtures); CI always has them."""
+    if not FIXTURES.is_dir():
+        pytest.fail(f"recorded fixtures missing at {FIXTURES}")
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def live_url() -> str:
+    """URL of a real CouchDB from DRAGNET_TEST_COUCHDB_URL; tests using it skip without one."""
+    url = os.environ.get("DRAGNET_TEST_COUCHDB_URL")
+    if not url:
+        pytest.skip("DRAGNET_TEST_COUCHDB_URL is not set (needs a live CouchDB)")
+    return url
+
+
+@pytest.fixture()
+def live_db(live_url):
+    """A fresh database name on the live CouchDB, deleted afterwards."""
+    from dragnet.couch import connect, db_path
+
+    couch = connect(live_url)
+    name = f"dragnet_test_{uuid.uuid4().hex[:10]}"
+    yield couch, name
+    couch.request("DELETE", db_path(name), ok=(200, 202, 404))

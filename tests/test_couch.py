@@ -1,0 +1,91 @@
+import http.server
+import json
+import socket
+import threading
+
+import pytest
+
+from dragnet.couch import CouchError, CouchUnreachable, connect, db_path, mask_url, split_credentials
+from dragnet.stats import percentile, summarize
+
+
+def test_split_credentials_strips_userinfo():
+    assert split_credentials("http://admin:s3cret@localhost:5984/") == ("http://localhost:5984", "admin", "s3cret")
+    assert split_credentials("https://db.example:6984") == ("https://db.example:6984", None, None)
+
+
+def test_mask_url_hides_password_only():
+    assert mask_url("http://admin:s3cret@localhost:5984/x") == "http://admin:***@localhost:5984/x"
+    assert mask_url("http://localhost:5984") == "http://localhost:5984"
+
+
+def test_connect_prefers_url_then_env():
+    c = connect("http://u:p@h:1", env={"COUCHDB_USER": "e", "COUCHDB_PASSWORD": "ep"})
+    assert c.session.auth == ("u", "p") and c.url == "http://h:1"
+    c = connect("http://h:1", env={"COUCHDB_USER": "e", "COUCHDB_PASSWORD": "ep"})
+    assert c.session.auth == ("e", "ep")
+    assert "ep" not in repr(c)
+
+
+def test_db_path_escapes_slashes():
+    assert db_path("a/b+c") == "/a%2Fb%2Bc"
+
+
+def test_bad_url_is_a_clear_error_without_secret():
+    with pytest.raises(Exception) as err:
+        connect("localhost:5984")
+    assert "not a CouchDB URL" in str(err.value)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_server_message_has_no_secret():
+    port = _free_port()
+    couch = connect(f"http://admin:topsecret@127.0.0.1:{port}", timeout=2)
+    with pytest.raises(CouchUnreachable) as err:
+        couch.get("/")
+    assert "connection refused" in str(err.value)
+    assert "topsecret" not in str(err.value)
+
+
+def test_error_status_becomes_one_line_couch_error():
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"error": "not_found", "reason": "Database does not exist."}).encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        couch = connect(f"http://127.0.0.1:{srv.server_port}")
+        with pytest.raises(CouchError) as err:
+            couch.get("/nope")
+        assert err.value.status == 404
+        assert str(err.value) == "CouchDB answered 404 to GET /nope: not_found: Database does not exist."
+    finally:
+        srv.shutdown()
+
+
+def test_percentile_matches_linear_interpolation():
+    vals = [15, 20, 35, 40, 50]
+    assert percentile(vals, 0) == 15 and percentile(vals, 100) == 50
+    assert percentile(vals, 50) == 35
+    assert percentile(vals, 40) == pytest.approx(29.0)  # rank 1.6 -> 20 + 0.6 * 15
+
+
+def test_summary_mean_stdev():
+    s = summarize([2, 4, 4, 4, 5, 5, 7, 9])
+    assert s.mean == 5 and s.median == 4.5 and s.min == 2 and s.max == 9
+    assert s.stdev == pytest.approx(2.13808993, rel=1e-6)
+    assert s.format("c/s") == "5.0 ± 2.1 c/s  [min 2.0 … max 9.0]"
