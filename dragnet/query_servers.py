@@ -1,19 +1,46 @@
 """Query servers dragnet knows: how to start each one, which CouchDB language it serves, which view file it runs.
 
 This is the single registry used by `dragnet qsbench` (discovery), registration (COUCHDB_QUERY_SERVER_*
-environment variables for CouchDB) and the Docker image.
+environment variables for CouchDB, see dragnet.registration) and the Docker image.
+
+`discover()` offers every server that can run here and says why each other one cannot:
+
+| name          | language            | dialect | command                                                     |
+|---------------|---------------------|---------|-------------------------------------------------------------|
+| chakra        | chakra              | es2015  | query_servers/chakra/build/dragnet-chakra                   |
+| python3       | python3             | python  | <this python> query_servers/python/dragnet_qs.py            |
+| pypy3         | pypy3               | python  | pypy3 query_servers/python/dragnet_qs.py                    |
+| couchpy       | python              | python  | couchpy (CouchDB-Python 1.2, next to this python)           |
+| couchpy-pypy  | python              | python  | pypy3 -m couchdb.view, PYTHONPATH = a dir with only couchdb |
+| couchjs       | javascript          | es5     | $DRAGNET_COUCHDB_HOME/bin/couchjs share/server/main.js      |
+| quickjs       | javascript_quickjs  | es5     | $DRAGNET_COUCHDB_HOME/lib/couch_quickjs-*/priv/couchjs_mainjs |
+| quickjs-es2015| javascript_quickjs  | es2015  | the same binary, running the ES2015 view file               |
+
+plus servers from COUCHDB_QUERY_SERVER_<LANG> variables and from a config file (ini or JSON).
 """
 
 from __future__ import annotations
 
+import configparser
+import functools
+import json
 import os
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import DragnetError
+
 REPO = Path(__file__).resolve().parent.parent
+PYTHON_QS = REPO / "query_servers" / "python" / "dragnet_qs.py"
+CHAKRA_QS = REPO / "query_servers" / "chakra" / "build" / "dragnet-chakra"
+# a directory holding only the `couchdb` package, so PyPy can import couchpy without CPython's site-packages
+COUCHPY_PYPY_PATH = REPO / "query_servers" / "python" / "build" / "couchpy-pypy"
+DEFAULT_COUCHDB_HOME = "/opt/couchdb"
 
 # View-file dialects: which file of a views/<name>/ folder a server runs.
 DIALECT_FILES = {
@@ -54,6 +81,20 @@ class Skipped:
 
 ENV_PREFIX = "COUCHDB_QUERY_SERVER_"
 _JS_NAME = re.compile(r"javascript|couchjs|quickjs|chakra|node", re.I)
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+def guess_dialect(language: str, argv: tuple[str, ...] | list[str]) -> str:
+    """Which view file an externally defined server most likely runs."""
+    exe = os.path.basename(argv[0]) if argv else ""
+    words = " ".join([language, *[os.path.basename(a) for a in argv]]).lower()
+    if "erlang" in language.lower():
+        return "erlang"
+    if "py" in language.lower() or "py" in exe.lower() or "couchpy" in words or words.endswith(".py"):
+        return "python"
+    if "chakra" in words or "es2015" in words or "es6" in words:
+        return "es2015"
+    return "es5"
 
 
 def from_environment(env: dict | None = None) -> list[ServerSpec]:
@@ -64,11 +105,268 @@ def from_environment(env: dict | None = None) -> list[ServerSpec]:
         if not key.startswith(ENV_PREFIX) or not env[key].strip():
             continue
         language = key[len(ENV_PREFIX):].lower()
-        argv = tuple(shlex.split(env[key]))
-        dialect = "python" if "py" in language else ("es5" if _JS_NAME.search(language + " " + argv[0]) else "es5")
-        specs.append(ServerSpec(name=language, language=language, argv=argv, dialect=dialect, source=f"env:{key}"))
+        try:
+            argv = tuple(shlex.split(env[key]))
+        except ValueError as exc:
+            raise DragnetError(f"{key}: cannot parse command {env[key]!r}: {exc}") from None
+        specs.append(ServerSpec(name=language, language=language, argv=argv,
+                                dialect=guess_dialect(language, argv), source=f"env:{key}"))
     return specs
 
 
 def which(program: str) -> str | None:
     return shutil.which(program)
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+# -- built-in servers ----------------------------------------------------------------------------
+
+
+def _chakra() -> ServerSpec | Skipped:
+    if not CHAKRA_QS.exists():
+        return Skipped("chakra", f"{CHAKRA_QS} not built (run `make -C query_servers`)")
+    if not _executable(CHAKRA_QS):
+        return Skipped("chakra", f"{CHAKRA_QS} is not executable")
+    return ServerSpec("chakra", "chakra", (str(CHAKRA_QS),), "es2015")
+
+
+def _python3() -> ServerSpec | Skipped:
+    python = sys.executable or which("python3")
+    if not python:
+        return Skipped("python3", "no python3 found")
+    if not PYTHON_QS.is_file():
+        return Skipped("python3", f"{PYTHON_QS} is missing")
+    return ServerSpec("python3", "python3", (python, str(PYTHON_QS)), "python")
+
+
+def _pypy3(path: dict) -> ServerSpec | Skipped:
+    pypy = shutil.which("pypy3", path=path.get("PATH"))
+    if not pypy:
+        return Skipped("pypy3", "pypy3 is not on PATH (Debian: apt-get install pypy3)")
+    return ServerSpec("pypy3", "pypy3", (pypy, str(PYTHON_QS)), "python")
+
+
+def find_couchpy(path: dict) -> str | None:
+    """couchpy of this environment: next to sys.executable (the venv), else on PATH."""
+    if sys.executable:
+        here = Path(sys.executable).with_name("couchpy")
+        if _executable(here):
+            return str(here)
+    return shutil.which("couchpy", path=path.get("PATH"))
+
+
+def _couchpy(path: dict) -> ServerSpec | Skipped:
+    couchpy = find_couchpy(path)
+    if not couchpy:
+        return Skipped("couchpy", "couchpy not found (pip install CouchDB==1.2)")
+    return ServerSpec("couchpy", "python", (couchpy,), "python", source="couchpy")
+
+
+def couchpy_package_dir() -> Path | None:
+    """Where the installed `couchdb` package (CouchDB-Python) lives, without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("couchdb")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def prepare_couchpy_pypy(target: Path = COUCHPY_PYPY_PATH) -> Path | None:
+    """A directory containing only a link to the `couchdb` package, for PYTHONPATH under PyPy.
+
+    Putting CPython's whole site-packages on PyPy's path would shadow PyPy's own modules."""
+    package = couchpy_package_dir()
+    if package is None:
+        return None
+    link = target / "couchdb"
+    if link.is_symlink() and link.resolve() == package.resolve():
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(package, target_is_directory=True)
+    return target
+
+
+@functools.lru_cache(maxsize=8)
+def _pypy_runs_couchpy(pypy: str, pythonpath: str) -> str | None:
+    """None when `pypy3 -m couchdb.view` answers ["reset"] with true; else why not."""
+    env = dict(os.environ, PYTHONPATH=pythonpath)
+    try:
+        out = subprocess.run([pypy, "-m", "couchdb.view"], input=b'["reset"]\n', capture_output=True,
+                             env=env, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"pypy3 -m couchdb.view failed: {exc}"
+    if out.stdout.strip() != b"true":
+        tail = (out.stderr or out.stdout).decode("utf-8", "replace").strip().splitlines()[-1:]
+        return f"pypy3 -m couchdb.view did not answer reset: {' '.join(tail) or 'no output'}"
+    return None
+
+
+def _couchpy_pypy(path: dict) -> ServerSpec | Skipped:
+    pypy = shutil.which("pypy3", path=path.get("PATH"))
+    if not pypy:
+        return Skipped("couchpy-pypy", "pypy3 is not on PATH")
+    try:
+        target = prepare_couchpy_pypy()
+    except OSError as exc:
+        return Skipped("couchpy-pypy", f"cannot prepare {COUCHPY_PYPY_PATH}: {exc}")
+    if target is None:
+        return Skipped("couchpy-pypy", "the couchdb package (CouchDB==1.2) is not installed")
+    why = _pypy_runs_couchpy(pypy, str(target))
+    if why:
+        return Skipped("couchpy-pypy", why)
+    return ServerSpec("couchpy-pypy", "python", (pypy, "-m", "couchdb.view"), "python", source="couchpy",
+                      env=(("PYTHONPATH", str(target)),))
+
+
+def couchdb_home(env: dict) -> Path:
+    return Path(env.get("DRAGNET_COUCHDB_HOME") or DEFAULT_COUCHDB_HOME)
+
+
+def quickjs_binary(home: Path) -> Path | None:
+    """CouchDB 3.5 runs javascript_quickjs as lib/couch_quickjs-<vsn>/priv/couchjs_mainjs (couch_quickjs:mainjs_cmd/0)."""
+    found = sorted(home.glob("lib/couch_quickjs-*/priv/couchjs_mainjs"))
+    return found[-1] if found else None
+
+
+def _couchjs(env: dict) -> list[ServerSpec | Skipped]:
+    home = couchdb_home(env)
+    couchjs, main_js = home / "bin" / "couchjs", home / "share" / "server" / "main.js"
+    out: list[ServerSpec | Skipped] = []
+    if _executable(couchjs) and main_js.is_file():
+        out.append(ServerSpec("couchjs", "javascript", (str(couchjs), str(main_js)), "es5", source="couchdb"))
+    else:
+        out.append(Skipped("couchjs", f"no CouchDB at {home} ({couchjs} and {main_js}; set DRAGNET_COUCHDB_HOME)"))
+    quickjs = quickjs_binary(home)
+    if quickjs and _executable(quickjs):
+        for name, dialect in (("quickjs", "es5"), ("quickjs-es2015", "es2015")):
+            out.append(ServerSpec(name, "javascript_quickjs", (str(quickjs),), dialect, source="couchdb"))
+    else:
+        reason = f"no {home}/lib/couch_quickjs-*/priv/couchjs_mainjs (CouchDB >= 3.4 release)"
+        out += [Skipped("quickjs", reason), Skipped("quickjs-es2015", reason)]
+    return out
+
+
+def builtin_servers(env: dict | None = None) -> tuple[list[ServerSpec], list[Skipped]]:
+    env = os.environ if env is None else env
+    found: list[ServerSpec | Skipped] = [_chakra(), _python3(), _pypy3(env), _couchpy(env), _couchpy_pypy(env)]
+    found += _couchjs(env)
+    return [s for s in found if isinstance(s, ServerSpec)], [s for s in found if isinstance(s, Skipped)]
+
+
+# -- config files --------------------------------------------------------------------------------
+
+
+def _config_spec(where: str, name: str, entry: dict, source: str) -> ServerSpec:
+    if not _NAME.match(name):
+        raise DragnetError(f"{where}: bad server name {name!r} (letters, digits, _ . + -)")
+    command = entry.get("command")
+    if isinstance(command, str):
+        try:
+            argv = tuple(shlex.split(command))
+        except ValueError as exc:
+            raise DragnetError(f"{where}: cannot parse command {command!r}: {exc}") from None
+    elif isinstance(command, list) and all(isinstance(a, str) for a in command):
+        argv = tuple(command)
+    else:
+        raise DragnetError(f"{where}: 'command' must be a string or a list of strings")
+    if not argv:
+        raise DragnetError(f"{where}: 'command' is empty")
+    language = entry.get("language") or name
+    if not isinstance(language, str) or not _NAME.match(language):
+        raise DragnetError(f"{where}: bad language {language!r}")
+    dialect = entry.get("dialect") or guess_dialect(language, argv)
+    if dialect not in DIALECT_FILES:
+        raise DragnetError(f"{where}: unknown dialect {dialect!r} (one of {', '.join(DIALECT_FILES)})")
+    extra = entry.get("env") or {}
+    if not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values()):
+        raise DragnetError(f"{where}: 'env' must map names to strings")
+    unknown = set(entry) - {"command", "language", "dialect", "env", "name"}
+    if unknown:
+        raise DragnetError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+    return ServerSpec(name, language.lower(), argv, dialect, source=source, env=tuple(sorted(extra.items())))
+
+
+def load_config(path: str | os.PathLike) -> list[ServerSpec]:
+    """Servers from a JSON file (a list of {name, command, language?, dialect?, env?}, or {"servers": [...]})
+    or an ini file (one [NAME] section each, with command = ..., language = ..., dialect = ..., env.VAR = ...)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DragnetError(f"cannot read query-server config {path}: {exc.strerror or exc}") from None
+    source = f"config:{path}"
+    specs = []
+    if path.suffix.lower() == ".json" or text.lstrip()[:1] in ("[", "{"):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise DragnetError(f"{path}: not valid JSON: {exc}") from None
+        entries = data.get("servers") if isinstance(data, dict) else data
+        if not isinstance(entries, list):
+            raise DragnetError(f"{path}: expected a list of servers (or {{\"servers\": [...]}})")
+        for i, entry in enumerate(entries):
+            where = f"{path}: server #{i + 1}"
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                raise DragnetError(f"{where}: each server must be an object with a 'name'")
+            specs.append(_config_spec(f"{where} ({entry['name']})", entry["name"], entry, source))
+    else:
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.optionxform = str  # keep env.VAR names as written
+        try:
+            parser.read_string(text, source=str(path))
+        except configparser.Error as exc:
+            raise DragnetError(f"{path}: not a valid ini file: {exc}") from None
+        for section in parser.sections():
+            items = dict(parser.items(section))
+            entry: dict = {k: v for k, v in items.items() if not k.startswith("env.")}
+            env = {k[4:]: v for k, v in items.items() if k.startswith("env.")}
+            if env:
+                entry["env"] = env
+            specs.append(_config_spec(f"{path}: [{section}]", section, entry, source))
+    names = [s.name for s in specs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise DragnetError(f"{path}: server names defined twice: {', '.join(dupes)}")
+    return specs
+
+
+def _runnable(spec: ServerSpec, env: dict) -> str | None:
+    exe = spec.argv[0]
+    if os.sep in exe:
+        return None if _executable(Path(exe)) else f"{exe} is not an executable file"
+    return None if shutil.which(exe, path=env.get("PATH")) else f"{exe} is not on PATH"
+
+
+def discover(env: dict | None = None, config: str | os.PathLike | None = None) -> tuple[list[ServerSpec], list[Skipped]]:
+    """Every query server that can run here, and a reason for each one that cannot.
+
+    Built-ins first, then COUCHDB_QUERY_SERVER_* variables, then the config file. A server defined in
+    a variable or the config file replaces a built-in only when it carries the same name (the variable
+    COUCHDB_QUERY_SERVER_COUCHPY names "couchpy"); one that just runs the same command as an earlier
+    server is skipped as a duplicate."""
+    env = dict(os.environ if env is None else env)
+    specs, skipped = builtin_servers(env)
+    external = from_environment(env)
+    if config is not None:
+        external += load_config(config)
+    for spec in external:
+        why = _runnable(spec, env)
+        if why:
+            skipped.append(Skipped(spec.name, f"{spec.source}: {why}"))
+            continue
+        same_name = [s for s in specs if s.name == spec.name]
+        if not same_name:
+            twin = next((s for s in specs if s.argv == spec.argv and s.env == spec.env), None)
+            if twin is not None:
+                skipped.append(Skipped(spec.name, f"{spec.source}: same command as {twin.name}"))
+                continue
+        # an explicitly named definition replaces the built-in (or the earlier definition) of that name
+        specs = [s for s in specs if s.name != spec.name] + [spec]
+        skipped = [k for k in skipped if k.name != spec.name]
+    return specs, skipped

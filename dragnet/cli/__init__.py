@@ -16,6 +16,11 @@ from ..errors import DragnetError
 
 # name -> "module:attribute"; loaded only when the command runs, so `dragnet --help` stays fast.
 COMMANDS: dict[str, str] = {
+    "servers": "dragnet.cli.servers:servers_cmd",
+    "qsbench": "dragnet.cli.qsbench:qsbench_cmd",
+    "couch": "dragnet.cli.couch:couch_cmd",
+    "bench": "dragnet.cli.bench:bench_cmd",
+    "report": "dragnet.cli.report:report_cmd",
 }
 
 

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""The qsbench harness's ceiling: how many map_doc round trips per second it can drive at all.
+
+It runs qsbench's own measuring loop against echo_server.c (compiled on the fly with cc into a temporary
+directory: reads a line, writes a fixed answer, parses nothing), on the same documents as the real servers,
+then the real servers, and prints the ceiling next to the fastest real server. Target: ceiling >= 5x the
+fastest real server, so the harness is not what the table measures.
+
+    .venv/bin/python benchmarks/qsbench_overhead/run.py [--count 2000] [--seed 1] [--repeat 3] [--servers a,b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.path.insert(0, str(REPO))
+
+from dragnet import qsbench  # noqa: E402
+from dragnet.query_servers import ServerSpec  # noqa: E402
+
+TARGET = 5.0
+
+
+def build_echo(tmp: str) -> list[str]:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        sys.exit("needs a C compiler (cc) to build the echo server")
+    exe = os.path.join(tmp, "echo_server")
+    subprocess.run([cc, "-O2", "-o", exe, str(HERE / "echo_server.c")], check=True)
+    return [exe]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--count", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--servers", help="real servers to compare with (default: every one found)")
+    ap.add_argument("--view", default=str(REPO / "views" / "income"))
+    args = ap.parse_args()
+
+    docs = qsbench.load_docs(qsbench.generated_docs_path(args.count, args.seed, REPO / "cache"))
+    print(f"{len(docs)} documents, {sum(docs.sizes) / 1e6:.1f} MB; {args.repeat} runs each after 1 warm-up")
+
+    with tempfile.TemporaryDirectory(prefix="dragnet-echo-") as tmp:
+        echo = ServerSpec("echo", "echo", tuple(build_echo(tmp)), "python", source="benchmark")
+        # the echo server never looks at the function; any view file will do for add_fun
+        view = qsbench.load_view(args.view, "python")
+        ceiling = qsbench.measure_server(echo, view, docs, repeat=args.repeat, warmup=1)
+        if ceiling.error:
+            sys.exit(f"echo server failed: {ceiling.error}")
+        ceil_row = qsbench.summarize_runs("echo", ceiling.measured)
+
+    specs, skipped = qsbench.available_servers()
+    names = [n.strip() for n in args.servers.split(",")] if args.servers else None
+    chosen, skipped = qsbench.select_servers(specs, skipped, names, args.view)
+    for s in skipped:
+        print(f"  skipped {s.name}: {s.reason}")
+    bench = qsbench.run_benchmark(chosen, docs, repeat=args.repeat, warmup=1)
+    for r in bench.failed:
+        print(f"  {r.spec.name}: {r.status}: {r.error or f'{r.mismatch_count} docs differ'}")
+    if not bench.rows:
+        sys.exit("no real server finished; nothing to compare with")
+
+    print(f"\n{'':24}{'msgs or docs/s':>16}  {'mean ± σ [min … max]':>34}  {'p50 µs':>8}")
+    print(f"{'harness ceiling (echo)':24}{ceil_row.docs_per_sec:>16,.0f}  {ceil_row.rate.format(digits=0):>34}  "
+          f"{ceil_row.p50_ms * 1000:>8.1f}")
+    for row in bench.rows:
+        print(f"{row.name:24}{row.docs_per_sec:>16,.0f}  {row.rate.format(digits=0):>34}  {row.p50_ms * 1000:>8.1f}")
+    fastest = bench.rows[0]
+    ratio = ceil_row.docs_per_sec / fastest.docs_per_sec
+    verdict = "OK" if ratio >= TARGET else "BELOW TARGET"
+    print(f"\nceiling / fastest real server ({fastest.name}): {ratio:.1f}x  (target >= {TARGET:g}x: {verdict})")
+    return 0 if ratio >= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,515 @@
+"""`dragnet bench`: the whole comparison matrix (languages × repeats × storages) in one go.
+
+Pure parts (tested without a server): the language table, the plan (order, interleaving, baseline in every
+repeat) and the ratios to the baseline of the same repeat. The rest drives a CouchDB: import the data once
+per storage, run the addview benchmark for each planned run with a fresh design document, clean up after
+each run, and keep a manifest (bench.json) that is rewritten after every run so an interrupted bench keeps
+every finished result.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gzip
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+from urllib.parse import quote
+
+from .couch import Couch, CouchError, connect, db_path, mask_url, split_credentials
+from .errors import DragnetError, UsageError
+from .report import BASELINE_LABEL, ratio
+
+SCHEMA = "dragnet.bench/1"
+MANIFEST = "bench.json"
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_VIEWS = REPO / "views" / "income"
+BASELINE_VIEW = REPO / "views" / "baseline" / "map.erl"
+IMPORT_MARKER = "_local/dragnet-import"
+
+
+# ---------------------------------------------------------------- languages
+
+@dataclass(frozen=True)
+class LanguageSpec:
+    """A bench language: its name in reports, the CouchDB language it runs on and its view file."""
+
+    name: str
+    language: str
+    view_file: str   # a file name inside the views folder, or "baseline" for the Erlang baseline map
+
+    def path(self, views_dir: str | Path) -> Path:
+        if self.view_file == "baseline":
+            own = Path(views_dir).parent / "baseline" / "map.erl"
+            return own if own.is_file() else BASELINE_VIEW
+        return Path(views_dir) / self.view_file
+
+
+LANGUAGES: dict[str, LanguageSpec] = {s.name: s for s in (
+    LanguageSpec("erlang_baseline", "erlang", "baseline"),
+    LanguageSpec("erlang", "erlang", "map.erl"),
+    LanguageSpec("javascript", "javascript", "map.js"),
+    LanguageSpec("javascript_quickjs", "javascript_quickjs", "map.js"),
+    LanguageSpec("javascript_quickjs_es2015", "javascript_quickjs", "map.es6.js"),
+    LanguageSpec("python", "python", "map.py"),          # couchpy, registered as CouchDB's "python"
+    LanguageSpec("python3", "python3", "map.py"),        # dragnet's server on CPython
+    LanguageSpec("pypy3", "pypy3", "map.py"),            # dragnet's server on PyPy
+    LanguageSpec("chakra", "chakra", "map.es6.js"),
+)}
+DEFAULT_LANGUAGES = ("javascript", "javascript_quickjs", "erlang", "python")
+
+
+def parse_list(text: str | Sequence[str] | None, what: str) -> list[str]:
+    """'a,b, c' -> ['a','b','c'] without duplicates, order kept."""
+    if text is None:
+        return []
+    items = text.split(",") if isinstance(text, str) else [x for t in text for x in t.split(",")]
+    out: list[str] = []
+    for it in (x.strip() for x in items):
+        if not it:
+            continue
+        if it in out:
+            raise UsageError(f"{what}: {it!r} given twice")
+        out.append(it)
+    return out
+
+
+def resolve_languages(names: Sequence[str], views_dir: str | Path) -> list[LanguageSpec]:
+    """Specs for names; every unknown name and missing view file is reported at once."""
+    problems = []
+    specs = []
+    for n in names:
+        spec = LANGUAGES.get(n)
+        if spec is None:
+            problems.append(f"unknown language {n!r} (known: {', '.join(LANGUAGES)})")
+            continue
+        if not spec.path(views_dir).is_file():
+            problems.append(f"{n}: view file {spec.path(views_dir)} not found")
+            continue
+        specs.append(spec)
+    if problems:
+        raise UsageError("; ".join(problems))
+    return specs
+
+
+# ---------------------------------------------------------------- the plan (pure)
+
+@dataclass(frozen=True)
+class PlannedRun:
+    index: int
+    storage: str
+    repeat: int
+    language: str
+
+
+def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, baseline: bool = True,
+         baseline_name: str = BASELINE_LABEL) -> list[PlannedRun]:
+    """Every run in order: per storage, per repeat, every language once (A B C A B C …).
+
+    The Erlang baseline opens each repeat (unless baseline=False), so each language has a baseline measured
+    moments before it in the same repeat.
+    """
+    if repeats < 1:
+        raise UsageError(f"--repeat must be at least 1, got {repeats}")
+    if not storages:
+        raise UsageError("no storage to benchmark")
+    order = [lang for lang in languages if lang != baseline_name]
+    if baseline or baseline_name in languages:
+        order.insert(0, baseline_name)
+    if not order:
+        raise UsageError("no language to benchmark")
+    runs = []
+    for st in storages:
+        for r in range(repeats):
+            for lang in order:
+                runs.append(PlannedRun(len(runs), st, r, lang))
+    return runs
+
+
+def ratios(runs: Iterable[dict], baseline_name: str = BASELINE_LABEL, key: str = "docs_per_sec_wall") -> dict[int, float | None]:
+    """index -> run[key] / the same figure of the successful baseline run of the same storage and repeat.
+
+    runs are manifest entries: {"index", "storage", "repeat", "language", "status", key}.
+    """
+    runs = list(runs)
+    base = {(r["storage"], r["repeat"]): r.get(key) for r in runs
+            if r["language"] == baseline_name and r.get("status") == "ok"}
+    return {r["index"]: (ratio(r.get(key), base.get((r["storage"], r["repeat"])))
+                         if r.get("status") == "ok" else None) for r in runs}
+
+
+# ---------------------------------------------------------------- the data
+
+def file_fingerprint(path: str | Path) -> dict:
+    """sha256 and document count of a JSON-lines file (gzip or plain)."""
+    p = Path(path)
+    h = hashlib.sha256()
+    count = 0
+    opener = gzip.open if p.name.endswith(".gz") else open
+    try:
+        with open(p, "rb") as raw:
+            for chunk in iter(lambda: raw.read(1 << 20), b""):
+                h.update(chunk)
+        with opener(p, "rb") as fh:
+            for line in fh:
+                if line.strip():
+                    count += 1
+    except FileNotFoundError:
+        raise UsageError(f"data file not found: {p}") from None
+    except (OSError, EOFError) as exc:
+        raise UsageError(f"cannot read data file {p}: {exc}") from None
+    return {"sha256": h.hexdigest(), "count": count, "file": p.name, "bytes": p.stat().st_size}
+
+
+def import_needed(marker: dict | None, db_info: dict | None, fingerprint: dict) -> str | None:
+    """Why the data must be (re)imported, or None when the database already holds this file's documents."""
+    if db_info is None:
+        return "the database does not exist"
+    if not marker:
+        return "the database was not imported by dragnet"
+    if marker.get("sha256") != fingerprint["sha256"]:
+        return f"the database holds another data file ({marker.get('file')})"
+    docs = int(db_info.get("doc_count") or 0) - int(marker.get("design_docs") or 0)
+    if docs < fingerprint["count"] or int(db_info.get("doc_del_count") or 0):
+        return f"the database holds {db_info.get('doc_count')} documents, the file {fingerprint['count']}"
+    return None
+
+
+def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None,
+                progress: Callable[[str], None] | None = None) -> dict:
+    """Import data into db unless the `_local/dragnet-import` marker says it is already there."""
+    fp = file_fingerprint(data)
+    try:
+        info = couch.get(db_path(db))
+    except CouchError as exc:
+        if exc.status != 404:
+            raise
+        info = None
+    marker = None
+    if info is not None:
+        try:
+            marker = couch.get(f"{db_path(db)}/{IMPORT_MARKER}")
+        except CouchError as exc:
+            if exc.status != 404:
+                raise
+    if info is not None and not marker and int(info.get("doc_count") or 0) > 0:
+        # never drop a database dragnet did not fill
+        raise DragnetError(f"database {db} already holds {info.get('doc_count')} documents that dragnet did not "
+                           f"import: choose another --db, or leave out --data to benchmark it as it is")
+    why = import_needed(marker, info, fp)
+    if why is None:
+        return {"imported": False, "reason": "already imported", **fp}
+    if progress:
+        progress(f"importing {fp['count']} documents into {db}: {why}")
+    if info is not None:
+        couch.delete(db_path(db))
+    couch.put(db_path(db) + (f"?q={int(q)}" if q else ""))
+    t0 = time.monotonic()
+    _import(couch, db, data)
+    seconds = time.monotonic() - t0
+    design = len(couch.get(f"{db_path(db)}/_design_docs").get("rows", []))
+    couch.put(f"{db_path(db)}/{IMPORT_MARKER}", {**fp, "design_docs": design, "seconds": seconds,
+                                                   "at": _now_iso()})
+    return {"imported": True, "reason": why, "seconds": seconds, **fp}
+
+
+def _import(couch: Couch, db: str, data: str | Path) -> None:
+    try:
+        from . import importer  # the data helper's importer, when present
+    except ImportError:
+        importer = None
+    if importer is not None and hasattr(importer, "import_documents"):
+        importer.import_documents(couch, db, data)
+        return
+    # fallback: _bulk_docs in batches of 500
+    opener = gzip.open if str(data).endswith(".gz") else open
+    batch: list[dict] = []
+    with opener(data, "rt", encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                batch.append(json.loads(line))
+            except ValueError:
+                raise UsageError(f"{data}:{n}: not a JSON document") from None
+            if len(batch) == 500:
+                _bulk(couch, db, batch)
+                batch = []
+    if batch:
+        _bulk(couch, db, batch)
+
+
+def _bulk(couch: Couch, db: str, docs: list[dict]) -> None:
+    answer = couch.post(f"{db_path(db)}/_bulk_docs", {"docs": docs}, timeout=300)
+    failed = [r for r in answer if "error" in r]
+    if failed:
+        raise DragnetError(f"import into {db}: {len(failed)} documents refused, first {failed[0].get('id')}: "
+                           f"{failed[0].get('error')}: {failed[0].get('reason')}")
+
+
+# ---------------------------------------------------------------- between runs
+
+def db_tasks(tasks: Iterable[dict], db: str) -> list[dict]:
+    """Active tasks working on db (shards/<range>/<db>.<suffix> or the db itself)."""
+    out = []
+    for t in tasks:
+        name = str(t.get("database") or t.get("source") or "")
+        if name == db or (name.startswith("shards/") and name.split("/", 2)[-1].rsplit(".", 1)[0] == db):
+            out.append(t)
+    return out
+
+
+def cleanup(couch: Couch, db: str, ddoc_id: str, *, timeout: float = 300.0, interval: float = 1.0) -> dict:
+    """Delete the run's design doc, ask CouchDB to drop unused index files, wait for db's tasks to end."""
+    t0 = time.monotonic()
+    path = f"{db_path(db)}/{quote(ddoc_id, safe='/')}"
+    deleted = False
+    try:
+        rev = couch.get(path)["_rev"]
+        couch.request("DELETE", f"{path}?rev={rev}", ok=(200, 202, 404))
+        deleted = True
+    except CouchError as exc:
+        if exc.status != 404:
+            raise
+    couch.request("POST", f"{db_path(db)}/_view_cleanup", json={}, ok=(200, 202))
+    remaining = wait_settled(couch, db, timeout=timeout, interval=interval)
+    return {"ddoc_deleted": deleted, "seconds": time.monotonic() - t0, "tasks_left": remaining}
+
+
+def wait_settled(couch: Couch, db: str, *, timeout: float, interval: float = 1.0) -> int:
+    """Poll /_active_tasks until no task of db runs (at most timeout s); returns how many were left."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = len(db_tasks(couch.get("/_active_tasks"), db))
+        if left == 0 or time.monotonic() >= deadline:
+            return left
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------- storages
+
+def managed_instance(url: str, env: dict | None = None):
+    """The instance `dragnet couch up` recorded for url's port (same host), or None."""
+    from urllib.parse import urlsplit
+
+    from . import couchdb_control as ctl
+
+    parts = urlsplit(split_credentials(url)[0])
+    port = parts.port or 5984
+    inst = ctl.load_state(port, env)
+    if inst is None:
+        return None
+    local = {"127.0.0.1", "localhost", "::1"}
+    if parts.hostname != inst.host and not (parts.hostname in local and inst.host in local):
+        return None
+    return inst
+
+
+def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: dict | None = None):
+    """Stop the managed CouchDB and start it again (same backend, port, limits) with data on storage_kind."""
+    env = dict(os.environ if env is None else env)
+    _, user, password = split_credentials(url)
+    if user:
+        env["COUCHDB_USER"] = user
+    if password:
+        env["COUCHDB_PASSWORD"] = password
+    if inst.backend == "docker":
+        from . import couchdb_docker as mod
+
+        mod.stop(inst, env=env)
+        return mod.up(port=inst.port, storage_kind=storage_kind, image=inst.image, cpus=inst.cpus,
+                      memory=str(inst.memory) if inst.memory else None, data_size=data_size, env=env)
+    from . import couchdb_local as mod
+
+    mod.stop(inst, env=env)
+    return mod.up(port=inst.port, storage_kind=storage_kind, home=inst.home, cpus=inst.cpus,
+                  data_size=data_size, env=env)
+
+
+# ---------------------------------------------------------------- one run
+
+def default_build(couch: Couch, url: str, db: str, spec: LanguageSpec, view_path: Path, ddoc: str,
+                  storage_label: str) -> dict:
+    """One addview --benchmark build through the addview library; returns its results dict."""
+    from . import addview
+
+    return addview.benchmark(url=url, db=db, view_path=str(view_path), language=spec.language, ddoc=ddoc,
+                             storage=storage_label)
+
+
+# ---------------------------------------------------------------- the bench
+
+@dataclass
+class BenchConfig:
+    url: str
+    db: str
+    languages: list[str]
+    repeat: int = 3
+    storages: list[str] = field(default_factory=list)   # empty: the storage found (no restarts)
+    storage_label: str | None = None
+    data: str | None = None
+    views: str = str(DEFAULT_VIEWS)
+    results_dir: str | None = None
+    baseline: bool = True
+    q: int | None = None
+    settle_timeout: float = 300.0
+
+
+def _now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
+
+
+class Bench:
+    """Runs a BenchConfig; events go to on_event(kind, data) for progress display."""
+
+    def __init__(self, config: BenchConfig, *, build: Callable[..., dict] = default_build,
+                 on_event: Callable[[str, dict], None] | None = None, env: dict | None = None):
+        self.config = config
+        self.build = build
+        self.on_event = on_event or (lambda kind, data: None)
+        self.env = os.environ if env is None else env
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        self.id = f"bench-{stamp}"
+        self.dir = Path(config.results_dir or Path("results") / self.id)
+        self.manifest: dict[str, Any] = {}
+
+    # -- manifest
+    def _write_manifest(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(self.manifest, indent=1, ensure_ascii=False, default=str) + "\n")
+        tmp.replace(self.dir / MANIFEST)
+
+    def _write_result(self, run: dict, result: dict) -> Path:
+        name = f"{run['index']:03d}-{_slug(run['storage'])}-r{run['repeat']}-{_slug(run['language'])}.json"
+        path = self.dir / name
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=str) + "\n")
+        tmp.replace(path)
+        return path
+
+    def run(self) -> dict:
+        cfg = self.config
+        specs = {s.name: s for s in resolve_languages(
+            list(dict.fromkeys(([BASELINE_LABEL] if cfg.baseline else []) + cfg.languages)), cfg.views)}
+        inst = managed_instance(cfg.url, self.env)
+        if cfg.storages and inst is None:
+            raise UsageError(f"--storage {','.join(cfg.storages)} needs a CouchDB started by `dragnet couch up` "
+                             f"(none recorded for {mask_url(cfg.url)}); to label this server's storage use "
+                             f"--storage-label")
+        if cfg.storages:
+            storages = cfg.storages
+        else:
+            storages = [cfg.storage_label or (inst.storage if inst is not None else "unknown")]
+        planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline)
+        from .machine import machine_info
+
+        self.manifest = {
+            "schema": SCHEMA, "id": self.id, "started_at": _now_iso(), "finished_at": None, "interrupted": False,
+            "url": mask_url(cfg.url), "db": cfg.db, "data": cfg.data, "views": str(cfg.views),
+            "languages": list(specs), "repeat": cfg.repeat, "storages": storages,
+            "managed": None if inst is None else {"backend": inst.backend, "port": inst.port},
+            "machine": machine_info(), "imports": [], "cleanups": [],
+            "order": [f"{p.storage}/r{p.repeat}/{p.language}" for p in planned],
+            "runs": [{**asdict(p), "status": "pending", "error": None, "result_file": None,
+                      "docs_per_sec_wall": None, "wall_time_s": None, "ratio_to_baseline": None}
+                     for p in planned],
+        }
+        self._write_manifest()
+        original_storage = inst.storage if inst is not None else None
+        current = None
+        try:
+            for st in storages:
+                if inst is not None and cfg.storages and inst.storage != st:
+                    self.on_event("restart", {"storage": st})
+                    inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env)
+                couch = connect(cfg.url, env=self.env)
+                if cfg.data:
+                    imp = ensure_data(couch, cfg.db, cfg.data, q=cfg.q,
+                                      progress=lambda m: self.on_event("import", {"message": m}))
+                    self.manifest["imports"].append({"storage": st, **imp})
+                    self._write_manifest()
+                else:
+                    couch.get(db_path(cfg.db))  # a one-line error now rather than in every run
+                for run in (r for r in self.manifest["runs"] if r["storage"] == st):
+                    current = run
+                    self._one(couch, run, specs[run["language"]])
+                    current = None
+        except KeyboardInterrupt:
+            self.manifest["interrupted"] = True
+            if current is not None and current["status"] == "running":
+                current["status"] = "interrupted"
+            raise
+        finally:
+            self.manifest["finished_at"] = _now_iso()
+            self._write_manifest()
+            if inst is not None and cfg.storages and original_storage and inst.storage != original_storage \
+                    and not self.manifest["interrupted"]:
+                self.on_event("restart", {"storage": original_storage})
+                restart_on(inst, original_storage, cfg.url, env=self.env)
+        return self.manifest
+
+    def _data_size(self) -> int:
+        # room to ask for on a tmpfs: the file's size (×6 for gzip, roughly the JSON it expands to)
+        if not self.config.data:
+            return 0
+        p = Path(self.config.data)
+        return p.stat().st_size * (6 if p.name.endswith(".gz") else 1)
+
+    def _one(self, couch: Couch, run: dict, spec: LanguageSpec) -> None:
+        cfg = self.config
+        ddoc = f"dragnet_bench_{_slug(spec.name)}_{run['index']}_{int(time.time() * 1000)}"
+        run.update(status="running", ddoc=f"_design/{ddoc}", started_at=_now_iso())
+        self._write_manifest()
+        self.on_event("start", dict(run))
+        try:
+            result = self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"])
+        except KeyboardInterrupt:
+            self._cleanup(couch, run, quick=True)
+            raise
+        except Exception as exc:  # a failing language is recorded and the matrix goes on
+            run.update(status="error", error=_one_line(exc))
+            self._cleanup(couch, run)
+            self._write_manifest()
+            self.on_event("done", dict(run))
+            return
+        summary = result.get("summary") or {}
+        result["storage"] = run["storage"]
+        result["bench"] = {"id": self.id, "index": run["index"], "language": spec.name, "repeat": run["repeat"],
+                           "storage_label": run["storage"]}
+        ok = bool(summary.get("ok"))
+        run.update(status="ok" if ok else "error", error=None if ok else (summary.get("error") or "build failed"),
+                   docs_per_sec_wall=summary.get("docs_per_sec_wall"), wall_time_s=summary.get("wall_time_s"))
+        for idx, value in ratios(self.manifest["runs"]).items():
+            self.manifest["runs"][idx]["ratio_to_baseline"] = value
+        result["bench"]["ratio_to_baseline"] = run["ratio_to_baseline"]
+        run["result_file"] = self._write_result(run, result).name
+        self._write_manifest()
+        self._cleanup(couch, run)
+        self.on_event("done", dict(run))
+
+    def _cleanup(self, couch: Couch, run: dict, quick: bool = False) -> None:
+        try:
+            info = cleanup(couch, self.config.db, run["ddoc"],
+                           timeout=5.0 if quick else self.config.settle_timeout)
+        except DragnetError as exc:
+            info = {"error": _one_line(exc)}
+        self.manifest["cleanups"].append({"index": run["index"], **info})
+        self._write_manifest()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text if isinstance(exc, DragnetError) else f"{type(exc).__name__}: {text}"
+
+
+def run_bench(config: BenchConfig, **kw: Any) -> dict:
+    return Bench(config, **kw).run()

@@ -1,0 +1,107 @@
+"""`dragnet bench`: run the comparison matrix (languages × repeats × storages) and summarize it."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import bench as b
+from ..couch import mask_url
+from .options import db_option, json_option, print_json, url_option
+
+
+@click.command("bench")
+@url_option
+@db_option
+@click.option("--data", type=click.Path(dir_okay=False), help="JSON-lines data file (.jsonl or .jsonl.gz) to "
+              "import once per storage; skipped when the database already holds it.")
+@click.option("--views", "views", type=click.Path(file_okay=False), default=None,
+              help="Folder with the view in every language (map.js, map.es6.js, map.py, map.erl) "
+                   "[default: views/income].")
+@click.option("--languages", default=",".join(b.DEFAULT_LANGUAGES),
+              show_default=True, help="Comma-separated: " + ", ".join(b.LANGUAGES) + ".")
+@click.option("--repeat", "repeat", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Rounds; languages are interleaved across rounds (A B C A B C …).")
+@click.option("--storage", "storages", default=None,
+              help="disk,tmpfs: restart the CouchDB started by `dragnet couch up` with its data on each storage "
+                   "and repeat the matrix.")
+@click.option("--storage-label", default=None,
+              help="Storage to record for a CouchDB dragnet does not manage (default: unknown).")
+@click.option("--backend", type=click.Choice(["local", "docker"]), default=None,
+              help="Expected backend of the managed CouchDB (checked; the recorded one is used).")
+@click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
+              help="Directory for results files and bench.json [default: results/bench-<UTC time>].")
+@click.option("--no-baseline", is_flag=True, help="Do not run the Erlang baseline in each round (no ratios).")
+@click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards when creating the database.")
+@json_option
+def bench_cmd(url, db, data, views, languages, repeat, storages, storage_label, backend, results_dir, no_baseline,
+              q, as_json):
+    """Benchmark view builds of every language, R times, on each storage; write one results file per build
+    plus bench.json, then print the report table."""
+    from rich.console import Console
+
+    from .. import report as rp
+    from ..errors import UsageError
+    from .report import render_table
+
+    st = b.parse_list(storages, "--storage")
+    for s in st:
+        if s not in ("disk", "tmpfs"):
+            raise UsageError(f"--storage {s}: expected disk or tmpfs")
+    if st and storage_label:
+        raise UsageError("--storage-label is for a CouchDB dragnet does not manage; --storage sets the label")
+    langs = b.parse_list(languages, "--languages")
+    if not langs:
+        raise UsageError("--languages: no language given")
+    if backend is not None:
+        inst = b.managed_instance(url)
+        if inst is None or inst.backend != backend:
+            found = f"a {inst.backend} one" if inst else "none"
+            raise UsageError(f"--backend {backend}: dragnet manages {found} for {mask_url(url)}")
+    config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,
+                           data=data, views=views or str(b.DEFAULT_VIEWS), results_dir=results_dir,
+                           baseline=not no_baseline, q=q)
+    console = Console(stderr=True)
+    total = {"n": 0}
+
+    def on_event(kind: str, d: dict) -> None:
+        if kind == "start":
+            console.print(f"[{d['index'] + 1}/{total['n']}] {d['storage']} round {d['repeat'] + 1}: "
+                          f"{d['language']} …")
+        elif kind == "done":
+            if d["status"] == "ok":
+                ratio = d.get("ratio_to_baseline")
+                console.print(f"    wall {d['wall_time_s']:.1f} s, {d['docs_per_sec_wall']:.0f} docs/s"
+                              + (f", ×{ratio:.2f} baseline" if ratio is not None else ""))
+            else:
+                console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)
+        elif kind == "restart":
+            console.print(f"restarting CouchDB with its data on {d['storage']} …")
+        elif kind == "import":
+            console.print(d["message"])
+
+    bench = b.Bench(config, on_event=on_event)
+    total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline))
+    console.print(f"results in {bench.dir}")
+    try:
+        manifest = bench.run()
+    except KeyboardInterrupt:
+        manifest = bench.manifest
+        done = sum(1 for r in manifest.get("runs", []) if r["status"] in ("ok", "error"))
+        console.print(f"interrupted: {done} finished runs kept in {bench.dir}")
+        sys.exit(130)
+
+    runs = manifest["runs"]
+    failed = [r for r in runs if r["status"] != "ok"]
+    groups = rp.build_report(rp.load_results([bench.dir])) if any(r["result_file"] for r in runs) else []
+    if as_json:
+        print_json({"dir": str(bench.dir), "manifest": manifest, "report": rp.to_json(groups)})
+    else:
+        if groups:
+            render_table(groups, title=f"{len(runs) - len(failed)} of {len(runs)} runs ok")
+        for r in failed:
+            click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
+        click.echo(f"results: {bench.dir} (`dragnet report {bench.dir} --plot DIR` for charts)")
+    if failed and len(failed) == len(runs):
+        sys.exit(1)

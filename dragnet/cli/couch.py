@@ -1,0 +1,146 @@
+"""`dragnet couch up|down|status`: start, stop and inspect a CouchDB for benchmarking."""
+
+from __future__ import annotations
+
+import click
+
+from .options import json_option, print_json
+
+BACKENDS = ("docker", "local")
+
+
+def _backend_module(name: str):
+    if name == "docker":
+        from .. import couchdb_docker as mod
+    else:
+        from .. import couchdb_local as mod
+    return mod
+
+
+@click.group("couch")
+def couch_cmd() -> None:
+    """Start, stop and inspect a CouchDB 3.5 (Docker image or a local release).
+
+    The admin comes from COUCHDB_USER / COUCHDB_PASSWORD; the password is never printed.
+    """
+
+
+@couch_cmd.command("up")
+@click.option("--backend", type=click.Choice(BACKENDS), envvar="DRAGNET_COUCH_BACKEND", default="docker",
+              show_default=True, help="docker: dragnet's image; local: an installed CouchDB release.")
+@click.option("--storage", "storage_kind", type=click.Choice(["disk", "tmpfs"]), default="disk", show_default=True,
+              help="Where databases and view indexes live.")
+@click.option("--data-dir", type=click.Path(file_okay=False), help="Host directory for the data "
+              "(default: a docker volume, or a directory under dragnet's state dir / on /dev/shm).")
+@click.option("--data-size", default="0", show_default=True,
+              help="Expected data size (e.g. 2g) to check that tmpfs data fits in free memory.")
+@click.option("--port", type=int, default=5984, show_default=True, help="Host port for CouchDB's HTTP API.")
+@click.option("--cpus", type=float, help="CPU limit (docker: fractional; local: pins this many whole CPUs).")
+@click.option("--memory", help="Memory limit, e.g. 4g (docker only).")
+@click.option("--couchdb-home", envvar="DRAGNET_COUCHDB_HOME", help="The CouchDB release for --backend local "
+              "[default: /opt/couchdb; env DRAGNET_COUCHDB_HOME].")
+@click.option("--image", help="Docker image to run [default: dragnet/couchdb:3.5.0, built from "
+              "docker/Dockerfile when missing].")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to wait for /_up.")
+@json_option
+def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couchdb_home, image, timeout,
+           as_json) -> None:
+    """Start CouchDB and wait until it answers /_up."""
+    from rich.console import Console
+
+    from .. import storage
+    from ..errors import UsageError
+
+    size = storage.parse_size(data_size)
+    if backend == "local" and image:
+        raise UsageError("--image applies to --backend docker only")
+    if backend == "docker" and couchdb_home and click.get_current_context().get_parameter_source(
+            "couchdb_home") == click.core.ParameterSource.COMMANDLINE:
+        raise UsageError("--couchdb-home applies to --backend local only")
+    console = Console(stderr=True)
+    with console.status(f"starting CouchDB ({backend}) on port {port}") as spinner:
+        if backend == "docker":
+            from .. import couchdb_docker
+
+            inst = couchdb_docker.up(port=port, storage_kind=storage_kind, data_dir=data_dir, image=image,
+                                     cpus=cpus, memory=memory, data_size=size, timeout=timeout,
+                                     progress=lambda line: spinner.update(line[-100:]))
+        else:
+            from .. import couchdb_local
+
+            inst = couchdb_local.up(port=port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
+                                    cpus=cpus, memory=memory, data_size=size, timeout=timeout)
+    from ..couchdb_control import server_info
+
+    report = {**_describe(inst), **server_info(inst)}
+    if as_json:
+        print_json(report)
+    else:
+        click.echo(f"CouchDB {report.get('version') or '?'} is up at {inst.display_url}")
+        click.echo(_where(inst))
+
+
+@couch_cmd.command("down")
+@click.option("--port", type=int, help="Which CouchDB (needed when dragnet started several).")
+@click.option("--timeout", type=float, default=30.0, show_default=True,
+              help="Seconds to wait for a clean shutdown before killing.")
+@json_option
+def down_cmd(port, timeout, as_json) -> None:
+    """Stop a CouchDB started by `dragnet couch up`."""
+    from ..couchdb_control import select_state
+
+    inst = select_state(port)
+    mod = _backend_module(inst.backend)
+    was_running = mod.stop(inst, timeout=timeout) if inst.backend == "local" else mod.stop(inst, timeout=int(timeout))
+    if as_json:
+        print_json({**_describe(inst), "was_running": was_running})
+        return
+    state = "stopped" if was_running else "was not running; state cleared"
+    click.echo(f"CouchDB on port {inst.port} ({inst.backend}) {state}")
+    if inst.backend == "docker" and inst.volume:
+        click.echo(f"data kept in docker volume {inst.volume} (`docker volume rm {inst.volume}` to drop it)")
+    elif inst.storage == "disk" and inst.data_dir:
+        click.echo(f"data kept in {inst.data_dir}")
+
+
+@couch_cmd.command("status")
+@click.option("--port", type=int, help="Only this CouchDB.")
+@json_option
+def status_cmd(port, as_json) -> None:
+    """Show the CouchDBs dragnet started: backend, URL, process or container, storage, version."""
+    from ..couchdb_control import list_states, select_state
+
+    instances = [select_state(port)] if port is not None else list_states()
+    rows = []
+    for inst in instances:
+        rows.append({**_describe(inst), **_backend_module(inst.backend).status(inst)})
+    if as_json:
+        print_json({"instances": rows})
+        return
+    if not rows:
+        click.echo("no CouchDB started by dragnet (`dragnet couch up` starts one)")
+    for inst, row in zip(instances, rows):
+        if row.get("up"):
+            state = f"up, CouchDB {row.get('version')}"
+        elif row.get("running") is None:
+            state = f"unknown: {row.get('error')}"
+        else:
+            state = "running, not answering" if row["running"] else "not running"
+        click.echo(f"{inst.display_url}  {inst.backend}  {state}")
+        click.echo("  " + _where(inst))
+
+
+def _describe(inst) -> dict:
+    d = {k: v for k, v in inst.to_dict().items() if v is not None}
+    d["url"] = inst.display_url
+    return d
+
+
+def _where(inst) -> str:
+    if inst.backend == "docker":
+        data = inst.volume and f"volume {inst.volume}" or inst.data_dir or "tmpfs in the container"
+        who = f"container {inst.container_name} ({(inst.container or '')[:12]}), image {inst.image}"
+    else:
+        data = inst.data_dir
+        who = f"pid {inst.pid}, home {inst.home}, log {inst.log}"
+    return f"{who}; storage {inst.storage}: {data}"

@@ -1,0 +1,153 @@
+"""`dragnet qsbench`: query servers compared over the real protocol, with no CouchDB."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .. import qsbench
+from ..errors import DragnetError, UsageError
+from ..query_servers import REPO
+from .options import json_option, print_json
+
+
+def _default_view() -> str:
+    local = Path("views/income")
+    return str(local if local.is_dir() else REPO / "views" / "income")
+
+
+@click.command("qsbench")
+@click.option("--docs", "docs_file", type=click.Path(dir_okay=False), help="JSON lines (.gz ok) of normalised declarations.")
+@click.option("--count", type=int, help="Generate this many declarations instead (cached under --cache).  [default: 2000]")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed for --count.")
+@click.option("--cache", "cache_dir", default="cache", show_default=True, help="Where generated samples are kept.")
+@click.option("--view", "view_dir", default=None, help="Folder with the view in every dialect.  [default: views/income]")
+@click.option("--servers", help="Comma-separated server names to run (default: every one found).")
+@click.option("--reference", help="Server whose rows the others must match (default: the first).")
+@click.option("--repeat", type=int, default=3, show_default=True, help="Measured runs per server.")
+@click.option("--warmup", type=int, default=1, show_default=True, help="Unmeasured runs before them.")
+@click.option("--shards", type=int, default=1, show_default=True, help="Processes in parallel, one per shard.")
+@click.option("--timeout", type=float, default=5.0, show_default=True,
+              help="Seconds to wait for an answer (CouchDB's os_process_timeout).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Extra query servers (see README).")
+@click.option("--results", "results_dir", default="results", show_default=True, help="Where the JSON results go.")
+@click.option("--plot", "plot_file", is_flag=False, flag_value="", default=None,
+              help="Write a PNG bar chart (to FILE, or next to the results file).")
+@json_option
+def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, servers, reference, repeat, warmup, shards, timeout,
+                config_file, results_dir, plot_file, as_json):
+    """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
+    err = Console(stderr=True)
+    out = Console() if sys.stdout.isatty() else Console(width=160)  # a pipe must not squeeze the table
+    if docs_file and count is not None:
+        raise UsageError("give --docs or --count, not both")
+    view_dir = view_dir or _default_view()
+    names = [n.strip() for n in servers.split(",") if n.strip()] if servers else None
+
+    specs, skipped = qsbench.available_servers(config=config_file)
+    chosen, skipped = qsbench.select_servers(specs, skipped, names, view_dir)
+    if not as_json:
+        for s in skipped:
+            err.print(f"[yellow]skipped[/] {s.name}: {s.reason}")
+    if not chosen:
+        raise DragnetError("no query server to run" + (f" (skipped: {', '.join(s.name for s in skipped)})"
+                                                       if skipped else ""))
+    if reference and reference not in [s.name for s, _ in chosen]:
+        raise UsageError(f"--reference {reference} is not among the servers run "
+                         f"({', '.join(s.name for s, _ in chosen)})")
+
+    if docs_file:
+        docs = qsbench.load_docs(docs_file)
+    else:
+        count = 2000 if count is None else count
+        path = qsbench.generated_docs_path(count, seed, cache_dir)
+        docs = qsbench.load_docs(path)
+        docs.origin.update(generated=True, count=count, seed=seed)
+
+    settings = {"repeat": repeat, "warmup": warmup, "shards": shards, "timeout_s": timeout}
+    if as_json:
+        bench = qsbench.run_benchmark(chosen, docs, repeat=repeat, warmup=warmup, shards=shards, timeout=timeout,
+                                      reference=reference, skipped=skipped)
+    else:
+        err.print(f"{len(docs)} documents ({sum(docs.sizes) / 1e6:.1f} MB) from {docs.origin.get('source')}; "
+                  f"view {view_dir}; {warmup} warm-up + {repeat} runs; {shards} shard(s)")
+        with Progress(TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[note]}"), TimeElapsedColumn(), console=err) as bar:
+            tasks = {}
+
+            def progress(event, server, **info):
+                if event == "start":
+                    tasks[server] = bar.add_task(server, total=info["total"], note="")
+                elif event == "run":
+                    run = info["run"]
+                    tag = "warm-up" if run.warmup else f"{run.docs_per_sec:,.0f} docs/s"
+                    bar.update(tasks[server], completed=info["done"], note=tag)
+                elif event == "failed":
+                    bar.update(tasks[server], note="[red]failed[/]")
+
+            bench = qsbench.run_benchmark(chosen, docs, repeat=repeat, warmup=warmup, shards=shards,
+                                          timeout=timeout, reference=reference, skipped=skipped,
+                                          progress=progress)
+
+    doc = qsbench.results_document(bench.results, bench.rows, docs=docs, view_dir=view_dir, settings=settings,
+                                   skipped=skipped, reference=bench.reference)
+    path = qsbench.write_results(doc, results_dir)
+    chart = None
+    if plot_file is not None and bench.rows:
+        from ..qsbench_plot import plot
+
+        chart = plot(doc, plot_file or path.with_suffix(".png"))
+
+    if as_json:
+        compact = qsbench.results_document(bench.results, bench.rows, docs=docs, view_dir=view_dir,
+                                           settings=settings, skipped=skipped, reference=bench.reference,
+                                           latencies=False)
+        compact["results_file"] = str(path)
+        compact["chart"] = str(chart) if chart else None
+        print_json(compact)
+    else:
+        _print_table(out, bench, docs)
+        _print_failures(out, bench)
+        out.print(f"results: {path}")
+        if chart:
+            out.print(f"chart:   {chart}")
+    if bench.failed:
+        raise DragnetError(f"{len(bench.failed)} of {len(bench.results)} query servers failed: "
+                           + ", ".join(f"{r.spec.name} ({'wrong rows' if r.status == 'wrong' else 'error'})"
+                                       for r in bench.failed))
+
+
+def _print_table(out: Console, bench: qsbench.Benchmark, docs: qsbench.DocSet) -> None:
+    if not bench.rows:
+        return
+    cmd = {r.spec.name: " ".join(r.spec.argv) for r in bench.results}
+    t = Table(title=f"query servers over the protocol: {len(docs)} docs, reference rows from {bench.reference}",
+              title_justify="left")
+    for col in ("server", "docs/s", "× slower", "mean ± σ", "min … max", "latency p50 / p95 / p99 / max ms",
+                "CPU s", "RSS MB", "start ms"):
+        t.add_column(col, justify="left" if col == "server" else "right", no_wrap=True)
+    for r in bench.rows:
+        s = r.rate
+        t.add_row(r.name, f"{r.docs_per_sec:,.0f}", f"{r.ratio:.2f}", f"{s.mean:,.0f} ± {s.stdev:,.0f}",
+                  f"{s.min:,.0f} … {s.max:,.0f}",
+                  f"{r.p50_ms:.3f} / {r.p95_ms:.3f} / {r.p99_ms:.3f} / {r.max_ms:.2f}", f"{r.cpu_s:.2f}",
+                  f"{r.peak_rss_kb / 1024:.1f}" if r.peak_rss_kb else "?", f"{r.startup_ms:.0f}")
+    out.print(t)
+    for r in bench.rows:
+        out.print(f"  {r.name}: {cmd[r.name]}", highlight=False)
+
+
+def _print_failures(out: Console, bench: qsbench.Benchmark) -> None:
+    for r in bench.failed:
+        if r.error:
+            out.print(f"[red]FAILED[/] {r.spec.name}: {r.error}", highlight=False)
+        else:
+            out.print(f"[red]WRONG ROWS[/] {r.spec.name}: {r.mismatch_count} document(s) differ from "
+                      f"{bench.reference}", highlight=False)
+            for m in r.mismatches:
+                out.print(f"  {m.message()}", highlight=False, markup=False)

@@ -1,0 +1,61 @@
+"""`dragnet servers`: the query servers found here, why others are missing, and how to register them."""
+
+from __future__ import annotations
+
+import click
+
+from .. import registration as reg
+from ..query_servers import discover
+from .options import print_json
+
+
+@click.command("servers")
+@click.option("--env", "mode", flag_value="env", help="Print only the `export COUCHDB_QUERY_SERVER_...` lines.")
+@click.option("--ini", "mode", flag_value="ini", help="Print only the local.ini fragment.")
+@click.option("--json", "mode", flag_value="json", help="Print everything as one JSON object.")
+@click.option("--docker", is_flag=True, help="Registration for the Docker image (its in-image paths).")
+@click.option("--config", type=click.Path(dir_okay=False), default=None,
+              help="Extra servers from an ini or JSON file (name, command, language, dialect).")
+@click.option("--timeout-ms", type=click.IntRange(min=1), default=reg.DEFAULT_OS_PROCESS_TIMEOUT_MS,
+              show_default=True, help="[couchdb] os_process_timeout written to the ini fragment.")
+def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: int) -> None:
+    """List query servers and print how to register them with CouchDB 3.5."""
+    if docker:
+        specs, skipped = list(reg.DOCKER_SPECS), []
+    else:
+        specs, skipped = discover(config=config)
+    registered, unregistered = reg.plan(specs)
+    environment = reg.environment_for(registered)
+    ini = reg.ini_for(os_process_timeout_ms=timeout_ms)
+    if mode == "env":
+        click.echo(reg.shell_exports(environment), nl=False)
+        return
+    if mode == "ini":
+        click.echo(ini, nl=False)
+        return
+    if mode == "json":
+        print_json({
+            "servers": [{"name": s.name, "language": s.language, "dialect": s.dialect, "source": s.source,
+                         "command": list(s.argv), "env": dict(s.env)} for s in specs],
+            "skipped": [{"name": s.name, "reason": s.reason} for s in skipped],
+            "environment": environment,
+            "not_registered": [{"name": s.name, "reason": s.reason} for s in unregistered],
+            "ini": ini,
+        })
+        return
+    width = max([len(s.name) for s in [*specs, *skipped]] + [4])
+    click.echo("available:")
+    for s in specs:
+        extra = " ".join(f"{k}={v}" for k, v in s.env)
+        click.echo(f"  {s.name:<{width}}  {s.language:<18} {s.dialect:<6}  {(extra + ' ') if extra else ''}"
+                   f"{' '.join(s.argv)}")
+    if skipped:
+        click.echo("not available:")
+        for s in skipped:
+            click.echo(f"  {s.name:<{width}}  {s.reason}")
+    click.echo("\nregister with CouchDB 3.5 (environment of the CouchDB process):")
+    click.echo(reg.shell_exports(environment), nl=False)
+    for s in unregistered:
+        click.echo(f"# {s.name}: {s.reason}")
+    click.echo("\nand in local.ini (or etc/local.d/dragnet.ini):")
+    click.echo(ini, nl=False)

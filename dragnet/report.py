@@ -1,0 +1,548 @@
+"""Tables from addview results: medians over repeats, ratios to the Erlang baseline, spread, resources.
+
+Everything here is pure except load_results(): it reads results files (dragnet.addview/1) and bench
+directories, and the rest turns those dicts into rows, formats and comparisons.
+
+Rules (also in the README):
+- A result's *label* is the bench language name (javascript, javascript_quickjs_es2015, erlang_baseline …)
+  recorded by `dragnet bench`; for a result made elsewhere it is derived from the view (language, plus
+  `_es2015` for an ES2015 source and `erlang_baseline` for the baseline map).
+- *Repeat*: the repeat index recorded by the bench; otherwise the rank of the result by start time among
+  results of the same label and storage.
+- *Ratio to baseline*: docs/s (by wall time) of the result divided by docs/s of the Erlang baseline of the
+  same storage and repeat (same bench run when recorded); without a baseline of that repeat, the baseline
+  of that storage nearest in start time. The median of the per-repeat ratios is shown.
+- *Changed vs --baseline*: a metric is marked changed when |Δmedian| > max(σ_current, σ_baseline) AND the
+  current median lies outside the baseline's min … max. With a single run on either side there is no
+  measured spread, so nothing is marked (shown as "1 run").
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .errors import UsageError
+from .stats import Summary, median, summarize
+
+RESULT_SCHEMA = "dragnet.addview/1"
+BENCH_MANIFEST = "bench.json"
+RECORDING_MARKER = "active_tasks.jsonl"
+BASELINE_LABEL = "erlang_baseline"
+# pidstat command families that are not a query server
+INFRA_FAMILIES = frozenset({"beam", "pidstat", "dragnet", "harness", "other", "python-dragnet"})
+
+
+@dataclass
+class Run:
+    """One view build as the report sees it (numbers taken from a results file)."""
+
+    label: str
+    storage: str
+    started_at: float
+    ok: bool
+    error: str | None = None
+    repeat: int | None = None
+    bench_id: str | None = None
+    all_cps: float | None = None
+    one_cps: float | None = None
+    total_s: float | None = None
+    wall_s: float | None = None
+    docs: int | None = None
+    docs_per_s: float | None = None
+    # family -> {"cpu_mean": %, "rss_peak_mb": MB, "kb_wr": kB written in total}
+    resources: dict[str, dict[str, float]] = field(default_factory=dict)
+    source: str = ""
+    ratio: float | None = None  # filled by assign_ratios()
+
+
+# ---------------------------------------------------------------- reading
+
+def load_results(paths: Iterable[str | Path]) -> list[dict]:
+    """Results dicts from files and directories (searched recursively for *.json results, and for recorded
+    build folders holding active_tasks.jsonl, read with dragnet.results.from_recording).
+
+    A directory's bench.json manifest is not a result; other JSON files that are not
+    dragnet.addview/1 results are skipped inside directories and refused when named directly.
+    """
+    out: list[dict] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            # folders recorded by a harness (active_tasks.jsonl, meta.json, pidstat.txt …) become results too
+            for rec in sorted(x.parent for x in p.rglob(RECORDING_MARKER)):
+                out.append(_from_recording(rec))
+            for f in sorted(p.rglob("*.json")):
+                if any(parent.joinpath(RECORDING_MARKER).is_file() for parent in f.parents):
+                    continue
+                if f.name == BENCH_MANIFEST:
+                    continue
+                doc = _read_json(f)
+                if isinstance(doc, dict) and doc.get("schema") == RESULT_SCHEMA:
+                    doc.setdefault("_source", str(f))
+                    out.append(doc)
+        elif p.is_file():
+            doc = _read_json(p)
+            if not (isinstance(doc, dict) and doc.get("schema") == RESULT_SCHEMA):
+                raise UsageError(f"{p}: not a dragnet results file (schema {RESULT_SCHEMA!r} expected)")
+            doc.setdefault("_source", str(p))
+            out.append(doc)
+        else:
+            raise UsageError(f"{p}: no such file or directory")
+    if not out:
+        raise UsageError("no results found in " + ", ".join(str(p) for p in paths))
+    return out
+
+
+def _from_recording(folder: Path) -> dict:
+    from .results import from_recording
+
+    doc = from_recording(folder)
+    doc.setdefault("_source", str(folder))
+    return doc
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+# ---------------------------------------------------------------- one result -> Run
+
+def result_label(result: dict) -> str:
+    """The language name a result is reported under (see module docstring)."""
+    bench = result.get("bench") or {}
+    if bench.get("language"):
+        return str(bench["language"])
+    if result.get("label"):
+        return str(result["label"])
+    view = result.get("view") or {}
+    lang = str(view.get("language") or (result.get("summary") or {}).get("language") or "unknown")
+    path = str(view.get("path") or "").lower()
+    name = Path(path).name
+    if lang == "erlang" and "baseline" in path:
+        return BASELINE_LABEL
+    if lang.startswith("javascript") and ("es6" in name or "es2015" in name):
+        return lang if lang.endswith("_es2015") else f"{lang}_es2015"
+    return lang
+
+
+def started_at(result: dict) -> float:
+    """Unix seconds of the build's start (results may carry a number or an ISO 8601 string)."""
+    v = result.get("started_at")
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    polls = result.get("polls") or []
+    if polls and isinstance(polls[0], dict) and "t" in polls[0]:
+        return float(polls[0]["t"])
+    return 0.0
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def family_resources(result: dict) -> dict[str, dict[str, float]]:
+    """Per command family: mean CPU %, peak RSS (MB, summed over the family's processes), kB written.
+
+    Reads result["pidstat"]["summary"] as dragnet.pidstat.summarize() writes it:
+    {family: {"cpu_pct": {"avg", "peak"}, "rss_kb": {"avg", "peak"}, "kb_wr_s": {"avg", "peak"},
+    "intervals": n, ...}}; pidstat's intervals are 1 s, so kB written = mean kB/s × intervals.
+    """
+    summary = ((result.get("pidstat") or {}).get("summary")) or {}
+    out: dict[str, dict[str, float]] = {}
+    for fam, s in summary.items() if isinstance(summary, dict) else ():
+        if not isinstance(s, dict):
+            continue
+        entry: dict[str, float] = {}
+        cpu = _num((s.get("cpu_pct") or {}).get("avg"))
+        rss = _num((s.get("rss_kb") or {}).get("peak"))
+        wr = _num((s.get("kb_wr_s") or {}).get("avg"))
+        intervals = _num(s.get("intervals"))
+        if cpu is not None:
+            entry["cpu_mean"] = cpu
+        if rss is not None:
+            entry["rss_peak_mb"] = rss / 1024.0
+        if wr is not None and intervals is not None:
+            entry["kb_wr"] = wr * intervals
+        out[str(fam)] = entry
+    return out
+
+
+def to_run(result: dict) -> Run:
+    s = result.get("summary") or {}
+    bench = result.get("bench") or {}
+    storage = str(bench.get("storage_label") or result.get("storage") or "unknown")
+    docs = _num(s.get("docs"))
+    wall = _num(s.get("wall_time_s"))
+    dps = _num(s.get("docs_per_sec_wall"))
+    if dps is None and docs and wall:
+        dps = docs / wall
+    ok = bool(s.get("ok", s.get("error") is None)) and not bench.get("error")
+    return Run(
+        label=result_label(result), storage=storage, started_at=started_at(result), ok=ok,
+        error=s.get("error") or bench.get("error"),
+        repeat=bench.get("repeat") if isinstance(bench.get("repeat"), int) else None,
+        bench_id=bench.get("id"),
+        all_cps=_num(s.get("average_all_tasks_cps")), one_cps=_num(s.get("average_one_task_cps")),
+        total_s=_num(s.get("total_time_s")), wall_s=wall, docs=int(docs) if docs is not None else None,
+        docs_per_s=dps, resources=family_resources(result), source=str(result.get("_source", "")),
+    )
+
+
+# ---------------------------------------------------------------- repeats and ratios
+
+def assign_repeats(runs: list[Run]) -> None:
+    """Runs without a recorded repeat get their rank by start time within (bench, label, storage)."""
+    groups: dict[tuple, list[Run]] = {}
+    for r in runs:
+        if r.repeat is None:
+            groups.setdefault((r.bench_id, r.label, r.storage), []).append(r)
+    for members in groups.values():
+        for i, r in enumerate(sorted(members, key=lambda r: r.started_at)):
+            r.repeat = i
+
+
+def ratio(value: float | None, baseline: float | None) -> float | None:
+    """value / baseline, None when either is missing or the baseline is 0."""
+    if value is None or baseline is None or baseline == 0:
+        return None
+    return value / baseline
+
+
+def pair_baseline(run: Run, baselines: Sequence[Run]) -> Run | None:
+    """The successful baseline run measured with `run`: same bench, storage and repeat, else nearest in time."""
+    same_storage = [b for b in baselines if b.ok and b.storage == run.storage and b.docs_per_s]
+    if not same_storage:
+        return None
+    same_bench = [b for b in same_storage if b.bench_id == run.bench_id]
+    for b in same_bench:
+        if b.repeat == run.repeat:
+            return b
+    pool = same_bench or same_storage
+    return min(pool, key=lambda b: abs(b.started_at - run.started_at))
+
+
+def assign_ratios(runs: list[Run], baseline_label: str = BASELINE_LABEL) -> None:
+    """Set run.ratio = docs/s of the run / docs/s of its paired Erlang baseline run."""
+    baselines = [r for r in runs if r.label == baseline_label]
+    for r in runs:
+        if not r.ok:
+            r.ratio = None
+            continue
+        b = pair_baseline(r, baselines)
+        r.ratio = ratio(r.docs_per_s, b.docs_per_s) if b else None
+
+
+def view_source(result: dict) -> str:
+    view = result.get("view") or {}
+    return " ".join(str(view.get("source") or "").split())
+
+
+def split_variants(runs: list[Run], results: Sequence[dict]) -> None:
+    """Results under one label but with different map sources (e.g. a deliberately throwing function) are
+    different rows: the most common source keeps the label, the others get "label [view file]"."""
+    by_label: dict[str, list[tuple[Run, str, str]]] = {}
+    for run, res in zip(runs, results):
+        if (res.get("bench") or {}).get("language"):
+            continue
+        path = str((res.get("view") or {}).get("path") or "")
+        by_label.setdefault(run.label, []).append((run, view_source(res), Path(path).stem or "?"))
+    for members in by_label.values():
+        counts: dict[str, int] = {}
+        for _, src, _ in members:
+            counts[src] = counts.get(src, 0) + 1
+        if len(counts) < 2:
+            continue
+        main = max(counts, key=lambda src: counts[src])
+        for run, src, stem in members:
+            if src != main:
+                run.label = f"{run.label} [{stem}]"
+
+
+def prepare(results: Iterable[dict]) -> list[Run]:
+    results = list(results)
+    runs = [to_run(x) for x in results]
+    split_variants(runs, results)
+    assign_repeats(runs)
+    assign_ratios(runs)
+    return runs
+
+
+# ---------------------------------------------------------------- groups
+
+@dataclass
+class Group:
+    """One (language, storage) row of the report."""
+
+    label: str
+    storage: str
+    n: int
+    failed: int
+    errors: list[str]
+    all_cps: Summary | None
+    one_cps: Summary | None
+    total_s: Summary | None
+    wall_s: Summary | None
+    docs_per_s: Summary | None
+    ratio: Summary | None
+    qs_family: str | None
+    beam_cpu: float | None
+    beam_rss_mb: float | None
+    qs_cpu: float | None
+    qs_rss_mb: float | None
+    beam_kb_wr: float | None = None
+    qs_kb_wr: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.label, self.storage)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        return d
+
+
+def _summ(values: Iterable[float | None]) -> Summary | None:
+    vals = [v for v in values if v is not None]
+    return summarize(vals) if vals else None
+
+
+def _med(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return median(vals) if vals else None
+
+
+def qs_family_of(runs: Sequence[Run]) -> str | None:
+    """The query-server family: the non-infrastructure family with most CPU; None for Erlang views,
+    which run inside beam."""
+    if not runs or all(r.label.startswith("erlang") for r in runs):
+        return None
+    cpu: dict[str, float] = {}
+    for r in runs:
+        for fam, s in r.resources.items():
+            if fam not in INFRA_FAMILIES:
+                cpu[fam] = cpu.get(fam, 0.0) + s.get("cpu_mean", 0.0)
+    return max(cpu, key=lambda f: cpu[f]) if cpu else None
+
+
+def _label_order(label: str) -> tuple:
+    return (0 if label == BASELINE_LABEL else 1, label)
+
+
+def _storage_order(storage: str) -> tuple:
+    return ({"disk": 0, "tmpfs": 1}.get(storage, 2), storage)
+
+
+def group_runs(runs: Sequence[Run]) -> list[Group]:
+    """Median over the successful runs of each (label, storage); baseline first, disk before tmpfs."""
+    keys: dict[tuple[str, str], list[Run]] = {}
+    for r in runs:
+        keys.setdefault((r.label, r.storage), []).append(r)
+    out = []
+    for (label, storage), members in sorted(keys.items(), key=lambda kv: (_storage_order(kv[0][1]),
+                                                                          _label_order(kv[0][0]))):
+        good = [r for r in members if r.ok]
+        fam = qs_family_of(good)
+        res = lambda f, k: _med(r.resources.get(f, {}).get(k) for r in good) if f else None  # noqa: E731
+        out.append(Group(
+            label=label, storage=storage, n=len(good), failed=len(members) - len(good),
+            errors=[str(r.error) for r in members if not r.ok],
+            all_cps=_summ(r.all_cps for r in good), one_cps=_summ(r.one_cps for r in good),
+            total_s=_summ(r.total_s for r in good), wall_s=_summ(r.wall_s for r in good),
+            docs_per_s=_summ(r.docs_per_s for r in good), ratio=_summ(r.ratio for r in good),
+            qs_family=fam,
+            beam_cpu=res("beam", "cpu_mean"), beam_rss_mb=res("beam", "rss_peak_mb"),
+            qs_cpu=res(fam, "cpu_mean"), qs_rss_mb=res(fam, "rss_peak_mb"),
+            beam_kb_wr=res("beam", "kb_wr"), qs_kb_wr=res(fam, "kb_wr"),
+        ))
+    return out
+
+
+def build_report(results: Iterable[dict]) -> list[Group]:
+    return group_runs(prepare(results))
+
+
+# ---------------------------------------------------------------- comparison with an earlier set
+
+COMPARED = (("wall_s", "wall time s", -1), ("total_s", "total time s", -1),
+            ("all_cps", "all-tasks c/s", +1), ("docs_per_s", "docs/s (wall)", +1))
+
+
+@dataclass
+class Delta:
+    label: str
+    storage: str
+    metric: str
+    baseline: Summary
+    current: Summary
+    delta: float
+    delta_pct: float | None
+    changed: bool | None  # None: not decidable (a single run on one side)
+    verdict: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def is_change(current: Summary, baseline: Summary) -> bool | None:
+    """The rule for marking a change: see the module docstring."""
+    if current.n < 2 or baseline.n < 2:
+        return None
+    d = abs(current.median - baseline.median)
+    outside = current.median < baseline.min or current.median > baseline.max
+    return d > max(current.stdev, baseline.stdev) and outside
+
+
+def compare(current: Sequence[Group], baseline: Sequence[Group]) -> list[Delta]:
+    """Deltas of the compared metrics for every (language, storage) present in both sets."""
+    base = {g.key: g for g in baseline}
+    out = []
+    for g in current:
+        b = base.get(g.key)
+        if b is None:
+            continue
+        for attr, name, better in COMPARED:
+            c, o = getattr(g, attr), getattr(b, attr)
+            if c is None or o is None:
+                continue
+            delta = c.median - o.median
+            changed = is_change(c, o)
+            if changed is None:
+                verdict = "1 run"
+            elif not changed:
+                verdict = "within noise"
+            else:
+                verdict = "better" if delta * better > 0 else "worse"
+            out.append(Delta(g.label, g.storage, name, o, c, delta,
+                             100.0 * delta / o.median if o.median else None, changed, verdict))
+    return out
+
+
+# ---------------------------------------------------------------- formats
+
+# all-tasks / one-task c/s, total and wall time are medians over the runs; σ and min…max are of wall time;
+# × base: docs/s relative to the Erlang baseline; CPU % is the mean, MB the peak RSS of the process family
+COLUMNS = ("language", "storage", "runs", "all c/s", "one c/s", "total s", "wall s", "wall σ", "wall min…max",
+           "docs/s", "× base", "beam CPU %", "beam MB", "QS", "QS CPU %", "QS MB")
+
+
+def _f(v: float | None, digits: int = 1) -> str:
+    return "–" if v is None else f"{v:,.{digits}f}"
+
+
+def table_rows(groups: Sequence[Group]) -> list[list[str]]:
+    """The table's cells as text (shared by the terminal table and markdown)."""
+    rows = []
+    for g in groups:
+        runs = str(g.n) + (f" ({g.failed} failed)" if g.failed else "")
+        m = lambda s, d=1: _f(s.median if s else None, d)  # noqa: E731
+        rows.append([
+            g.label, g.storage, runs, m(g.all_cps), m(g.one_cps), m(g.total_s), m(g.wall_s, 2),
+            # a single run has no measured spread
+            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.stdev:.2f}",
+            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.min:.2f}…{g.wall_s.max:.2f}",
+            m(g.docs_per_s), "–" if g.ratio is None else f"{g.ratio.median:.2f}",
+            _f(g.beam_cpu), _f(g.beam_rss_mb, 0), g.qs_family or ("(in beam)" if g.n else "–"),
+            _f(g.qs_cpu), _f(g.qs_rss_mb, 0),
+        ])
+    return rows
+
+
+def to_markdown(groups: Sequence[Group]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in table_rows(groups)]
+    return "\n".join(lines) + "\n"
+
+
+CSV_COLUMNS = ("language", "storage", "runs", "failed", "all_tasks_cps_median", "one_task_cps_median",
+               "total_time_s_median", "wall_time_s_median", "wall_time_s_stdev", "wall_time_s_min",
+               "wall_time_s_max", "docs_per_sec_wall_median", "ratio_to_baseline_median", "ratio_min", "ratio_max",
+               "beam_cpu_mean_pct", "beam_rss_peak_mb", "qs_family", "qs_cpu_mean_pct", "qs_rss_peak_mb")
+
+
+def csv_records(groups: Sequence[Group]) -> list[dict]:
+    recs = []
+    for g in groups:
+        med = lambda s: s.median if s else None  # noqa: E731
+        recs.append(dict(zip(CSV_COLUMNS, (
+            g.label, g.storage, g.n, g.failed, med(g.all_cps), med(g.one_cps), med(g.total_s), med(g.wall_s),
+            g.wall_s.stdev if g.wall_s else None, g.wall_s.min if g.wall_s else None,
+            g.wall_s.max if g.wall_s else None, med(g.docs_per_s), med(g.ratio),
+            g.ratio.min if g.ratio else None, g.ratio.max if g.ratio else None,
+            g.beam_cpu, g.beam_rss_mb, g.qs_family, g.qs_cpu, g.qs_rss_mb))))
+    return recs
+
+
+def to_csv(groups: Sequence[Group]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for rec in csv_records(groups):
+        w.writerow({k: ("" if v is None else (repr(v) if isinstance(v, float) else v)) for k, v in rec.items()})
+    return buf.getvalue()
+
+
+def to_json(groups: Sequence[Group], deltas: Sequence[Delta] | None = None) -> dict:
+    out: dict[str, Any] = {"schema": "dragnet.report/1", "groups": [g.as_dict() for g in groups],
+                           "rules": {"ratio": "docs/s of the run / docs/s of the Erlang baseline of the same "
+                                              "storage and repeat; median over repeats",
+                                     "changed": "|Δmedian| > max(σ_current, σ_baseline) and current median "
+                                                "outside the baseline's min…max; needs ≥ 2 runs each side"}}
+    if deltas is not None:
+        out["comparison"] = [d.as_dict() for d in deltas]
+    return out
+
+
+DELTA_COLUMNS = ("language", "storage", "metric", "baseline median", "current median", "Δ", "Δ %",
+                 "σ base / cur", "verdict")
+
+
+def delta_rows(deltas: Sequence[Delta]) -> list[list[str]]:
+    rows = []
+    for d in deltas:
+        mark = {"better": "▲ better", "worse": "▼ worse"}.get(d.verdict, d.verdict)
+        rows.append([d.label, d.storage, d.metric, f"{d.baseline.median:,.2f}", f"{d.current.median:,.2f}",
+                     f"{d.delta:+,.2f}", "–" if d.delta_pct is None else f"{d.delta_pct:+.1f}%",
+                     f"{d.baseline.stdev:.2f} / {d.current.stdev:.2f}", mark])
+    return rows
+
+
+def deltas_markdown(deltas: Sequence[Delta]) -> str:
+    lines = ["| " + " | ".join(DELTA_COLUMNS) + " |", "|" + "|".join("---" for _ in DELTA_COLUMNS) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in delta_rows(deltas)]
+    return "\n".join(lines) + "\n"
+
+
+def deltas_csv(deltas: Sequence[Delta]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["language", "storage", "metric", "baseline_median", "current_median", "delta", "delta_pct",
+                "baseline_stdev", "current_stdev", "changed", "verdict"])
+    for d in deltas:
+        w.writerow([d.label, d.storage, d.metric, repr(d.baseline.median), repr(d.current.median), repr(d.delta),
+                    "" if d.delta_pct is None else repr(d.delta_pct), repr(d.baseline.stdev), repr(d.current.stdev),
+                    "" if d.changed is None else str(d.changed).lower(), d.verdict])
+    return buf.getvalue()

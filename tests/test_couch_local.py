@@ -1,0 +1,356 @@
+"""`dragnet couch` local backend and the shared control pieces (state files, ports, credentials, /_up).
+
+The full up/status/down runs a real CouchDB release when DRAGNET_COUCHDB_HOME points at one (it
+uses port 15984 and its own data, beside any CouchDB already on 5984); otherwise it skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import stat
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dragnet import couchdb_control as ctl
+from dragnet import couchdb_local as local
+from dragnet.cli import main
+from dragnet.couch import connect
+from dragnet.errors import DragnetError, UsageError
+
+TEST_PORT = int(os.environ.get("DRAGNET_TEST_LOCAL_PORT", "15984"))
+SECRET = "s3cret-Pa55word-for-test"
+
+
+@pytest.fixture()
+def env(tmp_path) -> dict:
+    """An environment with its own state dir and an admin, as `dragnet couch up` would read it."""
+    e = {k: v for k, v in os.environ.items() if k not in ("COUCHDB_USER", "COUCHDB_PASSWORD")}
+    e.update(DRAGNET_STATE_DIR=str(tmp_path / "state"), COUCHDB_USER="admin", COUCHDB_PASSWORD=SECRET)
+    return e
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- state files ---------------------------------------------------------------------------------------
+
+def test_state_dir_follows_xdg_and_home():
+    assert ctl.state_dir({"XDG_STATE_HOME": "/x/state", "HOME": "/h"}) == Path("/x/state/dragnet")
+    assert ctl.state_dir({"HOME": "/h"}) == Path("/h/.local/state/dragnet")
+    assert ctl.state_dir({"DRAGNET_STATE_DIR": "/d", "XDG_STATE_HOME": "/x"}) == Path("/d")
+
+
+def test_state_file_lifecycle(env):
+    assert ctl.load_state(5999, env) is None and ctl.list_states(env) == []
+    with pytest.raises(DragnetError, match="no CouchDB"):
+        ctl.select_state(None, env)
+    a = ctl.Instance(backend="local", port=5999, user="admin", pid=123, data_dir="/d")
+    b = ctl.Instance(backend="docker", port=5998, user="admin", container="abc", volume="v")
+    path = ctl.save_state(a, env)
+    assert path == ctl.state_dir(env) / "couch-5999.json"
+    assert ctl.load_state(5999, env) == a
+    assert ctl.select_state(None, env) == a
+    ctl.save_state(b, env)
+    assert [i.port for i in ctl.list_states(env)] == [5998, 5999]
+    with pytest.raises(UsageError, match=r"several .* \(ports 5998, 5999\): choose one with --port"):
+        ctl.select_state(None, env)
+    assert ctl.select_state(5998, env) == b
+    assert SECRET not in path.read_text()
+    ctl.remove_state(5999, env)
+    assert ctl.load_state(5999, env) is None and ctl.select_state(None, env) == b
+    with pytest.raises(DragnetError, match="no CouchDB on port 5999"):
+        ctl.select_state(5999, env)
+    ctl.state_path(5997, env).write_text("{not json")
+    with pytest.raises(DragnetError, match="unreadable state file"):
+        ctl.load_state(5997, env)
+
+
+def test_display_url_masks_nothing_it_does_not_have():
+    inst = ctl.Instance(backend="local", port=15984, user="admin")
+    assert inst.url == "http://127.0.0.1:15984"
+    assert inst.display_url == "http://admin:***@127.0.0.1:15984"
+    assert "password" not in inst.to_dict()
+
+
+# --- credentials and ports -----------------------------------------------------------------------------
+
+def test_admin_credentials():
+    assert ctl.admin_credentials({"COUCHDB_USER": "adm", "COUCHDB_PASSWORD": "pw"}) == ("adm", "pw")
+    with pytest.raises(UsageError, match="set COUCHDB_USER and COUCHDB_PASSWORD"):
+        ctl.admin_credentials({})
+    with pytest.raises(UsageError, match="set COUCHDB_PASSWORD:"):
+        ctl.admin_credentials({"COUCHDB_USER": "adm"})
+    with pytest.raises(UsageError, match="COUCHDB_USER must not"):
+        ctl.admin_credentials({"COUCHDB_USER": "a=b", "COUCHDB_PASSWORD": "pw"})
+    with pytest.raises(UsageError, match="COUCHDB_PASSWORD must not"):
+        ctl.admin_credentials({"COUCHDB_USER": "adm", "COUCHDB_PASSWORD": "pw\n[admins]"})
+
+
+def test_port_taken_by_a_real_listener():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert ctl.port_in_use(port)
+        with pytest.raises(DragnetError, match=f"port {port} on 127.0.0.1 is already in use"):
+            ctl.ensure_port_free(port)
+    assert not ctl.port_in_use(port)
+    ctl.ensure_port_free(port)
+
+
+def test_port_taken_by_a_wildcard_listener():
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        s.listen()
+        assert ctl.port_in_use(s.getsockname()[1])
+
+
+def test_port_out_of_range():
+    with pytest.raises(UsageError, match="not a TCP port"):
+        ctl.ensure_port_free(70000)
+
+
+def test_wait_up_times_out_with_the_log_tail():
+    port = _free_port()
+    t0 = time.monotonic()
+    with pytest.raises(DragnetError) as err:
+        ctl.wait_up(f"http://127.0.0.1:{port}", 0.6, log_tail=lambda: "line 1\nline 2: eaddrinuse")
+    assert 0.5 < time.monotonic() - t0 < 5
+    msg = str(err.value)
+    assert f"did not answer http://127.0.0.1:{port}/_up within 0.6 s (last: connection refused)" in msg
+    assert msg.endswith("line 1\nline 2: eaddrinuse")
+
+
+def test_wait_up_stops_when_the_process_ended():
+    with pytest.raises(DragnetError, match=r"ended before answering .* \(exit status 1\)"):
+        ctl.wait_up(f"http://127.0.0.1:{_free_port()}", 30, alive=lambda: "exit status 1")
+
+
+# --- generated configuration -----------------------------------------------------------------------------
+
+def test_render_ini_has_port_admin_storage_and_erlang_server():
+    text = local.render_ini(port=15984, data_dir="/dev/shm/dragnet/couch-15984", user="admin", password=SECRET,
+                            secret="abc")
+    sections: dict[str, dict[str, str]] = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("["):
+            current = sections.setdefault(line.strip("[]"), {})
+        elif "=" in line and not line.startswith(";"):
+            k, v = line.split("=", 1)
+            current[k.strip()] = v.strip()
+    assert sections["chttpd"] == {"port": "15984", "bind_address": "127.0.0.1"}
+    assert sections["couchdb"]["database_dir"] == sections["couchdb"]["view_index_dir"] \
+        == "/dev/shm/dragnet/couch-15984"
+    assert sections["couchdb"]["single_node"] == "true"
+    assert sections["admins"] == {"admin": SECRET}
+    assert sections["native_query_servers"] == {"enable_erlang_query_server": "true"}
+    assert sections["chttpd_auth"]["secret"] == "abc"
+
+
+def test_render_vm_args_drops_name_cookie_and_fixed_dist_port():
+    release = "-name couchdb@127.0.0.1\n-setcookie monster\n-kernel inet_dist_listen_min 9100\n" \
+              "-kernel inet_dist_listen_max 9100\n-kernel error_logger silent\n+K true\n"
+    out = local.render_vm_args(release, 15984)
+    assert out.splitlines()[0] == "-name dragnet15984@127.0.0.1"
+    assert "monster" not in out and "9100" not in out and "couchdb@" not in out
+    assert "-kernel error_logger silent" in out and "+K true" in out
+
+
+def test_build_env_passes_config_without_secrets(tmp_path):
+    home = _fake_release_layout(tmp_path / "couchdb")
+    rel = local.find_release(home)
+    base = {"PATH": "/usr/bin", "COUCHDB_USER": "admin", "COUCHDB_PASSWORD": SECRET, "ERL_FLAGS": "+A 4",
+            "COUCHDB_QUERY_SERVER_MYJS": "/usr/bin/myjs --fast"}
+    env = local.build_env(rel, tmp_path / "local.ini", tmp_path / "vm.args", base)
+    assert SECRET not in json.dumps(env)
+    assert "COUCHDB_PASSWORD" not in env
+    chain = f"{home / 'etc' / 'default.ini'} {home / 'etc' / 'default.d'} {tmp_path / 'local.ini'}"
+    # a start script without COUCHDB_INI_FILES support gets the chain through ERL_FLAGS
+    assert env["ERL_FLAGS"] == f"+A 4 -couch_ini {chain}" and "COUCHDB_INI_FILES" not in env
+    assert env["COUCHDB_ARGS_FILE"] == str(tmp_path / "vm.args")
+    assert env["COUCHDB_QUERY_SERVER_MYJS"] == "/usr/bin/myjs --fast"
+    # 3.5's bin/couchdb reads COUCHDB_INI_FILES; then ERL_FLAGS must not repeat -couch_ini
+    rel.script.write_text('#!/bin/sh\n[ -n "${COUCHDB_INI_FILES:-}" ] && INI_ARGS="-couch_ini $COUCHDB_INI_FILES"\n')
+    env = local.build_env(rel, tmp_path / "local.ini", tmp_path / "vm.args", base)
+    assert env["COUCHDB_INI_FILES"] == chain and env["ERL_FLAGS"] == "+A 4"
+    # the release's own local.ini / local.d (another server's) are not in the chain
+    assert "etc/local" not in chain
+
+
+def test_query_server_env_registers_dragnets_servers_and_keeps_the_users():
+    env = local.query_server_env({"PATH": os.environ.get("PATH", ""),
+                                  "COUCHDB_QUERY_SERVER_PYTHON3": "/my/python3 /my/qs.py"})
+    assert env["COUCHDB_QUERY_SERVER_PYTHON3"] == "/my/python3 /my/qs.py"
+    assert all(k.startswith("COUCHDB_QUERY_SERVER_") for k in env)
+    py = local.query_server_env({"PATH": os.environ.get("PATH", "")}).get("COUCHDB_QUERY_SERVER_PYTHON3", "")
+    assert py.endswith("query_servers/python/dragnet_qs.py")
+
+
+def test_write_private_is_0600(tmp_path):
+    p = tmp_path / "x.ini"
+    local.write_private(p, "[admins]\na = b\n")
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600
+
+
+def _fake_release_layout(home: Path) -> Path:
+    """Only the directory layout find_release checks, for the config-path tests (no server runs)."""
+    (home / "bin").mkdir(parents=True)
+    (home / "etc" / "default.d").mkdir(parents=True)
+    (home / "releases").mkdir()
+    (home / "bin" / "couchdb").write_text("#!/bin/sh\nexit 1\n")
+    (home / "bin" / "couchdb").chmod(0o755)
+    (home / "etc" / "default.ini").write_text("")
+    (home / "releases" / "start_erl.data").write_text("13.1.5 3.5.0\n")
+    return home
+
+
+def test_not_installed_in_an_empty_dir(tmp_path, env):
+    with pytest.raises(DragnetError, match=rf"CouchDB is not installed at {tmp_path} \(no bin/couchdb"):
+        local.find_release(tmp_path)
+    result = CliRunner().invoke(main, ["couch", "up", "--backend", "local", "--couchdb-home", str(tmp_path),
+                                       "--port", str(_free_port())], env=env)
+    assert result.exit_code == 1
+    assert "dragnet: error: CouchDB is not installed at" in result.output
+    assert ctl.list_states(env) == []
+
+
+def test_local_refuses_memory_limit_and_fractional_cpus(tmp_path, env):
+    with pytest.raises(UsageError, match="--memory needs the docker backend"):
+        local.up(port=_free_port(), home=str(tmp_path), memory="1g", env=env)
+    with pytest.raises(UsageError, match="pins whole CPUs"):
+        local.up(port=_free_port(), home=str(_fake_release_layout(tmp_path / "c")), cpus=0.5, env=env)
+
+
+def test_local_up_refuses_a_taken_port(tmp_path, env):
+    home = _fake_release_layout(tmp_path / "c")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        with pytest.raises(DragnetError, match="already in use"):
+            local.up(port=s.getsockname()[1], home=str(home), env=env)
+
+
+def test_cli_status_without_instances(env):
+    result = CliRunner().invoke(main, ["couch", "status", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {"instances": []}
+    result = CliRunner().invoke(main, ["couch", "down"], env=env)
+    assert result.exit_code == 1 and "dragnet started no CouchDB" in result.output
+
+
+# --- a real CouchDB release ------------------------------------------------------------------------------
+
+def _release_home() -> str:
+    home = os.environ.get("DRAGNET_COUCHDB_HOME")
+    if not home and Path("/work/couchdb-live.env").exists():
+        for line in Path("/work/couchdb-live.env").read_text().splitlines():
+            if line.startswith("DRAGNET_COUCHDB_HOME="):
+                home = line.split("=", 1)[1].strip()
+    if not home or not (Path(home) / "bin" / "couchdb").exists():
+        pytest.skip("no CouchDB release (set DRAGNET_COUCHDB_HOME to a dir with bin/couchdb)")
+    return home
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+def test_local_up_status_down_on_a_real_release(tmp_path, env):
+    home = _release_home()
+    if ctl.port_in_use(TEST_PORT):
+        pytest.skip(f"port {TEST_PORT} is busy")
+    data = tmp_path / "data"
+    env["DRAGNET_COUCHDB_HOME"] = home
+    runner = CliRunner()
+    result = runner.invoke(main, ["couch", "up", "--backend", "local", "--port", str(TEST_PORT),
+                                  "--data-dir", str(data), "--timeout", "90", "--json"], env=env)
+    inst = ctl.load_state(TEST_PORT, env)
+    try:
+        assert result.exit_code == 0, result.output
+        assert SECRET not in result.output
+        report = json.loads(result.stdout)
+        assert report["url"] == f"http://admin:***@127.0.0.1:{TEST_PORT}"
+        assert report["version"].startswith("3.") and report["storage"] == "disk"
+        assert inst is not None and local.is_alive(inst.pid, inst.pid_start)
+
+        # the secret is in no command line, environment or state file, and CouchDB hashed it in the ini
+        assert SECRET not in _cmdline(inst.pid)
+        assert SECRET.encode() not in Path(f"/proc/{inst.pid}/environ").read_bytes()
+        assert SECRET not in ctl.state_path(TEST_PORT, env).read_text()
+        ini = Path(inst.run_dir) / "local.ini"
+        assert stat.S_IMODE(ini.stat().st_mode) == 0o600
+        assert re.search(r"^admin = -pbkdf2[:-]", ini.read_text(), re.M) and SECRET not in ini.read_text()
+
+        couch = connect(inst.url, user="admin", password=SECRET, env={})
+        assert couch.request("GET", "/_users").ok and couch.request("GET", "/_replicator").ok
+        assert couch.get("/_node/_local/_config/native_query_servers/enable_erlang_query_server") == "true"
+        assert couch.get("/_node/_local/_config/couchdb/database_dir") == str(data)
+        assert any(p.name.endswith(".couch") for p in data.rglob("*")), "databases are not in --data-dir"
+
+        # a JavaScript view spawns couchjs under beam: down must leave none behind
+        couch.put("/t")
+        couch.put("/t/d1", {"v": 1})
+        couch.put("/t/_design/x", {"views": {"v": {"map": "function(doc){ emit(doc.v, null); }"}}})
+        assert couch.get("/t/_design/x/_view/v")["total_rows"] == 1
+        # dragnet's Python server is registered through COUCHDB_QUERY_SERVER_PYTHON3
+        couch.put("/t/_design/py", {"language": "python3",
+                                    "views": {"v": {"map": "def fun(doc):\n    yield doc['v'] * 2, None\n"}}})
+        assert [r["key"] for r in couch.get("/t/_design/py/_view/v")["rows"]] == [2]
+        children = local.descendants(inst.pid)
+        assert any("couchjs" in _cmdline(c) for c in children), [_cmdline(c) for c in children]
+        assert any("dragnet_qs.py" in _cmdline(c) for c in children), [_cmdline(c) for c in children]
+
+        result = runner.invoke(main, ["couch", "status", "--port", str(TEST_PORT), "--json"], env=env)
+        assert result.exit_code == 0, result.output
+        row = json.loads(result.stdout)["instances"][0]
+        assert row["running"] and row["up"] and row["pid"] == inst.pid and row["backend"] == "local"
+        assert row["version"] == report["version"] and row["data_dir"] == str(data)
+
+        result = runner.invoke(main, ["couch", "up", "--backend", "local", "--port", str(TEST_PORT)], env=env)
+        assert result.exit_code == 1 and "already runs on port" in result.output
+    finally:
+        result = runner.invoke(main, ["couch", "down", "--port", str(TEST_PORT), "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["was_running"] is True
+    assert not local.is_alive(inst.pid)
+    assert local.group_members(inst.pid) == []
+    assert not [c for c in children if local.is_alive(c)]
+    assert ctl.load_state(TEST_PORT, env) is None
+    assert not ctl.port_in_use(TEST_PORT)
+
+
+@pytest.mark.slow
+def test_local_tmpfs_storage_on_a_real_release(env):
+    home = _release_home()
+    if ctl.port_in_use(TEST_PORT):
+        pytest.skip(f"port {TEST_PORT} is busy")
+    from dragnet import storage
+
+    if storage.find_tmpfs() is None:
+        pytest.skip("no tmpfs at /dev/shm")
+    inst = local.up(port=TEST_PORT, storage_kind="tmpfs", home=home, data_size=1024**2, timeout=90, env=env)
+    try:
+        assert inst.storage == "tmpfs" and inst.data_dir == f"/dev/shm/dragnet/couch-{TEST_PORT}"
+        couch = connect(inst.url, user="admin", password=SECRET, env={})
+        assert couch.get("/_node/_local/_config/couchdb/view_index_dir") == inst.data_dir
+        assert local.status(inst)["up"]
+    finally:
+        assert local.stop(inst, env=env)
+    assert not local.is_alive(inst.pid) and not ctl.port_in_use(TEST_PORT)
+    import shutil
+
+    shutil.rmtree(inst.data_dir, ignore_errors=True)
