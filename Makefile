@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(abspath $(VENV))/bin/python
 STAMPS := .make
-APT_PACKAGES := sysstat pypy3 erlang-nox nodejs
+APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc
 PYTEST_ARGS ?=
 
 .PHONY: all deps venv servers test demo clean
@@ -35,8 +35,10 @@ servers: deps venv
 test: deps venv servers
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# every query server found here, over the protocol, on 3,000 generated declarations (cached in cache/)
+DEMO_ARGS ?= --count 3000 --seed 1 --repeat 3 --warmup 1
 demo: deps venv servers
-	$(VENV)/bin/dragnet generate --count 2000 --seed 1 --output cache/demo-2000.jsonl.gz --stats
+	$(VENV)/bin/dragnet qsbench $(DEMO_ARGS) --plot
 
 clean:
 	rm -rf $(VENV) $(STAMPS) cache

@@ -280,8 +280,8 @@ def _target_size(rng: random.Random) -> int:
     r = rng.random()
     if r < 0.0012:  # the cluster of huge declarations (the recorded p99.9 … max)
         return rng.randint(255000, 282000)
-    if r < 0.0105:  # large declarations: log-uniform 45 KB … 160 KB
-        return int(45000 * (160 / 45) ** rng.random())
+    if r < 0.018:  # large declarations: log-uniform 25 KB … 160 KB (1 % of all end above 48 KB)
+        return int(25000 * (160 / 25) ** rng.random())
     return max(5200, int(rng.lognormvariate(9.637, 0.19)))  # median ≈ 15.3 KB, p90 ≈ 19.6 KB
 
 

@@ -166,16 +166,20 @@ def file_fingerprint(path: str | Path) -> dict:
 
 
 def import_needed(marker: dict | None, db_info: dict | None, fingerprint: dict) -> str | None:
-    """Why the data must be (re)imported, or None when the database already holds this file's documents."""
+    """Why the data must be (re)imported, or None when the database already holds this file's documents.
+
+    The marker (`_local/dragnet-import`) records the file's sha256 and line count and the database's
+    doc_count right after the import; fewer documents now means some were lost or deleted.
+    """
     if db_info is None:
         return "the database does not exist"
     if not marker:
         return "the database was not imported by dragnet"
-    if marker.get("sha256") != fingerprint["sha256"]:
+    if marker.get("sha256") != fingerprint["sha256"] or marker.get("count") != fingerprint["count"]:
         return f"the database holds another data file ({marker.get('file')})"
-    docs = int(db_info.get("doc_count") or 0) - int(marker.get("design_docs") or 0)
-    if docs < fingerprint["count"] or int(db_info.get("doc_del_count") or 0):
-        return f"the database holds {db_info.get('doc_count')} documents, the file {fingerprint['count']}"
+    now, then = int(db_info.get("doc_count") or 0), int(marker.get("doc_count") or 0)
+    if now < then:
+        return f"the database holds {now} documents, {then} after the import"
     return None
 
 
@@ -207,48 +211,24 @@ def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None
         progress(f"importing {fp['count']} documents into {db}: {why}")
     if info is not None:
         couch.delete(db_path(db))
-    couch.put(db_path(db) + (f"?q={int(q)}" if q else ""))
     t0 = time.monotonic()
-    _import(couch, db, data)
+    summary = _import(couch, db, data, q)
     seconds = time.monotonic() - t0
-    design = len(couch.get(f"{db_path(db)}/_design_docs").get("rows", []))
-    couch.put(f"{db_path(db)}/{IMPORT_MARKER}", {**fp, "design_docs": design, "seconds": seconds,
+    doc_count = int(couch.get(db_path(db)).get("doc_count") or 0)
+    couch.put(f"{db_path(db)}/{IMPORT_MARKER}", {**fp, "doc_count": doc_count, "seconds": seconds,
                                                    "at": _now_iso()})
-    return {"imported": True, "reason": why, "seconds": seconds, **fp}
+    return {"imported": True, "reason": why, "seconds": seconds, "doc_count": doc_count, **summary, **fp}
 
 
-def _import(couch: Couch, db: str, data: str | Path) -> None:
-    try:
-        from . import importer  # the data helper's importer, when present
-    except ImportError:
-        importer = None
-    if importer is not None and hasattr(importer, "import_documents"):
-        importer.import_documents(couch, db, data)
-        return
-    # fallback: _bulk_docs in batches of 500
-    opener = gzip.open if str(data).endswith(".gz") else open
-    batch: list[dict] = []
-    with opener(data, "rt", encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                batch.append(json.loads(line))
-            except ValueError:
-                raise UsageError(f"{data}:{n}: not a JSON document") from None
-            if len(batch) == 500:
-                _bulk(couch, db, batch)
-                batch = []
-    if batch:
-        _bulk(couch, db, batch)
+def _import(couch: Couch, db: str, data: str | Path, q: int | None) -> dict:
+    """Load the file with dragnet.importer (creates the database with q shards); returns its counts."""
+    from . import importer
 
-
-def _bulk(couch: Couch, db: str, docs: list[dict]) -> None:
-    answer = couch.post(f"{db_path(db)}/_bulk_docs", {"docs": docs}, timeout=300)
-    failed = [r for r in answer if "error" in r]
-    if failed:
-        raise DragnetError(f"import into {db}: {len(failed)} documents refused, first {failed[0].get('id')}: "
-                           f"{failed[0].get('error')}: {failed[0].get('reason')}")
+    summary = importer.import_documents(couch, db, str(data), importer.ImportOptions(q=q))
+    if summary.rejected:
+        raise DragnetError(f"import of {data} into {db}: {summary.rejected} documents refused "
+                           f"({', '.join(f'{k}: {v}' for k, v in summary.reasons.items())})")
+    return {"read": summary.read, "rejected": summary.rejected}
 
 
 # ---------------------------------------------------------------- between runs
@@ -424,6 +404,7 @@ class Bench:
                      for p in planned],
         }
         self._write_manifest()
+        self.on_event("begin", {"dir": str(self.dir), "runs": len(planned)})
         original_storage = inst.storage if inst is not None else None
         current = None
         try:

@@ -167,7 +167,8 @@ def ensure_port_free(port: int, host: str = DEFAULT_HOST) -> None:
 # --- waiting -----------------------------------------------------------------------------------------
 
 def wait_up(url: str, timeout: float, *, alive: Callable[[], str | None] | None = None,
-            log_tail: Callable[[], str] | None = None, interval: float = 0.25) -> None:
+            log_tail: Callable[[], str] | None = None, log_name: str = "the log",
+            interval: float = 0.25) -> None:
     """Poll GET {url}/_up until it answers 200 with status ok.
 
     alive() returns None while the server process lives, else why it ended (stop early).
@@ -180,7 +181,8 @@ def wait_up(url: str, timeout: float, *, alive: Callable[[], str | None] | None 
         if alive is not None:
             gone = alive()
             if gone:
-                raise DragnetError(f"CouchDB ended before answering on {url}/_up ({gone})" + _tail(log_tail))
+                raise DragnetError(f"CouchDB ended before answering on {url}/_up ({gone}); read {log_name}"
+                                   + _tail(log_tail))
         try:
             body = couch.get("/_up", timeout=2)
             if body.get("status") == "ok":
@@ -192,7 +194,7 @@ def wait_up(url: str, timeout: float, *, alive: Callable[[], str | None] | None 
             last = str(exc).rsplit("(", 1)[-1].rstrip(")")
         if time.monotonic() >= deadline:
             raise DragnetError(f"CouchDB did not answer {url}/_up within {timeout:g} s (last: {last}); "
-                               f"raise --timeout or read the log" + _tail(log_tail))
+                               f"raise --timeout or read {log_name}" + _tail(log_tail))
         time.sleep(interval)
 
 

@@ -209,10 +209,11 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
             return ""
 
     try:
-        ctl.wait_up(inst.url, timeout, alive=alive, log_tail=log_tail)
+        ctl.wait_up(inst.url, timeout, alive=alive, log_tail=log_tail,
+                    log_name="the container's log (its tail follows; the container is removed)")
         ctl.ensure_system_dbs(inst.url, user, password)
     except BaseException:
-        stop(inst, env=env, c=c)
+        stop(inst, env=env, c=c, timeout=5)  # it never came up: nothing to shut down gracefully
         raise
     return inst
 
@@ -230,10 +231,15 @@ def _remove_stale(c, name: str) -> None:
     old.remove()
 
 
-def stop(inst: ctl.Instance, *, env: dict | None = None, c=None, timeout: int = STOP_TIMEOUT) -> bool:
-    """Stop and remove the container (a named volume stays, with the data). Removes the state file."""
+def stop(inst: ctl.Instance, *, env: dict | None = None, c=None, timeout: int = STOP_TIMEOUT,
+         purge: bool = False) -> bool:
+    """Stop and remove the container; the named volume stays with the data unless purge.
+    Removes the state file."""
     from docker.errors import NotFound
 
+    if purge and inst.storage == "disk" and not inst.volume:
+        raise UsageError(f"--purge deletes only the docker volume dragnet made; {inst.data_dir} was given "
+                         f"with --data-dir: delete it yourself")
     c = c or client(env)
     was_running = False
     try:
@@ -244,6 +250,11 @@ def stop(inst: ctl.Instance, *, env: dict | None = None, c=None, timeout: int = 
         container.remove()
     except NotFound:
         pass
+    if purge and inst.volume:
+        try:
+            c.volumes.get(inst.volume).remove()
+        except NotFound:
+            pass
     ctl.remove_state(inst.port, env)
     return was_running
 

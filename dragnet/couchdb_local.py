@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -23,6 +23,7 @@ from pathlib import Path
 from . import couchdb_control as ctl
 from . import storage
 from .errors import DragnetError, UsageError
+from .registration import ini_for
 
 DEFAULT_HOME = "/opt/couchdb"
 STOP_TIMEOUT = 30.0
@@ -110,13 +111,11 @@ secret = {secret}
 [admins]
 {user} = {password}
 
-[native_query_servers]
-enable_erlang_query_server = true
-
 [log]
 writer = stderr
 level = info
-"""
+
+""" + ini_for()  # the native Erlang server and query-server timeouts, as registration defines them
 
 
 _DROP_VM_ARGS = re.compile(r"^\s*(-name|-sname|-setcookie|-kernel\s+inet_dist_listen_(min|max))\b")
@@ -130,26 +129,12 @@ def render_vm_args(release_vm_args: str, port: int) -> str:
 
 
 def query_server_env(env: dict | None = None) -> dict[str, str]:
-    """COUCHDB_QUERY_SERVER_* for dragnet's query servers on this host (dragnet.registration when
-    present), plus any the user exported (theirs win)."""
-    env = os.environ if env is None else env
-    out: dict[str, str] = {}
-    try:
-        from . import registration  # written by the query-server registration work
-        gen = getattr(registration, "local_environment", None) or getattr(registration, "environment", None)
-    except ImportError:
-        gen = None
-    if gen is not None:
-        out.update({k: v for k, v in dict(gen()).items() if k.startswith("COUCHDB_QUERY_SERVER_")})
-    else:
-        from .query_servers import ENV_PREFIX, builtin_servers
+    """COUCHDB_QUERY_SERVER_* for dragnet's query servers found on this host (dragnet.registration),
+    plus any the user exported (theirs win)."""
+    from .registration import local_environment
 
-        for spec in builtin_servers(env)[0]:
-            # CouchDB's own servers (couchjs, quickjs) need no entry; one server per language; the
-            # environment variable carries a command line only, no extra environment.
-            key = ENV_PREFIX + spec.language.upper()
-            if spec.source in ("dragnet", "couchpy") and not spec.env and key not in out:
-                out[key] = shlex.join(spec.argv)
+    env = os.environ if env is None else env
+    out = dict(local_environment(env=dict(env)))
     out.update({k: v for k, v in env.items() if k.startswith("COUCHDB_QUERY_SERVER_") and v.strip()})
     return out
 
@@ -166,6 +151,7 @@ def build_env(release: Release, ini: Path, vm_args: Path, base: dict | None = No
     else:
         env["ERL_FLAGS"] = f"{base.get('ERL_FLAGS', '')} -couch_ini {chain}".strip()
     env["COUCHDB_ARGS_FILE"] = str(vm_args)
+    env.setdefault("ERL_EPMD_ADDRESS", "127.0.0.1")  # an epmd started by this node listens on loopback only
     return env
 
 
@@ -290,10 +276,12 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
         return None if code is None else f"exit status {code}"
 
     try:
-        ctl.wait_up(inst.url, timeout, alive=alive, log_tail=lambda: _log_tail(log))
+        ctl.wait_up(inst.url, timeout, alive=alive, log_tail=lambda: _log_tail(log), log_name=str(log))
         ctl.ensure_system_dbs(inst.url, user, password)
     except BaseException:
-        stop(inst, env=env)
+        # A server that never came up has nothing to save: a short grace, then SIGKILL (SIGTERM during
+        # boot is only acted on once boot completes).
+        stop(inst, env=env, timeout=3)
         raise
     return inst
 
@@ -332,9 +320,14 @@ def _log_tail(log: Path, n: int = 25) -> str:
         return ""
 
 
-def stop(inst: ctl.Instance, *, timeout: float = STOP_TIMEOUT, env: dict | None = None) -> bool:
+def stop(inst: ctl.Instance, *, timeout: float = STOP_TIMEOUT, env: dict | None = None,
+         purge: bool = False) -> bool:
     """SIGTERM the server's process group (beam shuts down cleanly), wait, then SIGKILL what is left,
-    including query-server children. Returns whether a process was running. Removes the state file."""
+    including query-server children. Returns whether a process was running. Removes the state file;
+    purge also deletes the data directory dragnet chose."""
+    if purge and not owned_data_dir(inst, env):
+        raise UsageError(f"--purge deletes only data directories dragnet chose; {inst.data_dir} was given "
+                         f"with --data-dir: delete it yourself")
     was_running = bool(inst.pid) and is_alive(inst.pid, inst.pid_start)
     if was_running:
         pid = inst.pid
@@ -360,8 +353,24 @@ def stop(inst: ctl.Instance, *, timeout: float = STOP_TIMEOUT, env: dict | None 
             proc.wait(timeout=5)
     if inst.mounted_tmpfs and inst.data_dir:
         storage.unmount(inst.data_dir)
+    if purge:
+        purge_data(inst, env)
     ctl.remove_state(inst.port, env)
     return was_running
+
+
+def owned_data_dir(inst: ctl.Instance, env: dict | None = None) -> bool:
+    """Whether dragnet chose the data directory (so --purge may delete it); never a user's --data-dir."""
+    if not inst.data_dir:
+        return False
+    d = Path(inst.data_dir)
+    return d == ctl.state_dir(env) / f"local-{inst.port}" / "data" or d == Path(storage.SHM) / "dragnet" / \
+        f"couch-{inst.port}" or d == ctl.state_dir(env) / f"local-{inst.port}" / "tmpfs" / f"couch-{inst.port}"
+
+
+def purge_data(inst: ctl.Instance, env: dict | None = None) -> None:
+    if owned_data_dir(inst, env):
+        shutil.rmtree(inst.data_dir, ignore_errors=True)
 
 
 def _live(kids: dict[int, int | None]) -> list[int]:

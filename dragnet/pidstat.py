@@ -32,18 +32,6 @@ COLUMNS = {
 # What the summary reports (average and peak of the per-interval sum over a family's processes).
 METRICS = ("cpu_pct", "rss_kb", "vsz_kb", "minflt_s", "majflt_s", "kb_rd_s", "kb_wr_s", "iodelay", "threads")
 
-# Command family: first match wins; checked against the whole command line.
-FAMILIES = (
-    ("pidstat", re.compile(r"(^|/)pidstat\b")),
-    ("beam", re.compile(r"beam(\.smp)?\b")),
-    ("quickjs", re.compile(r"quickjs|couchjs_mainjs")),
-    ("couchjs", re.compile(r"couchjs")),
-    ("chakra", re.compile(r"dragnet-chakra|chakra")),
-    ("couchpy", re.compile(r"couchpy")),
-    ("dragnet", re.compile(r"(^|[/\s])dragnet(\s|$)|-m\s+dragnet\b|pytest")),
-    ("pypy", re.compile(r"pypy")),
-    ("python", re.compile(r"python")),
-)
 EXCLUDED_FAMILIES = frozenset({"pidstat", "dragnet"})
 
 _HEADER_LINE = re.compile(r"^(\S+)\s+(\S+)\s+\((\S+)\)\s+(\S+)\s+_?(\S+?)_?\s+\((\d+) CPU\)")
@@ -69,11 +57,57 @@ class Parsed:
     skipped: list[str] = field(default_factory=list)   # lines not understood (kept so nothing goes missing)
 
 
+def _script(args: list[str]) -> str:
+    """What an interpreter runs: `-m module` or the first non-option argument (basename)."""
+    it = iter(args)
+    for a in it:
+        if a == "-m":
+            return "-m " + next(it, "")
+        if a.startswith("-m") and len(a) > 2:
+            return "-m " + a[2:]
+        if a in ("-W", "-X", "-c"):
+            if a == "-c":
+                return "-c"
+            next(it, None)
+            continue
+        if not a.startswith("-"):
+            return a.rsplit("/", 1)[-1]
+    return ""
+
+
 def family(command: str) -> str:
-    for name, rx in FAMILIES:
-        if rx.search(command):
-            return name
-    return (command.split() or ["?"])[0].rsplit("/", 1)[-1]
+    """Command family of a pidstat command line, judged by the executable (and an interpreter's script),
+    never by other arguments: beam, couchjs, quickjs, chakra, couchpy[-pypy], dragnet_qs[-pypy],
+    python, pypy, pidstat, dragnet (this tool and its tests), else the executable's name."""
+    words = command.split()
+    if not words:
+        return "?"
+    exe = words[0].rsplit("/", 1)[-1]
+    if exe == "pidstat":
+        return "pidstat"
+    if exe.startswith("beam"):
+        return "beam"
+    if "quickjs" in exe or exe == "couchjs_mainjs":
+        return "quickjs"
+    if exe.startswith("couchjs"):
+        return "couchjs"
+    if "chakra" in exe:
+        return "chakra"
+    if exe == "couchpy":
+        return "couchpy"
+    if exe in ("dragnet", "pytest", "py.test"):
+        return "dragnet"
+    if exe.startswith(("python", "pypy")):
+        pypy = exe.startswith("pypy")
+        script = _script(words[1:])
+        if script in ("couchpy", "-m couchdb.view"):
+            return "couchpy-pypy" if pypy else "couchpy"
+        if script.startswith("dragnet_qs"):
+            return "dragnet_qs-pypy" if pypy else "dragnet_qs"
+        if script in ("dragnet", "pytest", "py.test", "-m dragnet", "-m pytest"):
+            return "dragnet"
+        return "pypy" if pypy else "python"
+    return exe
 
 
 def _to_number(text: str):
@@ -180,16 +214,19 @@ def _avg_peak(values: list[float]) -> dict:
 
 def summarize(samples: list[dict], *, exclude_pids: set[int] | frozenset = frozenset(),
               exclude_families: frozenset = EXCLUDED_FAMILIES, t_from: float | None = None,
-              t_to: float | None = None) -> dict:
+              t_to: float | None = None, only_pids: set[int] | None = None) -> dict:
     """Per command family: pids, and average and peak (over intervals) of the family's summed metrics.
 
     Averages run over the intervals in which the family had at least one process. Also the peak RSS of a
-    single process. Samples outside [t_from, t_to] are left out when both bounds and 't' are known.
+    single process. Samples outside [t_from, t_to] are left out when both bounds and 't' are known;
+    only_pids keeps just those processes (e.g. one CouchDB's process tree on a shared machine).
     """
     by_family: dict[str, dict] = {}
     for s in samples:
         fam = s.get("family") or family(s.get("command", ""))
         if fam in exclude_families or s.get("pid") in exclude_pids:
+            continue
+        if only_pids is not None and s.get("pid") not in only_pids:
             continue
         t = s.get("t")
         if t is not None and ((t_from is not None and t < t_from) or (t_to is not None and t > t_to)):
@@ -285,6 +322,69 @@ class PidstatRunner:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _ppids(proc: str = "/proc") -> dict[int, int]:
+    """pid -> parent pid of every process now."""
+    out = {}
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{entry}/stat", "rb") as fh:
+                stat = fh.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        # the command name (2nd field) may hold spaces and parentheses: split after the last ')'
+        rest = stat.rsplit(")", 1)[-1].split()
+        if len(rest) >= 2:
+            out[int(entry)] = int(rest[1])
+    return out
+
+
+def process_tree(root: int, proc: str = "/proc") -> set[int]:
+    """root and all its descendants now (query servers are children of beam, via erl_child_setup)."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid in _ppids(proc).items():
+        children.setdefault(ppid, []).append(pid)
+    tree, todo = {root}, [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in tree:
+                tree.add(c)
+                todo.append(c)
+    return tree
+
+
+def listening_pid(port: int, proc: str = "/proc") -> int | None:
+    """The process listening on a local TCP port (via /proc/net/tcp{,6} socket inodes), or None."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"{proc}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:   # 0A = LISTEN
+                inodes.add(f[9])
+    if not inodes:
+        return None
+    wanted = {f"socket:[{i}]" for i in inodes}
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"{proc}/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"{proc}/{entry}/fd/{fd}") in wanted:
+                    return int(entry)
+            except OSError:
+                continue
+    return None
 
 
 def parse_file(path: str | Path) -> Parsed:

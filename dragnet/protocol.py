@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -149,13 +149,13 @@ class QueryServerProcess:
         self.pid = self.proc.pid
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
-        # non-blocking stdin so that a server which stops reading cannot hang us past the timeout
-        os.set_blocking(self._in, False)
-        self._rpoll = select.poll()
-        self._rpoll.register(self._out, select.POLLIN | select.POLLHUP | select.POLLERR)
-        self._wpoll = select.poll()
-        self._wpoll.register(self._in, select.POLLOUT | select.POLLERR)
-        self._timeout_ms = int(timeout * 1000)
+        # Timeouts: a watchdog thread kills a server that leaves a request unanswered too long, which
+        # unblocks our read or write; the hot path then needs no poll() per message.
+        self._seq = 0          # bumped by every request and every log line (progress)
+        self._busy = False     # a request is outstanding
+        self._expired = False  # the watchdog killed the process
+        self._closed = threading.Event()
+        threading.Thread(target=self._watchdog, name=f"qs-watchdog-{self.pid}", daemon=True).start()
 
     # -- the hot path ---------------------------------------------------------------------------
 
@@ -164,34 +164,23 @@ class QueryServerProcess:
 
         Log lines before the answer are collected in `logs`; error and fatal answers raise.
         """
+        self._seq += 1
+        self._busy = True
         try:
             n = os.write(self._in, line)
-        except BlockingIOError:
-            n = 0
+            if n != len(line):
+                view = memoryview(line)
+                while n < len(line):
+                    n += os.write(self._in, view[n:])
         except BrokenPipeError:
             self._died("writing")
-        if n != len(line):
-            self._write_rest(line, n)
         answer = self._readline()
+        self._busy = False
         if answer[:2] == b"[[" or answer == b"true":
             return answer
         if _COMMAND.match(answer):
             return self._command(answer)
         return answer
-
-    def _write_rest(self, line: bytes, n: int) -> None:
-        view = memoryview(line)
-        deadline = time.monotonic() + self.timeout
-        while n < len(line):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self._wpoll.poll(int(remaining * 1000) + 1):
-                self._timed_out("writing")
-            try:
-                n += os.write(self._in, view[n:])
-            except BlockingIOError:
-                continue
-            except BrokenPipeError:
-                self._died("writing")
 
     def _readline(self) -> bytes:
         data = self._rest
@@ -204,8 +193,6 @@ class QueryServerProcess:
         else:
             parts = []
         while True:
-            if not self._rpoll.poll(self._timeout_ms):
-                self._timed_out("waiting for an answer")
             chunk = os.read(self._out, _READ_SIZE)
             if not chunk:
                 self._rest = b"".join(parts)
@@ -219,6 +206,24 @@ class QueryServerProcess:
                 return chunk[:i]
             parts.append(chunk)
 
+    def _watchdog(self) -> None:
+        tick = min(0.1, self.timeout / 10)
+        seen, since = -1, 0.0
+        while not self._closed.wait(tick):
+            if not self._busy:
+                seen = -1
+                continue
+            now = time.monotonic()
+            if self._seq != seen:
+                seen, since = self._seq, now
+            elif now - since >= self.timeout and self._busy and self._seq == seen:
+                self._expired = True
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                return
+
     def _command(self, answer: bytes) -> bytes:
         """A log/error/fatal line: log and read on, or raise."""
         while True:
@@ -228,12 +233,14 @@ class QueryServerProcess:
                 return answer  # starts like a command but is not JSON: hand it back as an answer
             if msg[0] == "log" and len(msg) >= 2:
                 self.log_count += 1
+                self._seq += 1
                 if len(self.logs) < self._keep_logs:
                     self.logs.append(msg[1] if isinstance(msg[1], str) else json.dumps(msg[1]))
             elif msg[0] in ("error", "fatal"):
                 error_id = msg[1] if len(msg) > 1 else "unknown_error"
                 reason = msg[2] if len(msg) > 2 else None
                 fatal = msg[0] == "fatal"
+                self._busy = False
                 if fatal:
                     self.kill()
                 raise QueryServerError(f"query server {self.name} answered {msg[0]} {error_id}: {reason}",
@@ -267,6 +274,11 @@ class QueryServerProcess:
             return ""
 
     def _died(self, doing: str):
+        self._busy = False
+        if self._expired:
+            self._reap(timeout=5.0, kill=True)
+            raise QueryServerTimeout(f"query server {self.name} gave no answer within {self.timeout:g} s "
+                                     f"while {doing}; killed it", self.name)
         # give the process a moment to finish exiting, so the exit code and stderr are complete
         rc = self._reap(timeout=2.0, kill=True)
         tail = self.stderr_tail()
@@ -278,11 +290,6 @@ class QueryServerProcess:
             msg += f"; partial output: {_short(self._rest)!r}"
         msg += f"; stderr: {tail[-500:]}" if tail else "; no stderr output"
         raise QueryServerDied(msg, self.name, rc, tail)
-
-    def _timed_out(self, doing: str):
-        self.kill()
-        raise QueryServerTimeout(f"query server {self.name} gave no answer within {self.timeout:g} s "
-                                 f"while {doing}; killed it", self.name)
 
     def kill(self) -> None:
         if self.proc.returncode is None:
@@ -322,6 +329,7 @@ class QueryServerProcess:
 
     def close(self, timeout: float = 5.0) -> ProcessStats:
         """Read peak RSS and CPU from /proc, close stdin (CouchDB's way to stop a server), wait, reap."""
+        self._closed.set()
         if self._stats is None:
             hwm = _proc_status_kb(self.pid, "VmHWM")
             cpu_before = _proc_cpu_s(self.pid)
@@ -360,6 +368,7 @@ class QueryServerProcess:
 
     def __del__(self):
         try:
+            self._closed.set()
             if self._stats is None and self.proc.returncode is None:
                 self.proc.kill()
                 self._reap(timeout=1.0, kill=False)

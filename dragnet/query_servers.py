@@ -302,11 +302,19 @@ def load_config(path: str | os.PathLike) -> list[ServerSpec]:
         raise DragnetError(f"cannot read query-server config {path}: {exc.strerror or exc}") from None
     source = f"config:{path}"
     specs = []
-    if path.suffix.lower() == ".json" or text.lstrip()[:1] in ("[", "{"):
+    suffix = path.suffix.lower()
+    data = None
+    if suffix == ".json":
         try:
             data = json.loads(text)
         except ValueError as exc:
             raise DragnetError(f"{path}: not valid JSON: {exc}") from None
+    elif suffix not in (".ini", ".cfg", ".conf"):
+        try:  # no telling suffix: JSON if it parses, else ini
+            data = json.loads(text)
+        except ValueError:
+            pass
+    if data is not None:
         entries = data.get("servers") if isinstance(data, dict) else data
         if not isinstance(entries, list):
             raise DragnetError(f"{path}: expected a list of servers (or {{\"servers\": [...]}})")

@@ -60,6 +60,7 @@ class Run:
     resources: dict[str, dict[str, float]] = field(default_factory=dict)
     source: str = ""
     ratio: float | None = None  # filled by assign_ratios()
+    language: str = ""          # CouchDB language of the view
 
 
 # ---------------------------------------------------------------- reading
@@ -82,6 +83,7 @@ def load_results(paths: Iterable[str | Path]) -> list[dict]:
                 if any(parent.joinpath(RECORDING_MARKER).is_file() for parent in f.parents):
                     continue
                 if f.name == BENCH_MANIFEST:
+                    out.extend(failed_runs(_read_json(f), f))
                     continue
                 doc = _read_json(f)
                 if isinstance(doc, dict) and doc.get("schema") == RESULT_SCHEMA:
@@ -97,6 +99,24 @@ def load_results(paths: Iterable[str | Path]) -> list[dict]:
             raise UsageError(f"{p}: no such file or directory")
     if not out:
         raise UsageError("no results found in " + ", ".join(str(p) for p in paths))
+    return out
+
+
+def failed_runs(manifest: Any, path: Path) -> list[dict]:
+    """Runs a bench manifest records as failed without a results file (e.g. a compilation error), as
+    minimal results so the report counts them."""
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("runs"), list):
+        return []
+    out = []
+    for run in manifest["runs"]:
+        if not isinstance(run, dict) or run.get("status") != "error" or run.get("result_file"):
+            continue
+        out.append({"schema": RESULT_SCHEMA, "kind": "bench-failure", "_source": str(path),
+                    "started_at": run.get("started_at"), "storage": run.get("storage"),
+                    "bench": {"id": manifest.get("id"), "index": run.get("index"), "language": run.get("language"),
+                              "repeat": run.get("repeat"), "storage_label": run.get("storage"),
+                              "error": run.get("error")},
+                    "summary": {"ok": False, "error": run.get("error")}})
     return out
 
 
@@ -209,6 +229,7 @@ def to_run(result: dict) -> Run:
         all_cps=_num(s.get("average_all_tasks_cps")), one_cps=_num(s.get("average_one_task_cps")),
         total_s=_num(s.get("total_time_s")), wall_s=wall, docs=int(docs) if docs is not None else None,
         docs_per_s=dps, resources=family_resources(result), source=str(result.get("_source", "")),
+        language=str((result.get("view") or {}).get("language") or s.get("language") or ""),
     )
 
 
@@ -335,11 +356,29 @@ def _med(values: Iterable[float | None]) -> float | None:
     return median(vals) if vals else None
 
 
+# CouchDB language -> the pidstat families (dragnet.pidstat.FAMILIES) of its query-server processes, in
+# order of preference; pidstat sees every matching process on the machine, so the expected one is
+# preferred over whichever family happened to use most CPU
+QS_FAMILIES = {
+    "javascript": ("couchjs",),
+    "javascript_quickjs": ("quickjs",),
+    "python": ("couchpy",),
+    "python3": ("dragnet_qs",),
+    "pypy3": ("dragnet_qs-pypy",),
+    "chakra": ("chakra",),
+}
+
+
 def qs_family_of(runs: Sequence[Run]) -> str | None:
-    """The query-server family: the non-infrastructure family with most CPU; None for Erlang views,
-    which run inside beam."""
-    if not runs or all(r.label.startswith("erlang") for r in runs):
+    """The query-server family of runs: the one expected for their language when pidstat saw it, else the
+    non-infrastructure family with most CPU; None for Erlang views, which run inside beam."""
+    if not runs or all(r.language == "erlang" or r.label.startswith("erlang") for r in runs):
         return None
+    seen = {fam for r in runs for fam in r.resources}
+    for lang in dict.fromkeys(r.language for r in runs):
+        for fam in QS_FAMILIES.get(lang, ()):
+            if fam in seen:
+                return fam
     cpu: dict[str, float] = {}
     for r in runs:
         for fam, s in r.resources.items():

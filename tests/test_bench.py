@@ -89,11 +89,14 @@ def test_ratios_pair_with_the_baseline_of_the_same_storage_and_repeat():
 
 def test_import_needed():
     fp = {"sha256": "abc", "count": 10, "file": "d.jsonl"}
+    marker = {"sha256": "abc", "count": 10, "doc_count": 10, "file": "d.jsonl"}
     assert bench.import_needed(None, None, fp) == "the database does not exist"
     assert "not imported by dragnet" in bench.import_needed(None, {"doc_count": 10}, fp)
-    assert "another data file" in bench.import_needed({"sha256": "zzz", "file": "x"}, {"doc_count": 10}, fp)
-    assert "holds 9 documents" in bench.import_needed({"sha256": "abc", "design_docs": 0}, {"doc_count": 9}, fp)
-    assert bench.import_needed({"sha256": "abc", "design_docs": 1}, {"doc_count": 11}, fp) is None
+    assert "another data file" in bench.import_needed({**marker, "sha256": "zzz"}, {"doc_count": 10}, fp)
+    assert "another data file" in bench.import_needed({**marker, "count": 9}, {"doc_count": 10}, fp)
+    assert "holds 9 documents, 10 after the import" in bench.import_needed(marker, {"doc_count": 9}, fp)
+    assert bench.import_needed(marker, {"doc_count": 10}, fp) is None
+    assert bench.import_needed(marker, {"doc_count": 11}, fp) is None  # e.g. a design doc left behind
 
 
 def test_file_fingerprint_reads_gzip_and_plain(tmp_path):

@@ -240,6 +240,21 @@ def test_local_up_refuses_a_taken_port(tmp_path, env):
             local.up(port=s.getsockname()[1], home=str(home), env=env)
 
 
+def test_purge_never_deletes_a_users_data_dir(tmp_path, env):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    inst = ctl.Instance(backend="local", port=5990, user="admin", pid=None, data_dir=str(mine))
+    ctl.save_state(inst, env)
+    with pytest.raises(UsageError, match="--purge deletes only data directories dragnet chose"):
+        local.stop(inst, env=env, purge=True)
+    assert mine.is_dir() and ctl.load_state(5990, env) == inst
+    owned = ctl.state_dir(env) / "local-5990" / "data"
+    owned.mkdir(parents=True)
+    inst.data_dir = str(owned)
+    assert local.stop(inst, env=env, purge=True) is False  # nothing ran
+    assert not owned.exists() and ctl.load_state(5990, env) is None
+
+
 def test_cli_status_without_instances(env):
     result = CliRunner().invoke(main, ["couch", "status", "--json"], env=env)
     assert result.exit_code == 0, result.output
@@ -252,10 +267,6 @@ def test_cli_status_without_instances(env):
 
 def _release_home() -> str:
     home = os.environ.get("DRAGNET_COUCHDB_HOME")
-    if not home and Path("/work/couchdb-live.env").exists():
-        for line in Path("/work/couchdb-live.env").read_text().splitlines():
-            if line.startswith("DRAGNET_COUCHDB_HOME="):
-                home = line.split("=", 1)[1].strip()
     if not home or not (Path(home) / "bin" / "couchdb").exists():
         pytest.skip("no CouchDB release (set DRAGNET_COUCHDB_HOME to a dir with bin/couchdb)")
     return home
@@ -349,8 +360,26 @@ def test_local_tmpfs_storage_on_a_real_release(env):
         assert couch.get("/_node/_local/_config/couchdb/view_index_dir") == inst.data_dir
         assert local.status(inst)["up"]
     finally:
-        assert local.stop(inst, env=env)
+        assert local.stop(inst, env=env, purge=True)
     assert not local.is_alive(inst.pid) and not ctl.port_in_use(TEST_PORT)
-    import shutil
+    assert not Path(inst.data_dir).exists()
 
-    shutil.rmtree(inst.data_dir, ignore_errors=True)
+
+@pytest.mark.slow
+def test_local_up_timeout_reports_the_log_and_cleans_up(tmp_path, env):
+    home = _release_home()
+    if ctl.port_in_use(TEST_PORT):
+        pytest.skip(f"port {TEST_PORT} is busy")
+    before = set(local.group_members(os.getpgid(0)))
+    with pytest.raises(DragnetError) as err:
+        local.up(port=TEST_PORT, home=home, data_dir=str(tmp_path / "data"), timeout=0.2, env=env)
+    msg = str(err.value)
+    log = ctl.state_dir(env) / f"local-{TEST_PORT}" / "couchdb.log"
+    assert f"did not answer http://127.0.0.1:{TEST_PORT}/_up within 0.2 s" in msg and str(log) in msg
+    assert "--- last lines of the log ---\n=== dragnet couch up" in msg
+    assert ctl.load_state(TEST_PORT, env) is None
+    time.sleep(0.5)
+    assert not ctl.port_in_use(TEST_PORT)
+    assert not any(f"dragnet{TEST_PORT}@" in _cmdline(p) for p in os.listdir("/proc") if p.isdigit()
+                   for p in [int(p)])
+    assert set(local.group_members(os.getpgid(0))) <= before | {os.getpid()}

@@ -202,34 +202,12 @@ def test_query_servers_registered_through_env(instructions):
     assert env["COUCHDB_SINGLE_NODE"] == "true"
 
 
-def test_env_agrees_with_dragnets_registry(instructions):
-    """Languages in the image are the ones dragnet's registry gives these servers."""
-    env = _image_env(instructions)
-    try:
-        from dragnet import registration
-    except ImportError:
-        registration = None
-    gen = registration and (getattr(registration, "docker_environment", None)
-                            or getattr(registration, "environment_lines", None))
-    if gen is not None:
-        try:
-            produced = gen("docker")
-        except TypeError:
-            produced = gen()
-        if isinstance(produced, str):
-            produced = dict(line.split("=", 1) for line in produced.splitlines() if "=" in line)
-        produced = {k: v.strip('"') for k, v in dict(produced).items()}
-        for key, value in produced.items():
-            assert env.get(key) == value, f"{key}: Dockerfile {env.get(key)!r} vs registration {value!r}"
-        return
-    from dragnet import query_servers
+def test_env_agrees_with_registration(instructions):
+    """The image registers exactly what dragnet.registration generates for its in-image paths."""
+    from dragnet.registration import docker_environment
 
-    specs, _ = query_servers.builtin_servers({"PATH": "/usr/bin:/bin"})
-    languages = {s.name: s.language for s in specs}
-    for name, language in (("chakra", "chakra"), ("python3", "python3"), ("pypy3", "pypy3"), ("couchpy", "python")):
-        if name in languages:
-            assert languages[name] == language
-        assert f"COUCHDB_QUERY_SERVER_{language.upper()}" in env
+    env = _image_env(instructions)
+    assert {k: v for k, v in env.items() if k.startswith("COUCHDB_QUERY_SERVER_")} == docker_environment()
 
 
 def test_env_commands_are_installed_or_copied(instructions):
@@ -253,6 +231,26 @@ def test_env_commands_are_installed_or_copied(instructions):
                 assert "/opt/dragnet/venv" in copied_dirs
             elif word.startswith("/opt/dragnet/"):
                 assert word in copied_dirs, f"{key}: {word} is not copied into the image"
+
+
+def _ini_settings(text: str) -> set[tuple[str, str, str]]:
+    out, section = set(), ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif "=" in line and not line.startswith(";"):
+            k, v = line.split("=", 1)
+            out.add((section, k.strip(), v.strip()))
+    return out
+
+
+def test_image_ini_agrees_with_registration():
+    from dragnet.registration import ini_for
+
+    image = _ini_settings((REPO / "docker" / "20-dragnet.ini").read_text())
+    assert _ini_settings(ini_for()) == image
+    assert ("native_query_servers", "enable_erlang_query_server", "true") in image
 
 
 def test_erlang_query_server_enabled_and_entrypoint_kept():

@@ -142,7 +142,7 @@ def test_config_files(tmp_path):
     ("no sections here\n", "not a valid ini file"),
 ])
 def test_bad_config_names_file_and_entry(tmp_path, text, message):
-    path = tmp_path / "qs.conf"
+    path = tmp_path / ("qs.json" if text.startswith(("[{", "{")) else "qs.conf")
     path.write_text(text)
     with pytest.raises(DragnetError) as err:
         load_config(path)

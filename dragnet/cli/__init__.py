@@ -16,11 +16,14 @@ from ..errors import DragnetError
 
 # name -> "module:attribute"; loaded only when the command runs, so `dragnet --help` stays fast.
 COMMANDS: dict[str, str] = {
+    "generate": "dragnet.cli.generate:generate_cmd",
+    "import": "dragnet.cli.import_:import_cmd",
     "servers": "dragnet.cli.servers:servers_cmd",
     "qsbench": "dragnet.cli.qsbench:qsbench_cmd",
     "couch": "dragnet.cli.couch:couch_cmd",
     "bench": "dragnet.cli.bench:bench_cmd",
     "report": "dragnet.cli.report:report_cmd",
+    "addview": "dragnet.cli.addview:addview_cmd",
 }
 
 

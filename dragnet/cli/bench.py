@@ -76,6 +76,8 @@ def bench_cmd(url, db, data, views, languages, repeat, storages, storage_label, 
                               + (f", ×{ratio:.2f} baseline" if ratio is not None else ""))
             else:
                 console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)
+        elif kind == "begin":
+            console.print(f"{d['runs']} runs, results in {d['dir']}")
         elif kind == "restart":
             console.print(f"restarting CouchDB with its data on {d['storage']} …")
         elif kind == "import":
@@ -83,7 +85,6 @@ def bench_cmd(url, db, data, views, languages, repeat, storages, storage_label, 
 
     bench = b.Bench(config, on_event=on_event)
     total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline))
-    console.print(f"results in {bench.dir}")
     try:
         manifest = bench.run()
     except KeyboardInterrupt:

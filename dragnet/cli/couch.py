@@ -84,23 +84,29 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
 @click.option("--port", type=int, help="Which CouchDB (needed when dragnet started several).")
 @click.option("--timeout", type=float, default=30.0, show_default=True,
               help="Seconds to wait for a clean shutdown before killing.")
+@click.option("--purge", is_flag=True, help="Also delete the data dragnet placed (its docker volume or "
+              "directory; never a --data-dir you gave).")
 @json_option
-def down_cmd(port, timeout, as_json) -> None:
-    """Stop a CouchDB started by `dragnet couch up`."""
+def down_cmd(port, timeout, purge, as_json) -> None:
+    """Stop a CouchDB started by `dragnet couch up` (the data stays unless --purge)."""
     from ..couchdb_control import select_state
 
     inst = select_state(port)
     mod = _backend_module(inst.backend)
-    was_running = mod.stop(inst, timeout=timeout) if inst.backend == "local" else mod.stop(inst, timeout=int(timeout))
+    wait = timeout if inst.backend == "local" else int(timeout)
+    was_running = mod.stop(inst, timeout=wait, purge=purge)
     if as_json:
-        print_json({**_describe(inst), "was_running": was_running})
+        print_json({**_describe(inst), "was_running": was_running, "purged": purge})
         return
     state = "stopped" if was_running else "was not running; state cleared"
     click.echo(f"CouchDB on port {inst.port} ({inst.backend}) {state}")
-    if inst.backend == "docker" and inst.volume:
-        click.echo(f"data kept in docker volume {inst.volume} (`docker volume rm {inst.volume}` to drop it)")
-    elif inst.storage == "disk" and inst.data_dir:
-        click.echo(f"data kept in {inst.data_dir}")
+    if purge:
+        click.echo("its data is deleted")
+    elif inst.backend == "docker" and inst.volume:
+        click.echo(f"data kept in docker volume {inst.volume} (`dragnet couch down --purge` next time drops it)")
+    elif inst.data_dir:
+        memory = " (in memory: `rm -r` it to free the memory)" if inst.storage == "tmpfs" else ""
+        click.echo(f"data kept in {inst.data_dir}{memory}; `dragnet couch up` with the same port reuses it")
 
 
 @couch_cmd.command("status")

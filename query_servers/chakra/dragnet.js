@@ -100,13 +100,16 @@
   const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
   const STACK_FRAME = /\(([^\n]*):(\d+):(\d+)\)\s*$/;
 
-  // Where a ChakraCore error was raised: the first stack frame outside this file.
+  // Where a ChakraCore error was raised: the first stack frame outside this file. The file is
+  // reported as "<unknown>" as couchjs does for every user function. The line is the line in the
+  // source as sent; couchjs counts lines after esprima/escodegen reformatted it (one statement
+  // per line), so the two agree for functions written one statement per line.
   function errorOrigin(e) {
     if (typeof e.line === 'number') return { file: '<unknown>', line: e.line };
     const stack = typeof e.stack === 'string' ? e.stack.split('\n') : [];
     for (let i = 1; i < stack.length; i++) {
       const m = STACK_FRAME.exec(stack[i]);
-      if (m && m[1] !== 'dragnet.js') return { file: m[1], line: Number(m[2]) };
+      if (m && m[1] !== 'dragnet.js') return { file: '<unknown>', line: Number(m[2]) };
     }
     return null;
   }
@@ -114,6 +117,11 @@
   // couchjs formats exceptions with SpiderMonkey's toSource(); this reproduces its shapes:
   // (new Error("msg", "file", 3)), "text", ["a", 1], ({a:1}), (void 0).
   function toSource(v, nested, seen) {
+    // e.toSource() on a thrown primitive boxes it first
+    if (!nested && (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')) {
+      return '(new ' + (typeof v === 'string' ? 'String' : typeof v === 'number' ? 'Number' : 'Boolean') +
+        '(' + toSource(v, true) + '))';
+    }
     switch (typeof v) {
       case 'string': return quote(v);
       case 'number': return Object.is(v, -0) ? '-0' : String(v);
@@ -200,6 +208,9 @@
   function evalInSandbox(source, name, sandbox) {
     const text = String(source);
     let first;
+    // A leading named function is a declaration, whose completion value is undefined: couchjs
+    // rejects `function name(doc) {...}` alone, so only the program form may run it.
+    if (NAMED_FUNCTION.test(text)) return evalProgram(text, name, sandbox, null);
     try {
       return native.compile(WRAP_HEAD + text + WRAP_TAIL, name).apply(null, sandbox);
     } catch (e) {
@@ -214,17 +225,20 @@
         if (!isSyntaxError(e)) throw e;
       }
     }
-    let program;
-    try {
-      program = native.compile('(function (' + SANDBOX_NAMES.join(', ') + ') { return eval(' +
-        JSON.stringify(text) + '); })', name);
-    } catch (e) {
-      throw first;
-    }
+    return evalProgram(text, name, sandbox, first);
+  }
+
+  const NAMED_FUNCTION = /^(?:\s|\/\/[^\n]*\n|\/\*[\s\S]*?\*\/)*(?:async\s+)?function\s*\*?\s*[A-Za-z_$]/;
+
+  // The source as a program; its completion value is the result. Syntax errors report `first`
+  // (the expression form's error) when there is one, as it names the likelier fault.
+  function evalProgram(text, name, sandbox, first) {
+    const program = native.compile('(function (' + SANDBOX_NAMES.join(', ') + ') { return eval(' +
+      JSON.stringify(text) + '); })', name);
     try {
       return program.apply(null, sandbox);
     } catch (e) {
-      throw isSyntaxError(e) ? first : e;
+      throw isSyntaxError(e) && first ? first : e;
     }
   }
 

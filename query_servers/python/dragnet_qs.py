@@ -15,7 +15,9 @@ log, emit, require, json, Forbidden, Unauthorized, start, send, get_row (lists a
 
 The command set and the answers follow CouchDB's JavaScript server (share/server/*.js): reset, add_lib,
 add_fun, map_doc, reduce, rereduce and ddoc (filters, views, validate_doc_update, shows, updates, lists,
-rewrites). Unknown commands answer ["error", "unknown_command", ...] and end the process, as couchjs does.
+rewrites). Differences from couchjs: an unknown command or a malformed line gets an ["error", ...] answer
+and the server carries on (couchjs exits); the doc handed to map functions is not frozen, so a function
+that changes it changes it for the functions after it (as in couchpy).
 """
 
 import json
@@ -276,8 +278,9 @@ class Server(object):
         line = encode(reductions)
         config = self.config
         limit = config.get("reduce_limit")
-        threshold = config.get("reduce_limit_threshold")
-        ratio = config.get("reduce_limit_ratio")
+        # CouchDB 3.5's main.js hard-codes 4096 and 2; later releases send them in the reset config
+        threshold = config.get("reduce_limit_threshold", 4096)
+        ratio = config.get("reduce_limit_ratio", 2)
         if limit and isinstance(threshold, (int, float)) and isinstance(ratio, (int, float)):
             input_length = self.line_length - code_size
             if len(line) > threshold and len(line) * ratio > input_length:
@@ -318,7 +321,7 @@ class Server(object):
         cmd = fun_path[0]
         handler = self.ddoc_dispatch.get(cmd)
         if handler is None:
-            raise Fatal("unknown_command", "unknown ddoc command '%s'" % cmd)
+            raise QSError("unknown_command", "unknown ddoc command '%s'" % cmd)
         key = (ddoc_id, tuple(fun_path))
         fun = self.ddoc_funs.get(key)
         if fun is None:
@@ -507,7 +510,7 @@ class Server(object):
             line = readline()
             if not line:
                 return 0
-            if not line.strip():
+            if len(line) < 3 and not line.strip():  # (no strip() copy of big lines)
                 continue
             self.line_length = len(line)
             try:
@@ -517,10 +520,11 @@ class Server(object):
                 continue
             try:
                 if not isinstance(cmd, list) or not cmd:
-                    raise Fatal("query_protocol_error", "a command must be a non-empty array")
+                    raise QSError("query_protocol_error", "a command must be a non-empty array")
                 handler = dispatch.get(cmd[0]) if isinstance(cmd[0], str) else None
                 if handler is None:
-                    raise Fatal("unknown_command", "unknown command '%s'" % (cmd[0],))
+                    # couchjs also exits here; dragnet's servers answer and keep serving
+                    raise QSError("unknown_command", "unknown command '%s'" % (cmd[0],))
                 answer = handler(*cmd[1:])
                 if answer is _NoAnswer:
                     continue

@@ -1,0 +1,91 @@
+"""`dragnet addview`: add a view to a design document, or benchmark building it from scratch."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import addview as av
+from .. import pidstat as ps
+from ..couch import connect
+from .options import db_option, json_option, print_json, url_option
+
+
+@click.command("addview")
+@click.argument("view_path", type=click.Path(dir_okay=False))
+@url_option
+@db_option
+@click.option("--ddoc", default=None, help="Design document name [default: the view's folder name; with "
+              "--benchmark a unique fresh name].")
+@click.option("--view", "view", default=None, help="View name [default: the view file's folder name].")
+@click.option("--language", default=None, help="CouchDB language: javascript, javascript_quickjs, erlang, python "
+              "(couchpy), chakra, python3, pypy3 [default: the file's header line, else its extension].")
+@click.option("--reduce", "reduce", default=None, metavar="FILE|_sum|_count|_stats", help="Reduce function.")
+@click.option("--benchmark", is_flag=True, help="Build the view in a fresh design document and measure it.")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
+              help="Seconds between /_active_tasks polls (and pidstat samples).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None,
+              help="Give up after this many seconds [default: 6 h].")
+@click.option("--no-pidstat", is_flag=True, help="Do not record process resources with pidstat.")
+@click.option("--pidstat-pattern", default=ps.DEFAULT_PATTERN, show_default=True,
+              help="pidstat -C pattern: process names to record.")
+@click.option("--couchdb-log", type=click.Path(dir_okay=False), default=None,
+              help="CouchDB's log file, to count exceptions raised by the map function [default: found via "
+                   "DRAGNET_COUCHDB_HOME for a local CouchDB].")
+@click.option("--storage", type=click.Choice(av.STORAGE_CHOICES), default="auto", show_default=True,
+              help="Record the data's storage; auto reads /proc/mounts for a local CouchDB.")
+@click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True,
+              help="Directory for the results file of a benchmark.")
+@json_option
+def addview_cmd(view_path, url, db, ddoc, view, language, reduce, benchmark, interval, timeout, no_pidstat,
+                pidstat_pattern, couchdb_log, storage, results_dir, as_json):
+    """Put VIEW_PATH's map function into a design document (keeping its other views), or with --benchmark
+    build it from scratch and report how fast CouchDB indexed it."""
+    cfg = av.Config(view_path=view_path, db=db, ddoc=ddoc, view=view, language=language, reduce=reduce,
+                    interval=interval, timeout=timeout, pidstat=not no_pidstat, pidstat_pattern=pidstat_pattern,
+                    couchdb_log=couchdb_log, storage=storage, results_dir=results_dir,
+                    argv=["dragnet", "addview", *sys.argv[2:]] if len(sys.argv) > 1 else ["dragnet", "addview"])
+    couch = connect(url)
+    if not benchmark:
+        saved = av.add_view(couch, cfg)
+        if as_json:
+            print_json(saved)
+        else:
+            verb = "created" if saved["created"] else "updated"
+            click.echo(f"{verb} {saved['ddoc']} in {db}: view {saved['view']} ({saved['language']}), "
+                       f"rev {saved['rev']}; views: {', '.join(saved['views'])}")
+        return
+
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+
+    console = Console(stderr=True)
+    progress = Progress(TextColumn("[bold]indexing[/bold]"), BarColumn(), TaskProgressColumn(),
+                        TextColumn("{task.fields[counts]}"),
+                        TextColumn("{task.fields[cps]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                        console=console, transient=True)
+    bar = progress.add_task("build", total=None, cps="", counts="waiting for indexer tasks")
+
+    def on_poll(tracker, poll) -> None:
+        rates = [r for r in (av.poller.task_rate(t) for t in av.poller.indexer_tasks(poll["tasks"], tracker.ddoc))
+                 if r is not None]
+        progress.update(bar, completed=tracker.changes_done, total=tracker.total_changes or None,
+                        cps=f"{sum(rates):.0f} c/s" if rates else "",
+                        counts=f"{tracker.changes_done}/{tracker.total_changes} changes, {tracker.active} tasks")
+
+    def on_note(msg: str) -> None:
+        console.print(f"note: {msg}", highlight=False, markup=False)
+
+    with progress:
+        out = av.run_benchmark(couch, cfg, on_poll=on_poll, on_note=on_note)
+    if as_json:
+        print_json(dict(out.results["summary"], results_file=str(out.path) if out.path else None,
+                        ddoc=out.results["view"]["ddoc"]))
+        return
+    click.echo(f"{out.results['view']['ddoc']} ({out.results['view']['language']}) on {db}")
+    for line in av.format_report(out.results, out.figures):
+        click.echo(line)
+    if out.path:
+        click.echo(f"results: {out.path}")

@@ -1,0 +1,284 @@
+"""Readers (data_prep.nacp), the importer's pure pieces, and `dragnet import` against a live CouchDB."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+from urllib.parse import urlsplit
+
+import pytest
+from click.testing import CliRunner
+
+from data_prep.generate import declaration_lines, generate_file
+from data_prep.nacp import Malformed, Source, json_stream_records
+from dragnet.cli import main
+from dragnet.couch import connect, db_path
+from dragnet.importer import (Batcher, ImportAborted, ImportOptions, Prepared, Rejected, RetryPolicy, batches,
+                              classify_bulk_answer, derived_id, id_problem, import_documents, is_transient,
+                              max_document_size, prepare, request_body)
+
+# ---------------------------------------------------------------------------------------------- readers
+
+LINES = [b'{"_id": "a", "v": 1}', b"", b'{"_id": "b", "v": 2}', b"{not json", b"   ", b'[1, 2]', b'{"v": 3}']
+
+
+def _write_jsonl(path, lines, gz=False):
+    data = b"\n".join(lines) + b"\n"
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_jsonl_reader_locations_skip_blank_lines(tmp_path, gz):
+    path = _write_jsonl(tmp_path / ("in.jsonl.gz" if gz else "in.jsonl"), LINES, gz)
+    src = Source(path)
+    assert src.kind == "jsonl"
+    records = list(src.records())
+    assert [loc.rsplit(":", 1)[1] for loc, _ in records] == ["1", "3", "4", "6", "7"]
+    assert records[2][1] == b"{not json"
+    assert src.position() == src.total == path.stat().st_size
+
+
+def test_json_array_reader_streams_with_line_numbers(tmp_path):
+    docs = [{"_id": f"d{i}", "text": "я" * (i * 700)} for i in range(40)]
+    text = "[\n" + ",\n".join(json.dumps(d, ensure_ascii=False, indent=1) for d in docs) + "\n]\n"
+    path = tmp_path / "arr.json"
+    path.write_text(text, encoding="utf-8")
+    records = list(json_stream_records(open(path, encoding="utf-8"), "arr.json", chunk_chars=512))
+    assert [r[1] for r in records] == docs
+    # each location is the line where that value starts
+    starts = [i + 1 for i, line in enumerate(text.splitlines()) if line.startswith("{")]
+    assert [int(loc.rsplit(":", 1)[1]) for loc, _ in records] == starts
+    assert Source(path).kind == "json"
+    gz = tmp_path / "arr.json.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    assert [r[1] for r in Source(gz).records()] == docs
+
+
+def test_json_array_reader_reports_malformed_input_where_it_is(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('[{"a": 1},\n{"b": 2},\n{"c": tru},\n{"d": 4}]')
+    records = list(Source(path).records())
+    assert [r[1] for r in records[:2]] == [{"a": 1}, {"b": 2}]
+    loc, bad = records[2]
+    assert loc.endswith(":3") and isinstance(bad, Malformed) and "invalid JSON" in bad.reason
+    assert len(records) == 3
+    path.write_text('[{"a": 1},\n')
+    loc, bad = list(Source(path).records())[-1]
+    assert isinstance(bad, Malformed)
+
+
+def test_dump_directory_reader_sorted_recursive(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "b.json").write_text(json.dumps({"id": "x", "data": {"step_0": {}}}))
+    (tmp_path / "sub" / "a.json").write_text('{"_id": "y"}')
+    (tmp_path / "c.json").write_text("{broken")
+    (tmp_path / "notes.txt").write_text("ignored")
+    records = list(Source(tmp_path).records())
+    assert [loc.rsplit("/", 1)[1] for loc, _ in records] == ["b.json", "c.json", "a.json"]
+    assert records[0][1] == {"id": "x", "data": {"step_0": {}}}
+    assert isinstance(records[1][1], Malformed)
+
+
+# ----------------------------------------------------------------------------------- pure importer parts
+
+def _p(doc_id: str, size: int) -> Prepared:
+    return Prepared("f:1", doc_id, b"x" * size)
+
+
+def test_batches_bounded_by_count_and_bytes():
+    docs = [_p(str(i), 100) for i in range(10)]
+    assert [len(b) for b in batches(docs, 4, 10_000)] == [4, 4, 2]
+    sized = [len(request_body(b)) for b in batches(docs, 100, 350)]
+    assert all(s <= 350 for s in sized) and sum(len(b) for b in batches(docs, 100, 350)) == 10
+    # a document larger than the byte limit travels alone
+    mixed = [_p("a", 10), _p("big", 1000), _p("c", 10)]
+    assert [[d.doc_id for d in b] for b in batches(mixed, 100, 200)] == [["a"], ["big"], ["c"]]
+    with pytest.raises(ValueError):
+        Batcher(0, 10)
+
+
+def test_classify_bulk_answer():
+    batch = [_p(x, 1) for x in ("a", "b", "c", "d")]
+    answer = [{"id": "a", "ok": True, "rev": "1-x"}, {"id": "b", "error": "conflict", "reason": "Document update conflict."},
+              {"id": "c", "error": "forbidden", "reason": "no way"}, {"id": "d", "rev": "1-y"}]
+    out = classify_bulk_answer(batch, answer)
+    assert [d.doc_id for d in out.imported] == ["a", "d"]
+    assert [d.doc_id for d in out.conflicts] == ["b"]
+    assert [(d.doc_id, r) for d, r in out.rejected] == [("c", "forbidden: no way")]
+    # answers out of order are matched by id; missing answers are rejected, not lost
+    out = classify_bulk_answer(batch, [answer[3], answer[0]])
+    assert sorted(d.doc_id for d in out.imported) == ["a", "d"] and len(out.rejected) == 2
+    assert len(classify_bulk_answer(batch, {"error": "x"}).rejected) == 4
+
+
+def test_retry_policy_and_transient_statuses():
+    assert RetryPolicy(attempts=5, base_delay=0.5, max_delay=3).delays() == [0.5, 1.0, 2.0, 3]
+    assert RetryPolicy(attempts=1).delays() == []
+    assert [s for s in (200, 400, 404, 409, 413, 429, 500, 502, 503) if is_transient(s)] == [429, 500, 502, 503]
+
+
+def test_id_rules_and_derived_ids():
+    assert id_problem("nacp_x") is None and id_problem("_design/v") is None and id_problem("_local/x") is None
+    assert "string" in id_problem(17) and "empty" in id_problem("") and "reserved" in id_problem("_foo")
+    assert derived_id({"id": "0000A3F1-5b2c-4d3e-8f90-123456789abc", "data": {}}) == \
+        "nacp_0000a3f1-5b2c-4d3e-8f90-123456789abc"
+    a, b = derived_id({"x": 1, "y": [1, 2]}), derived_id({"y": [1, 2], "x": 1})
+    assert a == b and a.startswith("sha1_") and a != derived_id({"x": 2, "y": [1, 2]})
+
+
+def test_prepare_classifies_every_kind_of_input():
+    assert prepare("f:1", b'{"_id": "a", "v": 1}') == Prepared("f:1", "a", b'{"_id": "a", "v": 1}')
+    assert "invalid JSON" in prepare("f:2", b"{nope").reason
+    assert "invalid JSON" in prepare("f:2", b'{"v": NaN}').reason
+    assert "not UTF-8" in prepare("f:2", b'{"v": "\xff"}').reason
+    assert prepare("f:3", b"[1]").reason == "not a JSON object (got array)"
+    assert prepare("f:3", b"17").reason == "not a JSON object (got number)"
+    bad = prepare("f:4", {"_id": "_bad"})
+    assert isinstance(bad, Rejected) and bad.doc_id == "_bad"
+    assert "must be a string" in prepare("f:5", {"_id": 5}).reason
+    assert prepare("f:6", Malformed("broken")).reason == "broken"
+    big = prepare("f:7", {"_id": "big", "t": "x" * 2000}, max_document_size=1000)
+    assert big.reason.startswith("too large") and big.doc_id == "big"
+    # no _id: a deterministic one is spliced into the original text
+    p1, p2 = prepare("f:8", b'{"v": 3}'), prepare("f:9", b'{"v":3}')
+    assert p1.doc_id == p2.doc_id and json.loads(p1.body) == {"_id": p1.doc_id, "v": 3}
+    assert json.loads(prepare("f:10", b"{}").body) == {"_id": derived_id({})}
+    # normalising: amounts become floats
+    norm = prepare("f:11", b'{"_id": "n", "step_11": {"1": {"sizeIncome": "1 234,5"}}}', normalise=True)
+    assert json.loads(norm.body)["step_11"]["1"]["sizeIncome"] == 1234.5
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_couchdb_stops_with_counts(tmp_path):
+    path = _write_jsonl(tmp_path / "in.jsonl", [b'{"_id": "a"}', b'{"_id": "b"}', b"oops"])
+    couch = connect(f"http://127.0.0.1:{_free_port()}")
+    options = ImportOptions(create_db=False, max_document_size=1000, concurrency=2,
+                            retry=RetryPolicy(attempts=2, base_delay=0.01))
+    with pytest.raises(ImportAborted) as err:
+        import_documents(couch, "db", Source(path), options)
+    msg = str(err.value)
+    assert "\n" not in msg and "connection refused" in msg and "read 3" in msg and "re-run" in msg
+    assert err.value.summary.rejected == 1 and err.value.summary.imported == 0
+
+
+# ---------------------------------------------------------------------------------------------- live
+
+@pytest.fixture(scope="module")
+def sample_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("imp") / "decl.jsonl.gz"
+    generate_file(str(path), 120, 7)
+    return path
+
+
+def _db_count(couch, db):
+    return couch.get(db_path(db))["doc_count"]
+
+
+@pytest.mark.live
+def test_live_import_accounts_for_everything_and_reruns_idempotently(live_url, live_db, tmp_path):
+    couch, db = live_db
+    good = list(declaration_lines(60, 3))
+    lines = [g.encode() for g in good[:30]] + [
+        b"{broken json",                     # line 31
+        b'["not", "an", "object"]',          # line 32
+        b'{"_id": "_reserved", "v": 1}',     # line 33
+        b'{"_id": 42}',                      # line 34
+        good[0].encode(),                    # line 35: duplicate id -> existing
+        b'{"no_id": true}',                  # line 36: gets a content-hash id
+        b'{"_id": "bad_field", "_foo": 1}',  # line 37: CouchDB refuses (doc_validation)
+    ] + [g.encode() for g in good[30:]]
+    path = _write_jsonl(tmp_path / "in.jsonl", lines)
+    rejects = tmp_path / "rejects.jsonl"
+    options = ImportOptions(batch_size=7, concurrency=3, rejects_path=str(rejects), normalise=True, q=2)
+    s = import_documents(connect(live_url), db, Source(path), options)
+    assert (s.read, s.imported, s.existing, s.rejected) == (67, 61, 1, 5)
+    assert s.read == s.imported + s.existing + s.rejected and s.completed
+    assert _db_count(couch, db) == 61
+    rows = [json.loads(line) for line in rejects.read_text().splitlines()]
+    by_line = {r["source"].rsplit(":", 1)[1]: r for r in rows}
+    assert set(by_line) == {"31", "32", "33", "34", "37"}
+    assert by_line["31"]["reason"].startswith("invalid JSON")
+    assert by_line["32"]["reason"] == "not a JSON object (got array)"
+    assert by_line["33"]["doc_id"] == "_reserved"
+    assert "doc_validation" in by_line["37"]["reason"] and by_line["37"]["doc_id"] == "bad_field"
+    # normalised on the way in
+    doc = couch.get(db_path(db) + "/" + json.loads(good[5])["_id"])
+    assert all(isinstance(i["sizeIncome"], float) for i in doc["step_11"].values())
+
+    again = import_documents(connect(live_url), db, Source(path), options)
+    assert (again.read, again.imported, again.existing, again.rejected) == (67, 0, 62, 5)
+    assert _db_count(couch, db) == 61
+
+
+@pytest.mark.live
+def test_live_cli_import_purge_json_and_exit_status(live_url, live_db, sample_file, tmp_path):
+    couch, db = live_db
+    runner = CliRunner()
+    rejects = tmp_path / "r.jsonl"
+    args = ["import", str(sample_file), "--url", live_url, "--db", db, "--json", "--rejects", str(rejects),
+            "--concurrency", "2", "--batch-size", "50"]
+    res = runner.invoke(main, args + ["--q", "2"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["read"] == out["imported"] == 120 and out["existing"] == out["rejected"] == 0
+    assert out["docs_per_sec"] > 0 and out["bytes"] > 120 * 5000
+    assert couch.get(db_path(db) + "/_shards")["shards"].__len__() == 2
+    assert not rejects.exists()
+
+    res = runner.invoke(main, args)
+    assert json.loads(res.output)["existing"] == 120
+
+    res = runner.invoke(main, args + ["--purge"])
+    assert json.loads(res.output)["imported"] == 120
+
+    bad = _write_jsonl(tmp_path / "bad.jsonl", [b'{"_id": "ok1"}', b"nope"])
+    res = runner.invoke(main, ["import", str(bad), "--url", live_url, "--db", db, "--rejects", str(rejects)])
+    assert res.exit_code == 1
+    assert "imported 1, existing 0, rejected 1" in res.output
+    password = urlsplit(live_url).password
+    assert not password or password not in res.output
+    assert json.loads(rejects.read_text())["source"].endswith("bad.jsonl:2")
+
+
+@pytest.mark.live
+def test_live_whole_batch_413_is_split_not_lost(live_url, live_db, tmp_path):
+    couch, db = live_db
+    # Skip the local size check so CouchDB itself refuses the oversized document (413 for the request).
+    limit = max_document_size(couch)  # 8000000 unless configured (3.5 has no config entry by default)
+    docs = [{"_id": f"s{i}", "v": i} for i in range(5)]
+    docs.insert(2, {"_id": "huge", "blob": "x" * (limit + 1000)})
+    path = _write_jsonl(tmp_path / "big.jsonl", [json.dumps(d).encode() for d in docs])
+    options = ImportOptions(max_document_size=limit * 4, batch_size=10, max_batch_bytes=limit * 4,
+                            rejects_path=str(tmp_path / "rej.jsonl"))
+    s = import_documents(connect(live_url), db, Source(path), options)
+    assert (s.read, s.imported, s.rejected) == (6, 5, 1)
+    rej = json.loads((tmp_path / "rej.jsonl").read_text())
+    assert rej["doc_id"] == "huge" and rej["reason"].startswith("document_too_large")
+    assert rej["source"].endswith("big.jsonl:3")
+
+
+@pytest.mark.live
+def test_live_array_and_dump_directory_sources(live_url, live_db, tmp_path):
+    couch, db = live_db
+    docs = [json.loads(line) for line in declaration_lines(10, 8)]
+    arr = tmp_path / "arr.json"
+    arr.write_text(json.dumps(docs[:5], ensure_ascii=False, indent=2), encoding="utf-8")
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for d in docs[5:]:
+        uuid = d.pop("_id").removeprefix("nacp_")
+        (dump / f"{uuid}.json").write_text(json.dumps({"id": uuid, "data": d}, ensure_ascii=False))
+    c = connect(live_url)
+    s1 = import_documents(c, db, Source(arr), ImportOptions())
+    s2 = import_documents(c, db, Source(dump), ImportOptions(normalise=True))
+    assert (s1.imported, s2.imported) == (5, 5)
+    ids = {r["id"] for r in couch.get(db_path(db) + "/_all_docs")["rows"]}
+    assert ids == {d.get("_id") or f"nacp_{u.stem}" for d, u in zip(docs[:5], [None] * 5)} | \
+        {f"nacp_{p.stem}" for p in dump.iterdir()}
