@@ -138,13 +138,31 @@ def _value(key: str, value: Any, out: dict) -> None:
 
 
 def _scalar(value: Any) -> Any:
-    return HIDDEN if is_hidden_value(value) else value
+    return HIDDEN if type(value) is str and _hidden_str(value) else value
+
+
+_hidden_memo: dict[str, bool] = {}
+
+
+def _hidden_str(value: str) -> bool:
+    """is_hidden_value for strings, memoised: the dumps repeat the same short strings a lot."""
+    hit = _hidden_memo.get(value)
+    if hit is None:
+        hit = is_hidden_value(value)
+        if len(value) < 100:
+            if len(_hidden_memo) > 50_000:
+                _hidden_memo.clear()
+            _hidden_memo[value] = hit
+    return hit
 
 
 def _object(obj: dict) -> dict:
     out: dict[str, Any] = {}
     for key, value in obj.items():
-        _value(key, value, out)
+        if type(value) is str and key not in NUMERIC_FIELDS:  # the common case, inlined
+            out[key] = HIDDEN if _hidden_str(value) else value
+        else:
+            _value(key, value, out)
     return out
 
 

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .errors import DragnetError
@@ -155,6 +155,7 @@ class QueryServerProcess:
         self._busy = False     # a request is outstanding
         self._expired = False  # the watchdog killed the process
         self._closed = threading.Event()
+        self._lock = threading.Lock()  # orders signalling against reaping
         threading.Thread(target=self._watchdog, name=f"qs-watchdog-{self.pid}", daemon=True).start()
 
     # -- the hot path ---------------------------------------------------------------------------
@@ -218,11 +219,17 @@ class QueryServerProcess:
                 seen, since = self._seq, now
             elif now - since >= self.timeout and self._busy and self._seq == seen:
                 self._expired = True
+                self._kill_unreaped()
+                return
+
+    def _kill_unreaped(self) -> None:
+        # under the lock, so that a pid already reaped (and maybe reused) is never signalled
+        with self._lock:
+            if self._stats is None:
                 try:
                     os.kill(self.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-                return
 
     def _command(self, answer: bytes) -> bytes:
         """A log/error/fatal line: log and read on, or raise."""
@@ -292,11 +299,8 @@ class QueryServerProcess:
         raise QueryServerDied(msg, self.name, rc, tail)
 
     def kill(self) -> None:
-        if self.proc.returncode is None:
-            try:
-                self.proc.kill()
-            except ProcessLookupError:
-                pass
+        """SIGKILL the process and reap it (Popen.kill would reap it behind our back, losing its rusage)."""
+        self._kill_unreaped()
         self._reap(timeout=5.0, kill=False)
 
     # -- shutdown and accounting ----------------------------------------------------------------
@@ -308,20 +312,21 @@ class QueryServerProcess:
         deadline = time.monotonic() + timeout
         delay = 0.0005
         while True:
-            try:
-                pid, status, usage = os.wait4(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                return self.proc.returncode
-            if pid:
-                rc = os.waitstatus_to_exitcode(status)
-                self.proc.returncode = rc  # tell Popen it is reaped
-                self._stats = ProcessStats(self.pid, rc, usage.ru_utime, usage.ru_stime,
-                                           usage.ru_maxrss or None)
-                return rc
+            with self._lock:
+                try:
+                    pid, status, usage = os.wait4(self.pid, os.WNOHANG)
+                except ChildProcessError:
+                    return self.proc.returncode
+                if pid:
+                    rc = os.waitstatus_to_exitcode(status)
+                    self.proc.returncode = rc  # tell Popen it is reaped
+                    self._stats = ProcessStats(self.pid, rc, usage.ru_utime, usage.ru_stime,
+                                               usage.ru_maxrss or None)
+                    return rc
             if time.monotonic() >= deadline:
                 if not kill:
                     return None
-                os.kill(self.pid, signal.SIGKILL)
+                self._kill_unreaped()
                 kill = False
                 deadline = time.monotonic() + 5.0
             time.sleep(delay)
@@ -369,8 +374,7 @@ class QueryServerProcess:
     def __del__(self):
         try:
             self._closed.set()
-            if self._stats is None and self.proc.returncode is None:
-                self.proc.kill()
-                self._reap(timeout=1.0, kill=False)
+            if self._stats is None:
+                self.kill()
         except Exception:
             pass

@@ -7,6 +7,7 @@
     qs_testserver.py fatal                answer every map_doc with ["fatal", "oops", "<_id>"]
     qs_testserver.py garbage              answer every map_doc with a line that is not JSON
     qs_testserver.py hang                 never answer map_doc
+    qs_testserver.py deaf                 never read stdin at all
     qs_testserver.py selfkill             SIGKILL itself on the first map_doc
     qs_testserver.py crash-after N -- CMD...   forward to the real server CMD; after N map_docs, print
                                                "boom after N docs" on stderr and exit 3
@@ -31,6 +32,8 @@ def out(obj):
 
 
 def simple(mode, arg):
+    if mode == "deaf":
+        signal.pause()
     for line in lines():
         cmd = json.loads(line)
         if cmd[0] != "map_doc":

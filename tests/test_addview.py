@@ -119,7 +119,7 @@ def test_report_lines_from_recording(fixtures_dir):
 
 # --------------------------------------------------------------------------- live CouchDB
 
-N_DOCS = 3000
+N_DOCS = 4000
 
 
 def _import(couch, db: str, docs: list[dict]) -> None:

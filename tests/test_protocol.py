@@ -136,6 +136,15 @@ def test_timeout_kills_a_server_that_stops_answering():
     assert not _alive(qs.pid)
 
 
+def test_timeout_while_writing_to_a_server_that_does_not_read():
+    qs = QueryServerProcess(TESTSERVER + ["deaf"], timeout=0.5)
+    with pytest.raises(QueryServerTimeout) as info:
+        # far more than a pipe buffer holds: the write itself blocks until the watchdog kills the server
+        qs.prompt(["map_doc", {"_id": "a", "blob": "x" * 2_000_000}])
+    assert "while writing" in str(info.value)
+    assert qs.close().returncode == -9
+
+
 def test_invalid_json_answer():
     with QueryServerProcess(TESTSERVER + ["garbage"]) as qs:
         with pytest.raises(BadAnswer) as info:

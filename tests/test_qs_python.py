@@ -492,3 +492,45 @@ def test_couchpy_conformance_subset(check):
     if couchpy is None:
         pytest.skip("couchpy (CouchDB==1.2) not installed")
     run_check(check, [couchpy], COUCHPY)
+
+
+# -- a live CouchDB 3.5 that has dragnet_qs.py registered (COUCHDB_QUERY_SERVER_PYTHON3/PYPY3) -------
+
+@pytest.mark.live
+@pytest.mark.parametrize("language", ["python3", "pypy3"])
+def test_live_couchdb_runs_dragnet_qs(live_db, language):
+    from dragnet.couch import CouchError, db_path
+
+    couch, name = live_db
+    db = db_path(name)
+    couch.put(db, params={"q": "2"})
+    docs = [{"_id": f"d{i}", "n": i, "name": "Шевченко" if i % 2 else "x", "bad": i == 3} for i in range(10)]
+    couch.post(f"{db}/_bulk_docs", {"docs": docs})
+    ddoc = {
+        "language": language,
+        "views": {"v": {"map": "def fun(doc):\n    if doc.get('bad'):\n        raise ValueError('bad ' + doc['_id'])\n"
+                               "    yield doc['name'], doc['n']\n",
+                        "reduce": "def r(keys, values, rereduce):\n    return sum(values)\n"}},
+        "validate_doc_update": "def v(new, old, ctx, sec):\n    if new.get('forbid'):\n        raise Forbidden('no forbid')\n",
+        "filters": {"odd": "lambda doc, req: doc.get('n', 0) % 2 == 1"},
+        "shows": {"hi": "def s(doc, req):\n    return 'hi ' + doc['_id']\n"},
+    }
+    couch.put(f"{db}/_design/t", ddoc)  # accepted even when the language is unknown
+    try:
+        rows = couch.get(f"{db}/_design/t/_view/v", params={"reduce": "false"})["rows"]
+    except CouchError as exc:
+        if "unknown_query_language" in str(exc):
+            pytest.skip(f"{language} is not registered with this CouchDB: {exc}")
+        raise
+    assert sorted(r["id"] for r in rows) == [f"d{i}" for i in range(10) if i != 3]  # d3 raised: no rows
+    grouped = couch.get(f"{db}/_design/t/_view/v", params={"group": "true"})["rows"]
+    assert {r["key"]: r["value"] for r in grouped} == {"x": 0 + 2 + 4 + 6 + 8, "Шевченко": 1 + 5 + 7 + 9}
+    resp = couch.request("PUT", f"{db}/forbidden", json={"forbid": True}, ok=(403,))
+    assert resp.json() == {"error": "forbidden", "reason": "no forbid"}
+    changes = couch.get(f"{db}/_changes", params={"filter": "t/odd"})["results"]
+    assert sorted(c["id"] for c in changes) == ["d1", "d3", "d5", "d7", "d9"]
+    assert couch.request("GET", f"{db}/_design/t/_show/hi/d1").text == "hi d1"
+    # CouchDB 3.5 compiles map functions when the design doc is saved
+    resp = couch.request("PUT", f"{db}/_design/broken", ok=(400,),
+                         json={"language": language, "views": {"v": {"map": "def fun(doc:\n    yield 1, 1\n"}}})
+    assert resp.json()["error"] == "compilation_error"

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from dragnet import registration as reg
 from dragnet.cli import main as cli
 from dragnet.errors import DragnetError
-from dragnet.query_servers import (DIALECT_FILES, PYTHON_QS, REPO, ServerSpec, Skipped, discover, from_environment,
+from dragnet.query_servers import (DIALECT_FILES, PYTHON_QS, REPO, ServerSpec, discover, from_environment,
                                    load_config)
 
 

@@ -318,3 +318,20 @@ def test_a_different_map_function_is_its_own_row(recorded, fixtures_dir):
     with contextlib.redirect_stdout(buf):
         render_table(groups)
     assert "javascript [throws10]" in buf.getvalue()
+
+
+def test_bench_dir_failures_from_the_manifest_are_counted(recorded, tmp_path):
+    (tmp_path / "000-disk-r0-erlang_baseline.json").write_text(json.dumps(recorded["erlang_baseline"]))
+    manifest = {"schema": "dragnet.bench/1", "id": "bench-x", "runs": [
+        {"index": 0, "storage": "disk", "repeat": 0, "language": "erlang_baseline", "status": "ok",
+         "result_file": "000-disk-r0-erlang_baseline.json", "error": None},
+        {"index": 1, "storage": "disk", "repeat": 0, "language": "javascript", "status": "error",
+         "result_file": None, "error": "CouchDB could not compile the view (400 compilation_error)"},
+        {"index": 2, "storage": "disk", "repeat": 0, "language": "python", "status": "pending",
+         "result_file": None, "error": None}]}
+    (tmp_path / "bench.json").write_text(json.dumps(manifest))
+    groups = report.build_report(report.load_results([tmp_path]))
+    assert {g.label: (g.n, g.failed) for g in groups} == {"erlang_baseline": (1, 0), "javascript": (0, 1)}
+    r = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert r.exit_code == 0
+    assert "failed: javascript (disk): CouchDB could not compile the view (400 compilation_error)" in r.output

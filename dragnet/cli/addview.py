@@ -65,7 +65,7 @@ def addview_cmd(view_path, url, db, ddoc, view, language, reduce, benchmark, int
     progress = Progress(TextColumn("[bold]indexing[/bold]"), BarColumn(), TaskProgressColumn(),
                         TextColumn("{task.fields[counts]}"),
                         TextColumn("{task.fields[cps]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                        console=console, transient=True)
+                        console=console, transient=True, disable=not console.is_terminal)
     bar = progress.add_task("build", total=None, cps="", counts="waiting for indexer tasks")
 
     def on_poll(tracker, poll) -> None:

@@ -75,6 +75,9 @@ def report_cmd(results, fmt, plot_dir, baseline):
             click.echo(rp.deltas_csv(deltas), nl=False)
     else:
         render_table(groups, title=f"{len(docs)} results")
+        for g in groups:
+            for err in g.errors:
+                click.echo(f"failed: {g.label} ({g.storage}): {err}")
         if deltas is not None:
             render_deltas(deltas)
 

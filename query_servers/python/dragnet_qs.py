@@ -208,7 +208,7 @@ class Server(object):
         self.funs = []
         self.lib = None
         self.config = config if isinstance(config, dict) else {}
-        self.reduce_cache.clear()
+        # reduce_cache survives: CouchDB resets before every reduce call, and it is keyed by source
         return True
 
     def add_lib(self, lib, *_):
@@ -255,6 +255,8 @@ class Server(object):
     def reduce_fun(self, source):
         fun = self.reduce_cache.get(source)
         if fun is None:
+            if len(self.reduce_cache) >= 256:
+                self.reduce_cache.clear()
             fun = self.reduce_cache[source] = self.compile(source)
         return fun
 
