@@ -332,9 +332,15 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         note("CouchDB's log is not visible here: exceptions raised by the map function are not counted "
              "(give --couchdb-log FILE)")
 
-    doc = _ddoc.build(ident, view_name, view, reduce=reduce, autoupdate=False)
+    doc = _ddoc.build(ident, view_name, view, reduce=reduce, autoupdate=False,
+                      nonce=f"{time.time():.6f}-{os.getpid()}-{ident}")
     qs_before = _qs_stats(couch)
     saved = _ddoc.create_fresh(couch, cfg.db, doc)      # compilation errors end the run here
+    info_before = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
+    seq_before = (info_before.get("view_index") or {}).get("update_seq")
+    if seq_before not in (None, 0, "0"):
+        raise DragnetError(f"the index of {ident} is not new (update_seq {seq_before}): CouchDB shares it with "
+                           f"another design doc; nothing to measure")
 
     runner = None
     pidstat_note = None

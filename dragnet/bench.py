@@ -289,23 +289,61 @@ def managed_instance(url: str, env: dict | None = None):
     return inst
 
 
-def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: dict | None = None):
-    """Stop the managed CouchDB and start it again (same backend, port, limits) with data on storage_kind."""
+def _admin_env(url: str, env: dict | None) -> dict:
+    """The environment for `dragnet couch up`: its admin is the one in the URL when the URL names one."""
     env = dict(os.environ if env is None else env)
     _, user, password = split_credentials(url)
     if user:
         env["COUCHDB_USER"] = user
     if password:
         env["COUCHDB_PASSWORD"] = password
-    if inst.backend == "docker":
-        from . import couchdb_docker as mod
+    return env
 
-        mod.stop(inst, env=env)
+
+def _backend(name: str):
+    if name == "docker":
+        from . import couchdb_docker as mod
+    else:
+        from . import couchdb_local as mod
+    return mod
+
+
+def start_managed(backend: str, url: str, storage_kind: str, *, data_size: int = 0, env: dict | None = None):
+    """Start a CouchDB with `dragnet couch up`'s backend on the URL's port (for a bench that finds none)."""
+    from urllib.parse import urlsplit
+
+    port = urlsplit(split_credentials(url)[0]).port or 5984
+    return _backend(backend).up(port=port, storage_kind=storage_kind, data_size=data_size,
+                                env=_admin_env(url, env))
+
+
+def stop_managed(inst, env: dict | None = None) -> None:
+    _backend(inst.backend).stop(inst, env=env)
+
+
+def drop_tmpfs_data(inst, keep: str | None) -> bool:
+    """Remove the data a stopped CouchDB left on a tmpfs (it holds memory) when the bench put it there:
+    only a dragnet/couch-<port> directory on a tmpfs, never `keep` (the data the bench found)."""
+    import shutil
+
+    from .storage import is_tmpfs
+
+    d = Path(inst.data_dir) if inst.data_dir else None
+    if (d is None or inst.storage != "tmpfs" or inst.mounted_tmpfs or str(d) == keep
+            or d.parent.name != "dragnet" or not d.name.startswith("couch-") or not d.is_dir() or not is_tmpfs(d)):
+        return False
+    shutil.rmtree(d, ignore_errors=True)
+    return True
+
+
+def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: dict | None = None):
+    """Stop the managed CouchDB and start it again (same backend, port, limits) with data on storage_kind."""
+    env = _admin_env(url, env)
+    mod = _backend(inst.backend)
+    mod.stop(inst, env=env)
+    if inst.backend == "docker":
         return mod.up(port=inst.port, storage_kind=storage_kind, image=inst.image, cpus=inst.cpus,
                       memory=str(inst.memory) if inst.memory else None, data_size=data_size, env=env)
-    from . import couchdb_local as mod
-
-    mod.stop(inst, env=env)
     return mod.up(port=inst.port, storage_kind=storage_kind, home=inst.home, cpus=inst.cpus,
                   data_size=data_size, env=env)
 
@@ -337,6 +375,7 @@ class BenchConfig:
     baseline: bool = True
     q: int | None = None
     settle_timeout: float = 300.0
+    backend: str | None = None   # start a CouchDB with this `dragnet couch` backend when none is managed
 
 
 def _now_iso() -> str:
@@ -381,6 +420,15 @@ class Bench:
         specs = {s.name: s for s in resolve_languages(
             list(dict.fromkeys(([BASELINE_LABEL] if cfg.baseline else []) + cfg.languages)), cfg.views)}
         inst = managed_instance(cfg.url, self.env)
+        if inst is not None and cfg.backend and inst.backend != cfg.backend:
+            raise UsageError(f"--backend {cfg.backend}: the CouchDB dragnet manages on port {inst.port} runs "
+                             f"on {inst.backend}")
+        started_here = False
+        if inst is None and cfg.backend:
+            self.on_event("start_couch", {"backend": cfg.backend, "storage": (cfg.storages or ["disk"])[0]})
+            inst = start_managed(cfg.backend, cfg.url, (cfg.storages or ["disk"])[0],
+                                 data_size=self._data_size(), env=self.env)
+            started_here = True
         if cfg.storages and inst is None:
             raise UsageError(f"--storage {','.join(cfg.storages)} needs a CouchDB started by `dragnet couch up` "
                              f"(none recorded for {mask_url(cfg.url)}); to label this server's storage use "
@@ -406,12 +454,15 @@ class Bench:
         self._write_manifest()
         self.on_event("begin", {"dir": str(self.dir), "runs": len(planned)})
         original_storage = inst.storage if inst is not None else None
+        keep = None if inst is None or started_here else inst.data_dir   # the user's data is never removed
         current = None
         try:
             for st in storages:
                 if inst is not None and cfg.storages and inst.storage != st:
                     self.on_event("restart", {"storage": st})
+                    old = inst
                     inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env)
+                    drop_tmpfs_data(old, keep)
                 couch = connect(cfg.url, env=self.env)
                 if cfg.data:
                     imp = ensure_data(couch, cfg.db, cfg.data, q=cfg.q,
@@ -432,10 +483,15 @@ class Bench:
         finally:
             self.manifest["finished_at"] = _now_iso()
             self._write_manifest()
-            if inst is not None and cfg.storages and original_storage and inst.storage != original_storage \
+            if started_here:
+                self.on_event("stop_couch", {"backend": inst.backend})
+                stop_managed(inst, env=self.env)
+                drop_tmpfs_data(inst, keep)
+            elif inst is not None and cfg.storages and original_storage and inst.storage != original_storage \
                     and not self.manifest["interrupted"]:
                 self.on_event("restart", {"storage": original_storage})
                 restart_on(inst, original_storage, cfg.url, env=self.env)
+                drop_tmpfs_data(inst, keep)
         return self.manifest
 
     def _data_size(self) -> int:

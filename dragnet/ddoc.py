@@ -41,15 +41,20 @@ def view_def(view: ViewFile, reduce: str | None = None) -> dict:
 
 
 def build(ddoc: str, view_name: str, view: ViewFile, *, reduce: str | None = None,
-          autoupdate: bool | None = None) -> dict:
+          autoupdate: bool | None = None, nonce: str | None = None) -> dict:
     """A design document holding one view.
 
     autoupdate=False stops CouchDB's background indexer (ken) from building it on its own; CouchDB reads
     the top-level "autoupdate" field (as in the recordings' ddoc.json).
+    nonce goes into "options": CouchDB shares one index between design docs whose views, language and
+    options are equal (the index signature), so a benchmark of an already-indexed function would measure
+    nothing; a unique option makes the index new without touching the function.
     """
     doc = {"_id": ddoc_id(ddoc), "language": view.language, "views": {view_name: view_def(view, reduce)}}
     if autoupdate is not None:
         doc["autoupdate"] = autoupdate
+    if nonce is not None:
+        doc["options"] = {"dragnet_benchmark": nonce}
     return doc
 
 

@@ -599,6 +599,8 @@ def rank(rows: list[Row]) -> list[Row]:
 # -- versions and results ---------------------------------------------------------------------
 
 _PY = re.compile(r"^(python|pypy)[0-9.]*$")
+# only arrays laid out by indent= (a raw newline never occurs inside a JSON string)
+_INT_ARRAY = re.compile(r"\[\n\s*-?\d+(?:,\n\s*-?\d+)*\n\s*\]")
 
 
 def server_version(spec: ServerSpec) -> str | None:
@@ -608,11 +610,13 @@ def server_version(spec: ServerSpec) -> str | None:
         return str(version)
     parts = []
     exe = os.path.basename(spec.argv[0]) if spec.argv else ""
-    if "couchpy" in exe or spec.name == "couchpy":
-        try:
-            parts.append(f"CouchDB-Python {importlib.metadata.version('CouchDB')}")
-        except importlib.metadata.PackageNotFoundError:
-            pass
+    for marker, package, label in (("couchpy", "CouchDB", "CouchDB-Python"),
+                                   ("chakra", "PyChakra", "libChakraCore of PyChakra")):
+        if marker in exe or spec.name.startswith(marker):
+            try:
+                parts.append(f"{label} {importlib.metadata.version(package)}")
+            except importlib.metadata.PackageNotFoundError:
+                pass
     if exe == "couchjs":
         try:
             out = subprocess.run([spec.argv[0], "-V"], capture_output=True, text=True, timeout=10,
@@ -682,7 +686,10 @@ def write_results(doc: dict, results_dir: str | os.PathLike = "results") -> Path
     while path.exists():
         n += 1
         path = out / f"qsbench-{stamp}-{n}.json"
-    path.write_text(json.dumps(doc, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
+    text = json.dumps(doc, ensure_ascii=False, indent=1, default=str)
+    # arrays of integers (the per-document latencies) on one line each, not one number per line
+    text = _INT_ARRAY.sub(lambda m: re.sub(r"\s+", "", m.group(0)), text)
+    path.write_text(text + "\n", encoding="utf-8")
     return path
 
 

@@ -399,6 +399,9 @@ def test_ddoc_build_keeps_autoupdate_off():
     doc = ddoc.build("bench1", "income", v, reduce="_count", autoupdate=False)
     assert doc == {"_id": "_design/bench1", "language": "erlang", "autoupdate": False,
                    "views": {"income": {"map": v.source, "reduce": "_count"}}}
+    # a nonce changes the index signature (options), not the function
+    doc2 = ddoc.build("bench1", "income", v, autoupdate=False, nonce="n1")
+    assert doc2["options"] == {"dragnet_benchmark": "n1"} and doc2["views"]["income"] == {"map": v.source}
     with pytest.raises(UsageError):
         ddoc.ddoc_id("bad name/with slash")
     assert ddoc.unique_name("javascript_quickjs", "income") != ddoc.unique_name("javascript_quickjs", "income")

@@ -7,7 +7,6 @@ import sys
 import click
 
 from .. import bench as b
-from ..couch import mask_url
 from .options import db_option, json_option, print_json, url_option
 
 
@@ -29,7 +28,8 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--storage-label", default=None,
               help="Storage to record for a CouchDB dragnet does not manage (default: unknown).")
 @click.option("--backend", type=click.Choice(["local", "docker"]), default=None,
-              help="Expected backend of the managed CouchDB (checked; the recorded one is used).")
+              help="Start a CouchDB with this `dragnet couch` backend on the URL's port when dragnet manages "
+                   "none there (stopped at the end); with one already managed, it must match.")
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
               help="Directory for results files and bench.json [default: results/bench-<UTC time>].")
 @click.option("--no-baseline", is_flag=True, help="Do not run the Erlang baseline in each round (no ratios).")
@@ -54,14 +54,9 @@ def bench_cmd(url, db, data, views, languages, repeat, storages, storage_label, 
     langs = b.parse_list(languages, "--languages")
     if not langs:
         raise UsageError("--languages: no language given")
-    if backend is not None:
-        inst = b.managed_instance(url)
-        if inst is None or inst.backend != backend:
-            found = f"a {inst.backend} one" if inst else "none"
-            raise UsageError(f"--backend {backend}: dragnet manages {found} for {mask_url(url)}")
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,
                            data=data, views=views or str(b.DEFAULT_VIEWS), results_dir=results_dir,
-                           baseline=not no_baseline, q=q)
+                           baseline=not no_baseline, q=q, backend=backend)
     console = Console(stderr=True)
     total = {"n": 0}
 
@@ -78,6 +73,10 @@ def bench_cmd(url, db, data, views, languages, repeat, storages, storage_label, 
                 console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)
         elif kind == "begin":
             console.print(f"{d['runs']} runs, results in {d['dir']}")
+        elif kind == "start_couch":
+            console.print(f"starting CouchDB ({d['backend']}, data on {d['storage']}) …")
+        elif kind == "stop_couch":
+            console.print(f"stopping the CouchDB started for this bench ({d['backend']})")
         elif kind == "restart":
             console.print(f"restarting CouchDB with its data on {d['storage']} …")
         elif kind == "import":

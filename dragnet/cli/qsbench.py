@@ -111,7 +111,7 @@ def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, servers, reference,
         compact["chart"] = str(chart) if chart else None
         print_json(compact)
     else:
-        _print_table(out, bench, docs)
+        _print_table(out, bench, docs, shards)
         _print_failures(out, bench)
         out.print(f"results: {path}")
         if chart:
@@ -122,11 +122,12 @@ def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, servers, reference,
                                        for r in bench.failed))
 
 
-def _print_table(out: Console, bench: qsbench.Benchmark, docs: qsbench.DocSet) -> None:
+def _print_table(out: Console, bench: qsbench.Benchmark, docs: qsbench.DocSet, shards: int) -> None:
     if not bench.rows:
         return
     cmd = {r.spec.name: " ".join(r.spec.argv) for r in bench.results}
-    t = Table(title=f"query servers over the protocol: {len(docs)} docs, reference rows from {bench.reference}",
+    t = Table(title=f"query servers over the protocol: {len(docs)} docs, {shards} shard(s), "
+                    f"rows checked against {bench.reference}",
               title_justify="left")
     for col in ("server", "docs/s", "× slower", "mean ± σ", "min … max", "latency p50 / p95 / p99 / max ms",
                 "CPU s", "RSS MB", "start ms"):
