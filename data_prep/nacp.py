@@ -65,11 +65,8 @@ class Source:
         self._done_bytes = 0
         if self.path.is_dir():
             self.kind = "dir"
-            self.files = sorted(p for p in self.path.rglob("*") if p.is_file()
-                                and (p.name.endswith(".json") or p.name.endswith(".json.gz")))
-            self.total = sum(p.stat().st_size for p in self.files)
+            self.total = sum(p.stat().st_size for p in dump_files(self.path))
         else:
-            self.files = [self.path]
             self.total = self.path.stat().st_size
             self.kind = kind or self._sniff()
 
@@ -111,9 +108,18 @@ class Source:
             self._done_bytes = self.total
 
     def _dir_records(self) -> Iterator[Record]:
-        for p in self.files:
+        for p in dump_files(self.path):
             yield str(p), read_json_file(p)
             self._done_bytes += p.stat().st_size
+
+
+def dump_files(root: Path) -> Iterator[Path]:
+    """`*.json` / `*.json.gz` files under root, recursively, in sorted order, listed one directory at a time."""
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if entry.is_dir():
+            yield from dump_files(Path(entry.path))
+        elif entry.is_file() and entry.name.endswith((".json", ".json.gz")):
+            yield Path(entry.path)
 
 
 def open_source(path: str | os.PathLike) -> Source:

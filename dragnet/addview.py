@@ -298,7 +298,7 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
         out = run_benchmark(connect(url), cfg)
     except BuildFailed as exc:
         return exc.results
-    if storage not in STORAGE_CHOICES:       # a caller's own label (e.g. "unknown") is kept as given
+    if storage not in STORAGE_CHOICES and storage != "unknown":     # a caller's own label is kept as given
         out.results["storage"] = out.results["summary"]["storage"] = storage
     return out.results
 
@@ -503,7 +503,9 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
                  f"changes seen = {fig.changes} over {fig.tasks_seen} indexer tasks, {fig.shards} shards")
     if s.get("exceptions_logged") is not None:
         lines.append(f"exceptions logged by the map function = {s['exceptions_logged']}")
-    if s.get("map_calls") is not None:
+    if s.get("map_calls") == 0:
+        lines.append("query server: no map calls counted (native Erlang views run inside beam)")
+    elif s.get("map_calls") is not None:
         per = s.get("map_us_per_call")
         lines.append(f"query server: {s['map_calls']} map calls" + (f", {per:.0f} µs per call" if per else ""))
     if fig.other_tasks_ignored:

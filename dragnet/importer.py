@@ -583,6 +583,9 @@ def import_documents(couch: Couch, db: str, source: Any, options: ImportOptions 
         last = batcher.flush()
         if last and not failure:
             put(last)
+    except BaseException:  # Ctrl-C or a reader error: workers drop queued batches instead of posting them
+        failure.append("interrupted")
+        raise
     finally:
         for _ in threads:
             work.put(None)

@@ -162,11 +162,15 @@ def load_docs(path: str | os.PathLike) -> DocSet:
     return prepare_docs(read_jsonl(path), origin={"source": str(path)}, where=str(path))
 
 
+def sample_path(count: int, seed: int, cache_dir: str | os.PathLike = "cache") -> Path:
+    return Path(cache_dir) / f"decl-{count}-seed{seed}.jsonl.gz"
+
+
 def generated_docs_path(count: int, seed: int, cache_dir: str | os.PathLike = "cache") -> Path:
     """A cached sample of `count` normalised declarations from `seed`, generated on first use."""
     if count < 1:
         raise UsageError(f"--count must be at least 1, got {count}")
-    path = Path(cache_dir) / f"decl-{count}-seed{seed}.jsonl.gz"
+    path = sample_path(count, seed, cache_dir)
     if path.is_file():
         return path
     from data_prep import generate

@@ -239,7 +239,6 @@ def from_recording(fixture_dir: str | Path) -> dict:
     ok = error is None and query.get("status") == 200
 
     t_from = query.get("t_trigger") or meta.get("pidstat_start_t")
-    t_to = meta.get("pidstat_stop_t") or query.get("t_return")
     qs_before = qs_after = None
     stats_dir = d.parent / "stats"
     sb, sa = _load_json(stats_dir / "query_server_before.json"), _load_json(stats_dir / "query_server_after.json")

@@ -7,6 +7,7 @@
     qs_testserver.py fatal                answer every map_doc with ["fatal", "oops", "<_id>"]
     qs_testserver.py garbage              answer every map_doc with a line that is not JSON
     qs_testserver.py hang                 never answer map_doc
+    qs_testserver.py record FILE          like echo, appending every line received to FILE
     qs_testserver.py deaf                 never read stdin at all
     qs_testserver.py selfkill             SIGKILL itself on the first map_doc
     qs_testserver.py crash-after N -- CMD...   forward to the real server CMD; after N map_docs, print
@@ -34,13 +35,17 @@ def out(obj):
 def simple(mode, arg):
     if mode == "deaf":
         signal.pause()
+    record = open(arg, "ab") if mode == "record" else None
     for line in lines():
+        if record:
+            record.write(line)
+            record.flush()
         cmd = json.loads(line)
         if cmd[0] != "map_doc":
             out(True)
             continue
         doc_id = cmd[1].get("_id")
-        if mode == "echo":
+        if mode in ("echo", "record"):
             out([[[doc_id, 1]]])
         elif mode == "log":
             for i in range(int(arg)):

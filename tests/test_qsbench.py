@@ -16,7 +16,7 @@ import numpy
 import pytest
 from click.testing import CliRunner
 
-from dragnet import qsbench
+from dragnet import qsbench, views
 from dragnet.cli import main
 from dragnet.qsbench_plot import bars, plot
 from dragnet.query_servers import ServerSpec, discover
@@ -181,6 +181,22 @@ def test_results_document_recomputes_to_the_same_table(bench, docs, tmp_path):
     png = plot(loaded, tmp_path / "chart.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [b[0] for b in bars(loaded)] == [r.name for r in bench.rows]
+
+
+def test_replays_what_couchdb_35_sends_while_indexing(docs, tmp_path):
+    log = tmp_path / "received.jsonl"
+    spy = ServerSpec("spy", "javascript", (sys.executable, TESTSERVER, "record", str(log)), "es5", source="test")
+    view = qsbench.load_view(VIEW, "es5")
+    b = qsbench.run_benchmark([(spy, view)], docs, repeat=1, warmup=1)
+    assert b.results[0].status == "ok"
+    received = log.read_bytes().splitlines(keepends=True)
+    one_run = [b'["reset",{"reduce_limit":true,"timeout":5000}]\n',
+               json.dumps(["add_fun", view.map_source], separators=(",", ":")).encode() + b"\n",
+               *docs.lines]
+    # the function as it goes into the design doc (dragnet's header comment removed)
+    assert json.loads(one_run[1]) == ["add_fun", views.load(VIEW / "map.js").source]
+    # warm-up and measured run: each a fresh process getting exactly this, map_doc lines byte for byte
+    assert received == one_run + one_run
 
 
 def test_shards_run_in_parallel_processes(servers, docs):

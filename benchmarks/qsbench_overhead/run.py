@@ -54,7 +54,8 @@ def main() -> int:
         echo = ServerSpec("echo", "echo", tuple(build_echo(tmp)), "python", source="benchmark")
         # the echo server never looks at the function; any view file will do for add_fun
         view = qsbench.load_view(args.view, "python")
-        ceiling = qsbench.measure_server(echo, view, docs, repeat=args.repeat, warmup=1)
+        # echo runs are short, so take more of them: cheap, and steadier
+        ceiling = qsbench.measure_server(echo, view, docs, repeat=max(10, args.repeat), warmup=1)
         if ceiling.error:
             sys.exit(f"echo server failed: {ceiling.error}")
         ceil_row = qsbench.summarize_runs("echo", ceiling.measured)
@@ -77,8 +78,14 @@ def main() -> int:
         print(f"{row.name:24}{row.docs_per_sec:>16,.0f}  {row.rate.format(digits=0):>34}  {row.p50_ms * 1000:>8.1f}")
     fastest = bench.rows[0]
     ratio = ceil_row.docs_per_sec / fastest.docs_per_sec
+    best = ceil_row.rate.max / fastest.rate.max
     verdict = "OK" if ratio >= TARGET else "BELOW TARGET"
-    print(f"\nceiling / fastest real server ({fastest.name}): {ratio:.1f}x  (target >= {TARGET:g}x: {verdict})")
+    print(f"\nceiling / fastest real server ({fastest.name}): {ratio:.1f}x by median, {best:.1f}x best run vs "
+          f"best run  (target >= {TARGET:g}x by median: {verdict})")
+    load = os.getloadavg()[0]
+    if load > (os.cpu_count() or 1) * 0.5:
+        # every echo round trip needs two processes scheduled, so a busy machine hits the ceiling hardest
+        print(f"warning: load average {load:.1f} on {os.cpu_count()} CPUs: measure on a quiet machine")
     return 0 if ratio >= TARGET else 1
 
 

@@ -23,16 +23,16 @@ def _default_view() -> str:
 
 @click.command("qsbench")
 @click.option("--docs", "docs_file", type=click.Path(dir_okay=False), help="JSON lines (.gz ok) of normalised declarations.")
-@click.option("--count", type=int, help="Generate this many declarations instead (cached under --cache).  [default: 2000]")
+@click.option("--count", type=click.IntRange(min=1), help="Generate this many declarations instead (cached under --cache).  [default: 2000]")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed for --count.")
 @click.option("--cache", "cache_dir", default="cache", show_default=True, help="Where generated samples are kept.")
 @click.option("--view", "view_dir", default=None, help="Folder with the view in every dialect.  [default: views/income]")
 @click.option("--servers", help="Comma-separated server names to run (default: every one found).")
 @click.option("--reference", help="Server whose rows the others must match (default: the first).")
-@click.option("--repeat", type=int, default=3, show_default=True, help="Measured runs per server.")
-@click.option("--warmup", type=int, default=1, show_default=True, help="Unmeasured runs before them.")
-@click.option("--shards", type=int, default=1, show_default=True, help="Processes in parallel, one per shard.")
-@click.option("--timeout", type=float, default=5.0, show_default=True,
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Measured runs per server.")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Unmeasured runs before them.")
+@click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True, help="Processes in parallel, one per shard.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
               help="Seconds to wait for an answer (CouchDB's os_process_timeout).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Extra query servers (see README).")
 @click.option("--results", "results_dir", default="results", show_default=True, help="Where the JSON results go.")
@@ -65,6 +65,8 @@ def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, servers, reference,
         docs = qsbench.load_docs(docs_file)
     else:
         count = 2000 if count is None else count
+        if not as_json and not qsbench.sample_path(count, seed, cache_dir).is_file():
+            err.print(f"generating {count} declarations (seed {seed}) into {qsbench.sample_path(count, seed, cache_dir)}")
         path = qsbench.generated_docs_path(count, seed, cache_dir)
         docs = qsbench.load_docs(path)
         docs.origin.update(generated=True, count=count, seed=seed)
