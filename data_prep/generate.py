@@ -5,9 +5,11 @@ The 2017 study indexed 290,406 real declarations (≈16 KB each). This generator
 confidential markers, Ukrainian texts) and their size distribution (see TARGET below), deterministically
 from a seed: the same seed gives byte-identical output.
 
-Speed matters (millions of documents for a load test), so the hot path only picks from pools of item
-templates built once per run and overrides a few fields per item; sizes are steered by the precomputed
-serialised length of each template.
+Speed matters (millions of documents for a load test): item templates are built and serialised once per
+run, and each document is assembled as text from those fragments plus a few per-item fields (id, person,
+amount), with `rng.random()` indexing instead of `rng.choice`; a document's size is steered by drawing a
+target size and adding items (whose serialised sizes are known) until it is reached. `declarations()`
+parses that text, so dicts and files always agree.
 """
 
 from __future__ import annotations

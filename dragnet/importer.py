@@ -31,6 +31,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 from requests.adapters import HTTPAdapter
 
+from data_prep.nacp import Malformed, Source
+
 from .couch import Couch, CouchError, CouchUnreachable, db_path
 from .errors import DragnetError
 
@@ -128,6 +130,14 @@ def derived_id(doc: dict) -> str:
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
+try:  # parsing is most of the importer's CPU; orjson takes less than half the time of json
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover
+    def _fast_loads(text):
+        return json.loads(text, parse_constant=_no_constant)
+_NOT_PARSED = object()
+
+
 def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")
 
@@ -135,15 +145,18 @@ def _no_constant(name: str):
 def prepare(location: str, raw: Any, *, normalise: bool = False, compact_id: bool = False,
             max_document_size: int = DEFAULT_MAX_DOCUMENT_SIZE) -> Prepared | Rejected:
     """One input record (JSON line bytes, parsed value or Malformed) -> a document to post, or why not."""
-    from data_prep.nacp import Malformed
-
     if isinstance(raw, Malformed):
         return Rejected(location, raw.reason)
     text = None
     if isinstance(raw, (bytes, str)):
         text = raw
         try:
-            raw = json.loads(raw, parse_constant=_no_constant)
+            raw = _fast_loads(raw)
+        except ValueError:  # let the standard parser decide and explain (orjson refuses e.g. huge integers)
+            raw = _NOT_PARSED
+    if raw is _NOT_PARSED:
+        try:
+            raw = json.loads(text, parse_constant=_no_constant)
         except UnicodeDecodeError as exc:
             return Rejected(location, f"not UTF-8: {exc.reason} at byte {exc.start}")
         except json.JSONDecodeError as exc:
@@ -488,8 +501,6 @@ def import_documents(couch: Couch, db: str, source: Any, options: ImportOptions 
                      progress: Callable[[Progress], None] | None = None) -> ImportSummary:
     """Load every record of source (a data_prep.nacp.Source, a path, or an iterable of
     (location, raw) records) into db. Raises ImportAborted when CouchDB stays down or refuses the import."""
-    from data_prep.nacp import Source
-
     options = options or ImportOptions()
     if options.concurrency < 1:
         raise DragnetError("concurrency must be at least 1")

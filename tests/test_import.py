@@ -276,7 +276,9 @@ def test_live_array_and_dump_directory_sources(live_url, live_db, tmp_path):
         uuid = d.pop("_id").removeprefix("nacp_")
         (dump / f"{uuid}.json").write_text(json.dumps({"id": uuid, "data": d}, ensure_ascii=False))
     c = connect(live_url)
-    s1 = import_documents(c, db, Source(arr), ImportOptions())
+    seen = []
+    s1 = import_documents(c, db, Source(arr), ImportOptions(), progress=seen.append)
+    assert seen and seen[-1].read == 5 and seen[-1].imported == 5 and seen[-1].position == seen[-1].total
     s2 = import_documents(c, db, Source(dump), ImportOptions(normalise=True))
     assert (s1.imported, s2.imported) == (5, 5)
     ids = {r["id"] for r in couch.get(db_path(db) + "/_all_docs")["rows"]}
