@@ -328,14 +328,14 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
     db_info = _require_db(couch, cfg.db)
     storage = detect_storage(couch, cfg.storage, env)
     log = LogWatch(find_log(couch, cfg.couchdb_log, env))
-    if log.path is None:
-        note("CouchDB's log is not visible here: exceptions raised by the map function are not counted "
-             "(give --couchdb-log FILE)")
 
     doc = _ddoc.build(ident, view_name, view, reduce=reduce, autoupdate=False,
                       nonce=f"{time.time():.6f}-{os.getpid()}-{ident}")
     qs_before = _qs_stats(couch)
     saved = _ddoc.create_fresh(couch, cfg.db, doc)      # compilation errors end the run here
+    if log.path is None:   # said only once the ddoc compiled, so an error stays the first line
+        note("CouchDB's log is not visible here: exceptions raised by the map function are not counted "
+             "(give --couchdb-log FILE)")
     info_before = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
     seq_before = (info_before.get("view_index") or {}).get("update_seq")
     if seq_before not in (None, 0, "0"):
