@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from pathlib import Path
 
@@ -38,3 +39,10 @@ def live_db(live_url):
     name = f"dragnet_test_{uuid.uuid4().hex[:10]}"
     yield couch, name
     couch.request("DELETE", db_path(name), ok=(200, 202, 404))
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

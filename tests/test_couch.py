@@ -1,12 +1,12 @@
 import http.server
 import json
-import socket
 import threading
 
 import pytest
 
 from dragnet.couch import CouchError, CouchUnreachable, connect, db_path, mask_url, split_credentials
 from dragnet.stats import percentile, summarize
+from conftest import free_port
 
 
 def test_split_credentials_strips_userinfo():
@@ -37,14 +37,10 @@ def test_bad_url_is_a_clear_error_without_secret():
     assert "not a CouchDB URL" in str(err.value)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_unreachable_server_message_has_no_secret():
-    port = _free_port()
+    port = free_port()
     couch = connect(f"http://admin:topsecret@127.0.0.1:{port}", timeout=2)
     with pytest.raises(CouchUnreachable) as err:
         couch.get("/")

@@ -18,6 +18,7 @@ from dragnet import couchdb_docker as dk
 from dragnet import storage
 from dragnet.cli import main
 from dragnet.errors import DragnetError, UsageError
+from conftest import free_port
 
 SECRET = "d0cker-Secret-pw"
 
@@ -44,10 +45,6 @@ def env(tmp_path) -> dict:
     return e
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_settings_disk_volume_and_credentials_only_in_environment():
@@ -106,14 +103,14 @@ def test_no_engine_error_with_the_real_sdk():
 
 
 def test_unreachable_docker_host_is_named():
-    port = _free_port()
+    port = free_port()
     with pytest.raises(DragnetError, match=rf"cannot connect to the Docker engine at tcp://127.0.0.1:{port}: "):
         dk.client({"DOCKER_HOST": f"tcp://127.0.0.1:{port}"})
 
 
 @no_engine
 def test_cli_up_without_engine_says_what_to_do_and_leaves_no_state(env):
-    result = CliRunner().invoke(main, ["couch", "up", "--port", str(_free_port())], env=env)
+    result = CliRunner().invoke(main, ["couch", "up", "--port", str(free_port())], env=env)
     assert result.exit_code == 1
     assert "dragnet: error: cannot connect to the Docker engine" in result.output
     assert SECRET not in result.output
@@ -131,12 +128,12 @@ def test_up_checks_the_port_before_the_engine(env):
 def test_up_needs_an_admin(env):
     del env["COUCHDB_PASSWORD"]
     with pytest.raises(UsageError, match="set COUCHDB_PASSWORD"):
-        dk.up(port=_free_port(), env=env)
+        dk.up(port=free_port(), env=env)
 
 
 @no_engine
 def test_status_of_a_recorded_container_without_engine(env):
-    inst = ctl.Instance(backend="docker", port=_free_port(), user="admin", container="abc123",
+    inst = ctl.Instance(backend="docker", port=free_port(), user="admin", container="abc123",
                         container_name="dragnet-couchdb-x", image=dk.DEFAULT_IMAGE, volume="v")
     ctl.save_state(inst, env)
     result = CliRunner().invoke(main, ["couch", "status", "--json"], env=env)

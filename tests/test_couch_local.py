@@ -22,6 +22,7 @@ from dragnet import couchdb_local as local
 from dragnet.cli import main
 from dragnet.couch import connect
 from dragnet.errors import DragnetError, UsageError
+from conftest import free_port
 
 TEST_PORT = int(os.environ.get("DRAGNET_TEST_LOCAL_PORT", "15984"))
 SECRET = "s3cret-Pa55word-for-test"
@@ -35,10 +36,6 @@ def env(tmp_path) -> dict:
     return e
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- state files ---------------------------------------------------------------------------------------
@@ -120,7 +117,7 @@ def test_port_out_of_range():
 
 
 def test_wait_up_times_out_with_the_log_tail():
-    port = _free_port()
+    port = free_port()
     t0 = time.monotonic()
     with pytest.raises(DragnetError) as err:
         ctl.wait_up(f"http://127.0.0.1:{port}", 0.6, log_tail=lambda: "line 1\nline 2: eaddrinuse")
@@ -132,7 +129,7 @@ def test_wait_up_times_out_with_the_log_tail():
 
 def test_wait_up_stops_when_the_process_ended():
     with pytest.raises(DragnetError, match=r"ended before answering .* \(exit status 1\)"):
-        ctl.wait_up(f"http://127.0.0.1:{_free_port()}", 30, alive=lambda: "exit status 1")
+        ctl.wait_up(f"http://127.0.0.1:{free_port()}", 30, alive=lambda: "exit status 1")
 
 
 # --- generated configuration -----------------------------------------------------------------------------
@@ -218,7 +215,7 @@ def test_not_installed_in_an_empty_dir(tmp_path, env):
     with pytest.raises(DragnetError, match=rf"CouchDB is not installed at {tmp_path} \(no bin/couchdb"):
         local.find_release(tmp_path)
     result = CliRunner().invoke(main, ["couch", "up", "--backend", "local", "--couchdb-home", str(tmp_path),
-                                       "--port", str(_free_port())], env=env)
+                                       "--port", str(free_port())], env=env)
     assert result.exit_code == 1
     assert "dragnet: error: CouchDB is not installed at" in result.output
     assert ctl.list_states(env) == []
@@ -226,9 +223,9 @@ def test_not_installed_in_an_empty_dir(tmp_path, env):
 
 def test_local_refuses_memory_limit_and_fractional_cpus(tmp_path, env):
     with pytest.raises(UsageError, match="--memory needs the docker backend"):
-        local.up(port=_free_port(), home=str(tmp_path), memory="1g", env=env)
+        local.up(port=free_port(), home=str(tmp_path), memory="1g", env=env)
     with pytest.raises(UsageError, match="pins whole CPUs"):
-        local.up(port=_free_port(), home=str(_fake_release_layout(tmp_path / "c")), cpus=0.5, env=env)
+        local.up(port=free_port(), home=str(_fake_release_layout(tmp_path / "c")), cpus=0.5, env=env)
 
 
 def test_local_up_refuses_a_taken_port(tmp_path, env):

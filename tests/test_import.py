@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import socket
 from urllib.parse import urlsplit
 
 import pytest
 from click.testing import CliRunner
+from conftest import free_port
 
 from data_prep.generate import declaration_lines, generate_file
 from data_prep.nacp import Malformed, Source, json_stream_records
@@ -150,15 +150,11 @@ def test_prepare_classifies_every_kind_of_input():
     assert json.loads(norm.body)["step_11"]["1"]["sizeIncome"] == 1234.5
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_unreachable_couchdb_stops_with_counts(tmp_path):
     path = _write_jsonl(tmp_path / "in.jsonl", [b'{"_id": "a"}', b'{"_id": "b"}', b"oops"])
-    couch = connect(f"http://127.0.0.1:{_free_port()}")
+    couch = connect(f"http://127.0.0.1:{free_port()}")
     options = ImportOptions(create_db=False, max_document_size=1000, concurrency=2,
                             retry=RetryPolicy(attempts=2, base_delay=0.01))
     with pytest.raises(ImportAborted) as err:
