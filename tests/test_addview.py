@@ -272,3 +272,79 @@ def test_live_existing_ddoc_is_refused_for_benchmark(live_url, live_db, tmp_path
         addview.run_benchmark(couch, _cfg(db, VIEWS / "income" / "map.js", tmp_path, ddoc="taken"))
     with pytest.raises(DragnetError, match="does not exist"):
         addview.run_benchmark(couch, _cfg(db + "_missing", VIEWS / "income" / "map.js", tmp_path))
+
+
+# ---------------------------------------------------------------- CouchDB's own request timeout
+
+COUCH_TIMEOUT_BODY = {"error": "timeout", "reason": "The request could not be processed in a reasonable amount of time."}
+
+
+def _serve(answers: list[tuple[int, dict]]):
+    """A loopback HTTP server answering GETs from `answers` in order (the last one repeats)."""
+    import http.server
+    import threading
+
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            status, body = answers[min(len(seen), len(answers) - 1)]
+            seen.append(self.path)
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, seen
+
+
+def test_view_request_is_sent_again_after_couchdbs_request_timeout():
+    # CouchDB answers 500 timeout when a view request outlives [fabric] request_timeout; the indexer goes on
+    srv, seen = _serve([(500, COUCH_TIMEOUT_BODY), (500, COUCH_TIMEOUT_BODY), (200, {"total_rows": 3, "rows": []})])
+    try:
+        req = addview.ViewRequest(connect(f"http://127.0.0.1:{srv.server_port}"), "/db/_design/d/_view/v?limit=1", 30)
+        req.run()
+    finally:
+        srv.shutdown()
+    assert req.error is None and req.status == 200 and req.body["total_rows"] == 3
+    assert len(req.reissued_at) == 2 and len(seen) == 3
+    assert req.t_trigger <= req.reissued_at[0] <= req.reissued_at[1] <= req.t_return
+
+
+def test_view_request_other_errors_end_at_once():
+    srv, seen = _serve([(500, {"error": "os_process_error", "reason": "{exit_status,1}"})])
+    try:
+        req = addview.ViewRequest(connect(f"http://127.0.0.1:{srv.server_port}"), "/db/_design/d/_view/v", 30)
+        req.run()
+    finally:
+        srv.shutdown()
+    assert req.status == 500 and "os_process_error" in str(req.error) and req.reissued_at == [] and len(seen) == 1
+
+
+@pytest.mark.live
+@pytest.mark.slow
+def test_live_build_longer_than_couchdbs_request_timeout(loaded_db, tmp_path):
+    """A build that outlives [fabric] request_timeout (60 s by default; 1 s here) still completes and is measured."""
+    couch, db, docs = loaded_db
+    key = "/_node/_local/_config/fabric/request_timeout"
+    before = couch.request("GET", key, ok=(200, 404))
+    couch.put(key, "1000")
+    try:
+        out = addview.run_benchmark(couch, _cfg(db, VIEWS / "income" / "map.js", tmp_path))
+    finally:
+        if before.status_code == 200:
+            couch.put(key, before.json())
+        else:
+            couch.request("DELETE", key, ok=(200, 404))
+    s = out.results["summary"]
+    assert s["ok"] is True and s["error"] is None
+    assert s["wall_time_s"] > 1 and out.results["trigger"]["reissued_at"]
+    info = couch.get(f"{ddoc.ddoc_path(db, out.results['view']['ddoc'])}/_info")
+    assert info["view_index"]["updates_pending"]["total"] == 0
