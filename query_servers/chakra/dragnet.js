@@ -320,15 +320,23 @@
   // ---------------------------------------------------------------- views
 
   // Same as couchjs: the doc is frozen so one map function cannot change what the next sees.
-  function deepFreeze(object) {
-    if (Object.isFrozen(object)) return object;
-    Object.freeze(object);
-    const names = Reflect.ownKeys(object);
-    for (let i = 0; i < names.length; i++) {
-      const value = object[names[i]];
-      if ((value && typeof value === 'object') || typeof value === 'function') deepFreeze(value);
+  // couchjs walks Reflect.ownKeys of every object; a doc fresh from JSON.parse holds only plain
+  // objects and arrays with string keys and no shared parts, so walking indices and
+  // Object.keys freezes exactly the same set, at about half the cost in ChakraCore.
+  function deepFreeze(value) {
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        const item = value[i];
+        if (typeof item === 'object' && item !== null) deepFreeze(item);
+      }
+    } else {
+      const names = Object.keys(value);
+      for (let i = 0; i < names.length; i++) {
+        const item = value[names[i]];
+        if (typeof item === 'object' && item !== null) deepFreeze(item);
+      }
     }
-    return object;
+    return Object.freeze(value);
   }
 
   const Views = (function () {
