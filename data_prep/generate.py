@@ -5,24 +5,26 @@ The 2017 study indexed 290,406 real declarations (≈16 KB each). This generator
 confidential markers, Ukrainian texts) and their size distribution (see TARGET below), deterministically
 from a seed: the same seed gives byte-identical output.
 
-Speed matters (millions of documents for a load test): item templates are built and serialised once per
-run, and each document is assembled as text from those fragments plus a few per-item fields (id, person,
-amount), with `rng.random()` indexing instead of `rng.choice`; a document's size is steered by drawing a
-target size and adding items (whose serialised sizes are known) until it is reached. `declarations()`
-parses that text, so dicts and files always agree.
+Speed matters (millions of documents for a load test; target ≥ 5,000 docs per CPU-second, see
+benchmarks/generate_speed): item templates are built and serialised to UTF-8 once per run, and each
+document is assembled as bytes from those fragments plus a few per-item fields (id, person, amount), with
+`rng.random()` indexing instead of `rng.choice`; a document's size is steered by drawing a target size and
+adding items (whose serialised sizes are known) until it is reached. Normalised output uses fragments
+normalised once, so it costs no json.loads/normalise/json.dumps per document, yet equals exactly that.
+`declarations()` parses the text, so dicts and files always agree.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import queue
 import random
 import threading
-import uuid
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import IO, Callable, Iterator
+
+from .normalise import normalise, short_id
 
 # Recorded shape of the real-study sample (shared/fixtures/README.md, "The data"), in bytes.
 TARGET = {"mean": 16519, "median": 15334, "p90": 19640, "p99": 48050, "max": 282547, "items": 32,
@@ -228,32 +230,36 @@ BUILDERS: dict[str, Callable[[random.Random], dict]] = {
 }
 
 
-def _frag(obj: dict) -> str:
-    """The members of obj as JSON without the braces: '"a": "x", "b": "y"'."""
-    return json.dumps(obj, ensure_ascii=False)[1:-1]
+def _frag(obj: dict, normalised: bool = False) -> bytes:
+    """The members of obj as UTF-8 JSON without the braces: b'"a": "x", "b": "y"' (normalised first if asked;
+    normalise() works member by member, so normalising a fragment equals normalising it inside a document)."""
+    if normalised:
+        obj = normalise(obj)
+    return json.dumps(obj, ensure_ascii=False)[1:-1].encode()
 
 
-def _q(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+def _q(text: str) -> bytes:
+    return json.dumps(text, ensure_ascii=False).encode()
 
 
 @dataclass
 class _Pools:
-    """Item templates serialised once per run: per document the generator only picks fragments and
-    joins strings (building dicts and json.dumps per document would be several times slower)."""
+    """Item templates serialised once per run (raw or normalised): per document the generator only picks
+    byte fragments and joins them (building dicts and json.dumps per document is several times slower)."""
 
-    items: dict[str, list[tuple[str, int]]]   # section -> [(members JSON, bytes incl. per-item fields)]
-    sections: list[str]                        # fill-up sections, with cumulative weights
-    cum_weights: list[float]
-    declarants: list[str]
-    family: list[str]
+    items: dict[str, list[tuple[bytes, int]]]  # section -> [(members JSON, raw bytes incl. per-item fields)]
+    sections: list[str]                        # fill-up sections (SECTION_WEIGHTS > 0)
+    declarants: list[bytes]
+    family: list[bytes]
 
 
 # Per item, besides the template: `"<13-digit id>": {"iteration": "<id>", "person": "<id>", }` and ", ".
 _ITEM_OVERHEAD = 60
 
 
-def _pools(rng: random.Random) -> _Pools:
+def _pools(rng: random.Random, normalised: bool) -> _Pools:
+    # The rng draws are the same either way, so raw and normalised runs of a seed hold the same documents;
+    # sizes are always the raw ones, which is what the size distribution is about.
     items = {}
     for name, build in BUILDERS.items():
         pool = []
@@ -261,20 +267,16 @@ def _pools(rng: random.Random) -> _Pools:
             t = build(rng)
             if name == "step_11":
                 t.pop("sizeIncome")  # drawn per item
-            frag = _frag(t)
-            pool.append((frag, len(frag.encode("utf-8")) + _ITEM_OVERHEAD + (30 if name == "step_11" else 0)))
+            size = len(_frag(t)) + _ITEM_OVERHEAD + (30 if name == "step_11" else 0)
+            pool.append((_frag(t, normalised), size))
         items[name] = pool
     sections = [s for s, w in SECTION_WEIGHTS.items() if w and s in BUILDERS]
-    cum, total = [], 0.0
-    for s in sections:
-        total += SECTION_WEIGHTS[s]
-        cum.append(total)
     declarants = []
     for _ in range(POOL_SIZE):
         d = _declarant(rng)
         del d["lastname"], d["firstname"]
-        declarants.append(_frag(d))
-    return _Pools(items, sections, cum, declarants, [_frag(_family(rng)) for _ in range(POOL_SIZE)])
+        declarants.append(_frag(d, normalised))
+    return _Pools(items, sections, declarants, [_frag(_family(rng), normalised) for _ in range(POOL_SIZE)])
 
 
 def _target_size(rng: random.Random) -> int:
@@ -314,8 +316,9 @@ _FAMILY_CUM = [0.15, 0.45, 0.75, 0.93, 1.0]
 _DECL_TYPES = ["1", "2", "3", "4"]
 _DECL_TYPE_CUM = [TARGET["type1_share"], 0.91, 0.97, 1.0]
 _ODD_INCOMES = [CONFIDENTIAL, UNKNOWN, "", "-"]
-_EMPTY = _q(EMPTY_SECTION["empty"])
-_EMPTY_SECTION_JSON = '{"empty": ' + _EMPTY + "}"
+# uuid.UUID(int=n, version=4) without the object: clear, then set, the version and variant bits.
+_UUID_CLEAR = ~((0xc000 << 48) | (0xf000 << 64))
+_UUID_SET = (0x8000 << 48) | (4 << 76)
 
 
 @dataclass(frozen=True)
@@ -325,24 +328,46 @@ class Record:
     items: int       # item objects in step_2 … step_17
 
 
-def records(count: int, seed: int) -> Iterator[Record]:
-    """The fast path: raw declarations as JSON text, deterministically from seed."""
+def _documents(count: int, seed: int, normalised: bool = False,
+               compact_id: bool = False) -> Iterator[tuple[bytes, str, int]]:
+    """The fast path: (UTF-8 JSON, step_0.declarationType, item count) per declaration.
+
+    Raw and normalised runs draw the same random numbers, so the normalised text of a seed is exactly
+    json.dumps(normalise(raw document), ensure_ascii=False) — built from pre-normalised fragments instead.
+    """
     rng = random.Random(seed)
-    pools = _pools(rng)
-    items_by_section, sections = pools.items, pools.sections
-    incomes = items_by_section["step_11"]
+    pools = _pools(rng, normalised)
     rand, getrandbits = rng.random, rng.getrandbits
 
     def choice(seq):  # rng.choice costs ~10x more; this is still deterministic per seed
         return seq[int(rand() * len(seq))]
-    # One flat list of (section, fragment, size), each section's templates repeated by its weight.
-    flat = [(s, frag, size) for s in sections for _ in range(SECTION_WEIGHTS[s]) for frag, size in items_by_section[s]]
+    body_sections = ITEM_SECTIONS[1:]                        # step_3 … step_17, one entry list each
+    slot = {s: i for i, s in enumerate(body_sections)}
+    income_slot = slot["step_11"]
+    # One flat list of (slot, ', <members>}', size), each section's templates repeated by its weight;
+    # incomes lack the closing brace: their sizeIncome is drawn per item.
+    flat = [(slot[s], b", " + frag + (b"" if s == "step_11" else b"}"), size) for s in pools.sections
+            for _ in range(SECTION_WEIGHTS[s]) for frag, size in pools.items[s]]
     n_flat = len(flat)
+    incomes = [(income_slot, b", " + frag, size) for frag, size in pools.items["step_11"]]
+    n_income_templates = len(incomes)
+    # Section openers, and what an empty section / an odd income becomes (raw or normalised).
+    heads = [f'"{s}": {{'.encode() for s in body_sections]
+    list_heads = [f'"{s}": ['.encode() if s in LIST_SECTIONS else None for s in body_sections]
+    empty = b"{}" if normalised else b"{" + _frag(EMPTY_SECTION) + b"}"
+    empties = [f'"{s}": '.encode() + empty for s in body_sections]
+    odd_incomes = [b", " + _frag({"sizeIncome": v}, normalised) + b"}" for v in _ODD_INCOMES]
+    list_shapes = not normalised  # normalise() turns list sections into objects keyed by `iteration`
     lastnames = [_q(x) for x in LASTNAMES]
     firstnames = [_q(x) for x in FIRSTNAMES]
+    declarants, family_pool = pools.declarants, pools.family
     changes_share = TARGET["changes_share_of_type1"]
     for _ in range(count):
-        doc_id = "nacp_" + str(uuid.UUID(int=getrandbits(128), version=4))
+        n = getrandbits(128) & _UUID_CLEAR | _UUID_SET
+        h = f"{n:032x}"
+        doc_id = f"nacp_{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        if compact_id:
+            doc_id = short_id(doc_id)
         dtype = _DECL_TYPES[bisect_right(_DECL_TYPE_CUM, rand())]
         year = "2015" if rand() < 0.35 else "2016"
         step_0 = f'{{"declarationType": "{dtype}", "declarationYear1": "{year}"'
@@ -351,7 +376,8 @@ def records(count: int, seed: int) -> Iterator[Record]:
                 step_0 += f', "changesYear": "{year}"'
         else:
             step_0 += f', "declarationYearTo": "{_date(rng, 2016, 2017)}"'
-        step_1 = f'{{"lastname": {choice(lastnames)}, "firstname": {choice(firstnames)}, {choice(pools.declarants)}}}'
+        parts = [f'{{"_id": "{doc_id}", "step_0": {step_0}}}, "step_1": {{"lastname": '.encode()
+                 + choice(lastnames) + b', "firstname": ' + choice(firstnames) + b", " + choice(declarants) + b"}"]
         target = _target_size(rng) - 2750  # step_0, step_1, empty markers, _id
 
         next_id = 1_450_000_000_000 + getrandbits(35)
@@ -361,65 +387,68 @@ def records(count: int, seed: int) -> Iterator[Record]:
             next_id += 1 + int(rand() * 5000)
             fid = str(next_id)
             persons.append(fid)
-            family.append(f'"{fid}": {{"iteration": "{fid}", {choice(pools.family)}}}')
+            family.append(f'"{fid}": {{"iteration": "{fid}", '.encode() + choice(family_pool) + b"}")
             target -= 740
+        n_persons = len(persons)
 
         # Incomes first: several items with mixed persons, so an income view has real work.
-        # Item ids have 13 digits, so every entry starts with a 17-character '"<id>": ' key.
-        body: dict[str, list[str]] = {s: [] for s in ITEM_SECTIONS[1:]}
+        # Item ids have 13 digits, so every entry starts with a 17-byte '"<id>": ' key.
+        body: list[list[bytes]] = [[] for _ in body_sections]
         n_incomes = 2 + int(rand() * 5)
         k = 0
         while k < n_incomes or target > 0:
-            if k < n_incomes:
-                section, frag, size = "step_11", *choice(incomes)
-            else:
-                section, frag, size = flat[int(rand() * n_flat)]
+            s, frag, size = incomes[int(rand() * n_income_templates)] if k < n_incomes else flat[int(rand() * n_flat)]
             next_id += 1 + int(rand() * 5000)
-            if section == "step_11":
+            if s == income_slot:
                 r = rand()
                 if r < 0.03:
-                    value = choice(_ODD_INCOMES)
-                elif r < 0.5:
-                    value = _money(500 + rand() * 59500)
+                    frag += odd_incomes[int(rand() * 4)]
                 else:
-                    value = _money(20000 + rand() * 880000)
-                body[section].append(f'"{next_id}": {{"iteration": "{next_id}", "person": "{choice(persons)}", '
-                                     f'{frag}, "sizeIncome": "{value}"}}')
-            else:
-                body[section].append(f'"{next_id}": {{"iteration": "{next_id}", "person": "{choice(persons)}", '
-                                     f'{frag}}}')
+                    amount = 500 + rand() * 59500 if r < 0.5 else 20000 + rand() * 880000
+                    if normalised:  # what parse_number makes of _money(amount)
+                        frag += f', "sizeIncome": {float(f"{amount:.2f}")!r}}}'.encode()
+                    else:
+                        frag += f', "sizeIncome": "{_money(amount)}"}}'.encode()
+            i = str(next_id)
+            body[s].append(f'"{i}": {{"iteration": "{i}", "person": "{persons[int(rand() * n_persons)]}"'.encode()
+                           + frag)
             k += 1
             target -= size
 
-        parts = [f'{{"_id": "{doc_id}", "step_0": {step_0}}}, "step_1": {step_1}']
         if not family:
-            parts.append(f'"step_2": {_EMPTY_SECTION_JSON}')
-        elif rand() < 0.15:
-            parts.append('"step_2": [' + ", ".join(m[17:] for m in family) + "]")
+            parts.append(b'"step_2": ' + empty)
+        elif rand() < 0.15 and list_shapes:
+            parts.append(b'"step_2": [' + b", ".join([m[17:] for m in family]) + b"]")
         else:
-            parts.append('"step_2": {' + ", ".join(family) + "}")
-        n_items = len(family) + k
-        for section, entries in body.items():
+            parts.append(b'"step_2": {' + b", ".join(family) + b"}")
+        for j, entries in enumerate(body):
             if not entries:
-                parts.append(f'"{section}": {_EMPTY_SECTION_JSON}')
-            elif section in LIST_SECTIONS and rand() < 0.15:
-                parts.append(f'"{section}": [' + ", ".join(t[17:] for t in entries) + "]")
+                parts.append(empties[j])
+            elif list_heads[j] is not None and rand() < 0.15 and list_shapes:
+                parts.append(list_heads[j] + b", ".join([t[17:] for t in entries]) + b"]")
             else:
-                parts.append(f'"{section}": {{' + ", ".join(entries) + "}")
-        yield Record(", ".join(parts) + "}", dtype, n_items)
+                parts.append(heads[j] + b", ".join(entries) + b"}")
+        parts[-1] += b"}"
+        yield b", ".join(parts), dtype, len(family) + k
+
+
+def records(count: int, seed: int) -> Iterator[Record]:
+    """Raw declarations as JSON text with their type and item count, deterministically from seed."""
+    for data, dtype, items in _documents(count, seed):
+        yield Record(data.decode(), dtype, items)
 
 
 def declaration_lines(count: int, seed: int) -> Iterator[str]:
     """Raw declarations as JSON lines (without newline)."""
-    for rec in records(count, seed):
-        yield rec.line
+    for data, _, _ in _documents(count, seed):
+        yield data.decode()
 
 
 def declarations(count: int, seed: int) -> Iterator[dict]:
     """Raw synthetic declarations as dicts (the same documents `dragnet generate` writes)."""
     loads = json.loads
-    for rec in records(count, seed):
-        yield loads(rec.line)
+    for data, _, _ in _documents(count, seed):
+        yield loads(data)
 
 
 def count_items(doc: dict) -> int:
@@ -444,20 +473,27 @@ class WriteResult:
 
 
 def open_output(path: str) -> IO[bytes]:
-    """A binary file; `.gz` paths are gzip-compressed with mtime 0 and no name, so output is reproducible."""
+    """A binary file; `.gz` paths are gzip-compressed with mtime 0 and no name, so output is reproducible.
+
+    Compression is ISA-L's deflate (python-isal), level 1: about 4x faster than zlib level 1 and a little
+    smaller, so compressing costs ~20 µs per declaration instead of ~90. The bytes depend on the isal
+    version (as zlib's would on zlib's); any gzip reader reads them.
+    """
     raw = open(path, "wb")
     if path.endswith(".gz"):
-        return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=1, mtime=0)
+        from isal import igzip
+
+        return igzip.IGzipFile(filename="", mode="wb", fileobj=raw, compresslevel=1, mtime=0)
     return raw
 
 
 class _Writer:
-    """Writes in a background thread: zlib and file writes release the GIL, so compressing a `.gz`
-    overlaps with generating the next documents instead of halving the rate."""
+    """Writes in a background thread: compression and file writes release the GIL, so on a second core
+    they overlap with generating the next documents (on one core this costs next to nothing)."""
 
     def __init__(self, path: str):
         self._fh = open_output(path)
-        self._queue: queue.Queue = queue.Queue(maxsize=8)
+        self._queue: queue.Queue = queue.Queue(maxsize=4)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="dragnet-writer", daemon=True)
         self._thread.start()
@@ -488,43 +524,37 @@ class _Writer:
 
 def generate_file(path: str, count: int, seed: int, *, normalise: bool = False, compact_id: bool = False,
                   progress: Callable[[int], None] | None = None) -> WriteResult:
-    """Write `count` declarations as JSON lines to path (`.gz` compresses); raw unless normalise."""
-    if normalise:
-        from .normalise import normalise as norm
+    """Write `count` declarations as JSON lines to path (`.gz` compresses); raw unless normalise.
 
-        dumps = json.JSONEncoder(ensure_ascii=False).encode
-
-        def recs() -> Iterator[Record]:
-            for doc in declarations(count, seed):
-                doc = norm(doc, compact_id=compact_id)
-                yield Record(dumps(doc), str(doc["step_0"].get("declarationType")), count_items(doc))
-        source: Iterator[Record] = recs()
-    else:
-        source = records(count, seed)
+    Normalised output is json.dumps(normalise(doc), ensure_ascii=False) of the raw documents of the same
+    seed, assembled from pre-normalised fragments rather than by parsing and re-serialising each one.
+    """
     sizes: list[int] = []
-    n = total = type1 = items = 0
+    add_size = sizes.append
+    n = type1 = items = 0
     pending: list[bytes] = []
     pending_bytes = 0
     with _Writer(path) as fh:
-        for rec in source:
-            data = rec.line.encode("utf-8")
+        for data, dtype, n_items in _documents(count, seed, normalise, compact_id):
             pending.append(data)
             size = len(data)
+            add_size(size)
             pending_bytes += size
-            sizes.append(size)
-            n += 1
-            total += size
-            type1 += rec.dtype == "1"
-            items += rec.items
-            if pending_bytes > 1 << 20:
+            if dtype == "1":
+                type1 += 1
+            items += n_items
+            if pending_bytes > 1 << 21:
                 pending.append(b"")
                 fh.write(b"\n".join(pending))
+                n += len(pending) - 1
                 pending, pending_bytes = [], 0
                 if progress is not None:
                     progress(n)
         if pending:
+            n += len(pending)
             pending.append(b"")
             fh.write(b"\n".join(pending))
+    total = sum(sizes)
     if progress is not None:
         progress(n)
     return WriteResult(n, total, sizes, type1, items)

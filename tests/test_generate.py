@@ -131,3 +131,19 @@ def test_cli_generate_stats_and_normalise(tmp_path):
     assert set(summary["size"]) >= {"mean", "median", "p90", "p99", "max"}
     docs = [json.loads(line) for line in norm.read_text().splitlines()]
     assert docs == [normalise(d) for d in declarations(40, 2)]
+
+
+def test_normalised_file_is_normalise_of_raw_byte_for_byte(tmp_path):
+    # --normalise assembles pre-normalised fragments; it must equal serialising normalise(raw) exactly
+    raw, norm, compact = tmp_path / "r.jsonl", tmp_path / "n.jsonl.gz", tmp_path / "c.jsonl"
+    generate_file(str(raw), 400, 5)
+    result = generate_file(str(norm), 400, 5, normalise=True)
+    generate_file(str(compact), 60, 5, normalise=True, compact_id=True)
+    docs = [json.loads(line) for line in raw.read_text().splitlines()]
+    expected = [json.dumps(normalise(d), ensure_ascii=False) for d in docs]
+    assert gzip.decompress(norm.read_bytes()).decode().splitlines() == expected
+    assert compact.read_text().splitlines() == [json.dumps(normalise(d, compact_id=True), ensure_ascii=False)
+                                                for d in docs[:60]]
+    assert result.sizes == [len(e.encode()) for e in expected]
+    assert result.items == sum(count_items(d) for d in docs)
+    assert result.type1 == sum(d["step_0"]["declarationType"] == "1" for d in docs)

@@ -8,6 +8,8 @@
  * libChakraCore.so comes from the PyChakra wheel, which ships no headers, so the
  * few JSRT entry points used here are declared below (see ChakraCommon.h upstream).
  *
+ * pages.c (linked in) keeps ChakraCore's GC pages mapped between documents.
+ *
  * I/O: stdin and stdout are fully buffered with large buffers; print() only appends
  * to stdout's buffer and readline() flushes it before blocking, so every answer
  * (log lines included) leaves in one write(2) and documents arrive in few read(2)s.
