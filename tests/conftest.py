@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import socket
+import threading
 import uuid
 from pathlib import Path
 
@@ -46,3 +49,30 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def serve_json(answers: list[tuple[int, object]]):
+    """A loopback HTTP server answering GETs from `answers` in order (the last one repeats).
+
+    Returns (server, paths seen); call server.shutdown() when done. For client-side behaviour on
+    one recorded CouchDB answer; anything about CouchDB itself needs the live fixtures.
+    """
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            status, body = answers[min(len(seen), len(answers) - 1)]
+            seen.append(self.path)
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, seen

@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from conftest import serve_json
 
 from dragnet import addview, ddoc, results, views
 from dragnet.couch import connect, db_path
@@ -279,35 +280,9 @@ def test_live_existing_ddoc_is_refused_for_benchmark(live_url, live_db, tmp_path
 COUCH_TIMEOUT_BODY = {"error": "timeout", "reason": "The request could not be processed in a reasonable amount of time."}
 
 
-def _serve(answers: list[tuple[int, dict]]):
-    """A loopback HTTP server answering GETs from `answers` in order (the last one repeats)."""
-    import http.server
-    import threading
-
-    seen = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            status, body = answers[min(len(seen), len(answers) - 1)]
-            seen.append(self.path)
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *a):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv, seen
-
-
 def test_view_request_is_sent_again_after_couchdbs_request_timeout():
     # CouchDB answers 500 timeout when a view request outlives [fabric] request_timeout; the indexer goes on
-    srv, seen = _serve([(500, COUCH_TIMEOUT_BODY), (500, COUCH_TIMEOUT_BODY), (200, {"total_rows": 3, "rows": []})])
+    srv, seen = serve_json([(500, COUCH_TIMEOUT_BODY), (500, COUCH_TIMEOUT_BODY), (200, {"total_rows": 3, "rows": []})])
     try:
         req = addview.ViewRequest(connect(f"http://127.0.0.1:{srv.server_port}"), "/db/_design/d/_view/v?limit=1", 30)
         req.run()
@@ -319,7 +294,7 @@ def test_view_request_is_sent_again_after_couchdbs_request_timeout():
 
 
 def test_view_request_other_errors_end_at_once():
-    srv, seen = _serve([(500, {"error": "os_process_error", "reason": "{exit_status,1}"})])
+    srv, seen = serve_json([(500, {"error": "os_process_error", "reason": "{exit_status,1}"})])
     try:
         req = addview.ViewRequest(connect(f"http://127.0.0.1:{srv.server_port}"), "/db/_design/d/_view/v", 30)
         req.run()

@@ -1,12 +1,9 @@
-import http.server
-import json
-import threading
 
 import pytest
 
 from dragnet.couch import CouchError, CouchUnreachable, connect, db_path, mask_url, split_credentials
 from dragnet.stats import percentile, summarize
-from conftest import free_port
+from conftest import free_port, serve_json
 
 
 def test_split_credentials_strips_userinfo():
@@ -49,20 +46,7 @@ def test_unreachable_server_message_has_no_secret():
 
 
 def test_error_status_becomes_one_line_couch_error():
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = json.dumps({"error": "not_found", "reason": "Database does not exist."}).encode()
-            self.send_response(404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *a):
-            pass
-
-    srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    srv, _ = serve_json([(404, {"error": "not_found", "reason": "Database does not exist."})])
     try:
         couch = connect(f"http://127.0.0.1:{srv.server_port}")
         with pytest.raises(CouchError) as err:
