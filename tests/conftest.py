@@ -76,3 +76,18 @@ def serve_json(answers: list[tuple[int, object]]):
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv, seen
+
+
+def normalised_declarations(n: int, seed: int) -> list[dict]:
+    """n generated declarations in the shape the views and benchmarks use."""
+    from data_prep.generate import declarations
+    from data_prep.normalise import normalise
+
+    return [normalise(d) for d in declarations(n, seed)]
+
+
+def couch_env(tmp_path: Path, password: str) -> dict:
+    """The environment `dragnet couch` reads, with a state dir of the test's own and an admin."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COUCHDB_USER", "COUCHDB_PASSWORD")}
+    env.update(DRAGNET_STATE_DIR=str(tmp_path / "state"), COUCHDB_USER="admin", COUCHDB_PASSWORD=password)
+    return env

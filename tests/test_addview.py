@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import serve_json
+from conftest import normalised_declarations, serve_json
 
 from dragnet import addview, ddoc, results, views
 from dragnet.couch import connect, db_path
@@ -140,13 +140,7 @@ def _import(couch, db: str, docs: list[dict]) -> None:
 
 
 def _sample_docs(n: int) -> list[dict]:
-    gen = pytest.importorskip("data_prep.generate")
-    docs = list(gen.declarations(n, 11))
-    try:
-        from data_prep.normalise import normalise
-    except ImportError:
-        return docs
-    return [normalise(d) for d in docs]
+    return normalised_declarations(n, 11)
 
 
 @pytest.fixture(scope="module")

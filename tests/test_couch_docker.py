@@ -7,7 +7,6 @@ engine skip without one.
 from __future__ import annotations
 
 import json
-import os
 import socket
 
 import pytest
@@ -18,7 +17,7 @@ from dragnet import couchdb_docker as dk
 from dragnet import storage
 from dragnet.cli import main
 from dragnet.errors import DragnetError, UsageError
-from conftest import free_port
+from conftest import couch_env, free_port
 
 SECRET = "d0cker-Secret-pw"
 
@@ -40,9 +39,7 @@ needs_engine = pytest.mark.skipif(not ENGINE, reason="no Docker engine")
 
 @pytest.fixture()
 def env(tmp_path) -> dict:
-    e = {k: v for k, v in os.environ.items() if k not in ("COUCHDB_USER", "COUCHDB_PASSWORD")}
-    e.update(DRAGNET_STATE_DIR=str(tmp_path / "state"), COUCHDB_USER="admin", COUCHDB_PASSWORD=SECRET)
-    return e
+    return couch_env(tmp_path, SECRET)
 
 
 

@@ -22,7 +22,7 @@ from dragnet import couchdb_local as local
 from dragnet.cli import main
 from dragnet.couch import connect
 from dragnet.errors import DragnetError, UsageError
-from conftest import free_port
+from conftest import couch_env, free_port
 
 TEST_PORT = int(os.environ.get("DRAGNET_TEST_LOCAL_PORT", "15984"))
 SECRET = "s3cret-Pa55word-for-test"
@@ -30,10 +30,7 @@ SECRET = "s3cret-Pa55word-for-test"
 
 @pytest.fixture()
 def env(tmp_path) -> dict:
-    """An environment with its own state dir and an admin, as `dragnet couch up` would read it."""
-    e = {k: v for k, v in os.environ.items() if k not in ("COUCHDB_USER", "COUCHDB_PASSWORD")}
-    e.update(DRAGNET_STATE_DIR=str(tmp_path / "state"), COUCHDB_USER="admin", COUCHDB_PASSWORD=SECRET)
-    return e
+    return couch_env(tmp_path, SECRET)
 
 
 

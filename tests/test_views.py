@@ -16,6 +16,7 @@ import pytest
 
 from dragnet import views
 from dragnet.errors import UsageError
+from conftest import normalised_declarations
 
 REPO = Path(__file__).resolve().parent.parent
 VIEWS = REPO / "views"
@@ -88,13 +89,7 @@ EXPECTED_BRANCH = {
 
 
 def generated_docs(n: int = 200) -> list[dict]:
-    gen = pytest.importorskip("data_prep.generate")
-    docs = list(gen.declarations(n, 7))
-    try:
-        from data_prep.normalise import normalise
-    except ImportError:
-        return docs
-    return [normalise(d) for d in docs]
+    return normalised_declarations(n, 7)
 
 
 # --------------------------------------------------------------------------- runners
