@@ -23,18 +23,13 @@ from pathlib import Path
 from . import couchdb_control as ctl
 from . import storage
 from .errors import DragnetError, UsageError
+from .query_servers import couchdb_home
 from .registration import ini_for
 
-DEFAULT_HOME = "/opt/couchdb"
 STOP_TIMEOUT = 30.0
 
 # Popen objects of servers started by this process: reaped on stop, and no ResourceWarning.
 _CHILDREN: dict[int, subprocess.Popen] = {}
-
-
-def default_home(env: dict | None = None) -> str:
-    env = os.environ if env is None else env
-    return env.get("DRAGNET_COUCHDB_HOME") or DEFAULT_HOME
 
 
 @dataclass(frozen=True)
@@ -231,7 +226,7 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     if memory is not None:
         raise UsageError("--memory needs the docker backend (a cgroup limit); the local backend cannot cap memory")
     user, password = ctl.admin_credentials(env)
-    release = find_release(home or default_home(env))
+    release = find_release(home or couchdb_home(env))
     previous = ctl.load_state(port, env)
     if previous is not None:
         if previous.backend == "local" and is_alive(previous.pid, previous.pid_start):

@@ -224,7 +224,9 @@ def _couchpy_pypy(path: dict) -> ServerSpec | Skipped:
                       env=(("PYTHONPATH", str(target)),))
 
 
-def couchdb_home(env: dict) -> Path:
+def couchdb_home(env: dict | None = None) -> Path:
+    """The CouchDB release dragnet uses: DRAGNET_COUCHDB_HOME, else /opt/couchdb."""
+    env = os.environ if env is None else env
     return Path(env.get("DRAGNET_COUCHDB_HOME") or DEFAULT_COUCHDB_HOME)
 
 
