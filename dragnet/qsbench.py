@@ -15,7 +15,6 @@ arithmetic over the recorded samples, so the table can be recomputed from a resu
 from __future__ import annotations
 
 import gc
-import gzip
 import importlib.metadata
 import json
 import math
@@ -28,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from data_prep.nacp import Malformed, Source
 
 from . import stats
 from .errors import UsageError
@@ -136,26 +137,21 @@ def prepare_docs(docs: Iterable[dict], origin: dict | None = None, where: str = 
 
 
 def read_jsonl(path: str | os.PathLike) -> Iterator[dict]:
-    """Documents from a JSON-lines file (`.gz` decompressed); a bad line stops with its number."""
-    path = str(path)
+    """Documents from a JSON-lines file (gzip too), read as `dragnet import` reads it (data_prep.nacp);
+    a bad record stops with its location."""
     try:
-        fh = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
-    with fh:
-        try:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    doc = json.loads(line)
-                except ValueError as exc:
-                    raise UsageError(f"{path}:{lineno}: not JSON ({exc})") from None
-                if not isinstance(doc, dict):
-                    raise UsageError(f"{path}:{lineno}: not a JSON object")
-                yield doc
-        except (OSError, EOFError) as exc:  # truncated or corrupt gzip
-            raise UsageError(f"{path}: cannot read: {exc}") from None
+        for location, raw in Source(path).records():
+            if isinstance(raw, Malformed):
+                raise UsageError(f"{location}: {raw.reason}")
+            try:
+                doc = json.loads(raw) if isinstance(raw, (bytes, str)) else raw
+            except ValueError as exc:
+                raise UsageError(f"{location}: not JSON ({exc})") from None
+            if not isinstance(doc, dict):
+                raise UsageError(f"{location}: not a JSON object")
+            yield doc
+    except (OSError, EOFError) as exc:  # missing, unreadable, truncated or corrupt gzip
+        raise UsageError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def load_docs(path: str | os.PathLike) -> DocSet:
