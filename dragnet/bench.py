@@ -23,6 +23,7 @@ from urllib.parse import quote
 from .couch import Couch, CouchError, connect, db_path, mask_url, split_credentials
 from .errors import DragnetError, UsageError
 from .report import BASELINE_LABEL, ratio
+from .results import slug
 
 SCHEMA = "dragnet.bench/1"
 MANIFEST = "bench.json"
@@ -382,10 +383,6 @@ def _now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
-
-
 class Bench:
     """Runs a BenchConfig; events go to on_event(kind, data) for progress display."""
 
@@ -408,7 +405,7 @@ class Bench:
         tmp.replace(self.dir / MANIFEST)
 
     def _write_result(self, run: dict, result: dict) -> Path:
-        name = f"{run['index']:03d}-{_slug(run['storage'])}-r{run['repeat']}-{_slug(run['language'])}.json"
+        name = f"{run['index']:03d}-{slug(run['storage'])}-r{run['repeat']}-{slug(run['language'])}.json"
         path = self.dir / name
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=str) + "\n")
@@ -503,7 +500,7 @@ class Bench:
 
     def _one(self, couch: Couch, run: dict, spec: LanguageSpec) -> None:
         cfg = self.config
-        ddoc = f"dragnet_bench_{_slug(spec.name)}_{run['index']}_{int(time.time() * 1000)}"
+        ddoc = f"dragnet_bench_{slug(spec.name)}_{run['index']}_{int(time.time() * 1000)}"
         run.update(status="running", ddoc=f"_design/{ddoc}", started_at=_now_iso())
         self._write_manifest()
         self.on_event("start", dict(run))

@@ -146,7 +146,8 @@ def build_results(*, started_at: str, command: list[str], couchdb: dict | None, 
 
 # ---------------------------------------------------------------- files
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
+    """text made safe for file and design document names."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "x"
 
 
@@ -155,7 +156,7 @@ def write_results(results: dict, directory: str | Path) -> Path:
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    name = f"addview-{_slug(str(results['db'].get('name')))}-{_slug(str(results['view'].get('language')))}-{stamp}.json"
+    name = f"addview-{slug(str(results['db'].get('name')))}-{slug(str(results['view'].get('language')))}-{stamp}.json"
     path = d / name
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(results, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
