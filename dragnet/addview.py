@@ -205,12 +205,23 @@ class LogWatch:
         return data.decode("utf-8", errors="replace").splitlines()
 
 
+def couchdb_root_pid(port: int) -> int | None:
+    """The local CouchDB's root process: the port's listener, or, when that is Docker's port proxy, the
+    init process of the container dragnet published on the port (so beam and query servers are seen)."""
+    pid = _pidstat.listening_pid(port)
+    if pid is not None and _pidstat.process_name(pid) == "docker-proxy":
+        from . import couchdb_docker
+
+        return couchdb_docker.container_root_pid(port)
+    return pid
+
+
 class ProcessScope:
     """The local CouchDB's processes (beam and its descendants), gathered at every poll so query servers
     that come and go are caught; pidstat's summary is limited to them on a shared machine."""
 
     def __init__(self, url: str):
-        self.root = _pidstat.listening_pid(urlsplit(url).port or 5984) if is_local(url) else None
+        self.root = couchdb_root_pid(urlsplit(url).port or 5984) if is_local(url) else None
         self.pids: set[int] = set()
         self.refresh()
 

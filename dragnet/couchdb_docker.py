@@ -132,9 +132,49 @@ def check_tmpfs_fits(data_size: int, memory: int | None, env: dict | None = None
 
 # --- image -----------------------------------------------------------------------------------------
 
+CA_ENV = "DRAGNET_DOCKER_CA_BUNDLE"
+NETWORK_ENV = "DRAGNET_DOCKER_BUILD_NETWORK"
+
+
+def build_options(env: dict | None = None) -> dict:
+    """Extra keyword arguments for the engine's build: an extra CA bundle for pip (a build argument
+    of the build stage only) and the network the build's RUN steps use (e.g. host)."""
+    env = os.environ if env is None else env
+    kw: dict = {}
+    ca = env.get(CA_ENV)
+    if ca:
+        try:
+            pem = Path(ca).read_text()
+        except OSError as exc:
+            raise UsageError(f"{CA_ENV}={ca}: cannot read the CA bundle ({exc.strerror})") from None
+        if "BEGIN CERTIFICATE" not in pem:
+            raise UsageError(f"{CA_ENV}={ca}: not a PEM certificate bundle")
+        kw["buildargs"] = {"PIP_EXTRA_CA": pem}
+    if env.get(NETWORK_ENV):
+        kw["network_mode"] = env[NETWORK_ENV]
+    return kw
+
+
+def build_image(c, image: str = DEFAULT_IMAGE, *, env: dict | None = None,
+                progress: Callable[[str], None] | None = None) -> str:
+    """Build docker/Dockerfile as `image` through the SDK; the image's id."""
+    from docker.errors import APIError
+
+    try:
+        for chunk in c.api.build(fileobj=build_context(), custom_context=True, dockerfile=DOCKERFILE,
+                                 tag=image, rm=True, forcerm=True, decode=True, **build_options(env)):
+            if "error" in chunk:
+                raise DragnetError(f"building {image} failed: {chunk['error'].strip()}")
+            if progress and chunk.get("stream", "").strip():
+                progress(chunk["stream"].rstrip())
+    except APIError as exc:
+        raise DragnetError(f"building {image} failed: {_short(exc)}") from None
+    return c.images.get(image).id
+
+
 def ensure_image(c, image: str, *, build: bool, progress: Callable[[str], None] | None = None) -> str:
     """The image's id: reused when present; built from docker/Dockerfile for the default tag."""
-    from docker.errors import APIError, ImageNotFound
+    from docker.errors import ImageNotFound
 
     try:
         return c.images.get(image).id
@@ -146,16 +186,7 @@ def ensure_image(c, image: str, *, build: bool, progress: Callable[[str], None] 
                            f"or omit --image to let dragnet build {DEFAULT_IMAGE}")
     if progress:
         progress(f"building {image} from {DOCKERFILE} (first time only; takes minutes)")
-    try:
-        for chunk in c.api.build(fileobj=build_context(), custom_context=True, dockerfile=DOCKERFILE,
-                                 tag=image, rm=True, decode=True):
-            if "error" in chunk:
-                raise DragnetError(f"building {image} failed: {chunk['error'].strip()}")
-            if progress and chunk.get("stream", "").strip():
-                progress(chunk["stream"].rstrip())
-    except APIError as exc:
-        raise DragnetError(f"building {image} failed: {_short(exc)}") from None
-    return c.images.get(image).id
+    return build_image(c, image, progress=progress)
 
 
 # --- up / down / status ------------------------------------------------------------------------------
@@ -231,6 +262,20 @@ def _remove_stale(c, name: str) -> None:
     old.remove()
 
 
+def container_root_pid(port: int, env: dict | None = None) -> int | None:
+    """Host pid of the init process (tini) of the running container dragnet published on `port`, or None.
+    Its process tree holds beam and the query servers; the port's listener on the host is docker-proxy."""
+    try:
+        c = client(env)
+    except DragnetError:
+        return None
+    for container in c.containers.list(filters={"label": f"{LABEL}={port}"}):
+        pid = container.attrs.get("State", {}).get("Pid")
+        if pid:
+            return int(pid)
+    return None
+
+
 def stop(inst: ctl.Instance, *, env: dict | None = None, c=None, timeout: int = STOP_TIMEOUT,
          purge: bool = False) -> bool:
     """Stop and remove the container; the named volume stays with the data unless purge.
@@ -275,3 +320,15 @@ def status(inst: ctl.Instance, *, env: dict | None = None) -> dict:
     if out["running"]:
         out.update(ctl.server_info(inst))
     return out
+
+
+if __name__ == "__main__":  # `python -m dragnet.couchdb_docker build [TAG]`: for CI and by hand
+    import sys
+
+    if sys.argv[1:2] != ["build"]:
+        sys.exit("usage: python -m dragnet.couchdb_docker build [TAG]")
+    try:
+        print(build_image(client(), sys.argv[2] if len(sys.argv) > 2 else DEFAULT_IMAGE,
+                          progress=lambda line: print(line, file=sys.stderr)))
+    except DragnetError as exc:
+        sys.exit(f"dragnet: {exc}")

@@ -357,6 +357,14 @@ def process_tree(root: int, proc: str = "/proc") -> set[int]:
     return tree
 
 
+def process_name(pid: int, proc: str = "/proc") -> str | None:
+    """The kernel's short name of a process (/proc/PID/comm), or None when it is gone."""
+    try:
+        return Path(f"{proc}/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
 def listening_pid(port: int, proc: str = "/proc") -> int | None:
     """The process listening on a local TCP port (via /proc/net/tcp{,6} socket inodes), or None."""
     inodes = set()
