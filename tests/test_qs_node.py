@@ -1,0 +1,105 @@
+"""dragnet's node (V8) and bun (JavaScriptCore) query servers: the conformance suite, couchjs's answers
+line by line, and the sandbox their user code runs in. Both run query_servers/node/dragnet-node.js."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from dragnet import query_servers as qs
+from qs_conformance import CHECKS, JS, QueryServer, check_id, couchjs_argv, couchjs_session, run_check, transcript
+
+RUNTIMES = ("node", "bun")
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def server(request) -> list[str]:
+    """argv of the node or bun server as dragnet discovers it; skips with discover()'s reason when absent."""
+    specs, skipped = qs.builtin_servers()
+    found = {s.name: s for s in specs}
+    if request.param not in found:
+        reason = next((s.reason for s in skipped if s.name == request.param), "not found")
+        pytest.skip(f"{request.param}: {reason}")
+    return list(found[request.param].argv)
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=check_id)
+def test_conformance(check, server):
+    run_check(check, server, JS)
+
+
+def test_same_answers_as_couchjs(server):
+    """Line-by-line equality with CouchDB's own couchjs over a whole session (runs with DRAGNET_COUCHJS)."""
+    lines = couchjs_session()
+    theirs = transcript(couchjs_argv(), lines)
+    ours = transcript(server, lines)
+    assert len(ours) == len(theirs) == len(lines)
+    for line, a, b in zip(lines, theirs, ours):
+        assert b == a, f"after {line[:120]}"
+
+
+def _undefined_name_log(name: str) -> str:
+    # couchjs: function raised exception (new ReferenceError("process is not defined", "<unknown>", N)) ...
+    return f'function raised exception (new ReferenceError("{name} is not defined", "<unknown>", '
+
+
+ESCAPES = {
+    # the runtime's own globals are simply not there
+    "process.exit()": "function(doc) { process.exit(3); }",
+    "require of a built-in": "function(doc) { var fs = require('fs'); emit(doc._id, fs.readFileSync('/etc/passwd')); }",
+    "Bun": "function(doc) { Bun.spawnSync(['false']); }",
+    "Buffer": "function(doc) { emit(Buffer.from('x'), 1); }",
+    # the sandbox's own Function constructor: still no process in scope
+    "Function constructor": "function(doc) { emit(this.constructor.constructor('return process')().pid, 1); }",
+    "globalThis": "function(doc) { globalThis.process.exit(3); }",
+    # errors thrown through the host (a syntax error in a required module) are sandbox objects, so their
+    # constructor chain does not lead to the host realm either
+    "host error's constructor": ("function(doc) { try { require('views/lib/bad'); } catch (e) {"
+                                 " var err = e; } emit(doc._id, 1);"
+                                 " err.constructor.constructor('return process')().exit(3); }"),
+}
+
+
+def test_view_code_cannot_reach_the_runtime(server):
+    """Each escape attempt is an undefined name (as couchjs reports it); the server lives and maps on."""
+    with QueryServer(server) as s:
+        assert s.ask("reset", {"reduce_limit": True, "timeout": 5000}) is True
+        assert s.ask("add_lib", {"bad": "exports.x = (;", "good": "exports.v = 7;"}) is True
+        for source in ESCAPES.values():
+            assert s.ask("add_fun", source) is True, source
+        assert s.ask("add_fun", "function(doc) { emit(doc._id, require('views/lib/good').v); }") is True
+        r = s.call("map_doc", {"_id": "esc"})
+        assert s.alive()
+        # the last function still runs after every escape attempt was stopped
+        assert r.answer[-1] == [["esc", 7]]
+        assert len(r.answer) == len(ESCAPES) + 1
+        for what, log in zip(ESCAPES, r.logs[-len(ESCAPES):]):
+            if what == "require of a built-in":
+                assert log.startswith('function raised exception ["error", "invalid_require_path", '
+                                      '"Object has no property \\"fs\\".'), log
+            else:
+                name = {"Bun": "Bun", "Buffer": "Buffer"}.get(what, "process")
+                if what == "globalThis":
+                    assert "TypeError" in log and "undefined" in log, log
+                else:
+                    assert log.startswith(_undefined_name_log(name)), (what, log)
+            assert log.endswith(" with doc._id esc"), log
+        assert len(r.logs) == len(ESCAPES)
+        assert s.call("map_doc", {"_id": "again"}).answer[-1] == [["again", 7]]
+        assert s.alive()
+
+
+def test_process_exit_gets_the_same_error_as_couchjs(server):
+    """The error couchjs gives for the undefined name `process`, up to the line number (couchjs's esprima
+    rewrite moves the function one line down)."""
+    lines = [json.dumps(x) for x in (["reset", {}], ["add_fun", "function(doc) { process.exit(1); }"],
+                                     ["map_doc", {"_id": "p"}])]
+    ours = transcript(server, lines)
+    assert ours[2] == [["log", 'function raised exception (new ReferenceError("process is not defined", '
+                               '"<unknown>", 1)) with doc._id p'], [[]]]
+    if os.environ.get("DRAGNET_COUCHJS"):
+        theirs = transcript(couchjs_argv(), lines)
+        assert theirs[2][1] == ours[2][1]
+        assert theirs[2][0][1].replace('"<unknown>", 2)', '"<unknown>", 1)') == ours[2][0][1]
