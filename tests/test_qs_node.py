@@ -103,3 +103,59 @@ def test_process_exit_gets_the_same_error_as_couchjs(server):
         theirs = transcript(couchjs_argv(), lines)
         assert theirs[2][1] == ours[2][1]
         assert theirs[2][0][1].replace('"<unknown>", 2)', '"<unknown>", 1)') == ours[2][0][1]
+
+
+# ---------------------------------------------------------------- live: inside a real CouchDB
+
+LIVE_DOCS = 1500
+
+
+@pytest.fixture(scope="module")
+def income_db(live_url):
+    """A database of generated declarations on the live CouchDB; deleted afterwards."""
+    import time
+
+    from conftest import normalised_declarations
+    from dragnet import importer
+    from dragnet.couch import connect, db_path
+
+    couch = connect(live_url)
+    name = f"dragnet_test_jsengines_{int(time.time())}"
+    docs = normalised_declarations(LIVE_DOCS, 5)
+    summary = importer.import_documents(couch, name, ((f"gen:{i}", json.dumps(d)) for i, d in enumerate(docs)),
+                                        importer.ImportOptions(q=2))
+    assert summary.imported == LIVE_DOCS
+    yield couch, name
+    couch.request("DELETE", db_path(name), ok=(200, 202, 404))
+
+
+def _build_rows(couch, db: str, view_file, language: str, tmp_path) -> tuple[dict, list]:
+    from dragnet import addview
+    from dragnet.ddoc import ddoc_path
+
+    cfg = addview.Config(view_path=str(view_file), db=db, language=language, timeout=300, pidstat=False,
+                         results_dir=str(tmp_path / language), argv=["dragnet", "addview", "--language", language])
+    out = addview.run_benchmark(couch, cfg)
+    view = out.results["view"]
+    rows = couch.get(f"{ddoc_path(db, view['ddoc'])}/_view/{view['view']}")["rows"]
+    return out.results["summary"], [(r["id"], r["key"], r["value"]) for r in rows]
+
+
+@pytest.mark.live
+@pytest.mark.slow
+@pytest.mark.parametrize("language", RUNTIMES)
+def test_live_addview_benchmark_matches_couchjs(language, income_db, tmp_path):
+    """`addview --benchmark --language node|bun` indexes every doc, with the rows couchjs gives."""
+    from pathlib import Path
+
+    specs, skipped = qs.builtin_servers()
+    if language not in {s.name for s in specs}:
+        pytest.skip(f"{language}: " + next((s.reason for s in skipped if s.name == language), "not found"))
+    views = Path(__file__).resolve().parent.parent / "views" / "income"
+    couch, db = income_db
+    summary, rows = _build_rows(couch, db, views / "map.es6.js", language, tmp_path)
+    assert summary["ok"] is True and summary["error"] is None, summary
+    assert summary["docs"] >= LIVE_DOCS
+    _, reference = _build_rows(couch, db, views / "map.js", "javascript", tmp_path)
+    assert 0 < len(rows) == summary["rows"]
+    assert rows == reference
