@@ -159,3 +159,41 @@ def test_live_addview_benchmark_matches_couchjs(language, income_db, tmp_path):
     _, reference = _build_rows(couch, db, views / "map.js", "javascript", tmp_path)
     assert 0 < len(rows) == summary["rows"]
     assert rows == reference
+
+
+# ---------------------------------------------------------------- discovery: skipped, never failed
+
+
+def _fake_runtime(path, text: str, code: int = 0):
+    path.write_text(f"#!/bin/sh\necho '{text}'\nexit {code}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_old_or_missing_node_is_skipped_with_the_reason(tmp_path):
+    qs.runtime_version.cache_clear()
+    _fake_runtime(tmp_path / "node", "v16.20.2")
+    specs, skipped = qs.builtin_servers({"PATH": str(tmp_path)})
+    reasons = {s.name: s.reason for s in skipped}
+    assert "node" not in {s.name for s in specs}
+    assert "Node.js 16.20.2" in reasons["node"] and "18 or later" in reasons["node"]
+    _, skipped = qs.builtin_servers({"PATH": str(tmp_path / "nowhere")})
+    assert "not on PATH" in {s.name: s.reason for s in skipped}["node"]
+    _fake_runtime(tmp_path / "node", "v20.1.0")
+    qs.runtime_version.cache_clear()
+    specs, _ = qs.builtin_servers({"PATH": str(tmp_path)})
+    node = {s.name: s for s in specs}["node"]
+    assert node.version == "20.1.0" and node.argv == (str(tmp_path / "node"), str(qs.NODE_QS))
+
+
+def test_bun_that_cannot_run_is_skipped_with_the_reason(tmp_path, monkeypatch):
+    qs.runtime_version.cache_clear()
+    broken = _fake_runtime(tmp_path / "bun", "Illegal instruction", code=132)
+    monkeypatch.setattr(qs, "BUN_BINARY", broken)
+    specs, skipped = qs.builtin_servers()
+    assert "bun" not in {s.name for s in specs}
+    assert "exited 132" in {s.name: s.reason for s in skipped}["bun"]
+    monkeypatch.setattr(qs, "BUN_BINARY", tmp_path / "absent")
+    _, skipped = qs.builtin_servers()
+    assert "not installed" in {s.name: s.reason for s in skipped}["bun"]
+    qs.runtime_version.cache_clear()
