@@ -209,7 +209,7 @@ def _node(path: dict) -> ServerSpec | Skipped:
         return Skipped("node", why)
     if int(version.split(".")[0]) < NODE_MIN_MAJOR:
         return Skipped("node", f"{node} is Node.js {version}; the node server needs {NODE_MIN_MAJOR} or later")
-    return ServerSpec("node", "node", (node, str(NODE_QS)), "es2015", version=version)
+    return ServerSpec("node", "node", (node, str(NODE_QS)), "es2015", version=f"Node.js {version}")
 
 
 def _bun() -> ServerSpec | Skipped:
@@ -219,7 +219,7 @@ def _bun() -> ServerSpec | Skipped:
     version, why = runtime_version(str(BUN_BINARY))
     if why:
         return Skipped("bun", why)
-    return ServerSpec("bun", "bun", (str(BUN_BINARY), str(NODE_QS)), "es2015", version=version)
+    return ServerSpec("bun", "bun", (str(BUN_BINARY), str(NODE_QS)), "es2015", version=f"Bun {version}")
 
 
 def _python3() -> ServerSpec | Skipped:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -183,7 +184,7 @@ def test_old_or_missing_node_is_skipped_with_the_reason(tmp_path):
     qs.runtime_version.cache_clear()
     specs, _ = qs.builtin_servers({"PATH": str(tmp_path)})
     node = {s.name: s for s in specs}["node"]
-    assert node.version == "20.1.0" and node.argv == (str(tmp_path / "node"), str(qs.NODE_QS))
+    assert node.version == "Node.js 20.1.0" and node.argv == (str(tmp_path / "node"), str(qs.NODE_QS))
 
 
 def test_bun_that_cannot_run_is_skipped_with_the_reason(tmp_path, monkeypatch):
@@ -197,3 +198,28 @@ def test_bun_that_cannot_run_is_skipped_with_the_reason(tmp_path, monkeypatch):
     _, skipped = qs.builtin_servers()
     assert "not installed" in {s.name: s.reason for s in skipped}["bun"]
     qs.runtime_version.cache_clear()
+
+
+def test_registered_for_couchdb_and_watched_by_pidstat():
+    from click.testing import CliRunner
+
+    from dragnet import pidstat
+    from dragnet.cli import main
+    from dragnet.report import QS_FAMILIES
+
+    specs, _ = qs.builtin_servers()
+    out = CliRunner().invoke(main, ["servers", "--env"])
+    assert out.exit_code == 0, out.output
+    for spec in specs:
+        if spec.name in RUNTIMES:
+            assert f"export COUCHDB_QUERY_SERVER_{spec.name.upper()}=" in out.output
+            assert str(qs.NODE_QS) in out.output
+    # the processes CouchDB starts for them are recorded, and attributed to their language
+    for runtime, command in (("node", "/usr/bin/node /r/query_servers/node/dragnet-node.js"),
+                             ("node", "/usr/bin/nodejs /opt/dragnet/query_servers/node/dragnet-node.js"),
+                             ("bun", "/opt/dragnet/query_servers/bun/bun /opt/dragnet/query_servers/node/dragnet-node.js")):
+        exe = command.split()[0].rsplit("/", 1)[-1]
+        assert re.search(pidstat.DEFAULT_PATTERN, exe), exe
+        assert pidstat.family(command) == f"dragnet-{runtime}"
+        assert QS_FAMILIES[runtime] == (f"dragnet-{runtime}",)
+    assert pidstat.family("/usr/bin/node /usr/share/nodejs/npm/bin/npm-cli.js") == "node"
