@@ -69,7 +69,9 @@ function fill() {
       n = fs.readSync(0, chunk, 0, CHUNK, null);
       break;
     } catch (e) {
-      if (e.code === 'EAGAIN' && tries++ < 600000) { sleep(1); continue; }
+      // only when a parent hands us a non-blocking stdin (CouchDB does not): wait, backing off to 50 ms,
+      // for as long as a query server may sit idle (a day)
+      if (e.code === 'EAGAIN' && tries < 2000000) { sleep(Math.min(50, ++tries)); continue; }
       if (e.code === 'EOF') { n = 0; break; }
       throw e;
     }
