@@ -20,6 +20,10 @@ $(STAMPS)/apt: Makefile
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
+	@# npm fetches Bun (query_servers/bun); a nodejs from elsewhere may bring its own npm. Bun is optional.
+	@command -v npm >/dev/null 2>&1 || { SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; echo "installing Debian package: npm"; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq npm; } || \
+	  echo "npm could not be installed: the bun query server will be listed as skipped"
 	@mkdir -p $(STAMPS) && touch $@
 
 venv: $(VENV)/.installed

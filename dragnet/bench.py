@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from .couch import Couch, CouchError, connect, db_path, mask_url, split_credentials
 from .errors import DragnetError, UsageError
+from .query_servers import LANGUAGES as QS_LANGUAGES
 from .report import BASELINE_LABEL, ratio
 from .results import slug
 
@@ -50,16 +51,11 @@ class LanguageSpec:
         return Path(views_dir) / self.view_file
 
 
+# one spec per CouchDB language (dragnet.query_servers.LANGUAGES), plus variants running another view file
 LANGUAGES: dict[str, LanguageSpec] = {s.name: s for s in (
     LanguageSpec("erlang_baseline", "erlang", "baseline"),
-    LanguageSpec("erlang", "erlang", "map.erl"),
-    LanguageSpec("javascript", "javascript", "map.js"),
-    LanguageSpec("javascript_quickjs", "javascript_quickjs", "map.js"),
+    *(LanguageSpec(lang.name, lang.name, lang.view_file) for lang in QS_LANGUAGES),
     LanguageSpec("javascript_quickjs_es2015", "javascript_quickjs", "map.es6.js"),
-    LanguageSpec("python", "python", "map.py"),          # couchpy, registered as CouchDB's "python"
-    LanguageSpec("python3", "python3", "map.py"),        # dragnet's server on CPython
-    LanguageSpec("pypy3", "pypy3", "map.py"),            # dragnet's server on PyPy
-    LanguageSpec("chakra", "chakra", "map.es6.js"),
 )}
 DEFAULT_LANGUAGES = ("javascript", "javascript_quickjs", "erlang", "python")
 

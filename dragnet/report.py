@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .errors import UsageError
+from .query_servers import LANGUAGES as QS_LANGUAGES
 from .stats import Summary, median, summarize
 
 RESULT_SCHEMA = "dragnet.addview/1"
@@ -359,14 +360,7 @@ def _med(values: Iterable[float | None]) -> float | None:
 # CouchDB language -> the pidstat families (dragnet.pidstat.FAMILIES) of its query-server processes, in
 # order of preference; pidstat sees every matching process on the machine, so the expected one is
 # preferred over whichever family happened to use most CPU
-QS_FAMILIES = {
-    "javascript": ("couchjs",),
-    "javascript_quickjs": ("quickjs",),
-    "python": ("couchpy",),
-    "python3": ("dragnet_qs",),
-    "pypy3": ("dragnet_qs-pypy",),
-    "chakra": ("chakra",),
-}
+QS_FAMILIES = {lang.name: lang.processes for lang in QS_LANGUAGES if lang.processes}
 
 
 def qs_family_of(runs: Sequence[Run]) -> str | None:

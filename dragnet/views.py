@@ -14,17 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .query_servers import LANGUAGES as QS_LANGUAGES
 
 # CouchDB language name (the design doc's "language") -> (dialect family, what runs it)
-LANGUAGES: dict[str, tuple[str, str]] = {
-    "javascript": ("js", "couchjs (SpiderMonkey), CouchDB's default JavaScript server"),
-    "javascript_quickjs": ("js", "QuickJS, built into CouchDB 3.4+"),
-    "erlang": ("erlang", "CouchDB's native Erlang query server (in beam)"),
-    "python": ("python", "couchpy 1.2 (the historical Python query server)"),
-    "chakra": ("js", "dragnet's ChakraCore query server"),
-    "python3": ("python", "dragnet's Python query server on CPython"),
-    "pypy3": ("python", "dragnet's Python query server on PyPy"),
-}
+LANGUAGES: dict[str, tuple[str, str]] = {lang.name: (lang.family, lang.description) for lang in QS_LANGUAGES}
 
 # convenience spellings accepted by --language and in headers
 ALIASES = {

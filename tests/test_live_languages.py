@@ -17,21 +17,14 @@ from conftest import normalised_declarations
 
 from dragnet import addview, ddoc, importer, qsbench, views
 from dragnet.couch import connect, db_path
+from dragnet.query_servers import LANGUAGES
 
 REPO = Path(__file__).resolve().parent.parent
 INCOME = REPO / "views" / "income"
 N_DOCS = 300
 
-# language -> the view file it runs (the same function in each dialect)
-CASES = {
-    "javascript": "map.js",
-    "javascript_quickjs": "map.js",
-    "erlang": "map.erl",
-    "python": "map.py",          # couchpy
-    "chakra": "map.es6.js",
-    "python3": "map.py",
-    "pypy3": "map.py",
-}
+# language -> the view file it runs (the same function in each dialect): every language of the registry
+CASES = {lang.name: lang.view_file for lang in LANGUAGES}
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import click
 from .. import addview as av
 from .. import pidstat as ps
 from ..couch import connect
+from ..views import LANGUAGES
 from .options import db_option, json_option, print_json, url_option
 
 
@@ -23,8 +24,8 @@ from .options import db_option, json_option, print_json, url_option
                    "reduce.js, views/lib/**, language, options.json) or URL/db/_design/name.")
 @click.option("--view", "view", default=None, help="View name [default: the view file's folder name]; with a "
               "--ddoc SOURCE, NAME,... picks those views.")
-@click.option("--language", default=None, help="CouchDB language: javascript, javascript_quickjs, erlang, python "
-              "(couchpy), chakra, python3, pypy3 [default: the file's header line, else its extension].")
+@click.option("--language", default=None, help="CouchDB language: " + ", ".join(LANGUAGES) +
+              " [default: the file's header line, else its extension].")
 @click.option("--reduce", "reduce", default=None, metavar="FILE|_sum|_count|_stats", help="Reduce function.")
 @click.option("--benchmark", is_flag=True, help="Build the view in a fresh design document and measure it.")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
