@@ -24,7 +24,7 @@ $(STAMPS)/apt: Makefile
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: setup.cfg pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --clear $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@

@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from . import ddoc as _ddoc
@@ -51,6 +51,10 @@ class Config:
     storage: str = "auto"
     results_dir: str | None = "results"
     argv: list[str] = field(default_factory=list)
+    # a whole design document (dragnet.design.Design) instead of view_path's single view
+    design: Any = None
+    # save every view's rows (and reduce results) here after the build, for comparing engines
+    rows_dir: str | None = None
 
 
 # ------------------------------------------------------------------ helpers (pure)
@@ -90,6 +94,24 @@ def add_view(couch: Couch, cfg: Config) -> dict:
     return {"db": cfg.db, "ddoc": saved.ddoc, "view": view_name, "rev": saved.rev, "created": saved.created,
             "views": saved.views, "language": view.language, "known_language": view.known,
             "detected_from": view.detected_from}
+
+
+def put_design(couch: Couch, cfg: Config) -> dict:
+    """Create or replace cfg.design's document in cfg.db (the whole document, as loaded)."""
+    design = cfg.design
+    _require_db(couch, cfg.db)
+    doc = dict(design.doc)
+    if cfg.language:
+        doc["language"] = _views.design_view(design, cfg.language).language
+    existing = _ddoc.get(couch, cfg.db, design.id)
+    if existing is not None:
+        doc["_rev"] = existing["_rev"]
+    try:
+        rev = couch.put(_ddoc.ddoc_path(cfg.db, design.id), doc)["rev"]
+    except CouchError as exc:
+        raise _ddoc.save_error(exc, cfg.db, design.id) from None
+    return {"db": cfg.db, "ddoc": design.id, "rev": rev, "created": existing is None, "views": design.view_names,
+            "language": doc["language"], "source": design.source}
 
 
 def _require_db(couch: Couch, db: str) -> dict:
@@ -303,7 +325,7 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
               view: str | None = None, reduce: str | None = None, storage: str = "auto", interval: float = 1.0,
               timeout: float | None = None, pidstat: bool = True, pidstat_pattern: str = _pidstat.DEFAULT_PATTERN,
               couchdb_log: str | None = None, results_dir: str | None = None,
-              argv: list[str] | None = None) -> dict:
+              argv: list[str] | None = None, design: Any = None, rows_dir: str | None = None) -> dict:
     """One benchmark build as a library call: the results dict, also for a build that failed midway
     (summary.ok false). Errors before the build starts (bad file, compilation error) raise DragnetError."""
     from .couch import connect
@@ -311,7 +333,8 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
     cfg = Config(view_path=view_path, db=db, ddoc=ddoc, view=view, language=language, reduce=reduce,
                  interval=interval, timeout=timeout, pidstat=pidstat, pidstat_pattern=pidstat_pattern,
                  couchdb_log=couchdb_log, storage=storage if storage in STORAGE_CHOICES else "auto",
-                 results_dir=results_dir, argv=argv or ["dragnet.addview.benchmark", view_path])
+                 results_dir=results_dir, argv=argv or ["dragnet.addview.benchmark", view_path], design=design,
+                 rows_dir=rows_dir)
     try:
         out = run_benchmark(connect(url), cfg)
     except BuildFailed as exc:
@@ -334,10 +357,17 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
     t_begin = time.time()
     deadline = t_begin + timeout
 
-    view = _views.load(cfg.view_path, cfg.language)
-    view_name = cfg.view or _views.default_view_name(cfg.view_path)
-    reduce = _views.load_reduce(cfg.reduce)
-    ddoc_name = cfg.ddoc or _ddoc.unique_name(view.language, view_name)
+    design = cfg.design
+    if design is not None:
+        view = _views.design_view(design, cfg.language)
+        view_name = cfg.view or design.view_names[0]     # querying one view builds all of them
+        reduce = design.reduce_of(view_name)
+    else:
+        view = _views.load(cfg.view_path, cfg.language)
+        view_name = cfg.view or _views.default_view_name(cfg.view_path)
+        reduce = _views.load_reduce(cfg.reduce)
+    ddoc_name = cfg.ddoc or _ddoc.unique_name(view.language, view_name if design is None
+                                              else design.id[len("_design/"):])
     ident = _ddoc.ddoc_id(ddoc_name)
     if not view.known:
         note(f"language {view.language!r} is not one dragnet knows; CouchDB will judge it")
@@ -347,8 +377,13 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
     storage = detect_storage(couch, cfg.storage, env)
     log = LogWatch(find_log(couch, cfg.couchdb_log, env))
 
-    doc = _ddoc.build(ident, view_name, view, reduce=reduce, autoupdate=False,
-                      nonce=f"{time.time():.6f}-{os.getpid()}-{ident}")
+    nonce = f"{time.time():.6f}-{os.getpid()}-{ident}"
+    if design is not None:
+        from . import design as _design
+
+        doc = _design.benchmark_copy(design, ident, language=view.language, nonce=nonce)
+    else:
+        doc = _ddoc.build(ident, view_name, view, reduce=reduce, autoupdate=False, nonce=nonce)
     qs_before = _qs_stats(couch)
     saved = _ddoc.create_fresh(couch, cfg.db, doc)      # compilation errors end the run here
     if log.path is None:   # said only once the ddoc compiled, so an error stays the first line
@@ -412,9 +447,14 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         storage=storage,
         db={"name": cfg.db, "doc_count": after.get("doc_count", db_info.get("doc_count")),
             "shards": (db_info.get("cluster") or {}).get("q"), "url": couch.url},
-        view={"path": cfg.view_path, "language": view.language, "ddoc": ident, "view": view_name,
-              "reduce": reduce, "source": view.source, "dialect": view.dialect,
-              "detected_from": view.detected_from, "rev": saved.rev},
+        view={"path": design.source if design is not None else cfg.view_path, "language": view.language,
+              "ddoc": ident, "view": view_name, "reduce": reduce, "source": view.source, "dialect": view.dialect,
+              "detected_from": view.detected_from, "rev": saved.rev,
+              **({"design": {"id": design.id, "source": design.source, "views": design.view_names,
+                             "reduces": {v: design.reduce_of(v) for v in design.view_names},
+                             "lib": design.has_lib(), "options": design.doc.get("options"),
+                             "language": design.language, "doc": design.doc}}
+                 if design is not None else {})},
         polls=polls,
         wall_time_s=wall,
         docs=after.get("doc_count") if ok else None,
@@ -442,6 +482,19 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             res["view"]["deleted_after_failure"] = True
         except (CouchError, CouchUnreachable):
             res["view"]["deleted_after_failure"] = False
+    if not error and cfg.rows_dir:
+        from . import rows as _rows
+
+        res["rows"] = _rows.dump(couch, db_path(cfg.db), ident, doc["views"], Path(cfg.rows_dir))
+    if design is not None:
+        # a design document's benchmark copy is deleted once measured: the database keeps only what it had
+        if not error:
+            try:
+                couch.request("DELETE", f"{_ddoc.ddoc_path(cfg.db, ident)}?rev={saved.rev}",
+                              ok=(200, 202, 404, 409), timeout=30)
+                res["view"]["deleted_after_benchmark"] = True
+            except (CouchError, CouchUnreachable):
+                res["view"]["deleted_after_benchmark"] = False
     out = _results.write_results(res, cfg.results_dir) if cfg.results_dir else None
     if error:
         where = f" (results in {out})" if out else ""

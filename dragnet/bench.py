@@ -79,11 +79,24 @@ def parse_list(text: str | Sequence[str] | None, what: str) -> list[str]:
     return out
 
 
-def resolve_languages(names: Sequence[str], views_dir: str | Path) -> list[LanguageSpec]:
-    """Specs for names; every unknown name and missing view file is reported at once."""
+DESIGN = "design"   # view_file of a language that runs the user's design document
+
+
+def resolve_languages(names: Sequence[str], views_dir: str | Path, *, design: bool = False) -> list[LanguageSpec]:
+    """Specs for names; every unknown name and missing view file is reported at once. With a design
+    document every name but the baseline is a CouchDB language that runs that document as it is."""
     problems = []
     specs = []
     for n in names:
+        if design and n != BASELINE_LABEL:
+            from .views import _NAME, canonical_language
+
+            lang = canonical_language(n)
+            if not _NAME.match(lang):
+                problems.append(f"{n!r} is not a language name")
+            else:
+                specs.append(LanguageSpec(n, lang, DESIGN))
+            continue
         spec = LANGUAGES.get(n)
         if spec is None:
             problems.append(f"unknown language {n!r} (known: {', '.join(LANGUAGES)})")
@@ -351,13 +364,14 @@ def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: di
 
 # ---------------------------------------------------------------- one run
 
-def default_build(couch: Couch, url: str, db: str, spec: LanguageSpec, view_path: Path, ddoc: str,
-                  storage_label: str) -> dict:
-    """One addview --benchmark build through the addview library; returns its results dict."""
+def default_build(couch: Couch, url: str, db: str, spec: LanguageSpec, view_path: Path | None, ddoc: str,
+                  storage_label: str, **design: Any) -> dict:
+    """One addview --benchmark build through the addview library; returns its results dict.
+    design: `design=` (a dragnet.design.Design) and `rows_dir=` for a design document's build."""
     from . import addview
 
-    return addview.benchmark(url=url, db=db, view_path=str(view_path), language=spec.language, ddoc=ddoc,
-                             storage=storage_label)
+    return addview.benchmark(url=url, db=db, view_path=str(view_path or ""), language=spec.language, ddoc=ddoc,
+                             storage=storage_label, **design)
 
 
 # ---------------------------------------------------------------- the bench
@@ -377,6 +391,8 @@ class BenchConfig:
     q: int | None = None
     settle_timeout: float = 300.0
     backend: str | None = None   # start a CouchDB with this `dragnet couch` backend when none is managed
+    design: Any = None           # a dragnet.design.Design run on every language instead of the views folder
+    reference: str | None = None  # the language whose rows the others must equal [default: the first]
 
 
 def _now_iso() -> str:
@@ -396,6 +412,7 @@ class Bench:
         self.id = f"bench-{stamp}"
         self.dir = Path(config.results_dir or Path("results") / self.id)
         self.manifest: dict[str, Any] = {}
+        self.reference: str | None = None
 
     # -- manifest
     def _write_manifest(self) -> None:
@@ -415,7 +432,13 @@ class Bench:
     def run(self) -> dict:
         cfg = self.config
         specs = {s.name: s for s in resolve_languages(
-            list(dict.fromkeys(([BASELINE_LABEL] if cfg.baseline else []) + cfg.languages)), cfg.views)}
+            list(dict.fromkeys(([BASELINE_LABEL] if cfg.baseline else []) + cfg.languages)), cfg.views,
+            design=cfg.design is not None)}
+        if cfg.design is not None:
+            self.reference = cfg.reference or next(n for n in cfg.languages if n != BASELINE_LABEL)
+            if self.reference not in cfg.languages or self.reference == BASELINE_LABEL:
+                raise UsageError(f"--reference {self.reference}: not one of --languages "
+                                 f"({', '.join(cfg.languages)})")
         inst = managed_instance(cfg.url, self.env)
         if inst is not None and cfg.backend and inst.backend != cfg.backend:
             raise UsageError(f"--backend {cfg.backend}: the CouchDB dragnet manages on port {inst.port} runs "
@@ -439,7 +462,11 @@ class Bench:
 
         self.manifest = {
             "schema": SCHEMA, "id": self.id, "started_at": _now_iso(), "finished_at": None, "interrupted": False,
-            "url": mask_url(cfg.url), "db": cfg.db, "data": cfg.data, "views": str(cfg.views),
+            "url": mask_url(cfg.url), "db": cfg.db, "data": cfg.data,
+            "views": str(cfg.views) if cfg.design is None else None,
+            "design": None if cfg.design is None else {"id": cfg.design.id, "source": cfg.design.source,
+                                                       "views": cfg.design.view_names,
+                                                       "reference": self.reference},
             "languages": list(specs), "repeat": cfg.repeat, "storages": storages,
             "managed": None if inst is None else {"backend": inst.backend, "port": inst.port},
             "machine": machine_info(), "imports": [], "cleanups": [],
@@ -505,7 +532,12 @@ class Bench:
         self._write_manifest()
         self.on_event("start", dict(run))
         try:
-            result = self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"])
+            if spec.view_file == DESIGN:
+                rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
+                result = self.build(couch, cfg.url, cfg.db, spec, None, ddoc, run["storage"], design=cfg.design,
+                                    rows_dir=str(rows_dir))
+            else:
+                result = self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"])
         except KeyboardInterrupt:
             self._cleanup(couch, run, quick=True)
             raise
@@ -525,10 +557,33 @@ class Bench:
         for idx, value in ratios(self.manifest["runs"]).items():
             self.manifest["runs"][idx]["ratio_to_baseline"] = value
         result["bench"]["ratio_to_baseline"] = run["ratio_to_baseline"]
+        if ok and result.get("rows"):
+            run["rows"] = result["rows"]
+            comparison = self._compare(run)
+            if comparison is not None:
+                result["comparison"] = comparison
+                run["comparison"] = {k: comparison[k] for k in ("reference", "differences", "rows_compared")}
         run["result_file"] = self._write_result(run, result).name
         self._write_manifest()
         self._cleanup(couch, run)
         self.on_event("done", dict(run))
+
+    def _compare(self, run: dict) -> dict | None:
+        """This run's rows against the reference language's first successful run (None for that run)."""
+        if run["language"] == self.reference:
+            first = next(r for r in self.manifest["runs"] if r["language"] == self.reference and r.get("rows"))
+            if first is run:
+                return None
+        else:
+            first = next((r for r in self.manifest["runs"] if r["language"] == self.reference and r.get("rows")),
+                         None)
+            if first is None:
+                return {"reference": self.reference, "differences": None, "rows_compared": 0,
+                        "note": f"no successful {self.reference} build to compare with"}
+        from .rows import compare_files
+
+        return {"reference": self.reference, "reference_run": first["index"],
+                **compare_files(first["rows"], run["rows"])}
 
     def _cleanup(self, couch: Couch, run: dict, quick: bool = False) -> None:
         try:

@@ -223,7 +223,13 @@ def ensure_system_dbs(url: str, user: str, password: str) -> list[str]:
     couch = connect(url, user=user, password=password, env={})
     created = []
     for db in ("_users", "_replicator"):
-        resp = couch.request("PUT", "/" + db, ok=(201, 202, 412))
+        try:
+            resp = couch.request("PUT", "/" + db, ok=(201, 202, 412))
+        except CouchError:
+            # CouchDB's replicator creates _replicator itself at start; racing it answers 500 conflict
+            if couch.request("HEAD", "/" + db, ok=(200, 404)).status_code == 200:
+                continue
+            raise
         if resp.status_code in (201, 202):
             created.append(db)
     return created

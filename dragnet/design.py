@@ -1,282 +1,255 @@
-"""Design documents as benchmark input: load one from a JSON file, a couchapp folder or a live URL.
+"""A team's own design document as benchmark input: a JSON file, a couchapp-style folder or a live URL,
+normalised to the one document CouchDB would index.
 
-Every form becomes one normalised `DesignDoc`: the views (map + optional reduce, JavaScript or a
-built-in), `views.lib` (what CommonJS `require('views/lib/...')` reads), the `options` that change how
-an index is built, and `language`. Everything else of a design doc (shows, lists, validate_doc_update,
-_rev, autoupdate) is left out: it does not take part in building the index, and a copy that carried
-validate_doc_update would also judge dragnet's own writes.
-
-Couchapp folder layout (as couchapp/erica push it):
-    <name>/language                 "javascript" (optional, default javascript)
-    <name>/options.json             {"collation": "raw", ...} (optional)
-    <name>/views/<view>/map.js      one map function per view folder
-    <name>/views/<view>/reduce.js   a function or a built-in name such as _sum (optional)
-    <name>/views/lib/**/<mod>.js    -> views.lib.<dirs...>.<mod> (extension dropped)
+Only what shapes a view build is kept: `language`, every view (`map`, `reduce`), `views.lib` (CommonJS
+modules for `require`) and the index `options` (`include_design`, `local_seq`, `collation`,
+`partitioned`). Shows, lists, filters, updates, rewrites and validate_doc_update do not take part in
+indexing and are left out (validate_doc_update would otherwise judge the writes of `--update`).
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-from .couch import CouchError, connect, db_path, mask_url, split_credentials
-from .errors import UsageError
+from .couch import CouchError, connect, mask_url
+from .errors import DragnetError, UsageError
 
 BUILTIN_REDUCES = ("_sum", "_count", "_stats", "_approx_count_distinct")
-# options CouchDB reads when building a view index; others are kept but have no effect on it
 INDEX_OPTIONS = ("include_design", "local_seq", "collation", "partitioned")
-_VIEW_NAME = re.compile(r"^[^\x00-\x1f/]+$")
-_MAP_NAMES = ("map.js", "map.erl", "map.py")
+LIB = "lib"
+# what the couchapp folder form reads for a view's functions
+MAP_FILES = ("map.js", "map.erl", "map.py")
+REDUCE_FILES = ("reduce.js", "reduce.erl", "reduce.py", "reduce")
 
 
-@dataclass(frozen=True)
-class View:
-    name: str
-    map: str
-    reduce: str | None = None
+@dataclass
+class Design:
+    """A normalised design document and where it came from (URLs without passwords)."""
+
+    doc: dict
+    source: str
+    dropped: list[str] = field(default_factory=list)   # top-level fields left out
 
     @property
-    def builtin_reduce(self) -> bool:
-        return self.reduce is not None and self.reduce in BUILTIN_REDUCES
+    def id(self) -> str:
+        return self.doc["_id"]
 
-    def as_couch(self) -> dict:
-        d = {"map": self.map}
-        if self.reduce is not None:
-            d["reduce"] = self.reduce
-        return d
-
-
-@dataclass(frozen=True)
-class DesignDoc:
-    """One design document reduced to what builds its index."""
-
-    name: str                                  # bare name, without _design/
-    language: str
-    views: tuple[View, ...]
-    lib: dict | None = None                    # views.lib tree: {name: source | {name: ...}}
-    options: dict = field(default_factory=dict)
-    source: str = ""                           # where it came from, credentials masked
+    @property
+    def language(self) -> str:
+        return self.doc.get("language", "javascript")
 
     @property
     def view_names(self) -> list[str]:
-        return [v.name for v in self.views]
+        return [name for name in self.doc["views"] if name != LIB]
 
-    def view(self, name: str) -> View:
-        for v in self.views:
-            if v.name == name:
-                return v
-        raise UsageError(f"{self.source or self.name}: no view {name!r} (has {', '.join(self.view_names)})")
+    def reduce_of(self, view: str) -> str | None:
+        return self.doc["views"][view].get("reduce")
 
-    def as_couch(self, ident: str | None = None, *, only: Iterable[str] | None = None) -> dict:
-        """The CouchDB JSON body; ident overrides the _id (a benchmark copy), only= keeps some views."""
-        keep = None if only is None else set(only)
-        views = {v.name: v.as_couch() for v in self.views if keep is None or v.name in keep}
-        if self.lib is not None:
-            views["lib"] = self.lib
-        doc = {"_id": ident or f"_design/{self.name}", "language": self.language, "views": views}
-        if self.options:
-            doc["options"] = dict(self.options)
-        return doc
-
-    def describe(self) -> dict:
-        """What a results file records about the design doc (its functions in full)."""
-        return {"name": self.name, "source": self.source, "language": self.language,
-                "views": {v.name: v.as_couch() for v in self.views}, "lib": self.lib, "options": self.options}
+    def has_lib(self) -> bool:
+        return LIB in self.doc["views"]
 
 
-# --------------------------------------------------------------------------- pure normalisation
+# ---------------------------------------------------------------- normalisation (pure)
 
-def _code(text: str) -> str:
-    """Trailing whitespace and leading blank lines carry no meaning; files and JSON differ in them."""
-    lines = text.rstrip().splitlines()
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    return "\n".join(lines)
-
-
-def _lib(tree: Any, where: str) -> dict:
-    if not isinstance(tree, dict):
-        raise UsageError(f"{where}: views.lib must be an object of module sources")
-    out: dict = {}
-    for k, v in sorted(tree.items()):
-        if isinstance(v, str):
-            out[k] = _code(v)
-        elif isinstance(v, dict):
-            out[k] = _lib(v, f"{where}.{k}")
-        else:
-            raise UsageError(f"{where}.{k}: a module must be source text or a folder, not {type(v).__name__}")
-    return out
-
-
-def normalise(doc: Any, *, source: str = "", name: str | None = None) -> DesignDoc:
-    """A design document's JSON -> DesignDoc; one-line UsageError saying what and where for bad input."""
-    where = source or "design document"
+def normalise(doc: object, where: str) -> tuple[dict, list[str]]:
+    """The indexing part of a design document; raises UsageError naming `where` and the field at fault."""
     if not isinstance(doc, dict):
         raise UsageError(f"{where}: a design document must be a JSON object, not {type(doc).__name__}")
-    ident = doc.get("_id")
-    if name is None:
-        if not isinstance(ident, str) or not ident.startswith("_design/") or len(ident) <= len("_design/"):
-            raise UsageError(f"{where}: no _id of the form _design/<name>")
-        name = ident[len("_design/"):]
+    ident = doc.get("_id", "")
+    if not isinstance(ident, str) or not ident.startswith("_design/") or ident == "_design/":
+        raise UsageError(f"{where}: _id must be '_design/<name>', got {ident!r}")
     language = doc.get("language", "javascript")
-    if not isinstance(language, str) or not language.strip():
-        raise UsageError(f"{where}: language must be a non-empty string")
-    language = language.strip()
-    raw_views = doc.get("views")
-    if not isinstance(raw_views, dict) or not raw_views:
-        raise UsageError(f"{where}: holds no views")
-    views, lib = [], None
-    for vname, spec in sorted(raw_views.items()):
-        if vname == "lib":
-            lib = _lib(spec, f"{where}: views.lib")
+    if not isinstance(language, str) or not language:
+        raise UsageError(f"{where}: language must be a non-empty string, got {language!r}")
+    views = doc.get("views")
+    if not isinstance(views, dict) or not [v for v in views if v != LIB]:
+        raise UsageError(f"{where}: no views (a design document to benchmark needs at least one)")
+    out_views: dict = {}
+    for name, view in views.items():
+        if name == LIB:
+            if not isinstance(view, dict):
+                raise UsageError(f"{where}: views.lib must be an object of modules, got {type(view).__name__}")
+            _check_lib(view, f"{where}: views.lib")
+            out_views[LIB] = view
             continue
-        if not _VIEW_NAME.match(vname):
-            raise UsageError(f"{where}: bad view name {vname!r}")
-        if not isinstance(spec, dict) or not isinstance(spec.get("map"), str) or not spec["map"].strip():
-            raise UsageError(f"{where}: view {vname!r} has no map function")
-        reduce = spec.get("reduce")
-        if reduce is not None:
+        if not isinstance(view, dict) or not isinstance(view.get("map"), str) or not view["map"].strip():
+            raise UsageError(f"{where}: view {name!r} has no map function (a non-empty string)")
+        entry = {"map": view["map"]}
+        if "reduce" in view:
+            reduce = view["reduce"]
             if not isinstance(reduce, str) or not reduce.strip():
-                raise UsageError(f"{where}: view {vname!r} has a reduce that is not source text")
-            reduce = _code(reduce)
+                raise UsageError(f"{where}: view {name!r}: reduce must be a function or one of "
+                                 f"{', '.join(BUILTIN_REDUCES)}")
+            reduce = reduce.strip() if reduce.strip().startswith("_") else reduce
             if reduce.startswith("_") and reduce not in BUILTIN_REDUCES:
-                raise UsageError(f"{where}: view {vname!r}: unknown built-in reduce {reduce!r} "
+                raise UsageError(f"{where}: view {name!r}: unknown built-in reduce {reduce!r} "
                                  f"(CouchDB has {', '.join(BUILTIN_REDUCES)})")
-        views.append(View(vname, _code(spec["map"]), reduce))
-    if not views:
-        raise UsageError(f"{where}: holds only views.lib, no view")
+            entry["reduce"] = reduce
+        out_views[name] = entry
+    out = {"_id": ident, "language": language, "views": out_views}
     options = doc.get("options")
-    options = {} if options is None else options
-    if not isinstance(options, dict):
-        raise UsageError(f"{where}: options must be an object")
-    return DesignDoc(name=name, language=language, views=tuple(views), lib=lib,
-                     options=dict(sorted(options.items())), source=source)
+    if options is not None:
+        if not isinstance(options, dict):
+            raise UsageError(f"{where}: options must be an object, got {type(options).__name__}")
+        kept = {k: options[k] for k in INDEX_OPTIONS if k in options}
+        if kept:
+            out["options"] = kept
+    dropped = sorted(k for k in doc if k not in ("_id", "_rev", "language", "views", "options"))
+    return out, dropped
 
 
-def parse_view_list(text: str | None) -> list[str] | None:
-    """--view a,b -> ['a', 'b']; None or blank -> None (all views)."""
-    if text is None:
-        return None
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    return names or None
+def _check_lib(node: dict, where: str) -> None:
+    for key, value in node.items():
+        if isinstance(value, dict):
+            _check_lib(value, f"{where}.{key}")
+        elif not isinstance(value, str):
+            raise UsageError(f"{where}.{key}: a module must be a string of code, got {type(value).__name__}")
 
 
-def select(ddoc: DesignDoc, names: Iterable[str] | None) -> DesignDoc:
-    """Keep only the named views (order of the design doc); unknown names are an error listing the known."""
-    if names is None:
-        return ddoc
-    wanted = list(dict.fromkeys(names))
-    unknown = [n for n in wanted if n not in ddoc.view_names]
+def select(design: Design, names: list[str] | None) -> Design:
+    """Only the named views (views.lib stays); unknown names are an error listing the ones there are."""
+    if not names:
+        return design
+    unknown = [n for n in names if n not in design.view_names]
     if unknown:
-        raise UsageError(f"{ddoc.source or ddoc.name}: no view {', '.join(map(repr, unknown))} "
-                         f"(has {', '.join(ddoc.view_names)})")
-    return DesignDoc(name=ddoc.name, language=ddoc.language,
-                     views=tuple(v for v in ddoc.views if v.name in wanted), lib=ddoc.lib,
-                     options=ddoc.options, source=ddoc.source)
+        raise UsageError(f"{design.source}: no view {', '.join(map(repr, unknown))} "
+                         f"(it has {', '.join(design.view_names)})")
+    doc = copy.deepcopy(design.doc)
+    doc["views"] = {k: v for k, v in doc["views"].items() if k in names or k == LIB}
+    return Design(doc=doc, source=design.source, dropped=design.dropped)
 
 
-# --------------------------------------------------------------------------- the three input forms
-
-def _read_text(p: Path) -> str:
-    try:
-        return p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{p}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {p}: {exc.strerror}") from None
-
-
-def _read_json(p: Path) -> Any:
-    text = _read_text(p)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{p}: not JSON (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
-
-
-def folder_json(root: Path) -> dict:
-    """A couchapp-style folder -> the design doc JSON it pushes to (before normalise)."""
-    vdir = root / "views"
-    if not vdir.is_dir():
-        raise UsageError(f"{root}: no views/ folder (expected views/<name>/map.js)")
-    views: dict = {}
-    for sub in sorted(p for p in vdir.iterdir() if p.is_dir()):
-        if sub.name == "lib":
-            views["lib"] = _lib_folder(sub)
-            continue
-        maps = [sub / m for m in _MAP_NAMES if (sub / m).is_file()]
-        if not maps:
-            raise UsageError(f"{sub}: no map.js")
-        spec = {"map": _read_text(maps[0])}
-        reduces = sorted(sub.glob("reduce.*"))
-        if reduces:
-            spec["reduce"] = _read_text(reduces[0])
-        views[sub.name] = spec
-    doc: dict = {"_id": f"_design/{root.name}", "views": views}
-    if (root / "_id").is_file():
-        doc["_id"] = _read_text(root / "_id").strip()
-    if (root / "language").is_file():
-        doc["language"] = _read_text(root / "language").strip()
-    if (root / "options.json").is_file():
-        doc["options"] = _read_json(root / "options.json")
+def benchmark_copy(design: Design, ddoc_id: str, *, language: str | None = None, nonce: str,
+                   views: list[str] | None = None) -> dict:
+    """The document a benchmark saves: a fresh id, the given language, `autoupdate: false` (CouchDB's
+    background indexer stays out) and a nonce in options (a new index signature, so CouchDB cannot reuse
+    the original's index). The original is never written."""
+    doc = copy.deepcopy(design.doc)
+    doc["_id"] = ddoc_id
+    if language:
+        doc["language"] = language
+    if views is not None:
+        doc["views"] = {k: v for k, v in doc["views"].items() if k in views or k == LIB}
+    doc["autoupdate"] = False
+    doc["options"] = {**doc.get("options", {}), "dragnet_benchmark": nonce}
     return doc
 
 
-def _lib_folder(d: Path) -> dict:
-    out: dict = {}
-    for p in sorted(d.iterdir()):
-        if p.is_dir():
-            out[p.name] = _lib_folder(p)
-        elif p.is_file() and not p.name.startswith("."):
-            out[p.name.rsplit(".", 1)[0] if "." in p.name else p.name] = _read_text(p)
-    return out
-
-
-def split_ddoc_url(url: str) -> tuple[str, str, str]:
-    """http://u:p@host:5984/db/_design/app -> (url with credentials, db, 'app'); db may be %2F-encoded."""
-    parts = urlsplit(url)
-    path = parts.path.rstrip("/")
-    m = re.fullmatch(r"/(.+)/_design/([^/]+)", path)
-    if not m:
-        raise UsageError(f"{mask_url(url)}: expected URL/db/_design/name")
-    base = url[: url.index(parts.netloc) + len(parts.netloc)]
-    return base, unquote(m.group(1)), unquote(m.group(2))
-
-
-def fetch_json(url: str, env: dict | None = None) -> tuple[dict, str]:
-    """GET a live design doc; returns (JSON, masked URL). Credentials as in couch.connect."""
-    base, db, name = split_ddoc_url(url)
-    split_credentials(base)                       # rejects a URL without scheme/host, masked
-    couch = connect(base, env=env)
-    shown = f"{mask_url(base)}/{db}/_design/{name}"
-    try:
-        doc = couch.get(f"{db_path(db)}/_design/{quote(name, safe='')}")
-    except CouchError as exc:
-        raise UsageError(f"{shown}: CouchDB answered {exc.status} {exc.error}"
-                         + (f" ({exc.reason})" if exc.reason else "")) from None
-    return doc, shown
-
+# ---------------------------------------------------------------- the three input forms
 
 def is_url(source: str) -> bool:
     return source.startswith(("http://", "https://"))
 
 
-def load(source: str | Path, views: Iterable[str] | None = None, *, env: dict | None = None) -> DesignDoc:
-    """SOURCE (JSON file, couchapp folder or URL/db/_design/name) -> normalised DesignDoc, views selected."""
-    s = str(source)
-    if is_url(s):
-        doc, shown = fetch_json(s, env)
-        ddoc = normalise(doc, source=shown)
+def load(source: str, *, views: list[str] | None = None, env: dict | None = None) -> Design:
+    """A design document from a JSON file, a couchapp folder or `URL/db/_design/name`."""
+    if is_url(source):
+        design = from_url(source, env=env)
     else:
-        p = Path(s)
-        if p.is_dir():
-            ddoc = normalise(folder_json(p), source=str(p))
-        elif p.is_file():
-            ddoc = normalise(_read_json(p), source=str(p))
+        path = Path(source)
+        if path.is_dir():
+            design = from_folder(path)
+        elif path.is_file():
+            design = from_file(path)
         else:
-            raise UsageError(f"design doc not found: {s} (a .json file, a couchapp folder or URL/db/_design/name)")
-    return select(ddoc, views)
+            raise UsageError(f"design document {source!r}: no such file or folder (give a .json file, a "
+                             f"couchapp folder or URL/db/_design/name)")
+    return select(design, views)
+
+
+def from_file(path: Path) -> Design:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    doc, dropped = normalise(doc, str(path))
+    return Design(doc=doc, source=str(path), dropped=dropped)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _lib_tree(folder: Path) -> dict:
+    # views/lib/util.js -> {"util": "<source>"}; sub-folders nest (require('views/lib/a/b'))
+    tree: dict = {}
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith("."):
+            continue
+        if p.is_dir():
+            tree[p.name] = _lib_tree(p)
+        elif p.is_file():
+            tree[p.name.rsplit(".", 1)[0] if "." in p.name else p.name] = _read_text(p)
+    return tree
+
+
+def from_folder(folder: Path) -> Design:
+    """couchapp layout: `_id` (optional, else the folder name), `language`, `options.json`,
+    `views/<name>/map.js` (and `reduce.js`, whose content may be a built-in such as `_sum`), `views/lib/**`."""
+    where = str(folder)
+    ident_file = folder / "_id"
+    ident = _read_text(ident_file).strip() if ident_file.is_file() else f"_design/{folder.resolve().name}"
+    doc: dict = {"_id": ident}
+    lang_file = folder / "language"
+    if lang_file.is_file():
+        doc["language"] = _read_text(lang_file).strip()
+    options_file = folder / "options.json"
+    if options_file.is_file():
+        try:
+            doc["options"] = json.loads(_read_text(options_file))
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{options_file}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    views_dir = folder / "views"
+    if not views_dir.is_dir():
+        raise UsageError(f"{where}: no views/ folder (a couchapp keeps views/<name>/map.js)")
+    views: dict = {}
+    for sub in sorted(p for p in views_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if sub.name == LIB:
+            views[LIB] = _lib_tree(sub)
+            continue
+        map_file = next((sub / f for f in MAP_FILES if (sub / f).is_file()), None)
+        if map_file is None:
+            raise UsageError(f"{sub}: no map function ({' or '.join(MAP_FILES)})")
+        view = {"map": _read_text(map_file)}
+        reduce_file = next((sub / f for f in REDUCE_FILES if (sub / f).is_file()), None)
+        if reduce_file is not None:
+            view["reduce"] = _read_text(reduce_file)
+        views[sub.name] = view
+    doc["views"] = views
+    doc, dropped = normalise(doc, where)
+    return Design(doc=doc, source=where, dropped=dropped)
+
+
+def split_ddoc_url(url: str) -> tuple[str, str, str]:
+    """'http://u:p@h:5984/my%2Fdb/_design/app' -> ('http://u:p@h:5984', 'my/db', 'app')."""
+    parts = urlsplit(url)
+    segments = parts.path.strip("/").split("/")
+    if len(segments) < 3 or segments[-2] != "_design" or not segments[-1]:
+        raise UsageError(f"{mask_url(url)}: expected URL/db/_design/name")
+    prefix = "/".join(segments[:-3])          # CouchDB behind a path prefix
+    base = urlunsplit((parts.scheme, parts.netloc, "/" + prefix if prefix else "", "", ""))
+    return base, unquote(segments[-3]), unquote(segments[-1])
+
+
+def from_url(url: str, env: dict | None = None) -> Design:
+    from .couch import db_path
+
+    base, db, name = split_ddoc_url(url)
+    couch = connect(base, env=env)
+    shown = f"{mask_url(base)}/{db}/_design/{name}"
+    try:
+        doc = couch.get(f"{db_path(db)}/_design/{name}")
+    except CouchError as exc:
+        raise DragnetError(f"{shown}: CouchDB answered {exc.status} {exc.error}"
+                           + (f" ({exc.reason})" if exc.reason else "")) from None
+    doc, dropped = normalise(doc, shown)
+    return Design(doc=doc, source=shown, dropped=dropped)

@@ -13,12 +13,16 @@ from .options import db_option, json_option, print_json, url_option
 
 
 @click.command("addview")
-@click.argument("view_path", type=click.Path(dir_okay=False))
+@click.argument("view_path", type=click.Path(dir_okay=False), required=False)
 @url_option
 @db_option
-@click.option("--ddoc", default=None, help="Design document name [default: the view's folder name; with "
-              "--benchmark a unique fresh name].")
-@click.option("--view", "view", default=None, help="View name [default: the view file's folder name].")
+@click.option("--ddoc", default=None, metavar="NAME|SOURCE",
+              help="With VIEW_PATH: the design document's name [default: the view's folder name; with "
+                   "--benchmark a unique fresh name]. Without VIEW_PATH: a whole design document to put in "
+                   "--db, or with --benchmark to measure: a JSON file, a couchapp folder (views/<name>/map.js, "
+                   "reduce.js, views/lib/**, language, options.json) or URL/db/_design/name.")
+@click.option("--view", "view", default=None, help="View name [default: the view file's folder name]; with a "
+              "--ddoc SOURCE, NAME,... picks those views.")
 @click.option("--language", default=None, help="CouchDB language: javascript, javascript_quickjs, erlang, python "
               "(couchpy), chakra, python3, pypy3 [default: the file's header line, else its extension].")
 @click.option("--reduce", "reduce", default=None, metavar="FILE|_sum|_count|_stats", help="Reduce function.")
@@ -41,12 +45,39 @@ from .options import db_option, json_option, print_json, url_option
 def addview_cmd(view_path, url, db, ddoc, view, language, reduce, benchmark, interval, timeout, no_pidstat,
                 pidstat_pattern, couchdb_log, storage, results_dir, as_json):
     """Put VIEW_PATH's map function into a design document (keeping its other views), or with --benchmark
-    build it from scratch and report how fast CouchDB indexed it."""
-    cfg = av.Config(view_path=view_path, db=db, ddoc=ddoc, view=view, language=language, reduce=reduce,
+    build it from scratch and report how fast CouchDB indexed it.
+
+    With --ddoc SOURCE instead of VIEW_PATH the whole design document is taken (every view, reduces,
+    views/lib, options, language). --benchmark then builds a copy under a fresh name and deletes it
+    afterwards: the original design document and its index are never touched, and nothing else is
+    written to the database.
+    """
+    from ..errors import UsageError
+
+    design = None
+    if view_path is None:
+        if not ddoc:
+            raise UsageError("give a VIEW_PATH, or a whole design document with --ddoc SOURCE")
+        from .. import design as dsg
+
+        design = dsg.load(ddoc, views=[v.strip() for v in view.split(",") if v.strip()] if view else None)
+        ddoc = view = None
+        if reduce:
+            raise UsageError("--reduce goes with a VIEW_PATH; a design document brings its own reduces")
+    cfg = av.Config(view_path=view_path or "", db=db, ddoc=ddoc, view=view, language=language, reduce=reduce,
                     interval=interval, timeout=timeout, pidstat=not no_pidstat, pidstat_pattern=pidstat_pattern,
-                    couchdb_log=couchdb_log, storage=storage, results_dir=results_dir,
+                    couchdb_log=couchdb_log, storage=storage, results_dir=results_dir, design=design,
                     argv=["dragnet", "addview", *sys.argv[2:]] if len(sys.argv) > 1 else ["dragnet", "addview"])
     couch = connect(url)
+    if not benchmark and design is not None:
+        saved = av.put_design(couch, cfg)
+        if as_json:
+            print_json(saved)
+        else:
+            verb = "created" if saved["created"] else "updated"
+            click.echo(f"{verb} {saved['ddoc']} in {db} from {design.source}: views {', '.join(saved['views'])} "
+                       f"({saved['language']}), rev {saved['rev']}")
+        return
     if not benchmark:
         saved = av.add_view(couch, cfg)
         if as_json:
