@@ -55,6 +55,11 @@ class Config:
     design: Any = None
     # save every view's rows (and reduce results) here after the build, for comparing engines
     rows_dir: str | None = None
+    # --update N after the build (dragnet.update): changes, edit share, batch size, --allow-writes
+    update: int = 0
+    update_edits: float = 0.5
+    update_batch: int = 50
+    allow_writes: bool = False
 
 
 # ------------------------------------------------------------------ helpers (pure)
@@ -349,6 +354,10 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
     """Build the view from scratch and measure it. Raises BuildFailed (after writing the results file)
     when the build started and failed, DragnetError when it could not start."""
     note = on_note or (lambda _msg: None)
+    if cfg.update:
+        from . import update as _update
+
+        _update.check_allowed(couch, cfg.db, cfg.allow_writes)    # before the build, not after it
     if cfg.interval <= 0:
         raise UsageError(f"--interval must be positive, got {cfg.interval}")
     if cfg.storage not in STORAGE_CHOICES:
@@ -486,6 +495,15 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         from . import rows as _rows
 
         res["rows"] = _rows.dump(couch, db_path(cfg.db), ident, doc["views"], Path(cfg.rows_dir))
+    if not error and cfg.update:
+        from . import update as _update
+
+        upd = _update.run(couch, cfg.db, ident, [v for v in doc["views"] if v != "lib"], cfg.update,
+                          edit_share=cfg.update_edits, batch=cfg.update_batch, allow_writes=cfg.allow_writes,
+                          on_note=on_note)
+        res["update"] = upd.as_dict()
+        res["summary"]["update_lag_s"] = upd.lag_s
+        res["summary"]["incremental_docs_per_sec"] = upd.incremental_docs_per_sec
     if design is not None:
         # a design document's benchmark copy is deleted once measured: the database keeps only what it had
         if not error:
@@ -591,6 +609,10 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
         for sh in fig.per_shard:
             cps = f"{sh.cps:.1f}" if sh.cps is not None else "n/a"
             lines.append(f"{sh.shard:<19} {len(sh.pids):>5} {sh.changes:>8} {sh.seconds:>8.0f} {cps:>9}")
+    if res.get("update"):
+        from . import update as _update
+
+        lines.append(_update.format_result(res["update"]))
     ps = (res.get("pidstat") or {}).get("summary")
     if ps:
         lines.append("")
