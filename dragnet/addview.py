@@ -455,7 +455,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         machine=machine_info(),
         storage=storage,
         db={"name": cfg.db, "doc_count": after.get("doc_count", db_info.get("doc_count")),
-            "shards": (db_info.get("cluster") or {}).get("q"), "url": couch.url},
+            "shards": (db_info.get("cluster") or {}).get("q"), "replicas": (db_info.get("cluster") or {}).get("n"),
+            "nodes": (_safe_get(couch, "/_membership") or {}).get("cluster_nodes"), "url": couch.url},
         view={"path": design.source if design is not None else cfg.view_path, "language": view.language,
               "ddoc": ident, "view": view_name, "reduce": reduce, "source": view.source, "dialect": view.dialect,
               "detected_from": view.detected_from, "rev": saved.rev,
@@ -605,10 +606,14 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
         lines.append(f"(ignored {fig.other_tasks_ignored} observations of compaction tasks on this design doc)")
     if fig.per_shard:
         lines.append("")
-        lines.append(f"{'shard':<19} {'tasks':>5} {'changes':>8} {'seconds':>8} {'c/s':>9}")
+        # the node column only on a cluster (a single node reports nonode@nohost or its one name)
+        width = max(len(sh.node) for sh in fig.per_shard) if len({sh.node for sh in fig.per_shard}) > 1 else 0
+        node = (lambda n: f"{n:<{width}} ") if width else (lambda n: "")
+        lines.append(f"{node('node')}{'shard':<19} {'tasks':>5} {'changes':>8} {'seconds':>8} {'c/s':>9}")
         for sh in fig.per_shard:
             cps = f"{sh.cps:.1f}" if sh.cps is not None else "n/a"
-            lines.append(f"{sh.shard:<19} {len(sh.pids):>5} {sh.changes:>8} {sh.seconds:>8.0f} {cps:>9}")
+            lines.append(f"{node(sh.node)}{sh.shard:<19} {len(sh.pids):>5} {sh.changes:>8} {sh.seconds:>8.0f} "
+                         f"{cps:>9}")
     if res.get("update"):
         from . import update as _update
 

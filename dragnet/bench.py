@@ -193,7 +193,7 @@ def import_needed(marker: dict | None, db_info: dict | None, fingerprint: dict) 
     return None
 
 
-def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None,
+def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None, n: int | None = None,
                 progress: Callable[[str], None] | None = None) -> dict:
     """Import data into db unless the `_local/dragnet-import` marker says it is already there."""
     fp = file_fingerprint(data)
@@ -222,7 +222,7 @@ def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None
     if info is not None:
         couch.delete(db_path(db))
     t0 = time.monotonic()
-    summary = _import(couch, db, data, q)
+    summary = _import(couch, db, data, q, n)
     seconds = time.monotonic() - t0
     doc_count = int(couch.get(db_path(db)).get("doc_count") or 0)
     couch.put(f"{db_path(db)}/{IMPORT_MARKER}", {**fp, "doc_count": doc_count, "seconds": seconds,
@@ -230,11 +230,11 @@ def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None
     return {"imported": True, "reason": why, "seconds": seconds, "doc_count": doc_count, **summary, **fp}
 
 
-def _import(couch: Couch, db: str, data: str | Path, q: int | None) -> dict:
-    """Load the file with dragnet.importer (creates the database with q shards); returns its counts."""
+def _import(couch: Couch, db: str, data: str | Path, q: int | None, n: int | None = None) -> dict:
+    """Load the file with dragnet.importer (creates the database with q shards, n replicas); returns its counts."""
     from . import importer
 
-    summary = importer.import_documents(couch, db, str(data), importer.ImportOptions(q=q))
+    summary = importer.import_documents(couch, db, str(data), importer.ImportOptions(q=q, n=n))
     if summary.rejected:
         raise DragnetError(f"import of {data} into {db}: {summary.rejected} documents refused "
                            f"({', '.join(f'{k}: {v}' for k, v in summary.reasons.items())})")
@@ -385,6 +385,7 @@ class BenchConfig:
     results_dir: str | None = None
     baseline: bool = True
     q: int | None = None
+    n: int | None = None          # replicas when creating the database (a cluster)
     settle_timeout: float = 300.0
     backend: str | None = None   # start a CouchDB with this `dragnet couch` backend when none is managed
     design: Any = None           # a dragnet.design.Design run on every language instead of the views folder
@@ -485,7 +486,7 @@ class Bench:
                     drop_tmpfs_data(old, keep)
                 couch = connect(cfg.url, env=self.env)
                 if cfg.data:
-                    imp = ensure_data(couch, cfg.db, cfg.data, q=cfg.q,
+                    imp = ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
                                       progress=lambda m: self.on_event("import", {"message": m}))
                     self.manifest["imports"].append({"storage": st, **imp})
                     self._write_manifest()

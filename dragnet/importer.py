@@ -74,6 +74,7 @@ def is_transient(status: int) -> bool:
 @dataclass
 class ImportOptions:
     q: int | None = None
+    n: int | None = None     # replicas (a cluster's n); CouchDB's default when None
     purge: bool = False
     concurrency: int = 4
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -363,12 +364,12 @@ def max_document_size(couch: Couch) -> int:
         return DEFAULT_MAX_DOCUMENT_SIZE
 
 
-def ensure_db(couch: Couch, db: str, *, q: int | None = None, purge: bool = False) -> bool:
-    """Create db (with q shards when given); purge deletes it first. True when it was created now."""
+def ensure_db(couch: Couch, db: str, *, q: int | None = None, n: int | None = None, purge: bool = False) -> bool:
+    """Create db (with q shards, n replicas when given); purge deletes it first. True when it was created now."""
     path = db_path(db)
     if purge:
         couch.request("DELETE", path, ok=(200, 202, 404))
-    params = {"q": str(q)} if q else None
+    params = {k: str(v) for k, v in (("q", q), ("n", n)) if v} or None
     resp = couch.request("PUT", path, params=params, ok=(201, 202, 412))
     return resp.status_code != 412
 
@@ -516,7 +517,7 @@ def import_documents(couch: Couch, db: str, source: Any, options: ImportOptions 
     started = time.monotonic()
     try:
         if options.create_db or options.purge:
-            ensure_db(couch, db, q=options.q, purge=options.purge)
+            ensure_db(couch, db, q=options.q, n=options.n, purge=options.purge)
         limit = options.max_document_size or max_document_size(couch)
     except CouchUnreachable as exc:
         raise ImportAborted(str(exc), summary) from None

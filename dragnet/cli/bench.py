@@ -45,9 +45,11 @@ from .options import db_option, json_option, print_json, url_option
               help="Directory for results files and bench.json [default: results/bench-<UTC time>].")
 @click.option("--no-baseline", is_flag=True, help="Do not run the Erlang baseline in each round (no ratios).")
 @click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards when creating the database.")
+@click.option("--n", "n", type=click.IntRange(min=1), default=None, help="Replicas when creating the database "
+              "(at most the cluster's nodes).")
 @json_option
 def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, languages, repeat, storages, storage_label,
-              backend, results_dir, no_baseline, q, as_json):
+              backend, results_dir, no_baseline, q, n, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -78,7 +80,7 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         raise UsageError("--languages: no language given")
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,
                            data=data, views=views or str(b.DEFAULT_VIEWS), results_dir=results_dir,
-                           baseline=not no_baseline, q=q, backend=backend, design=design, reference=reference)
+                           baseline=not no_baseline, q=q, n=n, backend=backend, design=design, reference=reference)
     console = Console(stderr=True)
     total = {"n": 0}
 
