@@ -87,6 +87,9 @@ def test_admin_credentials():
         ctl.admin_credentials({"COUCHDB_USER": "a=b", "COUCHDB_PASSWORD": "pw"})
     with pytest.raises(UsageError, match="COUCHDB_PASSWORD must not"):
         ctl.admin_credentials({"COUCHDB_USER": "adm", "COUCHDB_PASSWORD": "pw\n[admins]"})
+    with pytest.raises(UsageError, match="ini parser would cut the password"):
+        ctl.admin_credentials({"COUCHDB_USER": "adm", "COUCHDB_PASSWORD": "pw ;rest"})
+    assert ctl.admin_credentials({"COUCHDB_USER": "adm", "COUCHDB_PASSWORD": "p;w"}) == ("adm", "p;w")
 
 
 def test_port_taken_by_a_real_listener():
