@@ -380,3 +380,11 @@ def test_local_up_timeout_reports_the_log_and_cleans_up(tmp_path, env):
     assert not any(f"dragnet{TEST_PORT}@" in _cmdline(p) for p in os.listdir("/proc") if p.isdigit()
                    for p in [int(p)])
     assert set(local.group_members(os.getpgid(0))) <= before | {os.getpid()}
+
+
+def test_no_preexec_fn_anywhere():
+    # preexec_fn runs Python between fork and exec: unsafe while the poller/importer threads run
+    import pathlib
+    root = pathlib.Path(ctl.__file__).parent
+    users = [str(p.relative_to(root)) for p in root.rglob("*.py") if "preexec_fn=" in p.read_text()]
+    assert users == []
