@@ -395,130 +395,134 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         doc = _ddoc.build(ident, view_name, view, reduce=reduce, autoupdate=False, nonce=nonce)
     qs_before = _qs_stats(couch)
     saved = _ddoc.create_fresh(couch, cfg.db, doc)      # compilation errors end the run here
-    if log.path is None:   # said only once the ddoc compiled, so an error stays the first line
-        note("CouchDB's log is not visible here: exceptions raised by the map function are not counted "
-             "(give --couchdb-log FILE)")
-    info_before = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
-    seq_before = (info_before.get("view_index") or {}).get("update_seq")
-    if seq_before not in (None, 0, "0"):
-        raise DragnetError(f"the index of {ident} is not new (update_seq {seq_before}): CouchDB shares it with "
-                           f"another design doc; nothing to measure")
-
-    runner = None
-    pidstat_note = None
-    scope = ProcessScope(couch.url) if cfg.pidstat else None
-    if cfg.pidstat:
-        if _pidstat.PidstatRunner.available():
-            runner = _pidstat.PidstatRunner(cfg.pidstat_pattern, max(1, round(cfg.interval))).start()
-        else:
-            pidstat_note = "pidstat not found (install sysstat): no process resources recorded"
-            note(pidstat_note)
-    else:
-        pidstat_note = "disabled (--no-pidstat)"
-
-    path = view_query_path(cfg.db, ident, view_name, reduce is not None)
-    request = ViewRequest(couch, path, timeout=max(1.0, deadline - time.time()))
-    tracker = poller.Tracker(ident)
-    polls: list[dict] = []
-    error: DragnetError | None = None
-    request.start()
     try:
-        error = _poll_until_done(couch, request, tracker, polls, cfg.interval, deadline, timeout, on_poll,
-                                 scope.refresh if scope else None)
-    finally:
-        t_end = time.time()
-        text = runner.stop() if runner else None     # pidstat covers exactly the build
-    qs_after = _qs_stats(couch)
+        if log.path is None:   # said only once the ddoc compiled, so an error stays the first line
+            note("CouchDB's log is not visible here: exceptions raised by the map function are not counted "
+                 "(give --couchdb-log FILE)")
+        info_before = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
+        seq_before = (info_before.get("view_index") or {}).get("update_seq")
+        if seq_before not in (None, 0, "0"):
+            raise DragnetError(f"the index of {ident} is not new (update_seq {seq_before}): CouchDB shares it with "
+                               f"another design doc; nothing to measure")
 
-    samples = summary_ps = None
-    if text is not None:
-        parsed = _pidstat.parse(text)
-        samples = parsed.samples
-        scope.refresh()
-        summary_ps = _pidstat.summarize(samples, exclude_pids={os.getpid(), runner.pid or -1},
-                                        only_pids=scope.pids if scope.root is not None else None)
-        if not samples:
-            pidstat_note = f"pidstat saw no process matching {cfg.pidstat_pattern!r}"
+        runner = None
+        pidstat_note = None
+        scope = ProcessScope(couch.url) if cfg.pidstat else None
+        if cfg.pidstat:
+            if _pidstat.PidstatRunner.available():
+                runner = _pidstat.PidstatRunner(cfg.pidstat_pattern, max(1, round(cfg.interval))).start()
+            else:
+                pidstat_note = "pidstat not found (install sysstat): no process resources recorded"
+                note(pidstat_note)
+        else:
+            pidstat_note = "disabled (--no-pidstat)"
 
-    rows = (request.body or {}).get("total_rows") if request.status == 200 else None
-    after = _safe_get(couch, db_path(cfg.db)) or {}
-    info = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
-    lines = log.new_lines()
-    exceptions = (_results.count_logged_exceptions(lines, (request.t_trigger or t_begin) - 1, t_end + 1)
-                  if lines is not None else None)
-    ok = error is None
-    wall = (request.t_return - request.t_trigger) if ok and request.t_return and request.t_trigger else None
-    res = _results.build_results(
-        started_at=_dt.datetime.fromtimestamp(request.t_trigger or t_begin, _dt.timezone.utc).isoformat(),
-        command=mask_argv(cfg.argv),
-        couchdb=server,
-        machine=machine_info(),
-        storage=storage,
-        db={"name": cfg.db, "doc_count": after.get("doc_count", db_info.get("doc_count")),
-            "shards": (db_info.get("cluster") or {}).get("q"), "replicas": (db_info.get("cluster") or {}).get("n"),
-            "nodes": (_safe_get(couch, "/_membership") or {}).get("cluster_nodes"), "url": couch.url},
-        view={"path": design.source if design is not None else cfg.view_path, "language": view.language,
-              "ddoc": ident, "view": view_name, "reduce": reduce, "source": view.source, "dialect": view.dialect,
-              "detected_from": view.detected_from, "rev": saved.rev,
-              **({"design": {"id": design.id, "source": design.source, "views": design.view_names,
-                             "reduces": {v: design.reduce_of(v) for v in design.view_names},
-                             "lib": design.has_lib(), "options": design.doc.get("options"),
-                             "language": design.language, "doc": design.doc}}
-                 if design is not None else {})},
-        polls=polls,
-        wall_time_s=wall,
-        docs=after.get("doc_count") if ok else None,
-        rows=rows,
-        ok=ok,
-        error=str(error) if error else None,
-        pidstat_samples=samples,
-        pidstat_summary=summary_ps,
-        pidstat_note=pidstat_note,
-        qs_before=qs_before,
-        qs_after=qs_after,
-        exceptions_logged=exceptions,
-        extra={"trigger": {"path": path, "t_trigger": request.t_trigger, "t_return": request.t_return,
-                           "status": request.status, "t_end": t_end, "reissued_at": request.reissued_at},
-               "index": info.get("view_index"),
-               "pidstat_command": runner.argv if runner else None,
-               "pidstat_scope": scope.as_dict() if scope else None,
-               "couchdb_log": str(log.path) if log.path else None},
-    )
-    if error:
-        # a failed build's design doc is of no use and would hold a half-built index: remove it
+        path = view_query_path(cfg.db, ident, view_name, reduce is not None)
+        request = ViewRequest(couch, path, timeout=max(1.0, deadline - time.time()))
+        tracker = poller.Tracker(ident)
+        polls: list[dict] = []
+        error: DragnetError | None = None
+        request.start()
         try:
-            couch.request("DELETE", f"{_ddoc.ddoc_path(cfg.db, ident)}?rev={saved.rev}", ok=(200, 202, 404, 409),
-                          timeout=30)
-            res["view"]["deleted_after_failure"] = True
-        except (CouchError, CouchUnreachable):
-            res["view"]["deleted_after_failure"] = False
-    if not error and cfg.rows_dir:
-        from . import rows as _rows
+            error = _poll_until_done(couch, request, tracker, polls, cfg.interval, deadline, timeout, on_poll,
+                                     scope.refresh if scope else None)
+        finally:
+            t_end = time.time()
+            text = runner.stop() if runner else None     # pidstat covers exactly the build
+        qs_after = _qs_stats(couch)
 
-        res["rows"] = _rows.dump(couch, db_path(cfg.db), ident, doc["views"], Path(cfg.rows_dir))
-    if not error and cfg.update:
-        from . import update as _update
+        samples = summary_ps = None
+        if text is not None:
+            parsed = _pidstat.parse(text)
+            samples = parsed.samples
+            scope.refresh()
+            summary_ps = _pidstat.summarize(samples, exclude_pids={os.getpid(), runner.pid or -1},
+                                            only_pids=scope.pids if scope.root is not None else None)
+            if not samples:
+                pidstat_note = f"pidstat saw no process matching {cfg.pidstat_pattern!r}"
 
-        upd = _update.run(couch, cfg.db, ident, [v for v in doc["views"] if v != "lib"], cfg.update,
-                          edit_share=cfg.update_edits, batch=cfg.update_batch, allow_writes=cfg.allow_writes,
-                          on_note=on_note)
-        res["update"] = upd.as_dict()
-        res["summary"]["update_lag_s"] = upd.lag_s
-        res["summary"]["incremental_docs_per_sec"] = upd.incremental_docs_per_sec
-    if design is not None:
-        # a design document's benchmark copy is deleted once measured: the database keeps only what it had
-        if not error:
-            try:
-                couch.request("DELETE", f"{_ddoc.ddoc_path(cfg.db, ident)}?rev={saved.rev}",
-                              ok=(200, 202, 404, 409), timeout=30)
-                res["view"]["deleted_after_benchmark"] = True
-            except (CouchError, CouchUnreachable):
-                res["view"]["deleted_after_benchmark"] = False
+        rows = (request.body or {}).get("total_rows") if request.status == 200 else None
+        after = _safe_get(couch, db_path(cfg.db)) or {}
+        info = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
+        lines = log.new_lines()
+        exceptions = (_results.count_logged_exceptions(lines, (request.t_trigger or t_begin) - 1, t_end + 1)
+                      if lines is not None else None)
+        ok = error is None
+        wall = (request.t_return - request.t_trigger) if ok and request.t_return and request.t_trigger else None
+        res = _results.build_results(
+            started_at=_dt.datetime.fromtimestamp(request.t_trigger or t_begin, _dt.timezone.utc).isoformat(),
+            command=mask_argv(cfg.argv),
+            couchdb=server,
+            machine=machine_info(),
+            storage=storage,
+            db={"name": cfg.db, "doc_count": after.get("doc_count", db_info.get("doc_count")),
+                "shards": (db_info.get("cluster") or {}).get("q"), "replicas": (db_info.get("cluster") or {}).get("n"),
+                "nodes": (_safe_get(couch, "/_membership") or {}).get("cluster_nodes"), "url": couch.url},
+            view={"path": design.source if design is not None else cfg.view_path, "language": view.language,
+                  "ddoc": ident, "view": view_name, "reduce": reduce, "source": view.source, "dialect": view.dialect,
+                  "detected_from": view.detected_from, "rev": saved.rev,
+                  **({"design": {"id": design.id, "source": design.source, "views": design.view_names,
+                                 "reduces": {v: design.reduce_of(v) for v in design.view_names},
+                                 "lib": design.has_lib(), "options": design.doc.get("options"),
+                                 "language": design.language, "doc": design.doc}}
+                     if design is not None else {})},
+            polls=polls,
+            wall_time_s=wall,
+            docs=after.get("doc_count") if ok else None,
+            rows=rows,
+            ok=ok,
+            error=str(error) if error else None,
+            pidstat_samples=samples,
+            pidstat_summary=summary_ps,
+            pidstat_note=pidstat_note,
+            qs_before=qs_before,
+            qs_after=qs_after,
+            exceptions_logged=exceptions,
+            extra={"trigger": {"path": path, "t_trigger": request.t_trigger, "t_return": request.t_return,
+                               "status": request.status, "t_end": t_end, "reissued_at": request.reissued_at},
+                   "index": info.get("view_index"),
+                   "pidstat_command": runner.argv if runner else None,
+                   "pidstat_scope": scope.as_dict() if scope else None,
+                   "couchdb_log": str(log.path) if log.path else None},
+        )
+        if error:
+            # a failed build's design doc is of no use and would hold a half-built index: remove it
+            res["view"]["deleted_after_failure"] = _delete_ddoc(couch, cfg.db, ident, saved.rev)
+        if not error and cfg.rows_dir:
+            from . import rows as _rows
+
+            res["rows"] = _rows.dump(couch, db_path(cfg.db), ident, doc["views"], Path(cfg.rows_dir))
+        if not error and cfg.update:
+            from . import update as _update
+
+            upd = _update.run(couch, cfg.db, ident, [v for v in doc["views"] if v != "lib"], cfg.update,
+                              edit_share=cfg.update_edits, batch=cfg.update_batch, allow_writes=cfg.allow_writes,
+                              on_note=on_note)
+            res["update"] = upd.as_dict()
+            res["summary"]["update_lag_s"] = upd.lag_s
+            res["summary"]["incremental_docs_per_sec"] = upd.incremental_docs_per_sec
+        if design is not None:
+            # a design document's benchmark copy is deleted once measured: the database keeps only what it had
+            if not error:
+                res["view"]["deleted_after_benchmark"] = _delete_ddoc(couch, cfg.db, ident, saved.rev)
+    except BaseException:
+        # interrupted (Ctrl-C, SIGTERM, SIGHUP) or crashed mid-build: the fresh design doc goes too
+        _delete_ddoc(couch, cfg.db, ident, saved.rev)
+        raise
     out = _results.write_results(res, cfg.results_dir) if cfg.results_dir else None
     if error:
         where = f" (results in {out})" if out else ""
         raise BuildFailed(f"{error}{where}", res, out)
     return Outcome(results=res, path=out, figures=poller.analyze(polls, ident))
+
+
+def _delete_ddoc(couch: Couch, db: str, ident: str, rev: str) -> bool:
+    """Delete the design doc dragnet created; False when CouchDB could not be told."""
+    try:
+        couch.request("DELETE", f"{_ddoc.ddoc_path(db, ident)}?rev={rev}", ok=(200, 202, 404, 409), timeout=30)
+        return True
+    except (CouchError, CouchUnreachable):
+        return False
 
 
 def _poll_until_done(couch: Couch, request: ViewRequest, tracker: poller.Tracker, polls: list[dict],

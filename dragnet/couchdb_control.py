@@ -139,6 +139,10 @@ def admin_credentials(env: dict | None = None) -> tuple[str, str]:
         raise UsageError("COUCHDB_USER must not contain '=', ':', '[', ']', newlines or surrounding spaces")
     if "\n" in password or "\r" in password or password != password.strip():
         raise UsageError("COUCHDB_PASSWORD must not contain newlines or surrounding spaces")
+    if " ;" in password or "\t;" in password:
+        # CouchDB's ini parser starts an inline comment at whitespace + ';': the admin would get a cut password
+        raise UsageError("COUCHDB_PASSWORD must not contain a space or tab followed by ';' "
+                         "(CouchDB's ini parser would cut the password there)")
     return user, password
 
 

@@ -258,11 +258,12 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     with open(log, "ab") as logf:
         logf.write(f"\n=== dragnet couch up {time.strftime('%Y-%m-%dT%H:%M:%S')} port {port}\n".encode())
         logf.flush()
+        # taskset in argv: a pre-exec callback after fork is unsafe while other threads run
+        pin = ["taskset", "-c", ",".join(map(str, sorted(affinity)))] if affinity else []
         proc = subprocess.Popen(
-            [str(release.script)], cwd=release.home, env=build_env(release, ini, vm_args, env),
+            [*pin, str(release.script)], cwd=release.home, env=build_env(release, ini, vm_args, env),
             stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-            start_new_session=True,  # own process group: `down` signals it whole, ^C here does not
-            preexec_fn=(lambda: os.sched_setaffinity(0, affinity)) if affinity else None)
+            start_new_session=True)  # own process group: `down` signals it whole, ^C here does not
     _CHILDREN[proc.pid] = proc
     inst = ctl.Instance(backend="local", port=port, user=user, storage=storage.storage_label(data),
                         data_dir=str(data), pid=proc.pid, pid_start=process_start(proc.pid),

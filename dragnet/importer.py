@@ -26,12 +26,13 @@ import re
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from requests.adapters import HTTPAdapter
 
-from data_prep.nacp import Malformed, Source
+from data_prep.nacp import Malformed, Source, TruncatedInput
 
 from .couch import Couch, CouchError, CouchUnreachable, db_path
 from .errors import DragnetError
@@ -466,10 +467,18 @@ def _reason(resp) -> str:
     return f"HTTP {resp.status_code}"
 
 
-def _retry_after(resp) -> float:
+def _retry_after(resp, now: Callable[[], float] = time.time) -> float:
+    """Seconds the server asks to wait: Retry-After is either delta-seconds or an HTTP-date (RFC 9110)."""
+    value = (resp.headers.get("Retry-After") or "").strip()
+    if not value:
+        return 0.0
     try:
-        return float(resp.headers.get("Retry-After", 0))
+        return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - now())
+    except (TypeError, ValueError, IndexError):
         return 0.0
 
 
@@ -575,23 +584,27 @@ def import_documents(couch: Couch, db: str, source: Any, options: ImportOptions 
 
     batcher = Batcher(options.batch_size, options.max_batch_bytes)
     last_report = 0.0
+    truncated: str | None = None
     try:
-        for location, raw in records:
-            if failure:
-                break
-            with lock:
-                summary.read += 1
-            item = prepare(location, raw, normalise=options.normalise, compact_id=options.compact_id,
-                           max_document_size=limit)
-            if isinstance(item, Rejected):
-                reject([item])
-            else:
-                full = batcher.add(item)
-                if full:
-                    put(full)
-            if progress is not None and (now := time.monotonic()) - last_report > 0.2:
-                last_report = now
-                progress(snapshot())
+        try:
+            for location, raw in records:
+                if failure:
+                    break
+                with lock:
+                    summary.read += 1
+                item = prepare(location, raw, normalise=options.normalise, compact_id=options.compact_id,
+                               max_document_size=limit)
+                if isinstance(item, Rejected):
+                    reject([item])
+                else:
+                    full = batcher.add(item)
+                    if full:
+                        put(full)
+                if progress is not None and (now := time.monotonic()) - last_report > 0.2:
+                    last_report = now
+                    progress(snapshot())
+        except TruncatedInput as exc:
+            truncated = str(exc)    # what was read before the cut is still sent and counted
         last = batcher.flush()
         if last and not failure:
             put(last)
@@ -610,10 +623,14 @@ def import_documents(couch: Couch, db: str, source: Any, options: ImportOptions 
             summary.rejects_file = None
     if progress is not None:
         progress(snapshot())
+    counts = (f"read {summary.read:,}, imported {summary.imported:,}, existing {summary.existing:,}, "
+              f"rejected {summary.rejected:,}")
     if failure:
         summary.completed = False
-        counts = (f"read {summary.read:,}, imported {summary.imported:,}, existing {summary.existing:,}, "
-                  f"rejected {summary.rejected:,} so far")
-        raise ImportAborted(f"import into {db} stopped: CouchDB at {couch.url}: {failure[0]}; {counts}; "
+        raise ImportAborted(f"import into {db} stopped: CouchDB at {couch.url}: {failure[0]}; {counts} so far; "
                             f"re-run the same command to resume (loaded documents count as existing)", summary)
+    if truncated is not None:
+        summary.completed = False
+        raise ImportAborted(f"{truncated}; {counts}", summary)
     return summary
+

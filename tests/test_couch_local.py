@@ -88,6 +88,9 @@ def test_admin_credentials():
         ctl.admin_credentials({"COUCHDB_USER": "a=b", "COUCHDB_PASSWORD": "pw"})
     with pytest.raises(UsageError, match="COUCHDB_PASSWORD must not"):
         ctl.admin_credentials({"COUCHDB_USER": "adm", "COUCHDB_PASSWORD": "pw\n[admins]"})
+    with pytest.raises(UsageError, match="ini parser would cut the password"):
+        ctl.admin_credentials({"COUCHDB_USER": "adm", "COUCHDB_PASSWORD": "pw ;rest"})
+    assert ctl.admin_credentials({"COUCHDB_USER": "adm", "COUCHDB_PASSWORD": "p;w"}) == ("adm", "p;w")
 
 
 def test_port_taken_by_a_real_listener():
@@ -417,3 +420,11 @@ def test_system_db_created_by_couchdb_meanwhile_is_not_an_error():
         srv.shutdown()
     assert created == ["_users"]
     assert ("HEAD", "/_replicator", 200) in seen
+
+
+def test_no_preexec_fn_anywhere():
+    # preexec_fn runs Python between fork and exec: unsafe while the poller/importer threads run
+    import pathlib
+    root = pathlib.Path(ctl.__file__).parent
+    users = [str(p.relative_to(root)) for p in root.rglob("*.py") if "preexec_fn=" in p.read_text()]
+    assert users == []

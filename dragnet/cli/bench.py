@@ -114,11 +114,11 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
     total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline))
     try:
         manifest = bench.run()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:    # Ctrl-C, or SIGTERM/SIGHUP as dragnet.signals.Terminated
         manifest = bench.manifest
         done = sum(1 for r in manifest.get("runs", []) if r["status"] in ("ok", "error"))
         console.print(f"interrupted: {done} finished runs kept in {bench.dir}")
-        sys.exit(130)
+        sys.exit(getattr(exc, "exit_code", 130))
 
     runs = manifest["runs"]
     failed = [r for r in runs if r["status"] != "ok"]
