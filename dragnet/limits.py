@@ -163,6 +163,8 @@ def plan(layout: CgroupLayout, name: str, *, memory: int | None, profile: DiskPr
         p.groups.append(grp)
         p.writes.append((grp / "memory.limit_in_bytes", str(memory)))
         p.writes.append((grp / "memory.swappiness", "0"))
+        # move the processes' existing charges with them, so the limit covers what beam already holds
+        p.writes.append((grp / "memory.move_charge_at_immigrate", "3"))
         p.enforced.append(f"memory.limit_in_bytes {format_size(memory)} (page cache included)")
     if need_io:
         grp = layout.blkio / name
