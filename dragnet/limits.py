@@ -163,9 +163,9 @@ def plan(layout: CgroupLayout, name: str, *, memory: int | None, profile: DiskPr
         p.groups.append(grp)
         p.writes.append((grp / "memory.limit_in_bytes", str(memory)))
         p.writes.append((grp / "memory.swappiness", "0"))
-        # move the processes' existing charges with them, so the limit covers what beam already holds
-        p.writes.append((grp / "memory.move_charge_at_immigrate", "3"))
-        p.enforced.append(f"memory.limit_in_bytes {format_size(memory)} (page cache included)")
+        # v1 charges stay where they were made (move_charge_at_immigrate is refused on recent kernels)
+        p.enforced.append(f"memory.limit_in_bytes {format_size(memory)} on memory CouchDB allocates and page "
+                          "cache it fills after entering the group (cgroup v1 does not move earlier charges)")
     if need_io:
         grp = layout.blkio / name
         p.groups.append(grp)
@@ -288,6 +288,42 @@ def memory_use(p: Plan) -> MemoryUse:
         fc = read("memory.failcnt").strip()
         use.failcnt = int(fc) if fc.isdigit() else 0
     return use
+
+
+def parse_blkio_counters(text: str, majmin: str) -> dict[str, int]:
+    """v1 `blkio.throttle.io_serviced`/`io_service_bytes` lines of one device: {"Read": n, "Write": n, ...}."""
+    out = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[0] == majmin and f[2].isdigit():
+            out[f[1]] = int(f[2])
+    return out
+
+
+def parse_io_stat(text: str, majmin: str) -> dict[str, int]:
+    """v2 `io.stat` line of one device: {"rbytes": n, "wbytes": n, "rios": n, "wios": n, ...}."""
+    for line in text.splitlines():
+        f = line.split()
+        if f and f[0] == majmin:
+            return {k: int(v) for k, v in (x.split("=", 1) for x in f[1:]) if v.isdigit()}
+    return {}
+
+
+def io_use(p: Plan) -> dict | None:
+    """The group's own reads and writes on the throttled device (what the throttle saw), or None."""
+    if p.device is None or p.layout.blkio is None:
+        return None
+    if p.layout.version == 2:
+        g = p.groups[0]
+        st = parse_io_stat((g / "io.stat").read_text() if (g / "io.stat").exists() else "", p.device.majmin)
+        return {"read_ios": st.get("rios", 0), "write_ios": st.get("wios", 0), "read_bytes": st.get("rbytes", 0),
+                "write_bytes": st.get("wbytes", 0)}
+    g = p.layout.blkio / p.groups[-1].name
+    read = lambda f: (g / f).read_text() if (g / f).exists() else ""  # noqa: E731
+    ios = parse_blkio_counters(read("blkio.throttle.io_serviced"), p.device.majmin)
+    byt = parse_blkio_counters(read("blkio.throttle.io_service_bytes"), p.device.majmin)
+    return {"read_ios": ios.get("Read", 0), "write_ios": ios.get("Write", 0), "read_bytes": byt.get("Read", 0),
+            "write_bytes": byt.get("Write", 0)}
 
 
 def oom_message(limit: int) -> str:

@@ -166,6 +166,8 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
     finally:
         text = runner.stop() if runner else ""
         use = limits.memory_use(the_plan) if the_plan is not None else None
+        group_io = limits.io_use(the_plan) if the_plan is not None else None
+        t1 = time.time()
         oom_lines = limits.kernel_oom_lines(t0) if the_plan is not None and sc.memory else []
         if the_plan is not None:
             limits.remove(the_plan)
@@ -183,6 +185,9 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
     result["iostat"] = {"argv": runner.argv if runner else None, "device": device.name if device else None,
                         "samples": parsed.samples, "skipped": parsed.skipped,
                         "summary": _iostat.summarize(parsed.samples, devices, t_from=t0)}
+    # the group's own IO: on a shared machine iostat's device figures include other processes
+    result["iostat"]["cgroup"] = None if not group_io else {
+        **group_io, "seconds": t1 - t0, "read_ios_per_s": group_io["read_ios"] / max(t1 - t0, 1e-9)}
     result["memory"] = None if use is None else {"limit": sc.memory, "peak": use.peak, "anon": use.anon,
                                                  "oom_kills": use.oom_kills, "failcnt": use.failcnt,
                                                  "kernel_log": oom_lines[-5:]}

@@ -63,7 +63,6 @@ def test_plan_v1_writes_memory_and_blkio_files(tmp_path):
     assert writes == {
         "memory/g/memory.limit_in_bytes": str(256 * 1024**2),
         "memory/g/memory.swappiness": "0",
-        "memory/g/memory.move_charge_at_immigrate": "3",
         "blkio/g/blkio.throttle.read_iops_device": "254:0 150",
         "blkio/g/blkio.throttle.write_iops_device": "254:0 150",
         "blkio/g/blkio.throttle.read_bps_device": f"254:0 {120 * 1024**2}",
