@@ -114,11 +114,12 @@ class PlannedRun:
     storage: str
     repeat: int
     language: str
+    scenario: str = ""     # a dragnet.scenario.Scenario label; "" when the bench has no scenario axis
 
 
 def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, baseline: bool = True,
-         baseline_name: str = BASELINE_LABEL) -> list[PlannedRun]:
-    """Every run in order: per storage, per repeat, every language once (A B C A B C …).
+         baseline_name: str = BASELINE_LABEL, scenarios: Sequence[str] = ("",)) -> list[PlannedRun]:
+    """Every run in order: per storage, per scenario, per repeat, every language once (A B C A B C …).
 
     The Erlang baseline opens each repeat (unless baseline=False), so each language has a baseline measured
     moments before it in the same repeat.
@@ -134,21 +135,23 @@ def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, bas
         raise UsageError("no language to benchmark")
     runs = []
     for st in storages:
-        for r in range(repeats):
-            for lang in order:
-                runs.append(PlannedRun(len(runs), st, r, lang))
+        for sc in scenarios or ("",):
+            for r in range(repeats):
+                for lang in order:
+                    runs.append(PlannedRun(len(runs), st, r, lang, sc))
     return runs
 
 
 def ratios(runs: Iterable[dict], baseline_name: str = BASELINE_LABEL, key: str = "docs_per_sec_wall") -> dict[int, float | None]:
-    """index -> run[key] / the same figure of the successful baseline run of the same storage and repeat.
+    """index -> run[key] / the same figure of the successful baseline run of the same storage, scenario and
+    repeat.
 
-    runs are manifest entries: {"index", "storage", "repeat", "language", "status", key}.
+    runs are manifest entries: {"index", "storage", "repeat", "language", "status", key[, "scenario"]}.
     """
     runs = list(runs)
-    base = {(r["storage"], r["repeat"]): r.get(key) for r in runs
+    base = {(r["storage"], r.get("scenario", ""), r["repeat"]): r.get(key) for r in runs
             if r["language"] == baseline_name and r.get("status") == "ok"}
-    return {r["index"]: (ratio(r.get(key), base.get((r["storage"], r["repeat"])))
+    return {r["index"]: (ratio(r.get(key), base.get((r["storage"], r.get("scenario", ""), r["repeat"])))
                          if r.get("status") == "ok" else None) for r in runs}
 
 
@@ -390,6 +393,7 @@ class BenchConfig:
     backend: str | None = None   # start a CouchDB with this `dragnet couch` backend when none is managed
     design: Any = None           # a dragnet.design.Design run on every language instead of the views folder
     reference: str | None = None  # the language whose rows the others must equal [default: the first]
+    scenarios: list = field(default_factory=list)   # dragnet.scenario.Scenario; empty: no scenario axis
 
 
 def _now_iso() -> str:
@@ -419,7 +423,8 @@ class Bench:
         tmp.replace(self.dir / MANIFEST)
 
     def _write_result(self, run: dict, result: dict) -> Path:
-        name = f"{run['index']:03d}-{slug(run['storage'])}-r{run['repeat']}-{slug(run['language'])}.json"
+        sc = f"-{slug(run['scenario'])}" if run.get("scenario") else ""
+        name = f"{run['index']:03d}-{slug(run['storage'])}{sc}-r{run['repeat']}-{slug(run['language'])}.json"
         path = self.dir / name
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=str) + "\n")
@@ -454,7 +459,11 @@ class Bench:
             storages = cfg.storages
         else:
             storages = [cfg.storage_label or (inst.storage if inst is not None else "unknown")]
-        planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline)
+        if cfg.scenarios and (inst is not None and inst.backend == "docker"):
+            raise UsageError("--memory/--disk-profile/--cache: only the local backend is supported so far")
+        scenarios = {sc.label: sc for sc in cfg.scenarios}
+        planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline,
+                       scenarios=list(scenarios) or [""])
         from .machine import machine_info
 
         self.manifest = {
@@ -465,9 +474,11 @@ class Bench:
                                                        "views": cfg.design.view_names,
                                                        "reference": self.reference},
             "languages": list(specs), "repeat": cfg.repeat, "storages": storages,
+            "scenarios": [sc.to_json() for sc in cfg.scenarios],
             "managed": None if inst is None else {"backend": inst.backend, "port": inst.port},
             "machine": machine_info(), "imports": [], "cleanups": [],
-            "order": [f"{p.storage}/r{p.repeat}/{p.language}" for p in planned],
+            "order": [f"{p.storage}/{p.scenario + '/' if p.scenario else ''}r{p.repeat}/{p.language}"
+                      for p in planned],
             "runs": [{**asdict(p), "status": "pending", "error": None, "result_file": None,
                       "docs_per_sec_wall": None, "wall_time_s": None, "ratio_to_baseline": None}
                      for p in planned],
@@ -492,10 +503,21 @@ class Bench:
                     self._write_manifest()
                 else:
                     couch.get(db_path(cfg.db))  # a one-line error now rather than in every run
+                if scenarios:
+                    from .scenario import prepare
+                    for sc in scenarios.values():       # refuse what cannot be enforced before any build
+                        prepare(sc, couch, cfg.url)
                 for run in (r for r in self.manifest["runs"] if r["storage"] == st):
                     current = run
-                    self._one(couch, run, specs[run["language"]])
+                    self._one(couch, run, specs[run["language"]], scenarios.get(run["scenario"]))
                     current = None
+                    if run["status"] == "oom":
+                        if inst is None:
+                            raise DragnetError(f"{run['error']}; it is not managed by dragnet, so the bench "
+                                               "cannot restart it: remaining runs not done")
+                        self.on_event("restart", {"storage": st})
+                        inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env)
+                        couch = connect(cfg.url, env=self.env)
         except KeyboardInterrupt:
             self.manifest["interrupted"] = True
             if current is not None and current["status"] == "running":
@@ -522,19 +544,24 @@ class Bench:
         p = Path(self.config.data)
         return p.stat().st_size * (6 if p.name.endswith(".gz") else 1)
 
-    def _one(self, couch: Couch, run: dict, spec: LanguageSpec) -> None:
+    def _one(self, couch: Couch, run: dict, spec: LanguageSpec, sc=None) -> None:
         cfg = self.config
         ddoc = f"dragnet_bench_{slug(spec.name)}_{run['index']}_{int(time.time() * 1000)}"
         run.update(status="running", ddoc=f"_design/{ddoc}", started_at=_now_iso())
         self._write_manifest()
         self.on_event("start", dict(run))
         try:
-            if spec.view_file == DESIGN:
-                rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
-                result = self.build(couch, cfg.url, cfg.db, spec, None, ddoc, run["storage"], design=cfg.design,
-                                    rows_dir=str(rows_dir))
+            def build() -> dict:
+                if spec.view_file == DESIGN:
+                    rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
+                    return self.build(couch, cfg.url, cfg.db, spec, None, ddoc, run["storage"], design=cfg.design,
+                                      rows_dir=str(rows_dir))
+                return self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"])
+            if sc is not None:
+                from .scenario import run_in
+                result = run_in(sc, couch, cfg.url, cfg.db, ddoc, build)
             else:
-                result = self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"])
+                result = build()
         except KeyboardInterrupt:
             self._cleanup(couch, run, quick=True)
             raise
@@ -547,10 +574,17 @@ class Bench:
         summary = result.get("summary") or {}
         result["storage"] = run["storage"]
         result["bench"] = {"id": self.id, "index": run["index"], "language": spec.name, "repeat": run["repeat"],
-                           "storage_label": run["storage"]}
+                           "storage_label": run["storage"], "scenario": run["scenario"]}
         ok = bool(summary.get("ok"))
-        run.update(status="ok" if ok else "error", error=None if ok else (summary.get("error") or "build failed"),
+        status = "ok" if ok else ("oom" if summary.get("oom_killed") else "error")
+        run.update(status=status, error=None if ok else (summary.get("error") or "build failed"),
                    docs_per_sec_wall=summary.get("docs_per_sec_wall"), wall_time_s=summary.get("wall_time_s"))
+        if result.get("iostat"):
+            dev = (result["iostat"]["summary"] or {}).get(result["iostat"]["device"] or "", {})
+            run["iostat"] = {k: (dev.get(k) or {}).get("avg") for k in ("r_s", "rkb_s", "r_await", "util_pct")} \
+                if dev else None
+            run["memory"] = result.get("memory")
+            run["sizes"] = result.get("sizes")
         for idx, value in ratios(self.manifest["runs"]).items():
             self.manifest["runs"][idx]["ratio_to_baseline"] = value
         result["bench"]["ratio_to_baseline"] = run["ratio_to_baseline"]
@@ -562,6 +596,9 @@ class Bench:
                 run["comparison"] = {k: comparison[k] for k in ("reference", "differences", "rows_compared")}
         run["result_file"] = self._write_result(run, result).name
         self._write_manifest()
+        if status == "oom":       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
+            self.on_event("done", dict(run))
+            return
         self._cleanup(couch, run)
         self.on_event("done", dict(run))
 

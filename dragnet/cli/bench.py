@@ -47,9 +47,18 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards when creating the database.")
 @click.option("--n", "n", type=click.IntRange(min=1), default=None, help="Replicas when creating the database "
               "(at most the cluster's nodes).")
+@click.option("--memory", "memories", default=None,
+              help="Scenario axis: memory limits for CouchDB (beam and query servers, page cache included) in a "
+                   "cgroup, e.g. unlimited,512m (local backend, root).")
+@click.option("--disk-profile", "profiles", default=None,
+              help="Scenario axis: disk throttles on the device holding the data: unlimited, ssd-5000iops, "
+                   "san-600iops, hdd-150iops or r_iops:w_iops:r_bps:w_bps (local backend, root).")
+@click.option("--cache", "caches", default=None,
+              help="Scenario axis: cold (drop the page cache before each build) and/or warm (pre-read the "
+                   "database files).")
 @json_option
 def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, languages, repeat, storages, storage_label,
-              backend, results_dir, no_baseline, q, n, as_json):
+              backend, results_dir, no_baseline, q, n, memories, profiles, caches, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -78,18 +87,29 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
     langs = b.parse_list(languages, "--languages")
     if not langs:
         raise UsageError("--languages: no language given")
+    from .. import limits
+    from ..scenario import expand
+
+    scenarios = []
+    if memories or profiles or caches:
+        scenarios = expand(limits.parse_memory_limits(memories or "unlimited"),
+                           limits.parse_profiles(profiles or "unlimited"), b.parse_list(caches, "--cache"))
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,
                            data=data, views=views or str(b.DEFAULT_VIEWS), results_dir=results_dir,
-                           baseline=not no_baseline, q=q, n=n, backend=backend, design=design, reference=reference)
+                           baseline=not no_baseline, q=q, n=n, backend=backend, design=design, reference=reference,
+                           scenarios=scenarios)
     console = Console(stderr=True)
     total = {"n": 0}
 
     def on_event(kind: str, d: dict) -> None:
         if kind == "start":
-            console.print(f"[{d['index'] + 1}/{total['n']}] {d['storage']} round {d['repeat'] + 1}: "
+            console.print(f"[{d['index'] + 1}/{total['n']}] {d['storage']}"
+                          f"{' ' + d['scenario'] if d.get('scenario') else ''} round {d['repeat'] + 1}: "
                           f"{d['language']} …")
         elif kind == "done":
-            if d["status"] == "ok":
+            if d["status"] == "oom":
+                console.print(f"    [yellow]{d['error']}[/yellow]", markup=True, highlight=False)
+            elif d["status"] == "ok":
                 ratio = d.get("ratio_to_baseline")
                 cmp = d.get("comparison")
                 same = "" if not cmp else (f", rows: {cmp['note']}" if cmp.get("differences") is None else
@@ -111,7 +131,8 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
             console.print(d["message"])
 
     bench = b.Bench(config, on_event=on_event)
-    total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline))
+    total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline,
+                            scenarios=[s.label for s in scenarios] or [""]))
     try:
         manifest = bench.run()
     except KeyboardInterrupt as exc:    # Ctrl-C, or SIGTERM/SIGHUP as dragnet.signals.Terminated
@@ -121,13 +142,35 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         sys.exit(getattr(exc, "exit_code", 130))
 
     runs = manifest["runs"]
-    failed = [r for r in runs if r["status"] != "ok"]
+    failed = [r for r in runs if r["status"] not in ("ok", "oom")]
     groups = rp.build_report(rp.load_results([bench.dir])) if any(r["result_file"] for r in runs) else []
     if as_json:
-        print_json({"dir": str(bench.dir), "manifest": manifest, "report": rp.to_json(groups)})
+        extra = {}
+        if scenarios:
+            from dataclasses import asdict
+
+            from ..scenario import disk_matters, reference_label, verdict
+            ref = reference_label(scenarios)
+            rows = disk_matters(runs, ref)
+            extra = {"disk_matters": [asdict(r) for r in rows], "verdict": verdict(rows, ref)}
+        print_json({"dir": str(bench.dir), "manifest": manifest, "report": rp.to_json(groups), **extra})
     else:
         if groups:
             render_table(groups, title=f"{len(runs) - len(failed)} of {len(runs)} runs ok")
+        if scenarios:
+            from rich.table import Table
+            from rich.text import Text
+
+            from ..scenario import DISK_COLUMNS, disk_matters, disk_rows, reference_label, verdict
+            ref = reference_label(scenarios)
+            rows = disk_matters(runs, ref)
+            table = Table(title=f"disk matters? (× = docs/s against {ref})", header_style="bold")
+            for col in DISK_COLUMNS:
+                table.add_column(col)
+            for cells in disk_rows(rows):
+                table.add_row(*(Text(c) for c in cells))
+            Console(width=200).print(table)
+            click.echo("verdict: " + verdict(rows, ref))
         for r in failed:
             click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
         for line in differences_lines(bench.dir, runs):
