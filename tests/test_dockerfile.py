@@ -137,12 +137,16 @@ def test_apt_unpinned_but_recorded_pip_pinned(instructions):
 
 
 def test_ca_bundle_only_in_the_build_stage(instructions):
-    """The proxy CA is a build argument of the build stage only: the final image's history and layers
-    never see it (checked on a real image in test_docker_image.py)."""
+    """The proxy CA is a build argument of the build stages only (pip's and npm's): the final image's
+    history and layers never see it (checked on a real image in test_docker_image.py)."""
     stages = _stages(instructions)
     assert any(word == "ARG" and rest.startswith("PIP_EXTRA_CA") for word, rest in stages[0])
     for word, rest in stages[-1]:
-        assert "PIP_EXTRA_CA" not in rest
+        assert "PIP_EXTRA_CA" not in rest and "EXTRA_CA_CERTS" not in rest and "PIP_CERT" not in rest
+    for stage in stages[:-1]:
+        runs = [rest for word, rest in stage if word == "RUN" and "PIP_EXTRA_CA" in rest]
+        for rest in runs:   # written, used and removed in the same RUN
+            assert re.search(r"rm -f /tmp/\S*ca\.pem", rest), rest
 
 
 def _copy_sources(instructions) -> list[str]:
