@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from . import stats
 from .errors import UsageError
 from .stats import Summary, median, summarize
 
@@ -336,6 +337,7 @@ class Group:
     qs_rss_mb: float | None
     beam_kb_wr: float | None = None
     qs_kb_wr: float | None = None
+    docs_per_s_runs: list[float] = field(default_factory=list)   # raw, for the significance tests
 
     @property
     def key(self) -> tuple[str, str]:
@@ -416,12 +418,38 @@ def group_runs(runs: Sequence[Run]) -> list[Group]:
             beam_cpu=res("beam", "cpu_mean"), beam_rss_mb=res("beam", "rss_peak_mb"),
             qs_cpu=res(fam, "cpu_mean"), qs_rss_mb=res(fam, "rss_peak_mb"),
             beam_kb_wr=res("beam", "kb_wr"), qs_kb_wr=res(fam, "kb_wr"),
+            docs_per_s_runs=[r.docs_per_s for r in good if r.docs_per_s is not None],
         ))
     return out
 
 
 def build_report(results: Iterable[dict]) -> list[Group]:
     return group_runs(prepare(results))
+
+
+RANKING_TEST = ("two-sided Mann-Whitney U on per-run docs/s (wall), alpha 0.05; ratio of medians with a "
+                "95% percentile bootstrap interval")
+
+
+def ranking(groups: Sequence[Group]) -> list[tuple[str, stats.PairVerdict]]:
+    """Per storage, languages by median docs/s, fastest first; each adjacent pair tested over the runs."""
+    out = []
+    for storage in dict.fromkeys(g.storage for g in groups):
+        ranked = sorted((g for g in groups if g.storage == storage and g.docs_per_s_runs),
+                        key=lambda g: -median(g.docs_per_s_runs))
+        out += [(storage, v) for v in stats.compare_adjacent([(g.label, g.docs_per_s_runs) for g in ranked])]
+    return out
+
+
+def ranking_lines(groups: Sequence[Group]) -> list[str]:
+    pairs = ranking(groups)
+    if not pairs:
+        return []
+    lines = [f"ranking by docs/s ({RANKING_TEST}):"]
+    lines += [f"  [{storage}] {v.format()}" for storage, v in pairs]
+    if not all(v.decided for _, v in pairs):
+        lines.append("  pairs marked NOT significant: these runs do not support their order (more --repeat)")
+    return lines
 
 
 # ---------------------------------------------------------------- comparison with an earlier set
@@ -550,6 +578,8 @@ def to_json(groups: Sequence[Group], deltas: Sequence[Delta] | None = None) -> d
                                               "storage and repeat; median over repeats",
                                      "changed": "|Δmedian| > max(σ_current, σ_baseline) and current median "
                                                 "outside the baseline's min…max; needs ≥ 2 runs each side"}}
+    out["ranking"] = {"test": RANKING_TEST,
+                      "pairs": [dict(v.as_dict(), storage=st) for st, v in ranking(groups)]}
     if deltas is not None:
         out["comparison"] = [d.as_dict() for d in deltas]
     return out

@@ -29,6 +29,8 @@ def render_table(groups, title: str | None = None) -> None:
     for row in rp.table_rows(groups):
         table.add_row(*(Text(c) for c in row))  # Text: "[...]" in a label is not rich markup
     _console(200).print(table)
+    for line in rp.ranking_lines(groups):
+        click.echo(line)
 
 
 def render_deltas(deltas) -> None:
@@ -65,6 +67,9 @@ def report_cmd(results, fmt, plot_dir, baseline):
         out = rp.to_json(groups, deltas)
     elif fmt == "markdown":
         click.echo(rp.to_markdown(groups), nl=False)
+        lines = rp.ranking_lines(groups)
+        if lines:
+            click.echo("\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]))
         if deltas is not None:
             click.echo()
             click.echo(rp.deltas_markdown(deltas), nl=False)
