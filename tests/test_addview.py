@@ -13,6 +13,7 @@ import pytest
 from conftest import live_password, normalised_declarations, serve_json
 
 from dragnet import addview, ddoc, results, views
+from dragnet import pidstat as _pidstat
 from dragnet.couch import connect, db_path
 from dragnet.errors import DragnetError, UsageError
 
@@ -200,8 +201,10 @@ def test_live_benchmark_es5_view(loaded_db, tmp_path):
     assert saved["query_server_stats"]["delta"]["map_calls"] >= N_DOCS
     assert "autoupdate" in couch.get(f"{ddoc.ddoc_path(db, saved['view']['ddoc'])}")
     ps = saved["pidstat"]
-    if ps["note"] is None:
-        assert "beam" in ps["summary"] and "couchjs" in ps["summary"]
+    if _pidstat.PidstatRunner.available():     # CI installs sysstat: there the figures must be there
+        assert ps["note"] is None and "beam" in ps["summary"] and "couchjs" in ps["summary"]
+    else:
+        assert "pidstat not found" in ps["note"] and ps["summary"] is None
 
 
 @pytest.mark.live
