@@ -134,11 +134,14 @@ def test_two_pid_shard_keeps_catch_up_work(fixtures_dir):
 def test_per_shard_rows_for_single_pid_shards(fixtures_dir):
     polls, ddoc, metrics = load(fixtures_dir, "javascript")
     fig = poller.analyze(polls, ddoc)
+    checked = 0
     for shard, seen in metrics["tasks"]["last_seen_per_shard"].items():
         row = next(r for r in fig.per_shard if shard.split("/")[1] == r.shard)
         if len(row.pids) == 1:
             assert row.changes == seen["changes_done"]
             assert row.seconds == seen["updated_on"] - seen["started_on"]
+            checked += 1
+    assert checked >= 6          # one or two of the 8 shards have a catch-up task; the rest are checked
 
 
 def _task(pid, done, total, started, updated, shard="00000000-7fffffff", ddoc="_design/d", type_="indexer"):
