@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 from urllib.parse import quote
 
+from . import paths
 from .couch import Couch, CouchError, connect, db_path, mask_url, split_credentials
 from .errors import DragnetError, UsageError
 from .query_servers import LANGUAGES as QS_LANGUAGES
@@ -28,7 +29,7 @@ from .results import slug
 
 SCHEMA = "dragnet.bench/1"
 MANIFEST = "bench.json"
-REPO = Path(__file__).resolve().parent.parent
+REPO = paths.data_root()  # the checkout, or an installed wheel's copy of views/
 DEFAULT_VIEWS = REPO / "views" / "income"
 BASELINE_VIEW = REPO / "views" / "baseline" / "map.erl"
 IMPORT_MARKER = "_local/dragnet-import"

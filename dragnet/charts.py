@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import matplotlib
+from .extras import require
 
+matplotlib = require("matplotlib", "drawing charts")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 

@@ -17,6 +17,7 @@ from .options import json_option, print_json
 
 
 def _default_view() -> str:
+    # REPO: the checkout's views/, or the installed wheel's copy (dragnet.paths)
     local = Path("views/income")
     return str(local if local.is_dir() else REPO / "views" / "income")
 
