@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from . import ddoc as _ddoc
 from . import pidstat as _pidstat
@@ -592,9 +592,16 @@ def _poll_until_done(couch: Couch, request: ViewRequest, tracker: poller.Tracker
 
 
 def _qs_stats(couch: Couch) -> dict | None:
-    """Query-server counters as recorded: {"t", "status", "body"}; None when the node does not answer."""
+    """Query-server counters as recorded: {"t", "status", "body"}; None when the node does not answer.
+    On a cluster, every node's counters summed in "body" (each node's own under "per_node")."""
     t = time.time()
     try:
+        nodes = (_safe_get(couch, "/_membership") or {}).get("cluster_nodes") or []
+        if len(nodes) > 1:
+            per_node = {n: couch.get(f"/_node/{quote(n, safe='@.')}/_stats/couchdb/query_server", timeout=10)
+                        for n in nodes}
+            return {"t": t, "status": 200, "body": _results.sum_counters(list(per_node.values())),
+                    "per_node": per_node}
         resp = couch.request("GET", "/_node/_local/_stats/couchdb/query_server", ok=(200,), timeout=10)
     except (CouchError, CouchUnreachable):
         return None

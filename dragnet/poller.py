@@ -210,7 +210,7 @@ class BuildFigures:
     total_changes: int
     tasks_seen: int
     done: int               # changes processed, finished tasks credited (sum of per_shard done)
-    shards: int
+    shards: int             # distinct shard ranges (a cluster has n replicas of each: per_shard rows)
     max_concurrent_tasks: int
     other_tasks_ignored: int
     per_poll: list[PollRates] = field(default_factory=list)
@@ -257,7 +257,7 @@ def analyze(polls: Iterable[dict], ddoc: str) -> BuildFigures:
         total_time_s=(last - first) if first is not None else None,
         changes=tracker.changes_done, total_changes=tracker.total_changes, tasks_seen=len(tracker.tasks),
         done=tracker.done,
-        shards=len(shards), max_concurrent_tasks=max((r.tasks for r in rates), default=0),
+        shards=len({r.shard for r in shards}), max_concurrent_tasks=max((r.tasks for r in rates), default=0),
         other_tasks_ignored=tracker.ignored_other, per_poll=rates, per_shard=shards)
 
 

@@ -97,3 +97,52 @@ def test_build_work_line_without_a_warning_when_every_replica_was_seen():
     assert addview.build_work_line(fig, 2, 2, ["a@h", "b@h"]) == \
         "indexing work = 40 changes done by 4 tasks (q=2 n=2 on 2 nodes)"
     assert addview.build_work_line(fig, None, None, None) == "indexing work = 40 changes done by 4 tasks (q/n unknown)"
+
+
+def test_lone_cluster_needs_no_port_and_nodes_know_their_place(tmp_path):
+    from dragnet import couchdb_control as ctl
+
+    env = {"DRAGNET_STATE_DIR": str(tmp_path)}
+    nodes = cluster.plan(3, 15940)
+    assert cluster.sole_cluster_port(env) is None                       # nothing started
+    for n in nodes:
+        ctl.save_state(ctl.Instance(backend="local", port=n.port, pid=1), env)
+    assert cluster.sole_cluster_port(env) is None                       # three single nodes: ambiguous
+    cluster.record(15940, nodes, "local", env)
+    assert cluster.sole_cluster_port(env) == 15940
+    assert cluster.node_of(15942, env) == {"port": 15940, "index": 3, "nodes": 3, "name": nodes[2].name}
+    assert cluster.node_of(15950, env) is None
+    ctl.save_state(ctl.Instance(backend="local", port=15990, pid=1), env)  # and one more CouchDB
+    assert cluster.sole_cluster_port(env) is None
+
+
+def test_bench_records_q_n_and_the_nodes():
+    from conftest import serve_json
+
+    from dragnet import bench
+    from dragnet.couch import connect
+
+    srv, seen = serve_json([(200, {"db_name": "d", "cluster": {"q": 8, "n": 3, "w": 2, "r": 2}}),
+                            (200, {"all_nodes": ["a@h", "b@h"], "cluster_nodes": ["a@h", "b@h", "c@h"]})])
+    try:
+        got = bench.cluster_of(connect(f"http://127.0.0.1:{srv.server_address[1]}", env={}), "d")
+    finally:
+        srv.shutdown()
+    assert got == {"q": 8, "n": 3, "nodes": ["a@h", "b@h", "c@h"]}
+    assert seen == ["/d", "/_membership"]
+
+
+def test_query_server_counters_of_the_nodes_are_summed():
+    from dragnet import results
+
+    def body(maps, us):
+        return {"calls": {"map": {"value": maps, "type": "counter", "desc": "map_doc"}},
+                "time": {"map": {"value": us, "type": "counter"}}, "note": {"value": "x", "type": "gauge"}}
+
+    summed = results.sum_counters([body(145, 1000), body(300, 2000), body(155, 500)])
+    assert summed["calls"]["map"] == {"value": 600, "type": "counter", "desc": "map_doc"}
+    assert summed["note"] == {"value": "x", "type": "gauge"}
+    delta = results.query_server_delta({"body": body(0, 0), "status": 200},
+                                       {"body": summed, "status": 200})
+    assert delta["map_calls"] == 600 and delta["map_us_per_call"] == 3500 / 600
+    assert results.sum_counters([]) == {}

@@ -223,3 +223,10 @@ def test_a_task_that_comes_back_is_not_finished_and_replicas_are_kept_apart():
     assert t.done == 9 + 7 and len(t.tasks) == 2
     t.add({"t": 4.0, "tasks": []})
     assert t.done == 74 + 74
+
+
+def test_replicas_are_rows_of_one_shard_range():
+    polls = [{"t": 1.0, "tasks": [dict(_task("<0.5.0>", 5, 9, 1, 2), node=n) for n in ("a@h", "b@h", "c@h")]},
+             {"t": 2.0, "tasks": []}]
+    fig = poller.analyze(polls, "d")
+    assert fig.shards == 1 and len(fig.per_shard) == 3 and fig.tasks_seen == 3 and fig.done == 27
