@@ -149,11 +149,16 @@ def _resolve(path: str, home: str | None) -> Path:
 
 
 def detect_storage(couch: Couch, given: str, env: dict | None = None) -> str:
-    """The given label, or for a local CouchDB the filesystem of its database_dir; else "unknown"."""
+    """The given label; else what the backend that started this CouchDB recorded (`dragnet couch up`: a local
+    data dir, a Docker volume or a tmpfs); else, for a local CouchDB, the filesystem of its database_dir;
+    else "unknown"."""
     if given in ("disk", "tmpfs"):
         return given
     if not is_local(couch.url):
         return "unknown"
+    recorded = _managed_storage(couch.url, env)
+    if recorded:
+        return recorded
     from .storage import storage_label
 
     home = couchdb_home(env)
@@ -194,6 +199,16 @@ def find_log(couch: Couch, explicit: str | None, env: dict | None = None) -> Pat
     if home:
         candidates += [Path(home) / "var" / "log" / "couchdb.log", Path(home) / "couchdb.log"]
     return next((c for c in candidates if c.is_file()), None)
+
+
+def _managed_storage(url: str, env: dict | None) -> str | None:
+    from . import couchdb_control as ctl
+
+    try:
+        inst = ctl.load_state(urlsplit(url).port or 5984, env)
+    except DragnetError:
+        return None
+    return inst.storage if inst is not None and inst.storage in ("disk", "tmpfs") else None
 
 
 def _managed_log(url: str, env: dict | None) -> Path | None:

@@ -177,15 +177,17 @@ def test_live_benchmark_es5_view(loaded_db, tmp_path):
     assert s["docs"] >= N_DOCS
     # the all-tasks average agrees with docs / total time. It is the 2017 definition, biased upwards at the
     # start of a build (101 changes over one whole second of task clock in the first polls): within 10%
-    # once a build lasts 40 s or more (the 40,000-doc recordings: +5..15% against docs / wall time), looser
-    # for the short builds a test can afford.
+    # once a build lasts 40 s or more (the 40,000-doc recordings: +5..15% against docs / wall time).
     total = s["total_time_s"]
     assert total > 0
     by_docs = N_DOCS / total
-    assert abs(s["average_all_tasks_cps"] - by_docs) / by_docs < (0.10 if total >= 40 else 0.40)
-    # the per-shard figures add up to the documents' rate within 10% either way
+    # The bias only grows with load (a 14 s build on a busy 2-core box read +41%), so short builds get
+    # a loose upper bound; a figure below the documents' rate would be a real error either way.
+    assert by_docs * 0.9 < s["average_all_tasks_cps"] < by_docs * (1.10 if total >= 40 else 1.75)
+    # the per-shard figures add up to the documents' rate within 10% either way, plus one second of the
+    # tasks' whole-second clocks (a 6 s build on a loaded machine reads +15% from that alone)
     shard_rate = sum(r["cps"] for r in out.results["per_shard"])
-    assert shard_rate == pytest.approx(by_docs, rel=0.10)
+    assert shard_rate == pytest.approx(by_docs, rel=0.10 + 1 / total)
     assert s["wall_time_s"] >= s["total_time_s"] - 1
     assert polls_seen and polls_seen == sorted(polls_seen)
     # the results file holds the raw polls and the rates are reproducible from them
