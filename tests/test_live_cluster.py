@@ -53,7 +53,7 @@ def _beams(port: int) -> list[str]:
 
 def _build(runner, env, url, db, out: Path) -> tuple[dict, str]:
     r = runner.invoke(main, ["addview", str(REPO / "views" / "income" / "map.js"), "--benchmark", "--url", url,
-                             "--db", db, "--interval", "0.05", "--results", str(out)], env=env)
+                             "--db", db, "--interval", "0.1", "--results", str(out)], env=env)
     assert r.exit_code == 0, r.output
     files = list(out.glob("addview-*.json"))
     assert len(files) == 1, files
