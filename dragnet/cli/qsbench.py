@@ -17,6 +17,7 @@ from .options import json_option, print_json
 
 
 def _default_view() -> str:
+    # REPO: the checkout's views/, or the installed wheel's copy (dragnet.paths)
     local = Path("views/income")
     return str(local if local.is_dir() else REPO / "views" / "income")
 
@@ -26,8 +27,14 @@ def _default_view() -> str:
 @click.option("--count", type=click.IntRange(min=1), help="Generate this many declarations instead (cached under --cache).  [default: 2000]")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed for --count.")
 @click.option("--cache", "cache_dir", default="cache", show_default=True, help="Where generated samples are kept.")
-@click.option("--view", "view_dir", default=None, help="Folder with the view in every dialect.  [default: views/income]")
-@click.option("--servers", help="Comma-separated server names to run (default: every one found).")
+@click.option("--view", "view_dir", default=None, help="Folder with the view in every dialect.  [default: views/income]; "
+              "with --ddoc: NAME,... of its views to run")
+@click.option("--ddoc", "ddoc_source", default=None, metavar="SOURCE",
+              help="Run a whole design document (JSON file, couchapp folder or URL/db/_design/name): every "
+                   "map function, its reduce/rereduce batches, each function's time, rows per view checked.")
+@click.option("--servers", help="Comma-separated server names to run (default: every one found; with --ddoc every "
+              "one running its language).")
+@click.option("--languages", help="With --ddoc: same as --servers (server or CouchDB language names).")
 @click.option("--reference", help="Server whose rows the others must match (default: the first).")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Measured runs per server.")
 @click.option("--min-runs", type=click.IntRange(min=1), help="Same as --repeat: measured runs every server gets.")
@@ -42,13 +49,23 @@ def _default_view() -> str:
 @click.option("--plot", "plot_file", is_flag=False, flag_value="", default=None,
               help="Write a PNG bar chart (to FILE, or next to the results file).")
 @json_option
-def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, servers, reference, repeat, min_runs, max_runs, warmup, shards, timeout,
+def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, ddoc_source, servers, languages, reference, repeat, min_runs, max_runs, warmup, shards, timeout,
                 config_file, results_dir, plot_file, as_json):
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
     err = Console(stderr=True)
     out = Console() if sys.stdout.isatty() else Console(width=160)  # a pipe must not squeeze the table
     if docs_file and count is not None:
         raise UsageError("give --docs or --count, not both")
+    if languages and not ddoc_source:
+        raise UsageError("--languages goes with --ddoc (use --servers)")
+    if ddoc_source:
+        if servers and languages:
+            raise UsageError("give --servers or --languages, not both")
+        if shards != 1 or max_runs or plot_file is not None:
+            raise UsageError("--ddoc runs one shard, without --max-runs or --plot")
+        return _ddoc(err, out, ddoc_source, view_dir, servers or languages, reference, repeat=min_runs or repeat,
+                     warmup=warmup, timeout=timeout, config_file=config_file, results_dir=results_dir,
+                     as_json=as_json, docs=_docs(err, docs_file, count, seed, cache_dir, as_json))
     view_dir = view_dir or _default_view()
     repeat = min_runs or repeat
     names = [n.strip() for n in servers.split(",") if n.strip()] if servers else None
@@ -65,15 +82,7 @@ def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, servers, reference,
         raise UsageError(f"--reference {reference} is not among the servers run "
                          f"({', '.join(s.name for s, _ in chosen)})")
 
-    if docs_file:
-        docs = qsbench.load_docs(docs_file)
-    else:
-        count = 2000 if count is None else count
-        if not as_json and not qsbench.sample_path(count, seed, cache_dir).is_file():
-            err.print(f"generating {count} declarations (seed {seed}) into {qsbench.sample_path(count, seed, cache_dir)}")
-        path = qsbench.generated_docs_path(count, seed, cache_dir)
-        docs = qsbench.load_docs(path)
-        docs.origin.update(generated=True, count=count, seed=seed)
+    docs = _docs(err, docs_file, count, seed, cache_dir, as_json)
 
     settings = {"repeat": repeat, "max_runs": max_runs or repeat, "warmup": warmup, "shards": shards,
                 "timeout_s": timeout}
@@ -175,3 +184,74 @@ def _print_ranking(out: Console, bench: qsbench.Benchmark) -> None:
                       "(more runs: --max-runs)", highlight=False)
     for w in bench.warnings:
         out.print(f"[yellow]warning[/] {w}", highlight=False)
+
+
+def _docs(err: Console, docs_file, count, seed, cache_dir, as_json) -> qsbench.DocSet:
+    if docs_file:
+        return qsbench.load_docs(docs_file)
+    count = 2000 if count is None else count
+    if not as_json and not qsbench.sample_path(count, seed, cache_dir).is_file():
+        err.print(f"generating {count} declarations (seed {seed}) into {qsbench.sample_path(count, seed, cache_dir)}")
+    path = qsbench.generated_docs_path(count, seed, cache_dir)
+    docs = qsbench.load_docs(path)
+    docs.origin.update(generated=True, count=count, seed=seed)
+    return docs
+
+
+def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, repeat, warmup, timeout, config_file,
+          results_dir, as_json, docs) -> None:
+    from .. import design as dsg
+    from .. import qsddoc
+
+    views = [v.strip() for v in view_names.split(",") if v.strip()] if view_names else None
+    design = dsg.load(source, views=views)
+    names = [n.strip() for n in names.split(",") if n.strip()] if names else None
+    specs, skipped = qsbench.available_servers(config=config_file)
+    chosen, skipped = qsddoc.select_servers(specs, skipped, names, design)
+    if not as_json:
+        for s in skipped:
+            err.print(f"[yellow]skipped[/] {s.name}: {s.reason}")
+    if not chosen:
+        raise DragnetError(f"no query server here runs {design.language}")
+    if reference and reference not in [s.name for s in chosen]:
+        raise UsageError(f"--reference {reference} is not among the servers run ({', '.join(s.name for s in chosen)})")
+    settings = {"repeat": repeat, "warmup": warmup, "timeout_s": timeout, "views": design.view_names}
+    if not as_json:
+        err.print(f"{len(docs)} documents from {docs.origin.get('source')}; {design.id} ({', '.join(design.view_names)}); "
+                  f"{warmup} warm-up + {repeat} runs per server, then each map function alone")
+    bench = qsddoc.run_benchmark(chosen, design, docs, repeat=repeat, warmup=warmup, timeout=timeout,
+                                 reference=reference, skipped=skipped)
+    doc = qsddoc.results_document(bench, docs, settings)
+    path = qsbench.write_results(doc, results_dir)
+    if as_json:
+        compact = qsddoc.results_document(bench, docs, settings, latencies=False)
+        compact["results_file"] = str(path)
+        print_json(compact)
+    else:
+        _print_table(out, bench, docs, 1)
+        _print_ranking(out, bench)
+        for res in bench.results:
+            if not res.costs:
+                continue
+            t = Table(title=f"{res.spec.name}: time per function (most expensive view: {res.most_expensive})",
+                      title_justify="left")
+            for col in ("function", "view(s)", "ms", "share", "alone ms", "calls"):
+                t.add_column(col, justify="left" if col in ("function", "view(s)") else "right", no_wrap=True)
+            for c in res.costs:
+                t.add_row(c.kind, c.views, f"{c.ms:.1f}", f"{c.share:.0%}",
+                          "" if c.alone_ms is None else f"{c.alone_ms:.1f}", "" if c.calls is None else str(c.calls))
+            out.print(t)
+        for res in bench.failed:
+            if res.error:
+                out.print(f"[red]FAILED[/] {res.spec.name}: {res.error}", highlight=False)
+                continue
+            counts = ", ".join(f"{v}: {c['docs']} doc(s)" + (", reduce" if c["reduce"] else "")
+                               for v, c in res.mismatch_counts.items())
+            out.print(f"[red]DIFFERENT[/] {res.spec.name} vs {bench.reference}: {counts}", highlight=False)
+            for m in res.mismatches:
+                out.print(f"  {m.message()}", highlight=False, markup=False)
+        out.print(f"results: {path}")
+    if bench.failed:
+        raise DragnetError(f"{len(bench.failed)} of {len(bench.results)} query servers failed: "
+                           + ", ".join(f"{r.spec.name} ({'different rows' if r.status == 'wrong' else 'error'})"
+                                       for r in bench.failed))
