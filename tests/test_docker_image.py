@@ -21,7 +21,7 @@ from conftest import DOCKER_REPORT, couch_env, normalised_declarations
 from dragnet import addview, results
 from dragnet import couchdb_docker as dk
 from dragnet.cli import main
-from dragnet.couch import connect, db_path
+from dragnet.couch import CouchError, connect, db_path
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -217,10 +217,18 @@ def test_cluster_of_three_containers_on_its_own_network(engine, tmp_path):
         # a database spread over the three nodes answers through any of them
         couch.put(db_path("spread"), params={"q": "3", "n": "3"})
         couch.post(f"{db_path('spread')}/_bulk_docs", {"docs": [{"n": i} for i in range(30)]})
-        # doc_count is summed over shard copies that catch up after the write quorum answered: wait for it
+        # another node learns the new database (the shard map) and the shard copies catch up after the
+        # write quorum answered: wait for both
         other, deadline = connect(f"http://admin:{SECRET}@127.0.0.1:{port}"), time.monotonic() + 60
-        while other.get(db_path("spread"))["doc_count"] != 30 and time.monotonic() < deadline:
+
+        def count() -> int | None:
+            try:
+                return other.get(db_path("spread"))["doc_count"]
+            except CouchError:
+                return None
+
+        while count() != 30 and time.monotonic() < deadline:
             time.sleep(1)
-        assert other.get(db_path("spread"))["doc_count"] == 30
+        assert count() == 30
     finally:
         _down_leaves_nothing(engine, env, port, nodes=3)
