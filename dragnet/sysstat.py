@@ -49,6 +49,11 @@ class SysstatRunner:
         if self.proc is None:
             return self.text
         if self.proc.poll() is None:
+            # the first report comes one interval after the start: a build shorter than that would
+            # otherwise leave no sample at all, so let it run into its first report
+            early = (self.started_at or 0) + self.interval + 0.3 - time.time()
+            if early > 0:
+                time.sleep(early)
             self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(timeout=5)

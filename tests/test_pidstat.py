@@ -188,3 +188,13 @@ def test_process_name_reads_comm(tmp_path):
     (tmp_path / "42" / "comm").write_text("docker-proxy\n")
     assert pidstat.process_name(42, proc=str(tmp_path)) == "docker-proxy"
     assert pidstat.process_name(43, proc=str(tmp_path)) is None
+
+
+@pytest.mark.skipif(not pidstat.PidstatRunner.available(), reason="pidstat not installed (Debian sysstat)")
+def test_a_stop_right_after_the_start_still_gets_one_report():
+    # a build shorter than pidstat's interval must not leave the figures empty
+    runner = pidstat.PidstatRunner("python", 1).start()
+    text = runner.stop()
+    samples = pidstat.parse(text).samples
+    assert samples, text
+    assert runner.stopped_at - runner.started_at >= 1.0
