@@ -22,8 +22,12 @@ def _default_view() -> str:
 
 
 @click.command("qsbench")
-@click.option("--docs", "docs_file", type=click.Path(dir_okay=False), help="JSON lines (.gz ok) of normalised declarations.")
-@click.option("--count", type=click.IntRange(min=1), help="Generate this many declarations instead (cached under --cache).  [default: 2000]")
+@click.option("--docs", "docs_file", help="JSON lines (.gz ok) of normalised declarations, or URL/db: a sample "
+                                          "of that database (--count or --fraction, --seed; cached under --cache).")
+@click.option("--count", type=click.IntRange(min=1), help="Generate this many declarations instead (cached under --cache); "
+                                                          "with --docs URL/db, the sample size.  [default: 2000]")
+@click.option("--fraction", type=click.FloatRange(min=0, max=1, min_open=True), default=None,
+              help="With --docs URL/db: sample this fraction of the database instead of --count.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed for --count.")
 @click.option("--cache", "cache_dir", default="cache", show_default=True, help="Where generated samples are kept.")
 @click.option("--view", "view_dir", default=None, help="Folder with the view in every dialect.  [default: views/income]")
@@ -39,13 +43,18 @@ def _default_view() -> str:
 @click.option("--plot", "plot_file", is_flag=False, flag_value="", default=None,
               help="Write a PNG bar chart (to FILE, or next to the results file).")
 @json_option
-def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, servers, reference, repeat, warmup, shards, timeout,
+def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, servers, reference, repeat, warmup, shards, timeout,
                 config_file, results_dir, plot_file, as_json):
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
     err = Console(stderr=True)
     out = Console() if sys.stdout.isatty() else Console(width=160)  # a pipe must not squeeze the table
-    if docs_file and count is not None:
-        raise UsageError("give --docs or --count, not both")
+    from ..sample import is_db_url
+
+    from_db = bool(docs_file) and is_db_url(docs_file)
+    if docs_file and count is not None and not from_db:
+        raise UsageError("give --docs FILE or --count, not both")
+    if fraction is not None and not from_db:
+        raise UsageError("--fraction needs --docs URL/db")
     view_dir = view_dir or _default_view()
     names = [n.strip() for n in servers.split(",") if n.strip()] if servers else None
 
@@ -61,7 +70,23 @@ def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, servers, reference,
         raise UsageError(f"--reference {reference} is not among the servers run "
                          f"({', '.join(s.name for s, _ in chosen)})")
 
-    if docs_file:
+    if from_db:
+        from ..couch import mask_url
+        from ..sample import cached_sample
+
+        if count is None and fraction is None:
+            raise UsageError("--docs URL/db needs --count N or --fraction F")
+        if count is not None and fraction is not None:
+            raise UsageError("give --count or --fraction, not both")
+        path, drawn = cached_sample(docs_file, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir)
+        if not as_json:
+            err.print(f"sample of {mask_url(docs_file)} " + (f"drawn into {path}" if drawn else f"cached in {path}"))
+        docs = qsbench.load_docs(path)
+        docs.origin.update(source=mask_url(docs_file), sample_file=str(path), count=count, fraction=fraction,
+                           seed=seed)
+    elif docs_file:
+        if not Path(docs_file).is_file():
+            raise UsageError(f"--docs {docs_file}: no such file")
         docs = qsbench.load_docs(docs_file)
     else:
         count = 2000 if count is None else count
