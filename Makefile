@@ -20,11 +20,15 @@ $(STAMPS)/apt: Makefile
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
+	@# npm fetches Bun (query_servers/bun); a nodejs from elsewhere may bring its own npm. Bun is optional.
+	@command -v npm >/dev/null 2>&1 || { SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; echo "installing Debian package: npm"; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq npm; } || \
+	  echo "npm could not be installed: the bun query server will be listed as skipped"
 	@mkdir -p $(STAMPS) && touch $@
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: setup.cfg pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --clear $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@

@@ -39,6 +39,14 @@ class Malformed:
 Record = tuple[str, Any]
 
 
+class TruncatedInput(Exception):
+    """A compressed input ended early; `records` complete records were read before the cut."""
+
+    def __init__(self, name: str, records: int, detail: str):
+        super().__init__(f"{name}: truncated gzip after {records:,} records ({detail})")
+        self.name, self.records = name, records
+
+
 def _open_binary(path: Path) -> tuple[IO[bytes], IO[bytes]]:
     """(reader, raw file): gzip is detected by its magic bytes, not the name."""
     raw = open(path, "rb")
@@ -95,12 +103,20 @@ class Source:
             return
         fh, raw = _open_binary(self.path)
         self._raw = raw
+        count = 0
         try:
             if self.kind == "jsonl":
-                yield from jsonl_records(fh, str(self.path))
+                records = jsonl_records(fh, str(self.path))
             else:
                 text = io.TextIOWrapper(fh, encoding="utf-8-sig", errors="strict", newline="")
-                yield from json_stream_records(text, str(self.path))
+                records = json_stream_records(text, str(self.path))
+            try:
+                for record in records:
+                    count += 1
+                    yield record
+            except (EOFError, gzip.BadGzipFile) as exc:
+                # a cut .gz: the lines decoded before the cut were yielded; the partial last one is not
+                raise TruncatedInput(str(self.path), count, str(exc) or type(exc).__name__) from None
         finally:
             fh.close()
             raw.close()

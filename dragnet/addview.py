@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from . import ddoc as _ddoc
@@ -51,6 +51,15 @@ class Config:
     storage: str = "auto"
     results_dir: str | None = "results"
     argv: list[str] = field(default_factory=list)
+    # a whole design document (dragnet.design.Design) instead of view_path's single view
+    design: Any = None
+    # save every view's rows (and reduce results) here after the build, for comparing engines
+    rows_dir: str | None = None
+    # --update N after the build (dragnet.update): changes, edit share, batch size, --allow-writes
+    update: int = 0
+    update_edits: float = 0.5
+    update_batch: int = 50
+    allow_writes: bool = False
 
 
 # ------------------------------------------------------------------ helpers (pure)
@@ -90,6 +99,24 @@ def add_view(couch: Couch, cfg: Config) -> dict:
     return {"db": cfg.db, "ddoc": saved.ddoc, "view": view_name, "rev": saved.rev, "created": saved.created,
             "views": saved.views, "language": view.language, "known_language": view.known,
             "detected_from": view.detected_from}
+
+
+def put_design(couch: Couch, cfg: Config) -> dict:
+    """Create or replace cfg.design's document in cfg.db (the whole document, as loaded)."""
+    design = cfg.design
+    _require_db(couch, cfg.db)
+    doc = dict(design.doc)
+    if cfg.language:
+        doc["language"] = _views.design_view(design, cfg.language).language
+    existing = _ddoc.get(couch, cfg.db, design.id)
+    if existing is not None:
+        doc["_rev"] = existing["_rev"]
+    try:
+        rev = couch.put(_ddoc.ddoc_path(cfg.db, design.id), doc)["rev"]
+    except CouchError as exc:
+        raise _ddoc.save_error(exc, cfg.db, design.id) from None
+    return {"db": cfg.db, "ddoc": design.id, "rev": rev, "created": existing is None, "views": design.view_names,
+            "language": doc["language"], "source": design.source}
 
 
 def _require_db(couch: Couch, db: str) -> dict:
@@ -303,7 +330,7 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
               view: str | None = None, reduce: str | None = None, storage: str = "auto", interval: float = 1.0,
               timeout: float | None = None, pidstat: bool = True, pidstat_pattern: str = _pidstat.DEFAULT_PATTERN,
               couchdb_log: str | None = None, results_dir: str | None = None,
-              argv: list[str] | None = None) -> dict:
+              argv: list[str] | None = None, design: Any = None, rows_dir: str | None = None) -> dict:
     """One benchmark build as a library call: the results dict, also for a build that failed midway
     (summary.ok false). Errors before the build starts (bad file, compilation error) raise DragnetError."""
     from .couch import connect
@@ -311,7 +338,8 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
     cfg = Config(view_path=view_path, db=db, ddoc=ddoc, view=view, language=language, reduce=reduce,
                  interval=interval, timeout=timeout, pidstat=pidstat, pidstat_pattern=pidstat_pattern,
                  couchdb_log=couchdb_log, storage=storage if storage in STORAGE_CHOICES else "auto",
-                 results_dir=results_dir, argv=argv or ["dragnet.addview.benchmark", view_path])
+                 results_dir=results_dir, argv=argv or ["dragnet.addview.benchmark", view_path], design=design,
+                 rows_dir=rows_dir)
     try:
         out = run_benchmark(connect(url), cfg)
     except BuildFailed as exc:
@@ -326,6 +354,10 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
     """Build the view from scratch and measure it. Raises BuildFailed (after writing the results file)
     when the build started and failed, DragnetError when it could not start."""
     note = on_note or (lambda _msg: None)
+    if cfg.update:
+        from . import update as _update
+
+        _update.check_allowed(couch, cfg.db, cfg.allow_writes)    # before the build, not after it
     if cfg.interval <= 0:
         raise UsageError(f"--interval must be positive, got {cfg.interval}")
     if cfg.storage not in STORAGE_CHOICES:
@@ -334,10 +366,17 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
     t_begin = time.time()
     deadline = t_begin + timeout
 
-    view = _views.load(cfg.view_path, cfg.language)
-    view_name = cfg.view or _views.default_view_name(cfg.view_path)
-    reduce = _views.load_reduce(cfg.reduce)
-    ddoc_name = cfg.ddoc or _ddoc.unique_name(view.language, view_name)
+    design = cfg.design
+    if design is not None:
+        view = _views.design_view(design, cfg.language)
+        view_name = cfg.view or design.view_names[0]     # querying one view builds all of them
+        reduce = design.reduce_of(view_name)
+    else:
+        view = _views.load(cfg.view_path, cfg.language)
+        view_name = cfg.view or _views.default_view_name(cfg.view_path)
+        reduce = _views.load_reduce(cfg.reduce)
+    ddoc_name = cfg.ddoc or _ddoc.unique_name(view.language, view_name if design is None
+                                              else design.id[len("_design/"):])
     ident = _ddoc.ddoc_id(ddoc_name)
     if not view.known:
         note(f"language {view.language!r} is not one dragnet knows; CouchDB will judge it")
@@ -347,106 +386,143 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
     storage = detect_storage(couch, cfg.storage, env)
     log = LogWatch(find_log(couch, cfg.couchdb_log, env))
 
-    doc = _ddoc.build(ident, view_name, view, reduce=reduce, autoupdate=False,
-                      nonce=f"{time.time():.6f}-{os.getpid()}-{ident}")
+    nonce = f"{time.time():.6f}-{os.getpid()}-{ident}"
+    if design is not None:
+        from . import design as _design
+
+        doc = _design.benchmark_copy(design, ident, language=view.language, nonce=nonce)
+    else:
+        doc = _ddoc.build(ident, view_name, view, reduce=reduce, autoupdate=False, nonce=nonce)
     qs_before = _qs_stats(couch)
     saved = _ddoc.create_fresh(couch, cfg.db, doc)      # compilation errors end the run here
-    if log.path is None:   # said only once the ddoc compiled, so an error stays the first line
-        note("CouchDB's log is not visible here: exceptions raised by the map function are not counted "
-             "(give --couchdb-log FILE)")
-    info_before = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
-    seq_before = (info_before.get("view_index") or {}).get("update_seq")
-    if seq_before not in (None, 0, "0"):
-        raise DragnetError(f"the index of {ident} is not new (update_seq {seq_before}): CouchDB shares it with "
-                           f"another design doc; nothing to measure")
-
-    runner = None
-    pidstat_note = None
-    scope = ProcessScope(couch.url) if cfg.pidstat else None
-    if cfg.pidstat:
-        if _pidstat.PidstatRunner.available():
-            runner = _pidstat.PidstatRunner(cfg.pidstat_pattern, max(1, round(cfg.interval))).start()
-        else:
-            pidstat_note = "pidstat not found (install sysstat): no process resources recorded"
-            note(pidstat_note)
-    else:
-        pidstat_note = "disabled (--no-pidstat)"
-
-    path = view_query_path(cfg.db, ident, view_name, reduce is not None)
-    request = ViewRequest(couch, path, timeout=max(1.0, deadline - time.time()))
-    tracker = poller.Tracker(ident)
-    polls: list[dict] = []
-    error: DragnetError | None = None
-    request.start()
     try:
-        error = _poll_until_done(couch, request, tracker, polls, cfg.interval, deadline, timeout, on_poll,
-                                 scope.refresh if scope else None)
-    finally:
-        t_end = time.time()
-        text = runner.stop() if runner else None     # pidstat covers exactly the build
-    qs_after = _qs_stats(couch)
+        if log.path is None:   # said only once the ddoc compiled, so an error stays the first line
+            note("CouchDB's log is not visible here: exceptions raised by the map function are not counted "
+                 "(give --couchdb-log FILE)")
+        info_before = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
+        seq_before = (info_before.get("view_index") or {}).get("update_seq")
+        if seq_before not in (None, 0, "0"):
+            raise DragnetError(f"the index of {ident} is not new (update_seq {seq_before}): CouchDB shares it with "
+                               f"another design doc; nothing to measure")
 
-    samples = summary_ps = None
-    if text is not None:
-        parsed = _pidstat.parse(text)
-        samples = parsed.samples
-        scope.refresh()
-        summary_ps = _pidstat.summarize(samples, exclude_pids={os.getpid(), runner.pid or -1},
-                                        only_pids=scope.pids if scope.root is not None else None)
-        if not samples:
-            pidstat_note = f"pidstat saw no process matching {cfg.pidstat_pattern!r}"
+        runner = None
+        pidstat_note = None
+        scope = ProcessScope(couch.url) if cfg.pidstat else None
+        if cfg.pidstat:
+            if _pidstat.PidstatRunner.available():
+                runner = _pidstat.PidstatRunner(cfg.pidstat_pattern, max(1, round(cfg.interval))).start()
+            else:
+                pidstat_note = "pidstat not found (install sysstat): no process resources recorded"
+                note(pidstat_note)
+        else:
+            pidstat_note = "disabled (--no-pidstat)"
 
-    rows = (request.body or {}).get("total_rows") if request.status == 200 else None
-    after = _safe_get(couch, db_path(cfg.db)) or {}
-    info = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
-    lines = log.new_lines()
-    exceptions = (_results.count_logged_exceptions(lines, (request.t_trigger or t_begin) - 1, t_end + 1)
-                  if lines is not None else None)
-    ok = error is None
-    wall = (request.t_return - request.t_trigger) if ok and request.t_return and request.t_trigger else None
-    res = _results.build_results(
-        started_at=_dt.datetime.fromtimestamp(request.t_trigger or t_begin, _dt.timezone.utc).isoformat(),
-        command=mask_argv(cfg.argv),
-        couchdb=server,
-        machine=machine_info(),
-        storage=storage,
-        db={"name": cfg.db, "doc_count": after.get("doc_count", db_info.get("doc_count")),
-            "shards": (db_info.get("cluster") or {}).get("q"), "url": couch.url},
-        view={"path": cfg.view_path, "language": view.language, "ddoc": ident, "view": view_name,
-              "reduce": reduce, "source": view.source, "dialect": view.dialect,
-              "detected_from": view.detected_from, "rev": saved.rev},
-        polls=polls,
-        wall_time_s=wall,
-        docs=after.get("doc_count") if ok else None,
-        rows=rows,
-        ok=ok,
-        error=str(error) if error else None,
-        pidstat_samples=samples,
-        pidstat_summary=summary_ps,
-        pidstat_note=pidstat_note,
-        qs_before=qs_before,
-        qs_after=qs_after,
-        exceptions_logged=exceptions,
-        extra={"trigger": {"path": path, "t_trigger": request.t_trigger, "t_return": request.t_return,
-                           "status": request.status, "t_end": t_end, "reissued_at": request.reissued_at},
-               "index": info.get("view_index"),
-               "pidstat_command": runner.argv if runner else None,
-               "pidstat_scope": scope.as_dict() if scope else None,
-               "couchdb_log": str(log.path) if log.path else None},
-    )
-    if error:
-        # a failed build's design doc is of no use and would hold a half-built index: remove it
+        path = view_query_path(cfg.db, ident, view_name, reduce is not None)
+        request = ViewRequest(couch, path, timeout=max(1.0, deadline - time.time()))
+        tracker = poller.Tracker(ident)
+        polls: list[dict] = []
+        error: DragnetError | None = None
+        request.start()
         try:
-            couch.request("DELETE", f"{_ddoc.ddoc_path(cfg.db, ident)}?rev={saved.rev}", ok=(200, 202, 404, 409),
-                          timeout=30)
-            res["view"]["deleted_after_failure"] = True
-        except (CouchError, CouchUnreachable):
-            res["view"]["deleted_after_failure"] = False
+            error = _poll_until_done(couch, request, tracker, polls, cfg.interval, deadline, timeout, on_poll,
+                                     scope.refresh if scope else None)
+        finally:
+            t_end = time.time()
+            text = runner.stop() if runner else None     # pidstat covers exactly the build
+        qs_after = _qs_stats(couch)
+
+        samples = summary_ps = None
+        if text is not None:
+            parsed = _pidstat.parse(text)
+            samples = parsed.samples
+            scope.refresh()
+            summary_ps = _pidstat.summarize(samples, exclude_pids={os.getpid(), runner.pid or -1},
+                                            only_pids=scope.pids if scope.root is not None else None)
+            if not samples:
+                pidstat_note = f"pidstat saw no process matching {cfg.pidstat_pattern!r}"
+
+        rows = (request.body or {}).get("total_rows") if request.status == 200 else None
+        after = _safe_get(couch, db_path(cfg.db)) or {}
+        info = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
+        lines = log.new_lines()
+        exceptions = (_results.count_logged_exceptions(lines, (request.t_trigger or t_begin) - 1, t_end + 1)
+                      if lines is not None else None)
+        ok = error is None
+        wall = (request.t_return - request.t_trigger) if ok and request.t_return and request.t_trigger else None
+        res = _results.build_results(
+            started_at=_dt.datetime.fromtimestamp(request.t_trigger or t_begin, _dt.timezone.utc).isoformat(),
+            command=mask_argv(cfg.argv),
+            couchdb=server,
+            machine=machine_info(),
+            storage=storage,
+            db={"name": cfg.db, "doc_count": after.get("doc_count", db_info.get("doc_count")),
+                "shards": (db_info.get("cluster") or {}).get("q"), "replicas": (db_info.get("cluster") or {}).get("n"),
+                "nodes": (_safe_get(couch, "/_membership") or {}).get("cluster_nodes"), "url": couch.url},
+            view={"path": design.source if design is not None else cfg.view_path, "language": view.language,
+                  "ddoc": ident, "view": view_name, "reduce": reduce, "source": view.source, "dialect": view.dialect,
+                  "detected_from": view.detected_from, "rev": saved.rev,
+                  **({"design": {"id": design.id, "source": design.source, "views": design.view_names,
+                                 "reduces": {v: design.reduce_of(v) for v in design.view_names},
+                                 "lib": design.has_lib(), "options": design.doc.get("options"),
+                                 "language": design.language, "doc": design.doc}}
+                     if design is not None else {})},
+            polls=polls,
+            wall_time_s=wall,
+            docs=after.get("doc_count") if ok else None,
+            rows=rows,
+            ok=ok,
+            error=str(error) if error else None,
+            pidstat_samples=samples,
+            pidstat_summary=summary_ps,
+            pidstat_note=pidstat_note,
+            qs_before=qs_before,
+            qs_after=qs_after,
+            exceptions_logged=exceptions,
+            extra={"trigger": {"path": path, "t_trigger": request.t_trigger, "t_return": request.t_return,
+                               "status": request.status, "t_end": t_end, "reissued_at": request.reissued_at},
+                   "index": info.get("view_index"),
+                   "pidstat_command": runner.argv if runner else None,
+                   "pidstat_scope": scope.as_dict() if scope else None,
+                   "couchdb_log": str(log.path) if log.path else None},
+        )
+        if error:
+            # a failed build's design doc is of no use and would hold a half-built index: remove it
+            res["view"]["deleted_after_failure"] = _delete_ddoc(couch, cfg.db, ident, saved.rev)
+        if not error and cfg.rows_dir:
+            from . import rows as _rows
+
+            res["rows"] = _rows.dump(couch, db_path(cfg.db), ident, doc["views"], Path(cfg.rows_dir))
+        if not error and cfg.update:
+            from . import update as _update
+
+            upd = _update.run(couch, cfg.db, ident, [v for v in doc["views"] if v != "lib"], cfg.update,
+                              edit_share=cfg.update_edits, batch=cfg.update_batch, allow_writes=cfg.allow_writes,
+                              on_note=on_note)
+            res["update"] = upd.as_dict()
+            res["summary"]["update_lag_s"] = upd.lag_s
+            res["summary"]["incremental_docs_per_sec"] = upd.incremental_docs_per_sec
+        if design is not None:
+            # a design document's benchmark copy is deleted once measured: the database keeps only what it had
+            if not error:
+                res["view"]["deleted_after_benchmark"] = _delete_ddoc(couch, cfg.db, ident, saved.rev)
+    except BaseException:
+        # interrupted (Ctrl-C, SIGTERM, SIGHUP) or crashed mid-build: the fresh design doc goes too
+        _delete_ddoc(couch, cfg.db, ident, saved.rev)
+        raise
     out = _results.write_results(res, cfg.results_dir) if cfg.results_dir else None
     if error:
         where = f" (results in {out})" if out else ""
         raise BuildFailed(f"{error}{where}", res, out)
     return Outcome(results=res, path=out, figures=poller.analyze(polls, ident))
+
+
+def _delete_ddoc(couch: Couch, db: str, ident: str, rev: str) -> bool:
+    """Delete the design doc dragnet created; False when CouchDB could not be told."""
+    try:
+        couch.request("DELETE", f"{_ddoc.ddoc_path(db, ident)}?rev={rev}", ok=(200, 202, 404, 409), timeout=30)
+        return True
+    except (CouchError, CouchUnreachable):
+        return False
 
 
 def _poll_until_done(couch: Couch, request: ViewRequest, tracker: poller.Tracker, polls: list[dict],
@@ -534,10 +610,18 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
         lines.append(f"(ignored {fig.other_tasks_ignored} observations of compaction tasks on this design doc)")
     if fig.per_shard:
         lines.append("")
-        lines.append(f"{'shard':<19} {'tasks':>5} {'changes':>8} {'seconds':>8} {'c/s':>9}")
+        # the node column only on a cluster (a single node reports nonode@nohost or its one name)
+        width = max(len(sh.node) for sh in fig.per_shard) if len({sh.node for sh in fig.per_shard}) > 1 else 0
+        node = (lambda n: f"{n:<{width}} ") if width else (lambda n: "")
+        lines.append(f"{node('node')}{'shard':<19} {'tasks':>5} {'changes':>8} {'seconds':>8} {'c/s':>9}")
         for sh in fig.per_shard:
             cps = f"{sh.cps:.1f}" if sh.cps is not None else "n/a"
-            lines.append(f"{sh.shard:<19} {len(sh.pids):>5} {sh.changes:>8} {sh.seconds:>8.0f} {cps:>9}")
+            lines.append(f"{node(sh.node)}{sh.shard:<19} {len(sh.pids):>5} {sh.changes:>8} {sh.seconds:>8.0f} "
+                         f"{cps:>9}")
+    if res.get("update"):
+        from . import update as _update
+
+        lines.append(_update.format_result(res["update"]))
     ps = (res.get("pidstat") or {}).get("summary")
     if ps:
         lines.append("")

@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from .couch import Couch, CouchError, connect, db_path, mask_url, split_credentials
 from .errors import DragnetError, UsageError
+from .query_servers import LANGUAGES as QS_LANGUAGES
 from .report import BASELINE_LABEL, ratio
 from .results import slug
 
@@ -50,16 +51,11 @@ class LanguageSpec:
         return Path(views_dir) / self.view_file
 
 
+# one spec per CouchDB language (dragnet.query_servers.LANGUAGES), plus variants running another view file
 LANGUAGES: dict[str, LanguageSpec] = {s.name: s for s in (
     LanguageSpec("erlang_baseline", "erlang", "baseline"),
-    LanguageSpec("erlang", "erlang", "map.erl"),
-    LanguageSpec("javascript", "javascript", "map.js"),
-    LanguageSpec("javascript_quickjs", "javascript_quickjs", "map.js"),
+    *(LanguageSpec(lang.name, lang.name, lang.view_file) for lang in QS_LANGUAGES),
     LanguageSpec("javascript_quickjs_es2015", "javascript_quickjs", "map.es6.js"),
-    LanguageSpec("python", "python", "map.py"),          # couchpy, registered as CouchDB's "python"
-    LanguageSpec("python3", "python3", "map.py"),        # dragnet's server on CPython
-    LanguageSpec("pypy3", "pypy3", "map.py"),            # dragnet's server on PyPy
-    LanguageSpec("chakra", "chakra", "map.es6.js"),
 )}
 DEFAULT_LANGUAGES = ("javascript", "javascript_quickjs", "erlang", "python")
 
@@ -79,11 +75,24 @@ def parse_list(text: str | Sequence[str] | None, what: str) -> list[str]:
     return out
 
 
-def resolve_languages(names: Sequence[str], views_dir: str | Path) -> list[LanguageSpec]:
-    """Specs for names; every unknown name and missing view file is reported at once."""
+DESIGN = "design"   # view_file of a language that runs the user's design document
+
+
+def resolve_languages(names: Sequence[str], views_dir: str | Path, *, design: bool = False) -> list[LanguageSpec]:
+    """Specs for names; every unknown name and missing view file is reported at once. With a design
+    document every name but the baseline is a CouchDB language that runs that document as it is."""
     problems = []
     specs = []
     for n in names:
+        if design and n != BASELINE_LABEL:
+            from .views import _NAME, canonical_language
+
+            lang = canonical_language(n)
+            if not _NAME.match(lang):
+                problems.append(f"{n!r} is not a language name")
+            else:
+                specs.append(LanguageSpec(n, lang, DESIGN))
+            continue
         spec = LANGUAGES.get(n)
         if spec is None:
             problems.append(f"unknown language {n!r} (known: {', '.join(LANGUAGES)})")
@@ -105,11 +114,12 @@ class PlannedRun:
     storage: str
     repeat: int
     language: str
+    scenario: str = ""     # a dragnet.scenario.Scenario label; "" when the bench has no scenario axis
 
 
 def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, baseline: bool = True,
-         baseline_name: str = BASELINE_LABEL) -> list[PlannedRun]:
-    """Every run in order: per storage, per repeat, every language once (A B C A B C …).
+         baseline_name: str = BASELINE_LABEL, scenarios: Sequence[str] = ("",)) -> list[PlannedRun]:
+    """Every run in order: per storage, per scenario, per repeat, every language once (A B C A B C …).
 
     The Erlang baseline opens each repeat (unless baseline=False), so each language has a baseline measured
     moments before it in the same repeat.
@@ -125,21 +135,23 @@ def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, bas
         raise UsageError("no language to benchmark")
     runs = []
     for st in storages:
-        for r in range(repeats):
-            for lang in order:
-                runs.append(PlannedRun(len(runs), st, r, lang))
+        for sc in scenarios or ("",):
+            for r in range(repeats):
+                for lang in order:
+                    runs.append(PlannedRun(len(runs), st, r, lang, sc))
     return runs
 
 
 def ratios(runs: Iterable[dict], baseline_name: str = BASELINE_LABEL, key: str = "docs_per_sec_wall") -> dict[int, float | None]:
-    """index -> run[key] / the same figure of the successful baseline run of the same storage and repeat.
+    """index -> run[key] / the same figure of the successful baseline run of the same storage, scenario and
+    repeat.
 
-    runs are manifest entries: {"index", "storage", "repeat", "language", "status", key}.
+    runs are manifest entries: {"index", "storage", "repeat", "language", "status", key[, "scenario"]}.
     """
     runs = list(runs)
-    base = {(r["storage"], r["repeat"]): r.get(key) for r in runs
+    base = {(r["storage"], r.get("scenario", ""), r["repeat"]): r.get(key) for r in runs
             if r["language"] == baseline_name and r.get("status") == "ok"}
-    return {r["index"]: (ratio(r.get(key), base.get((r["storage"], r["repeat"])))
+    return {r["index"]: (ratio(r.get(key), base.get((r["storage"], r.get("scenario", ""), r["repeat"])))
                          if r.get("status") == "ok" else None) for r in runs}
 
 
@@ -184,7 +196,7 @@ def import_needed(marker: dict | None, db_info: dict | None, fingerprint: dict) 
     return None
 
 
-def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None,
+def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None, n: int | None = None,
                 progress: Callable[[str], None] | None = None) -> dict:
     """Import data into db unless the `_local/dragnet-import` marker says it is already there."""
     fp = file_fingerprint(data)
@@ -213,7 +225,7 @@ def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None
     if info is not None:
         couch.delete(db_path(db))
     t0 = time.monotonic()
-    summary = _import(couch, db, data, q)
+    summary = _import(couch, db, data, q, n)
     seconds = time.monotonic() - t0
     doc_count = int(couch.get(db_path(db)).get("doc_count") or 0)
     couch.put(f"{db_path(db)}/{IMPORT_MARKER}", {**fp, "doc_count": doc_count, "seconds": seconds,
@@ -221,11 +233,11 @@ def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None
     return {"imported": True, "reason": why, "seconds": seconds, "doc_count": doc_count, **summary, **fp}
 
 
-def _import(couch: Couch, db: str, data: str | Path, q: int | None) -> dict:
-    """Load the file with dragnet.importer (creates the database with q shards); returns its counts."""
+def _import(couch: Couch, db: str, data: str | Path, q: int | None, n: int | None = None) -> dict:
+    """Load the file with dragnet.importer (creates the database with q shards, n replicas); returns its counts."""
     from . import importer
 
-    summary = importer.import_documents(couch, db, str(data), importer.ImportOptions(q=q))
+    summary = importer.import_documents(couch, db, str(data), importer.ImportOptions(q=q, n=n))
     if summary.rejected:
         raise DragnetError(f"import of {data} into {db}: {summary.rejected} documents refused "
                            f"({', '.join(f'{k}: {v}' for k, v in summary.reasons.items())})")
@@ -351,13 +363,14 @@ def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: di
 
 # ---------------------------------------------------------------- one run
 
-def default_build(couch: Couch, url: str, db: str, spec: LanguageSpec, view_path: Path, ddoc: str,
-                  storage_label: str) -> dict:
-    """One addview --benchmark build through the addview library; returns its results dict."""
+def default_build(couch: Couch, url: str, db: str, spec: LanguageSpec, view_path: Path | None, ddoc: str,
+                  storage_label: str, **design: Any) -> dict:
+    """One addview --benchmark build through the addview library; returns its results dict.
+    design: `design=` (a dragnet.design.Design) and `rows_dir=` for a design document's build."""
     from . import addview
 
-    return addview.benchmark(url=url, db=db, view_path=str(view_path), language=spec.language, ddoc=ddoc,
-                             storage=storage_label)
+    return addview.benchmark(url=url, db=db, view_path=str(view_path or ""), language=spec.language, ddoc=ddoc,
+                             storage=storage_label, **design)
 
 
 # ---------------------------------------------------------------- the bench
@@ -375,8 +388,12 @@ class BenchConfig:
     results_dir: str | None = None
     baseline: bool = True
     q: int | None = None
+    n: int | None = None          # replicas when creating the database (a cluster)
     settle_timeout: float = 300.0
     backend: str | None = None   # start a CouchDB with this `dragnet couch` backend when none is managed
+    design: Any = None           # a dragnet.design.Design run on every language instead of the views folder
+    reference: str | None = None  # the language whose rows the others must equal [default: the first]
+    scenarios: list = field(default_factory=list)   # dragnet.scenario.Scenario; empty: no scenario axis
 
 
 def _now_iso() -> str:
@@ -396,6 +413,7 @@ class Bench:
         self.id = f"bench-{stamp}"
         self.dir = Path(config.results_dir or Path("results") / self.id)
         self.manifest: dict[str, Any] = {}
+        self.reference: str | None = None
 
     # -- manifest
     def _write_manifest(self) -> None:
@@ -405,7 +423,8 @@ class Bench:
         tmp.replace(self.dir / MANIFEST)
 
     def _write_result(self, run: dict, result: dict) -> Path:
-        name = f"{run['index']:03d}-{slug(run['storage'])}-r{run['repeat']}-{slug(run['language'])}.json"
+        sc = f"-{slug(run['scenario'])}" if run.get("scenario") else ""
+        name = f"{run['index']:03d}-{slug(run['storage'])}{sc}-r{run['repeat']}-{slug(run['language'])}.json"
         path = self.dir / name
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=str) + "\n")
@@ -415,7 +434,13 @@ class Bench:
     def run(self) -> dict:
         cfg = self.config
         specs = {s.name: s for s in resolve_languages(
-            list(dict.fromkeys(([BASELINE_LABEL] if cfg.baseline else []) + cfg.languages)), cfg.views)}
+            list(dict.fromkeys(([BASELINE_LABEL] if cfg.baseline else []) + cfg.languages)), cfg.views,
+            design=cfg.design is not None)}
+        if cfg.design is not None:
+            self.reference = cfg.reference or next(n for n in cfg.languages if n != BASELINE_LABEL)
+            if self.reference not in cfg.languages or self.reference == BASELINE_LABEL:
+                raise UsageError(f"--reference {self.reference}: not one of --languages "
+                                 f"({', '.join(cfg.languages)})")
         inst = managed_instance(cfg.url, self.env)
         if inst is not None and cfg.backend and inst.backend != cfg.backend:
             raise UsageError(f"--backend {cfg.backend}: the CouchDB dragnet manages on port {inst.port} runs "
@@ -434,16 +459,26 @@ class Bench:
             storages = cfg.storages
         else:
             storages = [cfg.storage_label or (inst.storage if inst is not None else "unknown")]
-        planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline)
+        if cfg.scenarios and (inst is not None and inst.backend == "docker"):
+            raise UsageError("--memory/--disk-profile/--cache: only the local backend is supported so far")
+        scenarios = {sc.label: sc for sc in cfg.scenarios}
+        planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline,
+                       scenarios=list(scenarios) or [""])
         from .machine import machine_info
 
         self.manifest = {
             "schema": SCHEMA, "id": self.id, "started_at": _now_iso(), "finished_at": None, "interrupted": False,
-            "url": mask_url(cfg.url), "db": cfg.db, "data": cfg.data, "views": str(cfg.views),
+            "url": mask_url(cfg.url), "db": cfg.db, "data": cfg.data,
+            "views": str(cfg.views) if cfg.design is None else None,
+            "design": None if cfg.design is None else {"id": cfg.design.id, "source": cfg.design.source,
+                                                       "views": cfg.design.view_names,
+                                                       "reference": self.reference},
             "languages": list(specs), "repeat": cfg.repeat, "storages": storages,
+            "scenarios": [sc.to_json() for sc in cfg.scenarios],
             "managed": None if inst is None else {"backend": inst.backend, "port": inst.port},
             "machine": machine_info(), "imports": [], "cleanups": [],
-            "order": [f"{p.storage}/r{p.repeat}/{p.language}" for p in planned],
+            "order": [f"{p.storage}/{p.scenario + '/' if p.scenario else ''}r{p.repeat}/{p.language}"
+                      for p in planned],
             "runs": [{**asdict(p), "status": "pending", "error": None, "result_file": None,
                       "docs_per_sec_wall": None, "wall_time_s": None, "ratio_to_baseline": None}
                      for p in planned],
@@ -462,16 +497,27 @@ class Bench:
                     drop_tmpfs_data(old, keep)
                 couch = connect(cfg.url, env=self.env)
                 if cfg.data:
-                    imp = ensure_data(couch, cfg.db, cfg.data, q=cfg.q,
+                    imp = ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
                                       progress=lambda m: self.on_event("import", {"message": m}))
                     self.manifest["imports"].append({"storage": st, **imp})
                     self._write_manifest()
                 else:
                     couch.get(db_path(cfg.db))  # a one-line error now rather than in every run
+                if scenarios:
+                    from .scenario import prepare
+                    for sc in scenarios.values():       # refuse what cannot be enforced before any build
+                        prepare(sc, couch, cfg.url)
                 for run in (r for r in self.manifest["runs"] if r["storage"] == st):
                     current = run
-                    self._one(couch, run, specs[run["language"]])
+                    self._one(couch, run, specs[run["language"]], scenarios.get(run["scenario"]))
                     current = None
+                    if run["status"] == "oom":
+                        if inst is None:
+                            raise DragnetError(f"{run['error']}; it is not managed by dragnet, so the bench "
+                                               "cannot restart it: remaining runs not done")
+                        self.on_event("restart", {"storage": st})
+                        inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env)
+                        couch = connect(cfg.url, env=self.env)
         except KeyboardInterrupt:
             self.manifest["interrupted"] = True
             if current is not None and current["status"] == "running":
@@ -498,14 +544,24 @@ class Bench:
         p = Path(self.config.data)
         return p.stat().st_size * (6 if p.name.endswith(".gz") else 1)
 
-    def _one(self, couch: Couch, run: dict, spec: LanguageSpec) -> None:
+    def _one(self, couch: Couch, run: dict, spec: LanguageSpec, sc=None) -> None:
         cfg = self.config
         ddoc = f"dragnet_bench_{slug(spec.name)}_{run['index']}_{int(time.time() * 1000)}"
         run.update(status="running", ddoc=f"_design/{ddoc}", started_at=_now_iso())
         self._write_manifest()
         self.on_event("start", dict(run))
         try:
-            result = self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"])
+            def build() -> dict:
+                if spec.view_file == DESIGN:
+                    rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
+                    return self.build(couch, cfg.url, cfg.db, spec, None, ddoc, run["storage"], design=cfg.design,
+                                      rows_dir=str(rows_dir))
+                return self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"])
+            if sc is not None:
+                from .scenario import run_in
+                result = run_in(sc, couch, cfg.url, cfg.db, ddoc, build)
+            else:
+                result = build()
         except KeyboardInterrupt:
             self._cleanup(couch, run, quick=True)
             raise
@@ -518,17 +574,50 @@ class Bench:
         summary = result.get("summary") or {}
         result["storage"] = run["storage"]
         result["bench"] = {"id": self.id, "index": run["index"], "language": spec.name, "repeat": run["repeat"],
-                           "storage_label": run["storage"]}
+                           "storage_label": run["storage"], "scenario": run["scenario"]}
         ok = bool(summary.get("ok"))
-        run.update(status="ok" if ok else "error", error=None if ok else (summary.get("error") or "build failed"),
+        status = "ok" if ok else ("oom" if summary.get("oom_killed") else "error")
+        run.update(status=status, error=None if ok else (summary.get("error") or "build failed"),
                    docs_per_sec_wall=summary.get("docs_per_sec_wall"), wall_time_s=summary.get("wall_time_s"))
+        if result.get("iostat"):
+            dev = (result["iostat"]["summary"] or {}).get(result["iostat"]["device"] or "", {})
+            run["iostat"] = {k: (dev.get(k) or {}).get("avg") for k in ("r_s", "rkb_s", "r_await", "util_pct")} \
+                if dev else None
+            run["memory"] = result.get("memory")
+            run["sizes"] = result.get("sizes")
         for idx, value in ratios(self.manifest["runs"]).items():
             self.manifest["runs"][idx]["ratio_to_baseline"] = value
         result["bench"]["ratio_to_baseline"] = run["ratio_to_baseline"]
+        if ok and result.get("rows"):
+            run["rows"] = result["rows"]
+            comparison = self._compare(run)
+            if comparison is not None:
+                result["comparison"] = comparison
+                run["comparison"] = {k: comparison[k] for k in ("reference", "differences", "rows_compared")}
         run["result_file"] = self._write_result(run, result).name
         self._write_manifest()
+        if status == "oom":       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
+            self.on_event("done", dict(run))
+            return
         self._cleanup(couch, run)
         self.on_event("done", dict(run))
+
+    def _compare(self, run: dict) -> dict | None:
+        """This run's rows against the reference language's first successful run (None for that run)."""
+        if run["language"] == self.reference:
+            first = next(r for r in self.manifest["runs"] if r["language"] == self.reference and r.get("rows"))
+            if first is run:
+                return None
+        else:
+            first = next((r for r in self.manifest["runs"] if r["language"] == self.reference and r.get("rows")),
+                         None)
+            if first is None:
+                return {"reference": self.reference, "differences": None, "rows_compared": 0,
+                        "note": f"no successful {self.reference} build to compare with"}
+        from .rows import compare_files
+
+        return {"reference": self.reference, "reference_run": first["index"],
+                **compare_files(first["rows"], run["rows"])}
 
     def _cleanup(self, couch: Couch, run: dict, quick: bool = False) -> None:
         try:

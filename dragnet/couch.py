@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import requests
 
@@ -35,7 +35,10 @@ def split_credentials(url: str) -> tuple[str, str | None, str | None]:
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
     clean = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
-    return clean, parts.username, parts.password
+    # userinfo is percent-encoded in a URL: http://admin:p%40ss@host means the password "p@ss"
+    user = unquote(parts.username) if parts.username is not None else None
+    password = unquote(parts.password) if parts.password is not None else None
+    return clean, user, password
 
 
 def mask_url(url: str) -> str:

@@ -139,6 +139,10 @@ def admin_credentials(env: dict | None = None) -> tuple[str, str]:
         raise UsageError("COUCHDB_USER must not contain '=', ':', '[', ']', newlines or surrounding spaces")
     if "\n" in password or "\r" in password or password != password.strip():
         raise UsageError("COUCHDB_PASSWORD must not contain newlines or surrounding spaces")
+    if " ;" in password or "\t;" in password:
+        # CouchDB's ini parser starts an inline comment at whitespace + ';': the admin would get a cut password
+        raise UsageError("COUCHDB_PASSWORD must not contain a space or tab followed by ';' "
+                         "(CouchDB's ini parser would cut the password there)")
     return user, password
 
 
@@ -223,7 +227,13 @@ def ensure_system_dbs(url: str, user: str, password: str) -> list[str]:
     couch = connect(url, user=user, password=password, env={})
     created = []
     for db in ("_users", "_replicator"):
-        resp = couch.request("PUT", "/" + db, ok=(201, 202, 412))
+        try:
+            resp = couch.request("PUT", "/" + db, ok=(201, 202, 412))
+        except CouchError:
+            # CouchDB's replicator creates _replicator itself at start; racing it answers 500 conflict
+            if couch.request("HEAD", "/" + db, ok=(200, 404)).status_code == 200:
+                continue
+            raise
         if resp.status_code in (201, 202):
             created.append(db)
     return created

@@ -26,12 +26,13 @@ import re
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from requests.adapters import HTTPAdapter
 
-from data_prep.nacp import Malformed, Source
+from data_prep.nacp import Malformed, Source, TruncatedInput
 
 from .couch import Couch, CouchError, CouchUnreachable, db_path
 from .errors import DragnetError
@@ -74,6 +75,7 @@ def is_transient(status: int) -> bool:
 @dataclass
 class ImportOptions:
     q: int | None = None
+    n: int | None = None     # replicas (a cluster's n); CouchDB's default when None
     purge: bool = False
     concurrency: int = 4
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -363,12 +365,12 @@ def max_document_size(couch: Couch) -> int:
         return DEFAULT_MAX_DOCUMENT_SIZE
 
 
-def ensure_db(couch: Couch, db: str, *, q: int | None = None, purge: bool = False) -> bool:
-    """Create db (with q shards when given); purge deletes it first. True when it was created now."""
+def ensure_db(couch: Couch, db: str, *, q: int | None = None, n: int | None = None, purge: bool = False) -> bool:
+    """Create db (with q shards, n replicas when given); purge deletes it first. True when it was created now."""
     path = db_path(db)
     if purge:
         couch.request("DELETE", path, ok=(200, 202, 404))
-    params = {"q": str(q)} if q else None
+    params = {k: str(v) for k, v in (("q", q), ("n", n)) if v} or None
     resp = couch.request("PUT", path, params=params, ok=(201, 202, 412))
     return resp.status_code != 412
 
@@ -465,10 +467,18 @@ def _reason(resp) -> str:
     return f"HTTP {resp.status_code}"
 
 
-def _retry_after(resp) -> float:
+def _retry_after(resp, now: Callable[[], float] = time.time) -> float:
+    """Seconds the server asks to wait: Retry-After is either delta-seconds or an HTTP-date (RFC 9110)."""
+    value = (resp.headers.get("Retry-After") or "").strip()
+    if not value:
+        return 0.0
     try:
-        return float(resp.headers.get("Retry-After", 0))
+        return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - now())
+    except (TypeError, ValueError, IndexError):
         return 0.0
 
 
@@ -516,7 +526,7 @@ def import_documents(couch: Couch, db: str, source: Any, options: ImportOptions 
     started = time.monotonic()
     try:
         if options.create_db or options.purge:
-            ensure_db(couch, db, q=options.q, purge=options.purge)
+            ensure_db(couch, db, q=options.q, n=options.n, purge=options.purge)
         limit = options.max_document_size or max_document_size(couch)
     except CouchUnreachable as exc:
         raise ImportAborted(str(exc), summary) from None
@@ -574,23 +584,27 @@ def import_documents(couch: Couch, db: str, source: Any, options: ImportOptions 
 
     batcher = Batcher(options.batch_size, options.max_batch_bytes)
     last_report = 0.0
+    truncated: str | None = None
     try:
-        for location, raw in records:
-            if failure:
-                break
-            with lock:
-                summary.read += 1
-            item = prepare(location, raw, normalise=options.normalise, compact_id=options.compact_id,
-                           max_document_size=limit)
-            if isinstance(item, Rejected):
-                reject([item])
-            else:
-                full = batcher.add(item)
-                if full:
-                    put(full)
-            if progress is not None and (now := time.monotonic()) - last_report > 0.2:
-                last_report = now
-                progress(snapshot())
+        try:
+            for location, raw in records:
+                if failure:
+                    break
+                with lock:
+                    summary.read += 1
+                item = prepare(location, raw, normalise=options.normalise, compact_id=options.compact_id,
+                               max_document_size=limit)
+                if isinstance(item, Rejected):
+                    reject([item])
+                else:
+                    full = batcher.add(item)
+                    if full:
+                        put(full)
+                if progress is not None and (now := time.monotonic()) - last_report > 0.2:
+                    last_report = now
+                    progress(snapshot())
+        except TruncatedInput as exc:
+            truncated = str(exc)    # what was read before the cut is still sent and counted
         last = batcher.flush()
         if last and not failure:
             put(last)
@@ -609,10 +623,14 @@ def import_documents(couch: Couch, db: str, source: Any, options: ImportOptions 
             summary.rejects_file = None
     if progress is not None:
         progress(snapshot())
+    counts = (f"read {summary.read:,}, imported {summary.imported:,}, existing {summary.existing:,}, "
+              f"rejected {summary.rejected:,}")
     if failure:
         summary.completed = False
-        counts = (f"read {summary.read:,}, imported {summary.imported:,}, existing {summary.existing:,}, "
-                  f"rejected {summary.rejected:,} so far")
-        raise ImportAborted(f"import into {db} stopped: CouchDB at {couch.url}: {failure[0]}; {counts}; "
+        raise ImportAborted(f"import into {db} stopped: CouchDB at {couch.url}: {failure[0]}; {counts} so far; "
                             f"re-run the same command to resume (loaded documents count as existing)", summary)
+    if truncated is not None:
+        summary.completed = False
+        raise ImportAborted(f"{truncated}; {counts}", summary)
     return summary
+

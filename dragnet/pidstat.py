@@ -19,8 +19,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .query_servers import pidstat_pattern
+
 # Matches process names (pidstat -C is a regular expression over the command name).
-DEFAULT_PATTERN = "beam|couchjs|quickjs|couchpy|python|pypy|dragnet-chakra|dragnet_qs"
+DEFAULT_PATTERN = pidstat_pattern()
 
 # pidstat column -> our sample key
 COLUMNS = {
@@ -77,8 +79,8 @@ def _script(args: list[str]) -> str:
 
 def family(command: str) -> str:
     """Command family of a pidstat command line, judged by the executable (and an interpreter's script),
-    never by other arguments: beam, couchjs, quickjs, chakra, couchpy[-pypy], dragnet_qs[-pypy],
-    python, pypy, pidstat, dragnet (this tool and its tests), else the executable's name."""
+    never by other arguments: beam, couchjs, quickjs, chakra, dragnet-node, dragnet-bun, couchpy[-pypy],
+    dragnet_qs[-pypy], python, pypy, pidstat, dragnet (this tool and its tests), else the executable's name."""
     words = command.split()
     if not words:
         return "?"
@@ -95,6 +97,9 @@ def family(command: str) -> str:
         return "chakra"
     if exe == "couchpy":
         return "couchpy"
+    if exe in ("node", "nodejs") or exe.startswith("bun"):
+        runtime = "node" if exe.startswith("node") else "bun"
+        return f"dragnet-{runtime}" if _script(words[1:]).startswith("dragnet-node") else runtime
     if exe in ("dragnet", "pytest", "py.test"):
         return "dragnet"
     if exe.startswith(("python", "pypy")):

@@ -97,6 +97,7 @@ class TaskState:
 
     pid: str
     shard: str
+    node: str               # the task's CouchDB node (a cluster runs a replica of one range per node)
     changes_done: int
     total_changes: int
     started_on: float
@@ -113,7 +114,7 @@ class Tracker:
 
     def __init__(self, ddoc: str):
         self.ddoc = ddoc_id(ddoc)
-        self.tasks: dict[str, TaskState] = {}
+        self.tasks: dict[tuple[str, str], TaskState] = {}  # by (node, pid): pid text repeats across nodes
         self.polls = 0
         self.active = 0           # our indexer tasks in the latest poll
         self.ignored_other = 0    # observations of other task types on our ddoc (e.g. view_compaction)
@@ -127,10 +128,10 @@ class Tracker:
         self.active = len(ours)
         now = float(poll.get("t", 0.0))
         for t in ours:
-            pid = str(t.get("pid"))
-            prev = self.tasks.get(pid)
-            self.tasks[pid] = TaskState(
-                pid=pid, shard=shard_range(t.get("database", "")),
+            pid, node = str(t.get("pid")), str(t.get("node") or "")
+            prev = self.tasks.get((node, pid))
+            self.tasks[(node, pid)] = TaskState(
+                pid=pid, shard=shard_range(t.get("database", "")), node=node,
                 # changes_done never goes down for a pid; max() guards against reordering
                 changes_done=max(int(t.get("changes_done") or 0), prev.changes_done if prev else 0),
                 total_changes=int(t.get("total_changes") or 0),
@@ -163,6 +164,7 @@ class Tracker:
 @dataclass
 class ShardFigures:
     shard: str
+    node: str
     pids: list[str]
     changes: int            # last changes_done seen, summed over the shard's tasks
     total_changes: int      # summed total_changes of the shard's tasks (catch-up tasks add theirs)
@@ -198,16 +200,16 @@ class BuildFigures:
 
 
 def per_shard(tracker: Tracker) -> list[ShardFigures]:
-    groups: dict[str, list[TaskState]] = {}
+    groups: dict[tuple[str, str], list[TaskState]] = {}
     for s in tracker.tasks.values():
-        groups.setdefault(s.shard, []).append(s)
+        groups.setdefault((s.shard, s.node), []).append(s)
     rows = []
-    for shard in sorted(groups):
-        ts = sorted(groups[shard], key=lambda s: pid_key(s.pid))
+    for shard, node in sorted(groups):
+        ts = sorted(groups[(shard, node)], key=lambda s: pid_key(s.pid))
         start, end = min(s.started_on for s in ts), max(s.updated_on for s in ts)
         changes = sum(s.changes_done for s in ts)
         secs = end - start
-        rows.append(ShardFigures(shard=shard, pids=[s.pid for s in ts], changes=changes,
+        rows.append(ShardFigures(shard=shard, node=node, pids=[s.pid for s in ts], changes=changes,
                                  total_changes=sum(s.total_changes for s in ts), started_on=start,
                                  updated_on=end, seconds=secs, cps=changes / secs if secs > 0 else None))
     return rows
@@ -236,14 +238,15 @@ def analyze(polls: Iterable[dict], ddoc: str) -> BuildFigures:
         other_tasks_ignored=tracker.ignored_other, per_poll=rates, per_shard=shards)
 
 
-def _num(x: float | None, fmt: str) -> str:
-    return "n/a" if x is None else format(x, fmt)
+def _num(x: float | None, fmt: str, unit: str = "") -> str:
+    # the unit goes with the number only: a missing value reads "n/a", not "n/ac/s"
+    return "n/a" if x is None else format(x, fmt) + unit
 
 
 def format_average(fig: BuildFigures) -> str:
     """`average = 1614.30c/s (all_tasks) 203.20c/s (one task)`"""
-    return (f"average = {_num(fig.average_all_tasks_cps, '.2f')}c/s (all_tasks) "
-            f"{_num(fig.average_one_task_cps, '.2f')}c/s (one task)")
+    return (f"average = {_num(fig.average_all_tasks_cps, '.2f', 'c/s')} (all_tasks) "
+            f"{_num(fig.average_one_task_cps, '.2f', 'c/s')} (one task)")
 
 
 def format_total_time(fig: BuildFigures) -> str:

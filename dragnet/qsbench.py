@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import resource
 import subprocess
 import threading
 import time
@@ -493,26 +494,36 @@ def measure_server(spec: ServerSpec, view: ViewCode, docs: DocSet, *, repeat: in
     result = ServerResult(spec=spec, view=view, version=server_version(spec))
     total = warmup + repeat
     for i in range(total):
-        try:
-            run = run_once(spec, view, docs, index=i, warmup=i < warmup, shards=shards, timeout=timeout)
-        except ProtocolError as exc:
-            result.error = str(exc)
-            if progress:
-                progress("failed", server=spec.name, error=str(exc))
-            return result
-        answers = [a for s in run.shards for a in s.answers]
-        reductions = [s.reduction for s in run.shards]
-        if not result.answers:
-            result.answers = answers
-            result.reduction = reductions if view.os_reduce else None
-        elif answers != result.answers:
-            result.variants[i] = answers
-        for s in run.shards:  # keep only the figures; the bytes live in result.answers
-            s.answers = []
-        result.runs.append(run)
-        if progress:
-            progress("run", server=spec.name, run=run, done=i + 1, total=total)
+        if not _measure_once(result, docs, warmup=i < warmup, shards=shards, timeout=timeout,
+                             progress=progress, total=total):
+            break
     return result
+
+
+def _measure_once(result: ServerResult, docs: DocSet, *, warmup: bool, shards: int, timeout: float,
+                  progress: Progress | None, total: int) -> bool:
+    """One more run of result's server appended to result.runs; False when the server failed."""
+    spec, view, i = result.spec, result.view, len(result.runs)
+    try:
+        run = run_once(spec, view, docs, index=i, warmup=warmup, shards=shards, timeout=timeout)
+    except ProtocolError as exc:
+        result.error = str(exc)
+        if progress:
+            progress("failed", server=spec.name, error=str(exc))
+        return False
+    answers = [a for s in run.shards for a in s.answers]
+    reductions = [s.reduction for s in run.shards]
+    if not result.answers:
+        result.answers = answers
+        result.reduction = reductions if view.os_reduce else None
+    elif answers != result.answers:
+        result.variants[i] = answers
+    for s in run.shards:  # keep only the figures; the bytes live in result.answers
+        s.answers = []
+    result.runs.append(run)
+    if progress:
+        progress("run", server=spec.name, run=run, done=i + 1, total=total)
+    return True
 
 
 def check_results(results: list[ServerResult], docs: DocSet, reference: str | None = None,
@@ -596,6 +607,19 @@ def rank(rows: list[Row]) -> list[Row]:
     return rows
 
 
+def verdicts(rows: Sequence[Row], rates: dict[str, Sequence[float]]) -> list[stats.PairVerdict]:
+    """Each adjacent pair of the ranking tested over the measured runs' docs/s (stats.compare_adjacent)."""
+    return stats.compare_adjacent([(r.name, list(rates[r.name])) for r in rows])
+
+
+def run_warnings(rates: dict[str, Sequence[float]]) -> list[str]:
+    """hyperfine's warnings on each server's measured run times (docs/s inverted: lower is better)."""
+    out = []
+    for name, rs in rates.items():
+        out += stats.noise_warnings(name, [1 / r for r in rs if r > 0])
+    return out
+
+
 # -- versions and results ---------------------------------------------------------------------
 
 _PY = re.compile(r"^(python|pypy)[0-9.]*$")
@@ -658,7 +682,8 @@ def server_entry(res: ServerResult, row: Row | None, latencies: bool = True) -> 
 
 def results_document(results: list[ServerResult], rows: list[Row], *, docs: DocSet, view_dir: str,
                      settings: dict, skipped: Sequence[Skipped] = (), reference: str | None = None,
-                     latencies: bool = True) -> dict:
+                     latencies: bool = True, pairs: Sequence[stats.PairVerdict] = (),
+                     warnings: Sequence[str] = (), other_load: float | None = None) -> dict:
     by_name = {r.name: r for r in rows}
     ordered = sorted(results, key=lambda r: (r.spec.name not in by_name,
                                              -(by_name[r.spec.name].docs_per_sec if r.spec.name in by_name
@@ -674,6 +699,11 @@ def results_document(results: list[ServerResult], rows: list[Row], *, docs: DocS
         "settings": dict(settings, reference=reference),
         "skipped": [{"name": s.name, "reason": s.reason} for s in skipped],
         "servers": [server_entry(r, by_name.get(r.spec.name), latencies) for r in ordered],
+        "ranking": {"test": f"two-sided Mann-Whitney U on per-run docs/s, alpha {stats.ALPHA}; ratio of "
+                            f"medians with a 95% percentile bootstrap interval",
+                    "pairs": [v.as_dict() for v in pairs], "decided": all(v.decided for v in pairs)},
+        "warnings": list(warnings),
+        "other_load": other_load,
     }
 
 
@@ -720,10 +750,17 @@ class Benchmark:
     rows: list[Row]
     reference: str | None
     skipped: list[Skipped]
+    verdicts: list[stats.PairVerdict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    other_load: float | None = None   # share of the machine's CPU used by other processes meanwhile
 
     @property
     def failed(self) -> list[ServerResult]:
         return [r for r in self.results if r.status != "ok"]
+
+    @property
+    def decided(self) -> bool:
+        return all(v.decided for v in self.verdicts)
 
 
 def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], names: Sequence[str] | None,
@@ -750,24 +787,73 @@ def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], name
     return out, skipped
 
 
+def _proc_stat() -> tuple[int, int] | None:
+    try:
+        return stats.read_proc_stat(Path("/proc/stat").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _own_cpu_s() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, *, repeat: int = 3,
                   warmup: int = 1, shards: int = 1, timeout: float = 5.0, reference: str | None = None,
-                  skipped: Sequence[Skipped] = (), progress: Progress | None = None) -> Benchmark:
+                  skipped: Sequence[Skipped] = (), progress: Progress | None = None,
+                  max_runs: int | None = None) -> Benchmark:
+    """`repeat` measured runs per server (the minimum); with max_runs, servers in an adjacent pair of the
+    ranking that Mann-Whitney cannot yet tell apart get one more run each round, until every pair is
+    decided or they reach max_runs."""
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeat}")
     if warmup < 0:
         raise UsageError(f"--warmup must be 0 or more, got {warmup}")
     if shards < 1:
         raise UsageError(f"--shards must be at least 1, got {shards}")
+    max_runs = repeat if max_runs is None else max_runs
+    if max_runs < repeat:
+        raise UsageError(f"--max-runs ({max_runs}) must be at least --min-runs/--repeat ({repeat})")
+    stat0, cpu0 = _proc_stat(), _own_cpu_s()
     results = []
     for spec, view in servers:
         if progress:
-            progress("start", server=spec.name, total=warmup + repeat)
+            progress("start", server=spec.name, total=warmup + max_runs)
         results.append(measure_server(spec, view, docs, repeat=repeat, warmup=warmup, shards=shards,
                                       timeout=timeout, progress=progress))
     ref = check_results(results, docs, reference)
-    rows = rank([summarize_runs(r.spec.name, r.measured) for r in results if r.status == "ok"])
-    return Benchmark(results, rows, ref, list(skipped))
+    rows, pairs = _rank_and_test(results)
+    for _ in range(max_runs - repeat):  # bounded: at most max_runs measured runs per server
+        todo = {n for v in pairs if not v.decided for n in (v.faster, v.slower)}
+        if not todo:
+            break
+        for res in results:
+            if res.spec.name in todo and res.status == "ok":
+                _measure_once(res, docs, warmup=False, shards=shards, timeout=timeout, progress=progress,
+                              total=warmup + max_runs)
+        ref = check_results(_reset_checks(results), docs, reference)
+        rows, pairs = _rank_and_test(results)
+    stat1 = _proc_stat()
+    load = stats.other_load(stat0, stat1, _own_cpu_s() - cpu0, os.sysconf("SC_CLK_TCK")) \
+        if stat0 and stat1 else None
+    rates = {r.spec.name: [m.docs_per_sec for m in r.measured] for r in results if r.status == "ok"}
+    warnings = run_warnings(rates)
+    if load is not None and stats.load_warning(load):
+        warnings.append(stats.load_warning(load))
+    return Benchmark(results, rows, ref, list(skipped), pairs, warnings, load)
+
+
+def _rank_and_test(results: Sequence[ServerResult]) -> tuple[list[Row], list[stats.PairVerdict]]:
+    ok = [r for r in results if r.status == "ok"]
+    rows = rank([summarize_runs(r.spec.name, r.measured) for r in ok])
+    return rows, verdicts(rows, {r.spec.name: [m.docs_per_sec for m in r.measured] for r in ok})
+
+
+def _reset_checks(results: list[ServerResult]) -> list[ServerResult]:
+    for r in results:
+        r.mismatches, r.mismatch_count = [], 0
+    return results
 
 
 def available_servers(env: dict | None = None, config: str | None = None) -> tuple[list[ServerSpec], list[Skipped]]:

@@ -8,6 +8,8 @@ environment variables for CouchDB, see dragnet.registration) and the Docker imag
 | name          | language            | dialect | command                                                     |
 |---------------|---------------------|---------|-------------------------------------------------------------|
 | chakra        | chakra              | es2015  | query_servers/chakra/build/dragnet-chakra                   |
+| node          | node                | es2015  | node (>= 18, Debian nodejs) query_servers/node/dragnet-node.js |
+| bun           | bun                 | es2015  | query_servers/bun/build/bun query_servers/node/dragnet-node.js |
 | python3       | python3             | python  | <this python> query_servers/python/dragnet_qs.py            |
 | pypy3         | pypy3               | python  | pypy3 query_servers/python/dragnet_qs.py                    |
 | couchpy       | python              | python  | couchpy (CouchDB-Python 1.2, next to this python)           |
@@ -17,6 +19,9 @@ environment variables for CouchDB, see dragnet.registration) and the Docker imag
 | quickjs-es2015| javascript_quickjs  | es2015  | the same binary, running the ES2015 view file               |
 
 plus servers from COUCHDB_QUERY_SERVER_<LANG> variables and from a config file (ini or JSON).
+
+`LANGUAGES` below is the one list of CouchDB languages dragnet benchmarks: views (dialect family),
+bench (view file), pidstat (process pattern) and report (process families) all read it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ from .errors import DragnetError
 REPO = Path(__file__).resolve().parent.parent
 PYTHON_QS = REPO / "query_servers" / "python" / "dragnet_qs.py"
 CHAKRA_QS = REPO / "query_servers" / "chakra" / "build" / "dragnet-chakra"
+# node and bun run the same host script, which loads chakra's dragnet.js (the protocol) into a vm context
+NODE_QS = REPO / "query_servers" / "node" / "dragnet-node.js"
+BUN_BINARY = REPO / "query_servers" / "bun" / "build" / "bun"
+NODE_MIN_MAJOR = 18
 # a directory holding only the `couchdb` package, so PyPy can import couchpy without CPython's site-packages
 COUCHPY_PYPY_PATH = REPO / "query_servers" / "python" / "build" / "couchpy-pypy"
 DEFAULT_COUCHDB_HOME = "/opt/couchdb"
@@ -61,6 +70,7 @@ class ServerSpec:
     dialect:  key of DIALECT_FILES: which view file it runs
     source:   where it came from ("dragnet", "couchpy", "env:COUCHDB_QUERY_SERVER_X", "config:FILE")
     env:      extra environment for the process
+    version:  the runtime's version when dragnet knows it (node, bun)
     """
 
     name: str
@@ -69,6 +79,7 @@ class ServerSpec:
     dialect: str
     source: str = "dragnet"
     env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,8 +90,50 @@ class Skipped:
     reason: str
 
 
+@dataclass(frozen=True)
+class Language:
+    """One CouchDB language (a design doc's "language") dragnet benchmarks.
+
+    family:    view-file family: js, python or erlang
+    view_file: the file of views/<name>/ that `bench` runs on it
+    processes: pidstat families (dragnet.pidstat.family) of its query-server processes, preferred first
+    commands:  process names pidstat -C must match to see them (beam is always watched)
+    """
+
+    name: str
+    family: str
+    description: str
+    view_file: str
+    processes: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+
+
+LANGUAGES: tuple[Language, ...] = (
+    Language("javascript", "js", "couchjs (SpiderMonkey), CouchDB's default JavaScript server", "map.js",
+             ("couchjs",), ("couchjs",)),
+    Language("javascript_quickjs", "js", "QuickJS, built into CouchDB 3.4+", "map.js", ("quickjs",), ("quickjs",)),
+    Language("erlang", "erlang", "CouchDB's native Erlang query server (in beam)", "map.erl"),
+    Language("python", "python", "couchpy 1.2 (the historical Python query server)", "map.py",
+             ("couchpy", "couchpy-pypy"), ("couchpy", "python", "pypy")),
+    Language("chakra", "js", "dragnet's ChakraCore query server", "map.es6.js", ("chakra",), ("dragnet-chakra",)),
+    Language("node", "js", "dragnet's query server on Node.js (V8)", "map.es6.js", ("dragnet-node",), ("node",)),
+    Language("bun", "js", "dragnet's query server on Bun (JavaScriptCore)", "map.es6.js", ("dragnet-bun",),
+             ("bun",)),
+    Language("python3", "python", "dragnet's Python query server on CPython", "map.py", ("dragnet_qs",),
+             ("python", "dragnet_qs")),
+    Language("pypy3", "python", "dragnet's Python query server on PyPy", "map.py", ("dragnet_qs-pypy",),
+             ("pypy", "dragnet_qs")),
+)
+LANGUAGE = {lang.name: lang for lang in LANGUAGES}
+
+
+def pidstat_pattern() -> str:
+    """pidstat -C pattern matching beam and every query server of LANGUAGES."""
+    return "|".join(dict.fromkeys(["beam", *(c for lang in LANGUAGES for c in lang.commands)]))
+
+
 ENV_PREFIX = "COUCHDB_QUERY_SERVER_"
-_JS_NAME = re.compile(r"javascript|couchjs|quickjs|chakra|node", re.I)
+_JS_NAME = re.compile(r"javascript|couchjs|quickjs|chakra|node|bun", re.I)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
@@ -92,7 +145,7 @@ def guess_dialect(language: str, argv: tuple[str, ...] | list[str]) -> str:
         return "erlang"
     if "py" in language.lower() or "py" in exe.lower() or "couchpy" in words or words.endswith(".py"):
         return "python"
-    if "chakra" in words or "es2015" in words or "es6" in words:
+    if "chakra" in words or "es2015" in words or "es6" in words or "dragnet-node" in words:
         return "es2015"
     return "es5"
 
@@ -131,6 +184,42 @@ def _chakra() -> ServerSpec | Skipped:
     if not _executable(CHAKRA_QS):
         return Skipped("chakra", f"{CHAKRA_QS} is not executable")
     return ServerSpec("chakra", "chakra", (str(CHAKRA_QS),), "es2015")
+
+
+@functools.lru_cache(maxsize=8)
+def runtime_version(exe: str) -> tuple[str | None, str | None]:
+    """(version, None) from `exe --version`, or (None, why it does not run)."""
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"{exe} --version failed: {exc}"
+    text = out.stdout.decode("utf-8", "replace").strip()
+    if out.returncode != 0 or not re.match(r"^v?\d+\.\d+", text):
+        tail = out.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        return None, f"{exe} --version exited {out.returncode}: {' '.join(tail) or text or 'no output'}"
+    return text.lstrip("v"), None
+
+
+def _node(path: dict) -> ServerSpec | Skipped:
+    node = shutil.which("node", path=path.get("PATH")) or shutil.which("nodejs", path=path.get("PATH"))
+    if not node:
+        return Skipped("node", "node is not on PATH (Debian: apt-get install nodejs; 18 or later)")
+    version, why = runtime_version(node)
+    if why:
+        return Skipped("node", why)
+    if int(version.split(".")[0]) < NODE_MIN_MAJOR:
+        return Skipped("node", f"{node} is Node.js {version}; the node server needs {NODE_MIN_MAJOR} or later")
+    return ServerSpec("node", "node", (node, str(NODE_QS)), "es2015", version=f"Node.js {version}")
+
+
+def _bun() -> ServerSpec | Skipped:
+    if not BUN_BINARY.exists():
+        return Skipped("bun", f"{BUN_BINARY} not installed (run `make -C query_servers bun`; it says why "
+                              "when Bun cannot run here)")
+    version, why = runtime_version(str(BUN_BINARY))
+    if why:
+        return Skipped("bun", why)
+    return ServerSpec("bun", "bun", (str(BUN_BINARY), str(NODE_QS)), "es2015", version=f"Bun {version}")
 
 
 def _python3() -> ServerSpec | Skipped:
@@ -256,7 +345,7 @@ def _couchjs(env: dict) -> list[ServerSpec | Skipped]:
 
 def builtin_servers(env: dict | None = None) -> tuple[list[ServerSpec], list[Skipped]]:
     env = os.environ if env is None else env
-    found: list[ServerSpec | Skipped] = [_chakra(), _python3(), _pypy3(env), _couchpy(env), _couchpy_pypy(env)]
+    found: list[ServerSpec | Skipped] = [_chakra(), _node(env), _bun(), _python3(), _pypy3(env), _couchpy(env), _couchpy_pypy(env)]
     found += _couchjs(env)
     return [s for s in found if isinstance(s, ServerSpec)], [s for s in found if isinstance(s, Skipped)]
 

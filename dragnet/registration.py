@@ -34,6 +34,9 @@ _LANGUAGE = re.compile(r"^[a-z0-9_]+$")
 DOCKER_ROOT = "/opt/dragnet"
 DOCKER_SPECS = (
     ServerSpec("chakra", "chakra", (f"{DOCKER_ROOT}/query_servers/chakra/dragnet-chakra",), "es2015"),
+    ServerSpec("node", "node", ("/usr/bin/nodejs", f"{DOCKER_ROOT}/query_servers/node/dragnet-node.js"), "es2015"),
+    ServerSpec("bun", "bun", (f"{DOCKER_ROOT}/query_servers/bun/bun", f"{DOCKER_ROOT}/query_servers/node/dragnet-node.js"),
+               "es2015"),
     ServerSpec("python3", "python3", ("/usr/bin/python3", f"{DOCKER_ROOT}/query_servers/python/dragnet_qs.py"),
                "python"),
     ServerSpec("pypy3", "pypy3", ("/usr/bin/pypy3", f"{DOCKER_ROOT}/query_servers/python/dragnet_qs.py"), "python"),

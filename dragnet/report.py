@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .errors import UsageError
+from .query_servers import LANGUAGES as QS_LANGUAGES
 from .stats import Summary, median, summarize
 
 RESULT_SCHEMA = "dragnet.addview/1"
@@ -359,14 +360,7 @@ def _med(values: Iterable[float | None]) -> float | None:
 # CouchDB language -> the pidstat families (dragnet.pidstat.FAMILIES) of its query-server processes, in
 # order of preference; pidstat sees every matching process on the machine, so the expected one is
 # preferred over whichever family happened to use most CPU
-QS_FAMILIES = {
-    "javascript": ("couchjs",),
-    "javascript_quickjs": ("quickjs",),
-    "python": ("couchpy",),
-    "python3": ("dragnet_qs",),
-    "pypy3": ("dragnet_qs-pypy",),
-    "chakra": ("chakra",),
-}
+QS_FAMILIES = {lang.name: lang.processes for lang in QS_LANGUAGES if lang.processes}
 
 
 def qs_family_of(runs: Sequence[Run]) -> str | None:
@@ -510,10 +504,17 @@ def table_rows(groups: Sequence[Group]) -> list[list[str]]:
     return rows
 
 
-def to_markdown(groups: Sequence[Group]) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in table_rows(groups)]
+def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    def cell(text: str) -> str:
+        # a '|' in a label or an error would otherwise start a new column
+        return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    lines = ["| " + " | ".join(map(cell, columns)) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(map(cell, r)) + " |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def to_markdown(groups: Sequence[Group]) -> str:
+    return _md_table(COLUMNS, table_rows(groups))
 
 
 CSV_COLUMNS = ("language", "storage", "runs", "failed", "all_tasks_cps_median", "one_task_cps_median",
@@ -535,11 +536,22 @@ def csv_records(groups: Sequence[Group]) -> list[dict]:
     return recs
 
 
-def to_csv(groups: Sequence[Group]) -> str:
+def to_csv(groups: Sequence[Group], deltas: Sequence[Delta] | None = None) -> str:
+    """One CSV: a row per group; with deltas, each compared metric adds baseline/Δ/verdict columns."""
+    metrics = list(dict.fromkeys(d.metric for d in deltas or ()))
+    extra = [f"{m}_{k}" for m in metrics for k in ("baseline_median", "delta", "delta_pct", "changed", "verdict")]
+    by_key = {(d.label, d.storage, d.metric): d for d in deltas or ()}
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=[*CSV_COLUMNS, *extra], lineterminator="\n")
     w.writeheader()
-    for rec in csv_records(groups):
+    for g, rec in zip(groups, csv_records(groups)):
+        for m in metrics:
+            d = by_key.get((g.label, g.storage, m))
+            if d is not None:
+                rec.update({f"{m}_baseline_median": d.baseline.median, f"{m}_delta": d.delta,
+                            f"{m}_delta_pct": d.delta_pct,
+                            f"{m}_changed": None if d.changed is None else str(d.changed).lower(),
+                            f"{m}_verdict": d.verdict})
         w.writerow({k: ("" if v is None else (repr(v) if isinstance(v, float) else v)) for k, v in rec.items()})
     return buf.getvalue()
 
@@ -570,18 +582,4 @@ def delta_rows(deltas: Sequence[Delta]) -> list[list[str]]:
 
 
 def deltas_markdown(deltas: Sequence[Delta]) -> str:
-    lines = ["| " + " | ".join(DELTA_COLUMNS) + " |", "|" + "|".join("---" for _ in DELTA_COLUMNS) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in delta_rows(deltas)]
-    return "\n".join(lines) + "\n"
-
-
-def deltas_csv(deltas: Sequence[Delta]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["language", "storage", "metric", "baseline_median", "current_median", "delta", "delta_pct",
-                "baseline_stdev", "current_stdev", "changed", "verdict"])
-    for d in deltas:
-        w.writerow([d.label, d.storage, d.metric, repr(d.baseline.median), repr(d.current.median), repr(d.delta),
-                    "" if d.delta_pct is None else repr(d.delta_pct), repr(d.baseline.stdev), repr(d.current.stdev),
-                    "" if d.changed is None else str(d.changed).lower(), d.verdict])
-    return buf.getvalue()
+    return _md_table(DELTA_COLUMNS, delta_rows(deltas))

@@ -14,17 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .query_servers import LANGUAGES as QS_LANGUAGES
 
 # CouchDB language name (the design doc's "language") -> (dialect family, what runs it)
-LANGUAGES: dict[str, tuple[str, str]] = {
-    "javascript": ("js", "couchjs (SpiderMonkey), CouchDB's default JavaScript server"),
-    "javascript_quickjs": ("js", "QuickJS, built into CouchDB 3.4+"),
-    "erlang": ("erlang", "CouchDB's native Erlang query server (in beam)"),
-    "python": ("python", "couchpy 1.2 (the historical Python query server)"),
-    "chakra": ("js", "dragnet's ChakraCore query server"),
-    "python3": ("python", "dragnet's Python query server on CPython"),
-    "pypy3": ("python", "dragnet's Python query server on PyPy"),
-}
+LANGUAGES: dict[str, tuple[str, str]] = {lang.name: (lang.family, lang.description) for lang in QS_LANGUAGES}
 
 # convenience spellings accepted by --language and in headers
 ALIASES = {
@@ -165,3 +158,23 @@ def default_view_name(path: str | Path) -> str:
     """The view's name from its folder: views/income/map.js -> income."""
     name = Path(path).resolve().parent.name
     return name if re.fullmatch(r"[A-Za-z0-9_-]+", name or "") else "view"
+
+
+def design_view(design, language: str | None = None) -> ViewFile:
+    """A whole design document (dragnet.design.Design) seen as one view source on `language` (default: the
+    document's own). A document written for one family cannot run on another's server."""
+    own = canonical_language(design.language)
+    lang = canonical_language(language) if language else own
+    if not _NAME.match(lang):
+        raise UsageError(f"{lang!r} is not a language name")
+    fam_own = LANGUAGES.get(own, ("unknown",))[0]
+    fam = LANGUAGES.get(lang, ("unknown",))[0]
+    if "unknown" not in (fam, fam_own) and fam != fam_own:
+        raise UsageError(f"{design.source} is written in {own!r} ({fam_own}); it cannot run on {lang!r} "
+                         f"({LANGUAGES[lang][1]})")
+    dialect = {"js": "es5"}.get(fam, fam)
+    import json
+
+    return ViewFile(path=design.source, source=json.dumps(design.doc["views"], ensure_ascii=False),
+                    language=lang, dialect=dialect, detected_from="option" if language else "design",
+                    known=lang in LANGUAGES)

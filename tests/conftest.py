@@ -91,3 +91,32 @@ def couch_env(tmp_path: Path, password: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("COUCHDB_USER", "COUCHDB_PASSWORD")}
     env.update(DRAGNET_STATE_DIR=str(tmp_path / "state"), COUCHDB_USER="admin", COUCHDB_PASSWORD=password)
     return env
+
+
+# --- live tests: every test that needs the live CouchDB is marked `live`, and the run says what they cost
+
+_LIVE = {"ran": 0, "skipped": 0, "seconds": 0.0}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "live_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.live)
+
+
+def pytest_runtest_logreport(report):
+    if "live" not in report.keywords:
+        return
+    _LIVE["seconds"] += report.duration
+    if report.when == "call":
+        _LIVE["ran"] += 1
+    elif report.when == "setup" and report.skipped:
+        _LIVE["skipped"] += 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _LIVE["ran"] or _LIVE["skipped"]:
+        where = "against DRAGNET_TEST_COUCHDB_URL" if os.environ.get("DRAGNET_TEST_COUCHDB_URL") else \
+            "skipped: DRAGNET_TEST_COUCHDB_URL is not set"
+        terminalreporter.write_line(f"live CouchDB tests: {_LIVE['ran']} ran, {_LIVE['skipped']} skipped "
+                                    f"({where}), {_LIVE['seconds']:.0f} s")

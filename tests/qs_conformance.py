@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shlex
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -544,3 +545,59 @@ def transcript(argv: Sequence[str], lines: Sequence[str], env: dict | None = Non
                     break
             out.append(got)
     return out
+
+
+# ---------------------------------------------------------------- against the real couchjs
+
+
+def couchjs_argv() -> list[str]:
+    cmd = os.environ.get("DRAGNET_COUCHJS")
+    if not cmd:
+        pytest.skip("DRAGNET_COUCHJS is not set (e.g. '/opt/couchdb/bin/couchjs /opt/couchdb/share/server/main.js')")
+    return shlex.split(cmd)
+
+
+def couchjs_session() -> list[str]:
+    """A CouchDB 3.5-shaped session touching every command couchjs and dragnet's JS servers share."""
+    lines = [
+        ["reset", {"reduce_limit": True, "timeout": 5000}],
+        ["add_lib", {"answer": JS.lib_answer}],
+        ["add_fun", JS.map_emit_v], ["add_fun", JS.map_log], ["add_fun", JS.map_throw_if_bad],
+        ["add_fun", JS.map_mutate_doc], ["add_fun", JS.map_require_lib],
+        ["add_fun", 'function(doc) { throw "str " + doc._id; }'],
+        ["add_fun", "function(doc) { throw 42; }"], ["add_fun", "function(doc) { throw false; }"],
+        ["add_fun", 'function(doc) { throw {reason: doc._id, list: [1, "a", null]}; }'],
+        ["add_fun", "function(doc) { if (doc.text) emit([doc.text, doc.text.length], {t: doc.text}); }"],
+        ["map_doc", {"_id": "a", "v": 1}],
+        ["map_doc", {"_id": "b", "v": [1.5, -2, 1e21, 0.1], "bad": True}],
+        ["map_doc", {"_id": "c", "text": "Привіт, світе 😀 ґ \u00e9 \"q\" \\ \t"}],
+        ["reduce", [JS.reduce_sum, JS.reduce_count, JS.reduce_keys_len, JS.reduce_throw],
+         [[["k1", "a"], 1], [["k2", "b"], 2.5]]],
+        ["rereduce", [JS.reduce_sum, JS.reduce_count], [1, 2, 3]],
+        ["rereduce", [JS.reduce_sum], [1, 2, 3], None],
+        ["reset", {"reduce_limit": "log"}],
+        ["reduce", [JS.reduce_huge], [[["k", "a"], 1]]],
+        ["reset", {"reduce_limit": True}],
+        ["reduce", [JS.reduce_huge], [[["k", "a"], 1]]],
+        ["add_fun", JS.map_not_a_function],
+        ["add_fun", "function named(doc) { emit(1, 2); }"],
+        ["add_fun", "function(doc) { emit(1, 2); };"],
+        ["add_fun", "// a comment first\nvar k = 3;\n(doc) => { emit(k, 2); } // and after"],
+        ["map_doc", {"_id": "d"}],
+        ["ddoc", "new", "_design/x", {
+            "_id": "_design/x", "filters": {"ok": JS.filter_ok}, "validate_doc_update": JS.validate_need_ok,
+            "shows": {"hello": JS.show_hello}, "updates": {"stamp": JS.update_stamp},
+            "views": {"v": {"map": JS.map_filter_ok}}, "lists": {"rows": JS.list_rows}}],
+        ["ddoc", "_design/x", ["filters", "ok"], [[{"ok": 1}, {"ok": 0}, {}], {"query": {}}]],
+        ["ddoc", "_design/x", ["views", "v", "map"], [[{"ok": 1}, {}]]],
+        ["ddoc", "_design/x", ["validate_doc_update"], [{"ok": True}, None, {"name": None}, {}]],
+        ["ddoc", "_design/x", ["validate_doc_update"], [{}, None, {"name": None}, {}]],
+        ["ddoc", "_design/x", ["shows", "hello"], [{"_id": "d"}, {"path": ["db", "_design", "x"], "headers": {}}]],
+        ["ddoc", "_design/x", ["updates", "stamp"], [None, {"method": "PUT", "id": "n"}]],
+        ["ddoc", "_design/x", ["updates", "stamp"], [None, {"method": "GET", "id": "n"}]],
+        ["ddoc", "_design/x", ["shows", "missing"], [None, {"path": [], "headers": {}}]],
+        ["ddoc", "_design/x", ["lists", "rows"], [{"total_rows": 1}, {"query": {}, "headers": {}}]],
+        ["list_row", {"key": "k"}],
+        ["list_end"],
+    ]
+    return [json.dumps(line, ensure_ascii=False) for line in lines]

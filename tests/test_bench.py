@@ -180,3 +180,52 @@ def test_live_bench_then_report(live_db, tmp_path):
     assert r.exit_code == 0, r.output
     assert "| javascript | disk | 2 |" in r.output and "| erlang_baseline | disk | 2 |" in r.output
     assert (tmp_path / "png" / "rate_over_time.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+def test_bench_starts_local_couchdb_on_disk_and_tmpfs_then_report(tmp_path):
+    """`bench --backend local --storage disk,tmpfs`: dragnet starts the release, builds every run on both
+    storages, stops it, and `report` groups the runs (needs DRAGNET_COUCHDB_HOME, a CouchDB release)."""
+    import os
+
+    from conftest import couch_env, free_port
+
+    from dragnet import couchdb_control as ctl
+
+    home = os.environ.get("DRAGNET_COUCHDB_HOME")
+    if not home or not (Path(home) / "bin" / "couchdb").exists():
+        pytest.skip("no CouchDB release (set DRAGNET_COUCHDB_HOME to a dir with bin/couchdb)")
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no tmpfs at /dev/shm")
+    env = couch_env(tmp_path, "bench-secret-7")
+    env["DRAGNET_COUCHDB_HOME"] = home
+    port = free_port()
+    data = _data(tmp_path / "d.jsonl.gz", 300)
+    out = tmp_path / "bench"
+    args = ["bench", "--url", f"http://127.0.0.1:{port}", "--db", "decl", "--data", str(data),
+            "--languages", "javascript,python3", "--repeat", "2", "--storage", "disk,tmpfs", "--backend", "local",
+            "--q", "2", "--results", str(out), "--json"]
+    r = CliRunner().invoke(main, args, env=env)
+    try:
+        assert r.exit_code == 0, r.output
+        assert "bench-secret-7" not in r.output
+        manifest = json.loads((out / "bench.json").read_text())
+        runs = manifest["runs"]
+        assert [(x["storage"], x["language"]) for x in runs] == \
+            [(s, lang) for s in ("disk", "tmpfs") for _ in range(2) for lang in ("erlang_baseline", "javascript",
+                                                                             "python3")]
+        assert all(x["status"] == "ok" for x in runs), runs
+        for x in runs:
+            res = json.loads((out / x["result_file"]).read_text())
+            assert res["storage"] == x["storage"] and res["summary"]["docs"] >= 300
+            assert "bench-secret-7" not in json.dumps(res)
+        # the CouchDB the bench started is gone again
+        assert ctl.load_state(port, env) is None and not ctl.port_in_use(port)
+    finally:
+        CliRunner().invoke(main, ["couch", "down", "--port", str(port), "--purge"], env=env)
+
+    r = CliRunner().invoke(main, ["report", str(out), "--format", "markdown"])
+    assert r.exit_code == 0, r.output
+    for storage in ("disk", "tmpfs"):
+        for lang in ("erlang_baseline", "javascript", "python3"):
+            assert f"| {lang} | {storage} | 2 |" in r.output

@@ -11,6 +11,12 @@ def test_split_credentials_strips_userinfo():
     assert split_credentials("https://db.example:6984") == ("https://db.example:6984", None, None)
 
 
+def test_split_credentials_percent_decodes_userinfo():
+    assert split_credentials("http://ad%3Amin:p%40ss%2Fw%25d@localhost:5984") == (
+        "http://localhost:5984", "ad:min", "p@ss/w%d")
+    assert connect("http://admin:p%40ss@localhost:5984").session.auth == ("admin", "p@ss")
+
+
 def test_mask_url_hides_password_only():
     assert mask_url("http://admin:s3cret@localhost:5984/x") == "http://admin:***@localhost:5984/x"
     assert mask_url("http://localhost:5984") == "http://localhost:5984"

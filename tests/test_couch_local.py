@@ -24,7 +24,8 @@ from dragnet.couch import connect
 from dragnet.errors import DragnetError, UsageError
 from conftest import couch_env, free_port
 
-TEST_PORT = int(os.environ.get("DRAGNET_TEST_LOCAL_PORT", "15984"))
+# a free port unless one is given, so that parallel test runs on one host do not collide
+TEST_PORT = int(os.environ.get("DRAGNET_TEST_LOCAL_PORT") or free_port())
 SECRET = "s3cret-Pa55word-for-test"
 
 
@@ -87,6 +88,9 @@ def test_admin_credentials():
         ctl.admin_credentials({"COUCHDB_USER": "a=b", "COUCHDB_PASSWORD": "pw"})
     with pytest.raises(UsageError, match="COUCHDB_PASSWORD must not"):
         ctl.admin_credentials({"COUCHDB_USER": "adm", "COUCHDB_PASSWORD": "pw\n[admins]"})
+    with pytest.raises(UsageError, match="ini parser would cut the password"):
+        ctl.admin_credentials({"COUCHDB_USER": "adm", "COUCHDB_PASSWORD": "pw ;rest"})
+    assert ctl.admin_credentials({"COUCHDB_USER": "adm", "COUCHDB_PASSWORD": "p;w"}) == ("adm", "p;w")
 
 
 def test_port_taken_by_a_real_listener():
@@ -377,3 +381,50 @@ def test_local_up_timeout_reports_the_log_and_cleans_up(tmp_path, env):
     assert not any(f"dragnet{TEST_PORT}@" in _cmdline(p) for p in os.listdir("/proc") if p.isdigit()
                    for p in [int(p)])
     assert set(local.group_members(os.getpgid(0))) <= before | {os.getpid()}
+
+
+def test_system_db_created_by_couchdb_meanwhile_is_not_an_error():
+    """CouchDB's replicator creates _replicator itself at start: our PUT racing it gets 500 conflict."""
+    import http.server
+    import threading
+
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self, status, body=b""):
+            seen.append((self.command, self.path, status))
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def do_PUT(self):
+            if self.path == "/_replicator":
+                self._answer(500, b'{"error":"conflict","reason":"conflict"}')
+            else:
+                self._answer(201, b'{"ok":true}')
+
+        def do_HEAD(self):
+            self._answer(200 if self.path in ("/_replicator", "/_users") else 404)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        created = ctl.ensure_system_dbs(f"http://127.0.0.1:{srv.server_port}", "admin", "pw")
+    finally:
+        srv.shutdown()
+    assert created == ["_users"]
+    assert ("HEAD", "/_replicator", 200) in seen
+
+
+def test_no_preexec_fn_anywhere():
+    # preexec_fn runs Python between fork and exec: unsafe while the poller/importer threads run
+    import pathlib
+    root = pathlib.Path(ctl.__file__).parent
+    users = [str(p.relative_to(root)) for p in root.rglob("*.py") if "preexec_fn=" in p.read_text()]
+    assert users == []

@@ -20,6 +20,8 @@ COMPOSE = REPO / "docker" / "compose.yaml"
 # What the registration contract fixes for the image (language -> in-image command).
 IMAGE_SERVERS = {
     "chakra": "/opt/dragnet/query_servers/chakra/dragnet-chakra",
+    "node": "/usr/bin/nodejs /opt/dragnet/query_servers/node/dragnet-node.js",
+    "bun": "/opt/dragnet/query_servers/bun/bun /opt/dragnet/query_servers/node/dragnet-node.js",
     "python3": "/usr/bin/python3 /opt/dragnet/query_servers/python/dragnet_qs.py",
     "pypy3": "/usr/bin/pypy3 /opt/dragnet/query_servers/python/dragnet_qs.py",
     "python": "/opt/dragnet/venv/bin/couchpy",

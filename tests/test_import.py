@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 from click.testing import CliRunner
 from conftest import free_port
+from loopback import Loopback, bulk_docs_ok
 
 from data_prep.generate import declaration_lines, generate_file
 from data_prep.nacp import Malformed, Source, json_stream_records
@@ -162,6 +163,105 @@ def test_unreachable_couchdb_stops_with_counts(tmp_path):
     msg = str(err.value)
     assert "\n" not in msg and "connection refused" in msg and "read 3" in msg and "re-run" in msg
     assert err.value.summary.rejected == 1 and err.value.summary.imported == 0
+
+
+# ------------------------------------------------------------------- a loopback CouchDB that misbehaves
+
+def _ids(n):
+    return [json.dumps({"_id": f"d{i:03d}", "v": i}).encode() for i in range(n)]
+
+
+def _imported_ids(server):
+    return sorted(d["_id"] for body in server.requests("POST", "/db/_bulk_docs") for d in json.loads(body)["docs"])
+
+
+def test_retry_after_seconds_and_http_date():
+    from email.utils import format_datetime
+    from datetime import datetime, timezone
+
+    from dragnet.importer import _retry_after
+
+    class R:
+        def __init__(self, v):
+            self.headers = {"Retry-After": v} if v is not None else {}
+    assert _retry_after(R("7")) == 7.0
+    assert _retry_after(R(None)) == 0.0 and _retry_after(R("soon")) == 0.0
+    when = format_datetime(datetime.fromtimestamp(1_000_030, timezone.utc), usegmt=True)
+    assert _retry_after(R(when), now=lambda: 1_000_000.0) == pytest.approx(30.0)
+    assert _retry_after(R(when), now=lambda: 1_000_100.0) == 0.0      # a date in the past: no wait
+
+
+def test_import_retries_5xx_429_and_dropped_connections(tmp_path):
+    past = "Wed, 21 Oct 2015 07:28:00 GMT"
+    script = {("PUT", "/db"): [(201, {}, {"ok": True})],
+              ("POST", "/db/_bulk_docs"): [(503, {}, {"error": "unavailable"}),
+                                           (429, {"Retry-After": "0"}, {"error": "too_many_requests"}),
+                                           (429, {"Retry-After": past}, {"error": "too_many_requests"}),
+                                           "drop",
+                                           (500, {}, b"not json")]}
+    path = _write_jsonl(tmp_path / "in.jsonl", _ids(5))
+    # after the scripted failures the handler answers like CouchDB
+    with Loopback(script, handler=lambda m, p, body: bulk_docs_ok(body)) as server:
+        options = ImportOptions(concurrency=1, max_document_size=10_000,
+                                retry=RetryPolicy(attempts=8, base_delay=0.01, max_delay=0.05))
+        summary = import_documents(connect(server.url), "db", Source(path), options)
+    assert (summary.read, summary.imported, summary.rejected) == (5, 5, 0)
+    assert summary.retries == 5 and summary.requests == 6
+
+
+def test_import_gives_up_after_attempts_with_counts(tmp_path):
+    script = {("PUT", "/db"): [(201, {}, {"ok": True})], ("POST", "/db/_bulk_docs"): [(503, {}, {})]}
+    path = _write_jsonl(tmp_path / "in.jsonl", _ids(3))
+    with Loopback(script) as server:
+        options = ImportOptions(concurrency=1, max_document_size=10_000,
+                                retry=RetryPolicy(attempts=3, base_delay=0.01))
+        with pytest.raises(ImportAborted, match="HTTP 503 after 3 attempts.*read 3") as err:
+            import_documents(connect(server.url), "db", Source(path), options)
+        assert len(server.requests("POST", "/db/_bulk_docs")) == 3
+    assert err.value.summary.imported == 0 and not err.value.summary.completed
+
+
+def test_import_splits_a_batch_refused_with_413(tmp_path):
+    def handler(method, p, body):
+        if p != "/db/_bulk_docs":
+            return 201, {}, {"ok": True}
+        if len(json.loads(body)["docs"]) > 2:
+            return 413, {}, {"error": "too_large", "reason": "the request entity is too large"}
+        return bulk_docs_ok(body)
+    path = _write_jsonl(tmp_path / "in.jsonl", _ids(7))
+    with Loopback(handler=handler) as server:
+        summary = import_documents(connect(server.url), "db", Source(path),
+                                   ImportOptions(concurrency=1, max_document_size=10_000, batch_size=100))
+        accepted = [b for b in server.requests("POST", "/db/_bulk_docs") if len(json.loads(b)["docs"]) <= 2]
+    assert (summary.read, summary.imported, summary.rejected) == (7, 7, 0)
+    assert sorted(d["_id"] for b in accepted for d in json.loads(b)["docs"]) == [f"d{i:03d}" for i in range(7)]
+
+
+def test_truncated_gzip_reports_records_read_and_exits_1(tmp_path):
+    whole = gzip.compress(b"\n".join(_ids(400)) + b"\n")
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(whole[: len(whole) * 2 // 3])
+    n = sum(1 for _ in _records_before_cut(path))
+    assert 0 < n < 400
+
+    def handler(method, p, body):
+        return bulk_docs_ok(body) if p == "/db/_bulk_docs" else (201, {}, {"ok": True})
+    with Loopback(handler=handler) as server:
+        result = CliRunner().invoke(main, ["import", str(path), "--url", server.url, "--db", "db",
+                                           "--rejects", str(tmp_path / "rej.jsonl")])
+        posted = _imported_ids(server)
+    assert result.exit_code == 1, result.output
+    assert f"cut.jsonl.gz: truncated gzip after {n} records" in result.output
+    assert "Aborted!" not in result.output
+    assert posted == [f"d{i:03d}" for i in range(n)]        # the records before the cut were loaded
+
+
+def _records_before_cut(path):
+    from data_prep.nacp import TruncatedInput
+    try:
+        yield from Source(path).records()
+    except TruncatedInput:
+        return
 
 
 # ---------------------------------------------------------------------------------------------- live

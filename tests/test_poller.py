@@ -177,7 +177,7 @@ def test_started_equals_updated_polls_are_not_used():
 def test_empty_and_foreign_polls():
     fig = poller.analyze([], "d")
     assert fig.average_all_tasks_cps is None and fig.total_time_s is None and fig.per_shard == []
-    assert poller.format_average(fig) == "average = n/ac/s (all_tasks) n/ac/s (one task)"
+    assert poller.format_average(fig) == "average = n/a (all_tasks) n/a (one task)"
     assert poller.format_total_time(fig) == "total time = n/a"
     polls = [{"t": 1.0, "tasks": []},
              {"t": 2.0, "tasks": [_task("<0.3.0>", 500, 900, 1, 3, ddoc="_design/other"),

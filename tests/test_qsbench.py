@@ -313,3 +313,45 @@ def test_cli_bad_input(tmp_path, servers):
     assert r.exit_code == 2 and "missing.jsonl: cannot read" in r.output
     r = CliRunner().invoke(main, ["qsbench", "--count", "5", "--docs", "x"])
     assert r.exit_code == 2 and "not both" in r.output
+
+
+# -- is the ranking decided? ------------------------------------------------------------------
+
+def _spec(name, *args):
+    return ServerSpec(name, "python", (sys.executable, TESTSERVER, *args), "python", source="test")
+
+
+def test_max_runs_runs_until_the_pair_is_decided(docs):
+    # identical rows; "chatty" writes 300 log lines per answer, so it is slower in every run, and
+    # Mann-Whitney's exact p reaches 2/70 < 0.05 at four runs each (0.1 at three): exactly four runs
+    fast, slow = _spec("echo", "echo"), _spec("chatty", "log", "300")
+    chosen = [(s, qsbench.load_view(VIEW, "python")) for s in (fast, slow)]
+    b = qsbench.run_benchmark(chosen, docs, repeat=2, warmup=0, max_runs=8, reference="echo")
+    assert [r.name for r in b.rows] == ["echo", "chatty"]
+    assert [len(r.measured) for r in b.results] == [4, 4]
+    (pair,) = b.verdicts
+    assert pair.decided and pair.p == pytest.approx(2 / 70) and pair.ratio > 1 and b.decided
+    doc = qsbench.results_document(b.results, b.rows, docs=docs, view_dir=str(VIEW), settings={},
+                                   pairs=b.verdicts, warnings=b.warnings, other_load=b.other_load)
+    assert doc["ranking"]["decided"] and doc["ranking"]["pairs"][0]["faster"] == "echo"
+    assert "Mann-Whitney" in doc["ranking"]["test"] and 0 <= doc["other_load"] <= 1
+
+
+def test_max_runs_bounds_an_undecidable_pair(docs):
+    # two copies of one server: at three runs each no order can reach p < 0.05, so it stops at the bound
+    chosen = [(s, qsbench.load_view(VIEW, "python")) for s in (_spec("a", "echo"), _spec("b", "echo"))]
+    b = qsbench.run_benchmark(chosen, docs, repeat=2, warmup=0, max_runs=3)
+    assert [len(r.measured) for r in b.results] == [3, 3]
+    assert not b.decided and not b.verdicts[0].decided and b.verdicts[0].p >= 0.1
+    with pytest.raises(qsbench.UsageError):
+        qsbench.run_benchmark(chosen, docs, repeat=3, max_runs=2)
+
+
+def test_cli_prints_the_ranking_verdicts(servers, sample, tmp_path):
+    r = CliRunner().invoke(main, ["qsbench", "--docs", str(sample), "--servers", "couchpy,python3",
+                                  "--min-runs", "2", "--max-runs", "2", "--warmup", "0",
+                                  "--results", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "Mann-Whitney" in r.output and "NOT significant" in r.output  # two runs can never decide
+    full = json.loads(next(tmp_path.glob("qsbench-*.json")).read_text())
+    assert full["settings"]["max_runs"] == 2 and full["ranking"]["decided"] is False

@@ -41,7 +41,7 @@ def test_discover_offers_python_servers_and_explains_the_rest(found):
     specs, skipped = found
     names = [s.name for s in specs] + [s.name for s in skipped]
     assert len(names) == len(set(names)), names
-    for expected in ("chakra", "python3", "pypy3", "couchpy", "couchpy-pypy", "couchjs", "quickjs"):
+    for expected in ("chakra", "node", "bun", "python3", "pypy3", "couchpy", "couchpy-pypy", "couchjs", "quickjs"):
         assert expected in names
     by_name = {s.name: s for s in specs}
     py = by_name["python3"]
@@ -235,6 +235,8 @@ def test_docker_environment_matches_the_dockerfile():
     env = reg.docker_environment()
     assert env == {
         "COUCHDB_QUERY_SERVER_CHAKRA": "/opt/dragnet/query_servers/chakra/dragnet-chakra",
+        "COUCHDB_QUERY_SERVER_NODE": "/usr/bin/nodejs /opt/dragnet/query_servers/node/dragnet-node.js",
+        "COUCHDB_QUERY_SERVER_BUN": "/opt/dragnet/query_servers/bun/bun /opt/dragnet/query_servers/node/dragnet-node.js",
         "COUCHDB_QUERY_SERVER_PYTHON3": "/usr/bin/python3 /opt/dragnet/query_servers/python/dragnet_qs.py",
         "COUCHDB_QUERY_SERVER_PYPY3": "/usr/bin/pypy3 /opt/dragnet/query_servers/python/dragnet_qs.py",
         "COUCHDB_QUERY_SERVER_PYTHON": "/opt/dragnet/venv/bin/couchpy",

@@ -236,6 +236,26 @@ def test_cli_baseline(results_dir, tmp_path):
     assert r.exit_code == 0, r.output
     assert "▲ better" in r.output and "within noise" in r.output
 
+    r = CliRunner().invoke(main, ["report", str(results_dir), "--baseline", str(old), "--format", "csv"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert "" not in lines                                     # one CSV: no blank line, no second header
+    rows = list(csv.reader(io.StringIO(r.output)))
+    assert len({len(row) for row in rows}) == 1                # every row as wide as the header
+    recs = list(csv.DictReader(io.StringIO(r.output)))
+    verdicts = {v for rec in recs for k, v in rec.items() if k.endswith("_verdict")}
+    assert "better" in verdicts and "within noise" in verdicts
+
+
+def test_markdown_escapes_pipes(recorded):
+    groups = report.build_report(list(recorded.values()))
+    groups[0].label = "a|b"
+    md = report.to_markdown(groups)
+    header_cells = md.splitlines()[0].count(" | ")
+    row = next(line for line in md.splitlines() if line.startswith("| a"))
+    assert "a\\|b" in row
+    assert row.replace("\\|", "").count(" | ") == header_cells
+
 
 # ---- charts
 

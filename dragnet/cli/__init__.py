@@ -40,10 +40,16 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attr)
 
     def invoke(self, ctx: click.Context):
+        from ..signals import Terminated, install
+
+        install()
         try:
             return super().invoke(ctx)
         except DragnetError as exc:
             click.echo(f"dragnet: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except Terminated as exc:
+            click.echo(f"dragnet: {exc}; cleaned up", err=True)
             sys.exit(exc.exit_code)
 
 

@@ -9,20 +9,35 @@ import click
 from .. import addview as av
 from .. import pidstat as ps
 from ..couch import connect
+from ..views import LANGUAGES
 from .options import db_option, json_option, print_json, url_option
 
 
 @click.command("addview")
-@click.argument("view_path", type=click.Path(dir_okay=False))
+@click.argument("view_path", type=click.Path(dir_okay=False), required=False)
 @url_option
 @db_option
-@click.option("--ddoc", default=None, help="Design document name [default: the view's folder name; with "
-              "--benchmark a unique fresh name].")
-@click.option("--view", "view", default=None, help="View name [default: the view file's folder name].")
-@click.option("--language", default=None, help="CouchDB language: javascript, javascript_quickjs, erlang, python "
-              "(couchpy), chakra, python3, pypy3 [default: the file's header line, else its extension].")
+@click.option("--ddoc", default=None, metavar="NAME|SOURCE",
+              help="With VIEW_PATH: the design document's name [default: the view's folder name; with "
+                   "--benchmark a unique fresh name]. Without VIEW_PATH: a whole design document to put in "
+                   "--db, or with --benchmark to measure: a JSON file, a couchapp folder (views/<name>/map.js, "
+                   "reduce.js, views/lib/**, language, options.json) or URL/db/_design/name.")
+@click.option("--view", "view", default=None, help="View name [default: the view file's folder name]; with a "
+              "--ddoc SOURCE, NAME,... picks those views.")
+@click.option("--language", default=None, help="CouchDB language: " + ", ".join(LANGUAGES) +
+              " [default: the file's header line, else its extension].")
 @click.option("--reduce", "reduce", default=None, metavar="FILE|_sum|_count|_stats", help="Reduce function.")
 @click.option("--benchmark", is_flag=True, help="Build the view in a fresh design document and measure it.")
+@click.option("--update", "update", type=click.IntRange(min=1), default=None, metavar="N",
+              help="After the build write N changes through _bulk_docs and measure how long until the views "
+                   "answer fresh (undone afterwards; only on databases dragnet imported unless --allow-writes).")
+@click.option("--update-edits", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="Share of --update changes that edit existing documents; the rest are new documents.")
+@click.option("--update-batch", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Documents per _bulk_docs request of --update.")
+@click.option("--allow-writes", is_flag=True, help="Let --update write to a database dragnet did not create.")
+@click.option("--per-view", is_flag=True, help="With --ddoc and --benchmark: also build each view alone in its own "
+                                               "fresh copy and show its cost next to the whole document's pass.")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
               help="Seconds between /_active_tasks polls (and pidstat samples).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
@@ -38,15 +53,49 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True,
               help="Directory for the results file of a benchmark.")
 @json_option
-def addview_cmd(view_path, url, db, ddoc, view, language, reduce, benchmark, interval, timeout, no_pidstat,
+def addview_cmd(view_path, url, db, ddoc, view, language, reduce, benchmark, update, update_edits, update_batch,
+                allow_writes, per_view, interval, timeout, no_pidstat,
                 pidstat_pattern, couchdb_log, storage, results_dir, as_json):
     """Put VIEW_PATH's map function into a design document (keeping its other views), or with --benchmark
-    build it from scratch and report how fast CouchDB indexed it."""
-    cfg = av.Config(view_path=view_path, db=db, ddoc=ddoc, view=view, language=language, reduce=reduce,
+    build it from scratch and report how fast CouchDB indexed it.
+
+    With --ddoc SOURCE instead of VIEW_PATH the whole design document is taken (every view, reduces,
+    views/lib, options, language). --benchmark then builds a copy under a fresh name and deletes it
+    afterwards: the original design document and its index are never touched, and nothing else is
+    written to the database. --per-view also builds each view alone, in its own fresh copy.
+    """
+    from ..errors import UsageError
+
+    design = None
+    if view_path is None:
+        if not ddoc:
+            raise UsageError("give a VIEW_PATH, or a whole design document with --ddoc SOURCE")
+        from .. import design as dsg
+
+        design = dsg.load(ddoc, views=[v.strip() for v in view.split(",") if v.strip()] if view else None)
+        ddoc = view = None
+        if reduce:
+            raise UsageError("--reduce goes with a VIEW_PATH; a design document brings its own reduces")
+    cfg = av.Config(view_path=view_path or "", db=db, ddoc=ddoc, view=view, language=language, reduce=reduce,
                     interval=interval, timeout=timeout, pidstat=not no_pidstat, pidstat_pattern=pidstat_pattern,
-                    couchdb_log=couchdb_log, storage=storage, results_dir=results_dir,
+                    couchdb_log=couchdb_log, storage=storage, results_dir=results_dir, design=design,
+                    update=update or 0, update_edits=update_edits, update_batch=update_batch,
+                    allow_writes=allow_writes,
                     argv=["dragnet", "addview", *sys.argv[2:]] if len(sys.argv) > 1 else ["dragnet", "addview"])
+    if update and not benchmark:
+        raise UsageError("--update goes with --benchmark")
+    if per_view and (design is None or not benchmark):
+        raise UsageError("--per-view goes with --ddoc SOURCE and --benchmark")
     couch = connect(url)
+    if not benchmark and design is not None:
+        saved = av.put_design(couch, cfg)
+        if as_json:
+            print_json(saved)
+        else:
+            verb = "created" if saved["created"] else "updated"
+            click.echo(f"{verb} {saved['ddoc']} in {db} from {design.source}: views {', '.join(saved['views'])} "
+                       f"({saved['language']}), rev {saved['rev']}")
+        return
     if not benchmark:
         saved = av.add_view(couch, cfg)
         if as_json:
@@ -78,6 +127,25 @@ def addview_cmd(view_path, url, db, ddoc, view, language, reduce, benchmark, int
     def on_note(msg: str) -> None:
         console.print(f"note: {msg}", highlight=False, markup=False)
 
+    if per_view:
+        import dataclasses
+
+        from .. import per_view as pv
+
+        def build(sub, label):
+            progress.update(bar, completed=0, total=None, counts=f"{label}: waiting for indexer tasks")
+            o = av.run_benchmark(couch, dataclasses.replace(cfg, design=sub), on_poll=on_poll, on_note=on_note)
+            return o.results, (str(o.path) if o.path else None)
+
+        with progress:
+            rows, _ = pv.run(design, build)
+        if as_json:
+            print_json({"db": db, "design": design.id, "per_view": [r.as_dict() for r in rows]})
+            return
+        click.echo(f"{design.id} on {db}: whole design doc, then each view alone")
+        for line in pv.format_table(rows):
+            click.echo(line)
+        return
     with progress:
         out = av.run_benchmark(couch, cfg, on_poll=on_poll, on_note=on_note)
     if as_json:

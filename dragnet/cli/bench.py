@@ -18,8 +18,19 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--views", "views", type=click.Path(file_okay=False), default=None,
               help="Folder with the view in every language (map.js, map.es6.js, map.py, map.erl) "
                    "[default: views/income].")
-@click.option("--languages", default=",".join(b.DEFAULT_LANGUAGES),
-              show_default=True, help="Comma-separated: " + ", ".join(b.LANGUAGES) + ".")
+@click.option("--ddoc", "ddoc_source", default=None, metavar="SOURCE",
+              help="Benchmark your own design document instead of --views: a JSON file, a couchapp folder "
+                   "(views/<name>/map.js, reduce.js, views/lib/**, language, options.json) or "
+                   "URL/db/_design/name. Each language builds a copy under a fresh name, which is deleted "
+                   "afterwards; the original and its index are never touched. Every view's rows and reduce "
+                   "results are compared with the --reference language's; any difference exits 1.")
+@click.option("--view", "view_names", default=None, metavar="NAME,...", help="With --ddoc: only these views.")
+@click.option("--reference", default=None, help="With --ddoc: the language the others must equal "
+              "[default: the first of --languages].")
+@click.option("--languages", default=None,
+              help="Comma-separated [default: " + ",".join(b.DEFAULT_LANGUAGES) + "; with --ddoc its own "
+                   "language]: " + ", ".join(b.LANGUAGES) + "; with --ddoc any CouchDB language that runs "
+                   "the document (javascript, javascript_quickjs, chakra, …).")
 @click.option("--repeat", "repeat", type=click.IntRange(min=1), default=3, show_default=True,
               help="Rounds; languages are interleaved across rounds (A B C A B C …).")
 @click.option("--storage", "storages", default=None,
@@ -34,9 +45,20 @@ from .options import db_option, json_option, print_json, url_option
               help="Directory for results files and bench.json [default: results/bench-<UTC time>].")
 @click.option("--no-baseline", is_flag=True, help="Do not run the Erlang baseline in each round (no ratios).")
 @click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards when creating the database.")
+@click.option("--n", "n", type=click.IntRange(min=1), default=None, help="Replicas when creating the database "
+              "(at most the cluster's nodes).")
+@click.option("--memory", "memories", default=None,
+              help="Scenario axis: memory limits for CouchDB (beam and query servers, page cache included) in a "
+                   "cgroup, e.g. unlimited,512m (local backend, root).")
+@click.option("--disk-profile", "profiles", default=None,
+              help="Scenario axis: disk throttles on the device holding the data: unlimited, ssd-5000iops, "
+                   "san-600iops, hdd-150iops or r_iops:w_iops:r_bps:w_bps (local backend, root).")
+@click.option("--cache", "caches", default=None,
+              help="Scenario axis: cold (drop the page cache before each build) and/or warm (pre-read the "
+                   "database files).")
 @json_option
-def bench_cmd(url, db, data, views, languages, repeat, storages, storage_label, backend, results_dir, no_baseline,
-              q, as_json):
+def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, languages, repeat, storages, storage_label,
+              backend, results_dir, no_baseline, q, n, memories, profiles, caches, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -51,24 +73,50 @@ def bench_cmd(url, db, data, views, languages, repeat, storages, storage_label, 
             raise UsageError(f"--storage {s}: expected disk or tmpfs")
     if st and storage_label:
         raise UsageError("--storage-label is for a CouchDB dragnet does not manage; --storage sets the label")
+    design = None
+    if ddoc_source:
+        from .. import design as dsg
+
+        if views:
+            raise UsageError("--ddoc and --views: give one of them")
+        design = dsg.load(ddoc_source, views=b.parse_list(view_names, "--view"))
+    elif view_names or reference:
+        raise UsageError("--view and --reference go with --ddoc")
+    if languages is None:
+        languages = design.language if design is not None else ",".join(b.DEFAULT_LANGUAGES)
     langs = b.parse_list(languages, "--languages")
     if not langs:
         raise UsageError("--languages: no language given")
+    from .. import limits
+    from ..scenario import expand
+
+    scenarios = []
+    if memories or profiles or caches:
+        scenarios = expand(limits.parse_memory_limits(memories or "unlimited"),
+                           limits.parse_profiles(profiles or "unlimited"), b.parse_list(caches, "--cache"))
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,
                            data=data, views=views or str(b.DEFAULT_VIEWS), results_dir=results_dir,
-                           baseline=not no_baseline, q=q, backend=backend)
+                           baseline=not no_baseline, q=q, n=n, backend=backend, design=design, reference=reference,
+                           scenarios=scenarios)
     console = Console(stderr=True)
     total = {"n": 0}
 
     def on_event(kind: str, d: dict) -> None:
         if kind == "start":
-            console.print(f"[{d['index'] + 1}/{total['n']}] {d['storage']} round {d['repeat'] + 1}: "
+            console.print(f"[{d['index'] + 1}/{total['n']}] {d['storage']}"
+                          f"{' ' + d['scenario'] if d.get('scenario') else ''} round {d['repeat'] + 1}: "
                           f"{d['language']} …")
         elif kind == "done":
-            if d["status"] == "ok":
+            if d["status"] == "oom":
+                console.print(f"    [yellow]{d['error']}[/yellow]", markup=True, highlight=False)
+            elif d["status"] == "ok":
                 ratio = d.get("ratio_to_baseline")
+                cmp = d.get("comparison")
+                same = "" if not cmp else (f", rows: {cmp['note']}" if cmp.get("differences") is None else
+                                          f", rows vs {cmp['reference']}: {cmp['differences']} differences in "
+                                          f"{cmp['rows_compared']}")
                 console.print(f"    wall {d['wall_time_s']:.1f} s, {d['docs_per_sec_wall']:.0f} docs/s"
-                              + (f", ×{ratio:.2f} baseline" if ratio is not None else ""))
+                              + (f", ×{ratio:.2f} baseline" if ratio is not None else "") + same)
             else:
                 console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)
         elif kind == "begin":
@@ -83,25 +131,78 @@ def bench_cmd(url, db, data, views, languages, repeat, storages, storage_label, 
             console.print(d["message"])
 
     bench = b.Bench(config, on_event=on_event)
-    total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline))
+    total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline,
+                            scenarios=[s.label for s in scenarios] or [""]))
     try:
         manifest = bench.run()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:    # Ctrl-C, or SIGTERM/SIGHUP as dragnet.signals.Terminated
         manifest = bench.manifest
         done = sum(1 for r in manifest.get("runs", []) if r["status"] in ("ok", "error"))
         console.print(f"interrupted: {done} finished runs kept in {bench.dir}")
-        sys.exit(130)
+        sys.exit(getattr(exc, "exit_code", 130))
 
     runs = manifest["runs"]
-    failed = [r for r in runs if r["status"] != "ok"]
+    failed = [r for r in runs if r["status"] not in ("ok", "oom")]
     groups = rp.build_report(rp.load_results([bench.dir])) if any(r["result_file"] for r in runs) else []
     if as_json:
-        print_json({"dir": str(bench.dir), "manifest": manifest, "report": rp.to_json(groups)})
+        extra = {}
+        if scenarios:
+            from dataclasses import asdict
+
+            from ..scenario import disk_matters, reference_label, verdict
+            ref = reference_label(scenarios)
+            rows = disk_matters(runs, ref)
+            extra = {"disk_matters": [asdict(r) for r in rows], "verdict": verdict(rows, ref)}
+        print_json({"dir": str(bench.dir), "manifest": manifest, "report": rp.to_json(groups), **extra})
     else:
         if groups:
             render_table(groups, title=f"{len(runs) - len(failed)} of {len(runs)} runs ok")
+        if scenarios:
+            from rich.table import Table
+            from rich.text import Text
+
+            from ..scenario import DISK_COLUMNS, disk_matters, disk_rows, reference_label, verdict
+            ref = reference_label(scenarios)
+            rows = disk_matters(runs, ref)
+            table = Table(title=f"disk matters? (× = docs/s against {ref})", header_style="bold")
+            for col in DISK_COLUMNS:
+                table.add_column(col)
+            for cells in disk_rows(rows):
+                table.add_row(*(Text(c) for c in cells))
+            Console(width=200).print(table)
+            click.echo("verdict: " + verdict(rows, ref))
         for r in failed:
             click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
+        for line in differences_lines(bench.dir, runs):
+            click.echo(line)
         click.echo(f"results: {bench.dir} (`dragnet report {bench.dir} --plot DIR` for charts)")
-    if failed and len(failed) == len(runs):
+    differing = [r for r in runs if (r.get("comparison") or {}).get("differences")]
+    if (failed and len(failed) == len(runs)) or differing:
         sys.exit(1)
+
+
+def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
+    """Each run whose rows differ from the reference: the count, then examples by view and document id."""
+    import json
+    from pathlib import Path
+
+    lines = []
+    for r in runs:
+        cmp = r.get("comparison") or {}
+        if not cmp.get("differences"):
+            continue
+        lines.append(f"DIFFERENT: {r['language']} ({r['storage']} round {r['repeat'] + 1}) differs from "
+                     f"{cmp['reference']} in {cmp['differences']} places:")
+        full = json.loads((Path(folder) / r["result_file"]).read_text()).get("comparison", {})
+        shown = 0
+        for query, q in full.get("queries", {}).items():
+            if q.get("missing_in"):
+                lines.append(f"  {query}: missing in {q['missing_in']}")
+            for ex in q.get("examples", []):
+                if shown >= per_run:
+                    break
+                lines.append(f"  {query} {json.dumps(ex['where'], ensure_ascii=False)}: "
+                             f"{cmp['reference']} {json.dumps(ex['reference'], ensure_ascii=False)[:200]} "
+                             f"≠ {r['language']} {json.dumps(ex['other'], ensure_ascii=False)[:200]}")
+                shown += 1
+    return lines

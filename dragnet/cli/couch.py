@@ -42,9 +42,11 @@ def couch_cmd() -> None:
 @click.option("--image", help="Docker image to run [default: dragnet/couchdb:3.5.0, built from "
               "docker/Dockerfile when missing].")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to wait for /_up.")
+@click.option("--nodes", type=int, default=1, show_default=True, help="Start a cluster of this many nodes "
+              "(local backend: ports --port, --port+1, ...) and complete _cluster_setup.")
 @json_option
 def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couchdb_home, image, timeout,
-           as_json) -> None:
+           nodes, as_json) -> None:
     """Start CouchDB and wait until it answers /_up."""
     from rich.console import Console
 
@@ -58,6 +60,10 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
             "couchdb_home") == click.core.ParameterSource.COMMANDLINE:
         raise UsageError("--couchdb-home applies to --backend local only")
     console = Console(stderr=True)
+    if nodes != 1:
+        _cluster_up(console, backend, nodes, port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
+                    cpus=cpus, memory=memory, data_size=size, timeout=timeout, as_json=as_json)
+        return
     with console.status(f"starting CouchDB ({backend}) on port {port}") as spinner:
         if backend == "docker":
             from .. import couchdb_docker
@@ -80,6 +86,28 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
         click.echo(_where(inst))
 
 
+def _cluster_up(console, backend, nodes, port, *, data_dir, as_json, **options) -> None:
+    from .. import cluster
+    from ..couchdb_control import admin_credentials, server_info
+    from ..errors import UsageError
+
+    if backend != "local":
+        raise UsageError("--nodes needs --backend local (the docker backend starts one container)")
+    if data_dir:
+        raise UsageError("--data-dir names one directory: a cluster's nodes each get their own under the state dir")
+    with console.status(f"starting a {nodes}-node CouchDB cluster on ports {port}-{port + nodes - 1}") as spinner:
+        started = cluster.up_local(nodes=nodes, port=port, progress=spinner.update, **options)
+    members = cluster.membership(started[0].url, *admin_credentials())
+    report = {"nodes": [{**_describe(i), **server_info(i)} for i in started],
+              "cluster_nodes": members.get("cluster_nodes", [])}
+    if as_json:
+        print_json(report)
+        return
+    click.echo(f"CouchDB cluster of {nodes} nodes is up; _membership: {', '.join(report['cluster_nodes'])}")
+    for inst in started:
+        click.echo(f"  {inst.display_url}  {_where(inst)}")
+
+
 @couch_cmd.command("down")
 @click.option("--port", type=int, help="Which CouchDB (needed when dragnet started several).")
 @click.option("--timeout", type=float, default=30.0, show_default=True,
@@ -91,7 +119,18 @@ def down_cmd(port, timeout, purge, as_json) -> None:
     """Stop a CouchDB started by `dragnet couch up` (the data stays unless --purge)."""
     from ..couchdb_control import select_state
 
+    from .. import cluster
+
     inst = select_state(port)
+    if cluster.recorded(inst.port) is not None:
+        stopped = cluster.down(inst.port, timeout=timeout, purge=purge)
+        if as_json:
+            print_json({"nodes": [{**_describe(i), "was_running": r} for i, r in stopped], "purged": purge})
+            return
+        for node, was_running in stopped:
+            click.echo(f"cluster node on port {node.port} {'stopped' if was_running else 'was not running'}"
+                       f"{', its data deleted' if purge else ''}")
+        return
     mod = _backend_module(inst.backend)
     wait = timeout if inst.backend == "local" else int(timeout)
     was_running = mod.stop(inst, timeout=wait, purge=purge)

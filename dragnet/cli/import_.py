@@ -14,6 +14,8 @@ from .options import db_option, json_option, print_json, url_option
 @url_option
 @db_option
 @click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards when creating the database.")
+@click.option("--n", "n", type=click.IntRange(min=1), default=None, help="Replicas when creating the database "
+              "(at most the cluster's nodes).")
 @click.option("--purge", is_flag=True, help="Delete and recreate the database first.")
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=4, show_default=True,
               help="Concurrent _bulk_docs requests.")
@@ -25,7 +27,7 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--rejects", "rejects_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Where rejected records go, as JSON lines [default: rejects-<db>.jsonl].")
 @json_option
-def import_cmd(path: str, url: str, db: str, q: int | None, purge: bool, concurrency: int, batch_size: int,
+def import_cmd(path: str, url: str, db: str, q: int | None, n: int | None, purge: bool, concurrency: int, batch_size: int,
                max_batch_bytes: int, normalise: bool, rejects_path: str | None, as_json: bool) -> None:
     """Load PATH (JSON lines, optionally .gz; a JSON array file; or a directory of *.json declarations)
     into database DB. Every record is accounted for: read = imported + existing + rejected; the exit
@@ -41,7 +43,7 @@ def import_cmd(path: str, url: str, db: str, q: int | None, purge: bool, concurr
     except OSError as exc:
         raise DragnetError(f"cannot read {path}: {exc}") from None
     couch = connect(url)
-    options = ImportOptions(q=q, purge=purge, concurrency=concurrency, batch_size=batch_size,
+    options = ImportOptions(q=q, n=n, purge=purge, concurrency=concurrency, batch_size=batch_size,
                             max_batch_bytes=max_batch_bytes, normalise=normalise, rejects_path=rejects_path)
     try:
         if as_json:

@@ -34,6 +34,9 @@ def _default_view() -> str:
 @click.option("--servers", help="Comma-separated server names to run (default: every one found).")
 @click.option("--reference", help="Server whose rows the others must match (default: the first).")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Measured runs per server.")
+@click.option("--min-runs", type=click.IntRange(min=1), help="Same as --repeat: measured runs every server gets.")
+@click.option("--max-runs", type=click.IntRange(min=1),
+              help="Keep running the servers of undecided adjacent pairs until the ranking is decided or this bound.")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Unmeasured runs before them.")
 @click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True, help="Processes in parallel, one per shard.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
@@ -43,7 +46,8 @@ def _default_view() -> str:
 @click.option("--plot", "plot_file", is_flag=False, flag_value="", default=None,
               help="Write a PNG bar chart (to FILE, or next to the results file).")
 @json_option
-def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, servers, reference, repeat, warmup, shards, timeout,
+def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, servers, reference, repeat, min_runs, max_runs,
+                warmup, shards, timeout,
                 config_file, results_dir, plot_file, as_json):
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
     err = Console(stderr=True)
@@ -56,6 +60,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, servers, 
     if fraction is not None and not from_db:
         raise UsageError("--fraction needs --docs URL/db")
     view_dir = view_dir or _default_view()
+    repeat = min_runs or repeat
     names = [n.strip() for n in servers.split(",") if n.strip()] if servers else None
 
     specs, skipped = qsbench.available_servers(config=config_file)
@@ -96,10 +101,11 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, servers, 
         docs = qsbench.load_docs(path)
         docs.origin.update(generated=True, count=count, seed=seed)
 
-    settings = {"repeat": repeat, "warmup": warmup, "shards": shards, "timeout_s": timeout}
+    settings = {"repeat": repeat, "max_runs": max_runs or repeat, "warmup": warmup, "shards": shards,
+                "timeout_s": timeout}
     if as_json:
         bench = qsbench.run_benchmark(chosen, docs, repeat=repeat, warmup=warmup, shards=shards, timeout=timeout,
-                                      reference=reference, skipped=skipped)
+                                      reference=reference, skipped=skipped, max_runs=max_runs)
     else:
         err.print(f"{len(docs)} documents ({sum(docs.sizes) / 1e6:.1f} MB) from {docs.origin.get('source')}; "
                   f"view {view_dir}; {warmup} warm-up + {repeat} runs; {shards} shard(s)")
@@ -119,10 +125,11 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, servers, 
 
             bench = qsbench.run_benchmark(chosen, docs, repeat=repeat, warmup=warmup, shards=shards,
                                           timeout=timeout, reference=reference, skipped=skipped,
-                                          progress=progress)
+                                          progress=progress, max_runs=max_runs)
 
     doc = qsbench.results_document(bench.results, bench.rows, docs=docs, view_dir=view_dir, settings=settings,
-                                   skipped=skipped, reference=bench.reference)
+                                   skipped=skipped, reference=bench.reference, pairs=bench.verdicts,
+                                   warnings=bench.warnings, other_load=bench.other_load)
     path = qsbench.write_results(doc, results_dir)
     chart = None
     if plot_file is not None and bench.rows:
@@ -133,12 +140,14 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, servers, 
     if as_json:
         compact = qsbench.results_document(bench.results, bench.rows, docs=docs, view_dir=view_dir,
                                            settings=settings, skipped=skipped, reference=bench.reference,
-                                           latencies=False)
+                                           latencies=False, pairs=bench.verdicts, warnings=bench.warnings,
+                                           other_load=bench.other_load)
         compact["results_file"] = str(path)
         compact["chart"] = str(chart) if chart else None
         print_json(compact)
     else:
         _print_table(out, bench, docs, shards)
+        _print_ranking(out, bench)
         _print_failures(out, bench)
         out.print(f"results: {path}")
         if chart:
@@ -179,3 +188,16 @@ def _print_failures(out: Console, bench: qsbench.Benchmark) -> None:
                       f"{bench.reference}", highlight=False)
             for m in r.mismatches:
                 out.print(f"  {m.message()}", highlight=False, markup=False)
+
+
+def _print_ranking(out: Console, bench: qsbench.Benchmark) -> None:
+    if bench.verdicts:
+        out.print("ranking, adjacent pairs (two-sided Mann-Whitney U over the runs' docs/s, alpha 0.05; "
+                  "ratio of medians [95% bootstrap interval]):", highlight=False)
+        for v in bench.verdicts:
+            out.print(f"  {v.format()}", highlight=False, markup=False)
+        if not bench.decided:
+            out.print("  the order of the pairs marked NOT significant is not supported by these runs "
+                      "(more runs: --max-runs)", highlight=False)
+    for w in bench.warnings:
+        out.print(f"[yellow]warning[/] {w}", highlight=False)

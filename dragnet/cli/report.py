@@ -69,10 +69,7 @@ def report_cmd(results, fmt, plot_dir, baseline):
             click.echo()
             click.echo(rp.deltas_markdown(deltas), nl=False)
     elif fmt == "csv":
-        click.echo(rp.to_csv(groups), nl=False)
-        if deltas is not None:
-            click.echo()
-            click.echo(rp.deltas_csv(deltas), nl=False)
+        click.echo(rp.to_csv(groups, deltas), nl=False)
     else:
         render_table(groups, title=f"{len(docs)} results")
         for g in groups:

@@ -36,7 +36,7 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
     if mode == "json":
         print_json({
             "servers": [{"name": s.name, "language": s.language, "dialect": s.dialect, "source": s.source,
-                         "command": list(s.argv), "env": dict(s.env)} for s in specs],
+                         "command": list(s.argv), "env": dict(s.env), "version": s.version or None} for s in specs],
             "skipped": [{"name": s.name, "reason": s.reason} for s in skipped],
             "environment": environment,
             "not_registered": [{"name": s.name, "reason": s.reason} for s in unregistered],
@@ -47,8 +47,9 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
     click.echo("available:")
     for s in specs:
         extra = " ".join(f"{k}={v}" for k, v in s.env)
+        version = f"  ({s.version})" if s.version else ""
         click.echo(f"  {s.name:<{width}}  {s.language:<18} {s.dialect:<6}  {(extra + ' ') if extra else ''}"
-                   f"{' '.join(s.argv)}")
+                   f"{' '.join(s.argv)}{version}")
     if skipped:
         click.echo("not available:")
         for s in skipped:

@@ -1,0 +1,274 @@
+"""Bench scenarios (memory limit x disk profile x cache state): measuring one build inside one, and the
+"disk matters?" table and verdict computed from the runs.
+
+A build in a scenario: refuse what cannot be enforced, set the cache state, put CouchDB's process tree
+in the cgroup plan, record iostat and the db/index sizes around the build, read the group's memory
+use and OOM counters, then always remove the groups.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+from urllib.parse import quote, urlsplit
+
+from . import iostat as _iostat
+from . import limits
+from .couch import Couch, CouchError, db_path, split_credentials
+from .errors import DragnetError, UsageError
+from .pidstat import listening_pid, process_tree
+from .storage import format_size
+
+
+@dataclass(frozen=True)
+class Scenario:
+    memory: int | None = None
+    profile: limits.DiskProfile = limits.PROFILES["unlimited"]
+    cache: str | None = None          # cold | warm | None (left as it is)
+
+    @property
+    def label(self) -> str:
+        mem = "mem-unlimited" if self.memory is None else f"mem-{format_size(self.memory).replace(' ', '')}"
+        return f"{mem}/{self.profile.name}/{self.cache or 'cache-asis'}"
+
+    @property
+    def is_reference(self) -> bool:
+        """The unthrottled, unlimited, warm run every other scenario is compared with."""
+        return self.memory is None and self.profile.unlimited and self.cache in ("warm", None)
+
+    @property
+    def limited(self) -> bool:
+        return self.memory is not None or not self.profile.unlimited
+
+    def to_json(self) -> dict:
+        p = self.profile
+        return {"label": self.label, "memory_limit": self.memory, "cache": self.cache,
+                "disk_profile": {"name": p.name, "r_iops": p.r_iops, "w_iops": p.w_iops, "r_bps": p.r_bps,
+                                 "w_bps": p.w_bps}}
+
+
+def expand(memories: list[int | None], profiles: list[limits.DiskProfile], caches: list[str]) -> list[Scenario]:
+    """Every combination, in the order given (the first is the one the others are compared with)."""
+    for c in caches:
+        if c not in ("cold", "warm"):
+            raise UsageError(f"--cache {c}: expected cold or warm")
+    return [Scenario(m, p, c) for m, p, c in
+            itertools.product(memories or [None], profiles or [limits.PROFILES["unlimited"]], caches or [None])]
+
+
+def reference_label(scenarios: list[Scenario]) -> str:
+    """The scenario the others are compared with: unlimited memory, unthrottled, warm (else the first)."""
+    return next((s.label for s in scenarios if s.is_reference), scenarios[0].label)
+
+
+# ---------------------------------------------------------------- where CouchDB keeps its data
+
+def couch_pid(url: str) -> int | None:
+    """beam's pid when the URL is a CouchDB on this machine (it listens on the port)."""
+    parts = urlsplit(split_credentials(url)[0])
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    return listening_pid(parts.port or 5984)
+
+
+def data_dir(couch: Couch, pid: int | None) -> Path | None:
+    """CouchDB's database_dir (config; relative to beam's working directory), or None when not local."""
+    try:
+        d = couch.get("/_node/_local/_config/couchdb/database_dir")
+    except CouchError:
+        return None
+    p = Path(str(d))
+    if not p.is_absolute():
+        if pid is None:
+            return None
+        try:
+            p = Path(os.readlink(f"/proc/{pid}/cwd")) / p
+        except OSError:
+            return None
+    return p if p.is_dir() else None
+
+
+def sizes(couch: Couch, db: str, ddoc: str | None = None) -> dict:
+    """File/active/external sizes of the database (GET /db) and of the design doc's index (_info)."""
+    out: dict = {}
+    info = couch.get(db_path(db))
+    out["db"] = {**(info.get("sizes") or {}), "doc_count": info.get("doc_count")}
+    if ddoc:
+        try:
+            vi = couch.get(f"{db_path(db)}/{quote(ddoc, safe='/')}/_info").get("view_index") or {}
+            out["index"] = vi.get("sizes") or {}
+        except CouchError as exc:
+            if exc.status != 404:
+                raise
+            out["index"] = None
+    return out
+
+
+def bytes_written(pidstat_samples: Iterable[dict] | None, families: tuple[str, ...] = ("beam",)) -> int | None:
+    """Bytes CouchDB wrote: pidstat kB_wr/s of its processes summed over the 1 s intervals."""
+    if not pidstat_samples:
+        return None
+    kb = sum(s.get("kb_wr_s") or 0 for s in pidstat_samples if s.get("family") in families
+             and isinstance(s.get("kb_wr_s"), (int, float)))
+    return int(kb * 1024)
+
+
+def write_amplification(written: int | None, index_file_size: int | None) -> float | None:
+    if not written or not index_file_size:
+        return None
+    return written / index_file_size
+
+
+# ---------------------------------------------------------------- one build in a scenario
+
+def prepare(sc: Scenario, couch: Couch, url: str) -> tuple[limits.Plan | None, int | None, Path | None]:
+    """Refuse up front what cannot be enforced (not local, not root, no controller, no block device)."""
+    pid = couch_pid(url)
+    ddir = data_dir(couch, pid) if pid else None
+    if not sc.limited:
+        return None, pid, ddir
+    if pid is None:
+        raise DragnetError(f"scenario {sc.label}: limits need a CouchDB on this machine (none listens on the "
+                           "URL's port here)")
+    if ddir is None:
+        raise DragnetError(f"scenario {sc.label}: cannot find CouchDB's database_dir")
+    return limits.check_enforceable(ddir, memory=sc.memory, profile=sc.profile), pid, ddir
+
+
+def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Callable[[], dict]) -> dict:
+    """One build in scenario sc: its results dict with "scenario", "iostat", "sizes", "memory" and, when
+    beam was OOM-killed, summary.oom_killed with "CouchDB was OOM-killed at limit X" as the outcome."""
+    the_plan, pid, ddir = prepare(sc, couch, url)
+    device = None
+    if ddir is not None:
+        try:
+            device = _iostat.device_of(ddir)
+        except _iostat.NoBlockDevice:
+            device = None
+    before = sizes(couch, db)
+    cache_note = limits.set_cache(sc.cache, [ddir]) if sc.cache and ddir else (
+        "left as it is" if not sc.cache else "not set: CouchDB's data directory is not on this machine")
+    if the_plan is not None:
+        limits.apply(the_plan, sorted(process_tree(pid)))
+    runner = _iostat.IostatRunner().start() if _iostat.IostatRunner.available() else None
+    t0 = time.time()
+    error = None
+    result: dict = {}
+    try:
+        result = build()
+    except Exception as exc:       # beam killed mid-build drops the connection: judged below
+        error = exc
+    finally:
+        text = runner.stop() if runner else ""
+        use = limits.memory_use(the_plan) if the_plan is not None else None
+        group_io = limits.io_use(the_plan) if the_plan is not None else None
+        t1 = time.time()
+        oom_lines = limits.kernel_oom_lines(t0) if the_plan is not None and sc.memory else []
+        if the_plan is not None:
+            limits.remove(the_plan)
+    oom = bool(use and (use.oom_kills or any("beam" in ln for ln in oom_lines)))
+    if error is not None and not oom:
+        raise error
+    parsed = _iostat.parse(text)
+    devices = {device.name} if device else None
+    result.setdefault("summary", {})
+    result["scenario"] = {**sc.to_json(), "cache_state": cache_note,
+                          "enforced": the_plan.enforced if the_plan else [],
+                          "device": None if device is None else {"name": device.name, "majmin": device.majmin,
+                                                                  "kind": device.kind, "backing": device.backing},
+                          "cgroup_version": the_plan.layout.version if the_plan else None}
+    result["iostat"] = {"argv": runner.argv if runner else None, "device": device.name if device else None,
+                        "samples": parsed.samples, "skipped": parsed.skipped,
+                        "summary": _iostat.summarize(parsed.samples, devices, t_from=t0)}
+    # the group's own IO: on a shared machine iostat's device figures include other processes
+    result["iostat"]["cgroup"] = None if not group_io else {
+        **group_io, "seconds": t1 - t0, "read_ios_per_s": group_io["read_ios"] / max(t1 - t0, 1e-9)}
+    result["memory"] = None if use is None else {"limit": sc.memory, "peak": use.peak, "anon": use.anon,
+                                                 "oom_kills": use.oom_kills, "failcnt": use.failcnt,
+                                                 "kernel_log": oom_lines[-5:]}
+    if oom:
+        msg = limits.oom_message(sc.memory)
+        result["summary"].update(ok=False, oom_killed=True, outcome=msg, error=msg)
+        result["sizes"] = {"before": before, "after": None}
+        return result
+    after = sizes(couch, db, f"_design/{ddoc}")
+    written = bytes_written((result.get("pidstat") or {}).get("samples"))
+    index_file = ((after.get("index") or {}).get("file"))
+    result["sizes"] = {"before": before, "after": after, "bytes_written": written,
+                       "write_amplification": write_amplification(written, index_file)}
+    return result
+
+
+# ---------------------------------------------------------------- disk matters? (pure)
+
+@dataclass
+class Row:
+    language: str
+    storage: str
+    scenario: str
+    docs_per_sec: list[float]
+    ratio: float | None            # median docs/s over the reference's median
+    slower_every_round: bool       # every run slower than every reference run
+    oom: int = 0
+    iostat: dict | None = None     # mean of per-run averages: r_s, rkb_s, r_await, util_pct
+
+
+def disk_matters(runs: Iterable[dict], reference: str) -> list[Row]:
+    """Rows per (language, storage, scenario) from manifest runs ({"language","storage","scenario",
+    "status","docs_per_sec_wall","oom_killed","iostat"}); ratio to the reference scenario of the same
+    language and storage."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        groups.setdefault((r["language"], r["storage"], r.get("scenario") or reference), []).append(r)
+    rows = []
+    for (lang, st, sc), rs in groups.items():
+        ok = [r["docs_per_sec_wall"] for r in rs if r.get("status") == "ok" and r.get("docs_per_sec_wall")]
+        ref = [r["docs_per_sec_wall"] for r in groups.get((lang, st, reference), [])
+               if r.get("status") == "ok" and r.get("docs_per_sec_wall")]
+        ratio = statistics.median(ok) / statistics.median(ref) if ok and ref else None
+        io = [r["iostat"] for r in rs if r.get("iostat")]
+        io_mean = {k: statistics.mean(i[k] for i in io) for k in io[0]} if io else None
+        rows.append(Row(lang, st, sc, ok, ratio, bool(ok and ref and max(ok) < min(ref)),
+                        sum(1 for r in rs if r.get("status") == "oom"), io_mean))
+    return rows
+
+
+def verdict(rows: list[Row], reference: str, *, threshold: float = 0.9) -> str:
+    """One line from the numbers: the slowest scenario when it was slower than the reference in every
+    round and by more than 1-threshold, else that the runs show no disk effect."""
+    ooms = [r for r in rows if r.oom]
+    cands = [r for r in rows if r.scenario != reference and r.ratio is not None]
+    head = ""
+    if ooms:
+        head = "; ".join(f"OOM-killed in {r.scenario} ({r.language})" for r in ooms) + "; "
+    if not cands:
+        return head + "no scenario to compare with the reference"
+    worst = min(cands, key=lambda r: r.ratio)
+    if worst.ratio < threshold and worst.slower_every_round:
+        return head + f"disk-bound in {worst.scenario} ({worst.language}, {worst.storage}): ×{worst.ratio:.2f}"
+    return head + (f"disk does not matter in these runs: slowest scenario {worst.scenario} ({worst.language}) "
+                   f"×{worst.ratio:.2f}, not slower in every round by more than {1 - threshold:.0%}")
+
+
+DISK_COLUMNS = ("language", "storage", "scenario", "runs", "docs/s median", "× reference", "slower every round",
+                "OOM", "r/s", "rkB/s", "r_await ms", "%util")
+
+
+def disk_rows(rows: list[Row]) -> list[list[str]]:
+    """Table cells for the "disk matters?" table (iostat: per-build averages on the data's device)."""
+    def f(v, fmt):
+        return "–" if v is None else format(v, fmt)
+    out = []
+    for r in rows:
+        io = r.iostat or {}
+        out.append([r.language, r.storage, r.scenario, str(len(r.docs_per_sec)),
+                    f(statistics.median(r.docs_per_sec) if r.docs_per_sec else None, ".0f"),
+                    f(r.ratio, ".2f"), "yes" if r.slower_every_round else "no", str(r.oom),
+                    f(io.get("r_s"), ".0f"), f(io.get("rkb_s"), ".0f"), f(io.get("r_await"), ".2f"),
+                    f(io.get("util_pct"), ".1f")])
+    return out

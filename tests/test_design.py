@@ -1,0 +1,92 @@
+"""Design documents as input: the three forms give one normalised document; bad input says where."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dragnet import design
+from dragnet.errors import UsageError
+
+APP = Path(__file__).resolve().parent / "ddocs" / "app"
+APP_JSON = APP.with_suffix(".json")
+
+
+def test_folder_and_json_file_give_the_same_document():
+    folder, file = design.load(str(APP)), design.load(str(APP_JSON))
+    assert folder.doc == file.doc
+    assert folder.view_names == ["by_year", "income_by_person", "name_words"]
+    assert folder.reduce_of("by_year") == "_stats"
+    assert "rereduce" in folder.reduce_of("income_by_person")
+    assert folder.reduce_of("name_words") is None
+    assert "exports.words" in folder.doc["views"]["lib"]["util"] and folder.has_lib()
+    assert folder.doc["options"] == {"include_design": False, "local_seq": False}
+    # what does not take part in indexing is dropped, and said so
+    assert file.dropped == ["shows", "validate_doc_update"] and "_rev" not in file.doc
+
+
+def test_select_keeps_lib_and_refuses_unknown_views():
+    d = design.load(str(APP), views=["name_words"])
+    assert d.view_names == ["name_words"] and d.has_lib()
+    with pytest.raises(UsageError, match=r"no view 'nope' \(it has by_year, income_by_person, name_words\)"):
+        design.load(str(APP), views=["nope"])
+
+
+def test_benchmark_copy_is_fresh_and_leaves_the_original_alone():
+    d = design.load(str(APP))
+    before = json.dumps(d.doc, sort_keys=True)
+    copy = design.benchmark_copy(d, "_design/dragnet_x", language="chakra", nonce="n1")
+    assert copy["_id"] == "_design/dragnet_x" and copy["language"] == "chakra" and copy["autoupdate"] is False
+    assert copy["options"] == {"include_design": False, "local_seq": False, "dragnet_benchmark": "n1"}
+    assert copy["views"]["lib"] == d.doc["views"]["lib"]
+    assert json.dumps(d.doc, sort_keys=True) == before
+
+
+@pytest.mark.parametrize("doc, message", [
+    ([], "must be a JSON object"),
+    ({"_id": "app", "views": {"v": {"map": "f"}}}, "_id must be '_design/<name>'"),
+    ({"_id": "_design/a", "views": {}}, "no views"),
+    ({"_id": "_design/a", "views": {"lib": {"x": "1"}}}, "no views"),
+    ({"_id": "_design/a", "views": {"v": {"reduce": "_sum"}}}, "view 'v' has no map function"),
+    ({"_id": "_design/a", "views": {"v": {"map": "f", "reduce": "_median"}}}, "unknown built-in reduce '_median'"),
+    ({"_id": "_design/a", "views": {"v": {"map": "f", "reduce": 3}}}, "reduce must be a function"),
+    ({"_id": "_design/a", "views": {"v": {"map": "f"}, "lib": {"m": 1}}}, r"views.lib.m: a module must be a string"),
+    ({"_id": "_design/a", "language": 5, "views": {"v": {"map": "f"}}}, "language must be a non-empty string"),
+])
+def test_bad_documents_are_refused_with_where(tmp_path, doc, message):
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match=message) as exc:
+        design.load(str(path))
+    assert str(exc.value).startswith(str(path))
+
+
+def test_malformed_json_names_file_and_line(tmp_path):
+    path = tmp_path / "d.json"
+    path.write_text('{"_id": "_design/a",\n "views": {,}}')
+    with pytest.raises(UsageError, match=r"d.json: not valid JSON: .* at line 2"):
+        design.load(str(path))
+
+
+def test_couchapp_folder_errors(tmp_path):
+    with pytest.raises(UsageError, match="no views/ folder"):
+        design.from_folder(tmp_path)
+    (tmp_path / "views" / "v").mkdir(parents=True)
+    with pytest.raises(UsageError, match=r"views/v: no map function"):
+        design.from_folder(tmp_path)
+    (tmp_path / "views" / "v" / "map.js").write_text("function (doc) { emit(1, 1); }")
+    d = design.from_folder(tmp_path)
+    assert d.id == f"_design/{tmp_path.name}" and d.language == "javascript"
+    with pytest.raises(UsageError, match="no such file or folder"):
+        design.load(str(tmp_path / "missing"))
+
+
+def test_ddoc_urls_are_split_and_never_shown_with_the_password():
+    assert design.split_ddoc_url("http://u:p%40ss@h:5984/my%2Fdb/_design/app") == \
+        ("http://u:p%40ss@h:5984", "my/db", "app")
+    assert design.split_ddoc_url("https://h/couch/db/_design/a")[0] == "https://h/couch"
+    with pytest.raises(UsageError) as exc:
+        design.split_ddoc_url("http://u:secret@h:5984/db/app")
+    assert "secret" not in str(exc.value) and "u:***@h:5984" in str(exc.value)

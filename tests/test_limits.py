@@ -1,0 +1,137 @@
+"""Disk profiles, memory/size parsing and the cgroup plan (v1 and v2 file trees built in tmp_path)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dragnet import limits
+from dragnet.errors import DragnetError, UsageError
+from dragnet.iostat import BlockDevice
+
+VDA = BlockDevice("vda", 254, 0, "disk")
+
+
+def test_builtin_and_custom_profiles():
+    hdd = limits.parse_profile("hdd-150iops")
+    assert (hdd.r_iops, hdd.w_iops) == (150, 150) and not hdd.unlimited
+    assert limits.parse_profile("unlimited").unlimited
+    custom = limits.parse_profile("300:100:50m:0")
+    assert (custom.r_iops, custom.w_iops, custom.r_bps, custom.w_bps) == (300, 100, 50 * 1024**2, 0)
+    assert [p.name for p in limits.parse_profiles("unlimited, hdd-150iops")] == ["unlimited", "hdd-150iops"]
+
+
+@pytest.mark.parametrize("bad,why", [("floppy", "unknown disk profile 'floppy'"), ("1:2:3", "unknown disk"),
+                                     ("a:1:0:0", "whole numbers"), ("-1:0:0:0", "negative"),
+                                     ("1:1:lots:0", "not a size")])
+def test_bad_profiles_say_what(bad, why):
+    with pytest.raises(UsageError, match=why):
+        limits.parse_profile(bad)
+
+
+def test_memory_and_sizes():
+    assert limits.parse_memory_limits("unlimited,512m,1g") == [None, 512 * 1024**2, 1024**3]
+    assert limits.parse_sizes("40k,10k,320k,10000") == [10_000, 40_000, 320_000]
+    with pytest.raises(UsageError, match="document count"):
+        limits.parse_sizes("10k,many")
+
+
+def v1_tree(root: Path, memory=True, blkio=True) -> Path:
+    if memory:
+        (root / "memory").mkdir(parents=True)
+        (root / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    if blkio:
+        (root / "blkio").mkdir(parents=True)
+        (root / "blkio" / "blkio.throttle.read_iops_device").write_text("")
+    return root
+
+
+def v2_tree(root: Path, controllers="cpu io memory pids") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "cgroup.controllers").write_text(controllers + "\n")
+    return root
+
+
+def test_plan_v1_writes_memory_and_blkio_files(tmp_path):
+    layout = limits.detect(v1_tree(tmp_path))
+    assert layout.version == 1
+    p = limits.plan(layout, "g", memory=256 * 1024**2, profile=limits.PROFILES["hdd-150iops"], device=VDA)
+    assert p.groups == [tmp_path / "memory" / "g", tmp_path / "blkio" / "g"]
+    writes = {str(path.relative_to(tmp_path)): v for path, v in p.writes}
+    assert writes == {
+        "memory/g/memory.limit_in_bytes": str(256 * 1024**2),
+        "memory/g/memory.swappiness": "0",
+        "blkio/g/blkio.throttle.read_iops_device": "254:0 150",
+        "blkio/g/blkio.throttle.write_iops_device": "254:0 150",
+        "blkio/g/blkio.throttle.read_bps_device": f"254:0 {120 * 1024**2}",
+        "blkio/g/blkio.throttle.write_bps_device": f"254:0 {120 * 1024**2}",
+    }
+    # v1 cannot throttle buffered writes: the plan says so, for the report
+    assert any("does not throttle buffered writes" in e for e in p.enforced)
+
+
+def test_plan_v1_custom_profile_skips_unlimited_fields(tmp_path):
+    layout = limits.detect(v1_tree(tmp_path))
+    p = limits.plan(layout, "g", memory=None, profile=limits.parse_profile("150:0:0:0"), device=VDA)
+    assert [(path.name, v) for path, v in p.writes] == [("blkio.throttle.read_iops_device", "254:0 150")]
+    assert p.groups == [tmp_path / "blkio" / "g"]
+
+
+def test_plan_v2_writes_memory_max_and_io_max(tmp_path):
+    layout = limits.detect(v2_tree(tmp_path))
+    assert layout.version == 2
+    p = limits.plan(layout, "g", memory=10**9, profile=limits.parse_profile("150:75:0:10m"), device=VDA)
+    assert p.groups == [tmp_path / "g"]
+    assert [(str(path.relative_to(tmp_path)), v) for path, v in p.writes] == [
+        ("cgroup.subtree_control", "+memory +io"),
+        ("g/memory.max", "1000000000"),
+        ("g/memory.swap.max", "0"),
+        ("g/io.max", f"254:0 riops=150 wiops=75 rbps=max wbps={10 * 1024**2}"),
+    ]
+
+
+def test_plan_refuses_what_cannot_be_enforced(tmp_path):
+    no_blkio = limits.detect(v1_tree(tmp_path / "a", blkio=False))
+    with pytest.raises(DragnetError, match="no cgroup blkio controller"):
+        limits.plan(no_blkio, "g", memory=None, profile=limits.PROFILES["hdd-150iops"], device=VDA)
+    no_mem = limits.detect(v2_tree(tmp_path / "b", controllers="cpu io"))
+    with pytest.raises(DragnetError, match="no writable cgroup memory controller"):
+        limits.plan(no_mem, "g", memory=10**9, profile=limits.PROFILES["unlimited"], device=None)
+    with pytest.raises(DragnetError, match="no block device"):
+        limits.plan(no_mem, "g", memory=None, profile=limits.PROFILES["hdd-150iops"], device=None)
+    # unlimited everything needs nothing
+    assert limits.plan(no_blkio, "g", memory=None, profile=limits.PROFILES["unlimited"], device=None).writes == []
+
+
+def test_check_enforceable_refuses_tmpfs_data():
+    if os.geteuid() != 0:
+        with pytest.raises(DragnetError, match="need root"):
+            limits.check_enforceable("/dev/shm", memory=None, profile=limits.PROFILES["hdd-150iops"])
+        return
+    if os.major(os.stat("/dev/shm").st_dev) != 0:
+        pytest.skip("/dev/shm is not tmpfs here")
+    with pytest.raises(DragnetError, match="hdd-150iops: /dev/shm is on a filesystem without a block device"):
+        limits.check_enforceable("/dev/shm", memory=None, profile=limits.PROFILES["hdd-150iops"])
+
+
+def test_memory_use_reads_v1_and_v2_oom_counters(tmp_path):
+    v1 = limits.detect(v1_tree(tmp_path / "v1"))
+    p1 = limits.Plan(layout=v1, groups=[tmp_path / "v1" / "memory" / "g"])
+    p1.groups[0].mkdir()
+    (p1.groups[0] / "memory.stat").write_text("cache 100\nrss 4096\ntotal_rss 8192\n")
+    (p1.groups[0] / "memory.max_usage_in_bytes").write_text("397410304\n")
+    (p1.groups[0] / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+    (p1.groups[0] / "memory.failcnt").write_text("5313\n")
+    u = limits.memory_use(p1)
+    assert (u.peak, u.anon, u.oom_kills, u.failcnt) == (397410304, 8192, 1, 5313)
+    v2 = limits.detect(v2_tree(tmp_path / "v2"))
+    p2 = limits.Plan(layout=v2, groups=[tmp_path / "v2" / "g"])
+    p2.groups[0].mkdir()
+    (p2.groups[0] / "memory.stat").write_text("anon 123\nfile 456\n")
+    (p2.groups[0] / "memory.peak").write_text("789\n")
+    (p2.groups[0] / "memory.events").write_text("low 0\nhigh 0\nmax 17\noom 1\noom_kill 2\n")
+    u = limits.memory_use(p2)
+    assert (u.peak, u.anon, u.oom_kills, u.failcnt) == (789, 123, 2, 17)
+    assert limits.oom_message(230 * 1024**2) == "CouchDB was OOM-killed at limit 230.0 MiB"

@@ -1,0 +1,167 @@
+"""Scenarios: expansion, the bench plan with a scenario axis, bytes written, the "disk matters?" table and
+its computed verdict; plus the live check on a local CouchDB as root."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dragnet import bench, limits, pidstat, scenario
+from dragnet.errors import UsageError
+
+REF = "mem-unlimited/unlimited/warm"
+SLOW = "mem-64.0MiB/hdd-150iops/cold"
+
+
+def test_expand_and_labels():
+    scs = scenario.expand([None, 64 * 1024**2], limits.parse_profiles("unlimited,hdd-150iops"), ["warm", "cold"])
+    assert len(scs) == 8
+    assert scs[0].label == REF and scs[0].is_reference and not scs[0].limited
+    assert scs[-1].label == SLOW and scs[-1].limited
+    assert scenario.reference_label(scs[::-1]) == REF
+    with pytest.raises(UsageError, match="--cache lukewarm"):
+        scenario.expand([None], [], ["lukewarm"])
+
+
+def test_plan_runs_every_scenario_with_its_own_baseline():
+    runs = bench.plan(["javascript"], 2, ["disk"], scenarios=[REF, SLOW])
+    assert [(r.scenario, r.repeat, r.language) for r in runs] == [
+        (REF, 0, "erlang_baseline"), (REF, 0, "javascript"), (REF, 1, "erlang_baseline"), (REF, 1, "javascript"),
+        (SLOW, 0, "erlang_baseline"), (SLOW, 0, "javascript"), (SLOW, 1, "erlang_baseline"),
+        (SLOW, 1, "javascript")]
+    entries = [{**r.__dict__, "status": "ok", "docs_per_sec_wall": 100.0 if r.scenario == REF else 10.0}
+               for r in runs]
+    entries[5]["docs_per_sec_wall"] = 5.0
+    # the yardstick is the baseline of the same scenario and round, never the other scenario's
+    assert bench.ratios(entries)[5] == 0.5
+
+
+def test_bytes_written_and_write_amplification(fixtures_dir):
+    samples = pidstat.parse((fixtures_dir / "erlang_baseline" / "pidstat.txt").read_text()).samples
+    beam = [s for s in samples if s["family"] == "beam"]
+    written = scenario.bytes_written(samples)
+    assert written == int(sum(s["kb_wr_s"] for s in beam) * 1024)
+    assert written > 0
+    assert scenario.write_amplification(written, written // 4) == pytest.approx(4.0, rel=1e-3)
+    assert scenario.write_amplification(None, 10) is None and scenario.bytes_written([]) is None
+
+
+def runs_for(ref_rates, slow_rates, oom=0):
+    out = []
+    for i, v in enumerate(ref_rates):
+        out.append({"language": "erlang_baseline", "storage": "disk", "scenario": REF, "status": "ok",
+                    "docs_per_sec_wall": v, "iostat": {"r_s": 0.0, "rkb_s": 0.0, "r_await": 0.0, "util_pct": 1.0}})
+    for v in slow_rates:
+        out.append({"language": "erlang_baseline", "storage": "disk", "scenario": SLOW, "status": "ok",
+                    "docs_per_sec_wall": v, "iostat": {"r_s": 150.0, "rkb_s": 600.0, "r_await": 7.0,
+                                                       "util_pct": 99.0}})
+    for _ in range(oom):
+        out.append({"language": "erlang_baseline", "storage": "disk", "scenario": SLOW, "status": "oom",
+                    "docs_per_sec_wall": None})
+    return out
+
+
+def test_disk_matters_verdict_from_numbers():
+    rows = scenario.disk_matters(runs_for([1000, 1100, 900], [300, 310, 290]), REF)
+    slow = next(r for r in rows if r.scenario == SLOW)
+    assert slow.ratio == pytest.approx(300 / 1000) and slow.slower_every_round
+    assert scenario.verdict(rows, REF) == f"disk-bound in {SLOW} (erlang_baseline, disk): ×0.30"
+    cells = scenario.disk_rows(rows)
+    assert cells[1][:8] == ["erlang_baseline", "disk", SLOW, "3", "300", "0.30", "yes", "0"]
+    assert cells[1][8:] == ["150", "600", "7.00", "99.0"]
+
+
+def test_verdict_does_not_claim_an_order_the_rounds_do_not_support():
+    rows = scenario.disk_matters(runs_for([1000, 700, 1100], [800, 1050, 850]), REF)
+    v = scenario.verdict(rows, REF)
+    assert v.startswith("disk does not matter in these runs") and "×0.85" in v
+    rows = scenario.disk_matters(runs_for([1000], [], oom=1), REF)
+    assert scenario.verdict(rows, REF).startswith(f"OOM-killed in {SLOW}")
+
+
+# ---------------------------------------------------------------- live
+
+def _live_env():
+    url = os.environ.get("DRAGNET_TEST_COUCHDB_URL")
+    if not url:
+        pytest.skip("DRAGNET_TEST_COUCHDB_URL not set")
+    if os.geteuid() != 0:
+        pytest.skip("needs root for cgroups")
+    return url
+
+
+@pytest.mark.live
+def test_refused_up_front_when_data_is_not_on_a_block_device(tmp_path):
+    url = _live_env()
+    from dragnet.couch import connect
+    couch = connect(url)
+    sc = scenario.Scenario(None, limits.PROFILES["hdd-150iops"], "cold")
+    ddir = scenario.data_dir(couch, scenario.couch_pid(url))
+    if ddir is None:
+        pytest.skip("CouchDB is not on this machine")
+    if os.major(os.stat(ddir).st_dev) == 0:
+        with pytest.raises(Exception, match="without a block device"):
+            scenario.prepare(sc, couch, url)
+    else:
+        the_plan, pid, d = scenario.prepare(sc, couch, url)
+        assert the_plan.device is not None and pid and d == ddir
+
+
+@pytest.mark.live
+def test_memory_limit_and_hdd_throttle_cold_is_slower_and_reads_the_device(tmp_path):
+    url = _live_env()
+    from dragnet.couch import connect
+    couch = connect(url)
+    pid = scenario.couch_pid(url)
+    ddir = scenario.data_dir(couch, pid) if pid else None
+    if ddir is None or os.major(os.stat(ddir).st_dev) == 0:
+        pytest.skip("CouchDB's data is not on a local block device")
+    layout = limits.detect()
+    if layout.memory is None or layout.blkio is None:
+        pytest.skip("no writable memory and blkio/io cgroup controllers")
+    db = f"dragnet_test_disk_{os.getpid()}"
+    # 10000 docs of ~10 KB of incompressible text: a ~100 MB database file, little CPU per byte
+    import base64
+    import json
+    data = tmp_path / "docs.jsonl"
+    with data.open("w") as fh:
+        for i in range(10000):
+            fh.write(json.dumps({"_id": f"d{i:06d}", "n": i, "pad": base64.b64encode(os.urandom(7500)).decode()}) + "\n")
+    try:
+        bench.ensure_data(couch, db, data, q=2)
+        # the group is charged only for what CouchDB allocates and reads after entering it (v1 keeps
+        # earlier charges where they were); its room for page cache must be smaller than the database
+        limit = int(os.environ.get("DRAGNET_TEST_DISK_LIMIT", 12 * 1024**2))
+        db_file = couch.get(f"/{db}")["sizes"]["file"]
+        assert db_file > 2 * limit, (db_file, limit)
+        view = bench.BASELINE_VIEW
+        spec = bench.LANGUAGES["erlang_baseline"]
+        results = {}
+        for sc in (scenario.Scenario(None, limits.PROFILES["unlimited"], "warm"),
+                   scenario.Scenario(limit, limits.PROFILES["hdd-150iops"], "cold")):
+            ddoc = f"t_{sc.profile.name.replace('-', '_')}"
+            res = scenario.run_in(sc, couch, url, db, ddoc, lambda: bench.default_build(
+                couch, url, db, spec, view, ddoc, "disk"))
+            bench.cleanup(couch, db, f"_design/{ddoc}", timeout=60)
+            results[sc.profile.name] = res
+        fast, slow = results["unlimited"], results["hdd-150iops"]
+        if slow["summary"].get("oom_killed"):
+            pytest.fail(slow["summary"]["outcome"])
+        assert fast["summary"]["ok"] and slow["summary"]["ok"]
+        # direction and order of magnitude, not a timing
+        assert slow["summary"]["docs_per_sec_wall"] < fast["summary"]["docs_per_sec_wall"]
+        dev = slow["iostat"]["device"]
+        io = slow["iostat"]["summary"][dev]
+        assert io["read_kb"] > 1000          # the cold build read its data from the throttled device
+        own = slow["iostat"]["cgroup"]        # CouchDB's own reads, counted by the throttled group
+        assert own["read_bytes"] > 1024**2
+        assert own["read_ios_per_s"] <= 150 * 1.2    # at the throttle's rate, not thousands per second
+        assert slow["scenario"]["enforced"] and slow["memory"]["peak"] is not None
+        assert slow["sizes"]["after"]["index"]["file"] > 0
+    finally:
+        couch.request("DELETE", f"/{db}", ok=(200, 202, 404))
+    # no cgroup left behind
+    for ctrl in (layout.memory, layout.blkio):
+        assert not [p for p in Path(ctrl).glob("dragnet-*") if p.is_dir()]
