@@ -28,7 +28,7 @@ def _default_view() -> str:
                                                           "with --docs URL/db, the sample size.  [default: 2000]")
 @click.option("--fraction", type=click.FloatRange(min=0, max=1, min_open=True), default=None,
               help="With --docs URL/db: sample this fraction of the database instead of --count.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Seed for --count.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed for --count and for a --docs URL/db sample.")
 @click.option("--cache", "cache_dir", default="cache", show_default=True, help="Where generated samples are kept.")
 @click.option("--view", "view_dir", default=None, help="Folder with the view in every dialect.  [default: views/income]")
 @click.option("--servers", help="Comma-separated server names to run (default: every one found).")
@@ -83,7 +83,13 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, servers, 
             raise UsageError("--docs URL/db needs --count N or --fraction F")
         if count is not None and fraction is not None:
             raise UsageError("give --count or --fraction, not both")
-        path, drawn = cached_sample(docs_file, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir)
+        if as_json:
+            path, drawn = cached_sample(docs_file, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir)
+        else:
+            from .sample import with_progress
+
+            path, drawn = with_progress(lambda show: cached_sample(docs_file, count=count, fraction=fraction,
+                                                                   seed=seed, cache_dir=cache_dir, progress=show))
         if not as_json:
             err.print(f"sample of {mask_url(docs_file)} " + (f"drawn into {path}" if drawn else f"cached in {path}"))
         docs = qsbench.load_docs(path)
