@@ -27,10 +27,10 @@ $(STAMPS)/apt: Makefile
 	@mkdir -p $(STAMPS) && touch $@
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: setup.cfg pyproject.toml
+$(VENV)/.installed: setup.cfg setup.py pyproject.toml
 	$(PYTHON) -m venv --clear $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[docker,plot,test]'
 	@touch $@
 
 servers: deps venv

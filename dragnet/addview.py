@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from . import ddoc as _ddoc
 from . import pidstat as _pidstat
@@ -149,11 +149,16 @@ def _resolve(path: str, home: str | None) -> Path:
 
 
 def detect_storage(couch: Couch, given: str, env: dict | None = None) -> str:
-    """The given label, or for a local CouchDB the filesystem of its database_dir; else "unknown"."""
+    """The given label; else what the backend that started this CouchDB recorded (`dragnet couch up`: a local
+    data dir, a Docker volume or a tmpfs); else, for a local CouchDB, the filesystem of its database_dir;
+    else "unknown"."""
     if given in ("disk", "tmpfs"):
         return given
     if not is_local(couch.url):
         return "unknown"
+    recorded = _managed_storage(couch.url, env)
+    if recorded:
+        return recorded
     from .storage import storage_label
 
     home = couchdb_home(env)
@@ -196,6 +201,16 @@ def find_log(couch: Couch, explicit: str | None, env: dict | None = None) -> Pat
     return next((c for c in candidates if c.is_file()), None)
 
 
+def _managed_storage(url: str, env: dict | None) -> str | None:
+    from . import couchdb_control as ctl
+
+    try:
+        inst = ctl.load_state(urlsplit(url).port or 5984, env)
+    except DragnetError:
+        return None
+    return inst.storage if inst is not None and inst.storage in ("disk", "tmpfs") else None
+
+
 def _managed_log(url: str, env: dict | None) -> Path | None:
     from . import couchdb_control as ctl
 
@@ -234,22 +249,42 @@ class LogWatch:
 
 class ProcessScope:
     """The local CouchDB's processes (beam and its descendants), gathered at every poll so query servers
-    that come and go are caught; pidstat's summary is limited to them on a shared machine."""
+    that come and go are caught; pidstat's summary is limited to them on a shared machine. On a local
+    cluster dragnet started (dragnet.cluster), every node's processes, kept apart per node."""
 
-    def __init__(self, url: str):
-        self.root = _pidstat.listening_pid(urlsplit(url).port or 5984) if is_local(url) else None
+    def __init__(self, url: str, env: dict | None = None):
+        from . import cluster
+
+        port = urlsplit(url).port or 5984
+        self.root = _pidstat.listening_pid(port) if is_local(url) else None
+        recorded = cluster.recorded(port, env) if self.root is not None else None
+        self.roots: dict[str, int] = {}
+        for node in (recorded or {}).get("nodes", []):
+            pid = _pidstat.listening_pid(node["port"])
+            if pid is not None:
+                self.roots[node["name"]] = pid
+        self.by_node: dict[str, set[int]] = {name: set() for name in self.roots}
         self.pids: set[int] = set()
         self.refresh()
 
     def refresh(self) -> None:
-        if self.root is not None:
+        for name, root in ([("", self.root)] if self.root is not None else []) + list(self.roots.items()):
             try:
-                self.pids |= _pidstat.process_tree(self.root)
+                tree = _pidstat.process_tree(root)
             except OSError:
-                pass
+                continue
+            self.pids |= tree
+            if name:
+                self.by_node[name] |= tree
 
     def as_dict(self) -> dict | None:
-        return {"root_pid": self.root, "pids": sorted(self.pids)} if self.root is not None else None
+        if self.root is None:
+            return None
+        out: dict = {"root_pid": self.root, "pids": sorted(self.pids)}
+        if self.roots:
+            out["nodes"] = {name: {"root_pid": self.roots[name], "pids": sorted(pids)}
+                            for name, pids in self.by_node.items()}
+        return out
 
 
 # ------------------------------------------------------------------ the view request
@@ -432,12 +467,15 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         qs_after = _qs_stats(couch)
 
         samples = summary_ps = None
+        per_node_ps: dict = {}
         if text is not None:
             parsed = _pidstat.parse(text)
             samples = parsed.samples
             scope.refresh()
             summary_ps = _pidstat.summarize(samples, exclude_pids={os.getpid(), runner.pid or -1},
                                             only_pids=scope.pids if scope.root is not None else None)
+            per_node_ps = {name: _pidstat.summarize(samples, only_pids=pids)
+                           for name, pids in scope.by_node.items()}
             if not samples:
                 pidstat_note = f"pidstat saw no process matching {cfg.pidstat_pattern!r}"
 
@@ -485,6 +523,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
                    "pidstat_scope": scope.as_dict() if scope else None,
                    "couchdb_log": str(log.path) if log.path else None},
         )
+        if per_node_ps and res.get("pidstat") is not None:
+            res["pidstat"]["per_node"] = per_node_ps
         if error:
             # a failed build's design doc is of no use and would hold a half-built index: remove it
             res["view"]["deleted_after_failure"] = _delete_ddoc(couch, cfg.db, ident, saved.rev)
@@ -567,9 +607,16 @@ def _poll_until_done(couch: Couch, request: ViewRequest, tracker: poller.Tracker
 
 
 def _qs_stats(couch: Couch) -> dict | None:
-    """Query-server counters as recorded: {"t", "status", "body"}; None when the node does not answer."""
+    """Query-server counters as recorded: {"t", "status", "body"}; None when the node does not answer.
+    On a cluster, every node's counters summed in "body" (each node's own under "per_node")."""
     t = time.time()
     try:
+        nodes = (_safe_get(couch, "/_membership") or {}).get("cluster_nodes") or []
+        if len(nodes) > 1:
+            per_node = {n: couch.get(f"/_node/{quote(n, safe='@.')}/_stats/couchdb/query_server", timeout=10)
+                        for n in nodes}
+            return {"t": t, "status": 200, "body": _results.sum_counters(list(per_node.values())),
+                    "per_node": per_node}
         resp = couch.request("GET", "/_node/_local/_stats/couchdb/query_server", ok=(200,), timeout=10)
     except (CouchError, CouchUnreachable):
         return None
@@ -582,6 +629,17 @@ def _safe_get(couch: Couch, path: str) -> dict | None:
     except (CouchError, CouchUnreachable):
         return None
     return got if isinstance(got, dict) else None
+
+
+def build_work_line(fig: poller.BuildFigures, q: int | None, n: int | None, nodes: list | None) -> str:
+    """The indexing work of the build: changes done over the shard replicas (q x n of them), and a warning
+    when fewer replicas' tasks were seen than there are (they finished between two polls)."""
+    where = f"q={q} n={n}" + (f" on {len(nodes)} nodes" if nodes else "") if q and n else "q/n unknown"
+    line = f"indexing work = {fig.done} changes done by {fig.tasks_seen} tasks ({where})"
+    if q and n and fig.tasks_seen < q * n:
+        line += (f"; only {fig.tasks_seen} of {q * n} shard replicas' tasks were seen: the rest finished "
+                 f"between polls (lower --interval)")
+    return line
 
 
 def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list[str]:
@@ -599,6 +657,8 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
                      f"timeout ([fabric] request_timeout); the build went on meanwhile")
     lines.append(f"docs = {s.get('docs')}  rows emitted = {s.get('rows')}  "
                  f"changes seen = {fig.changes} over {fig.tasks_seen} indexer tasks, {fig.shards} shards")
+    db = res.get("db") or {}
+    lines.append(build_work_line(fig, db.get("shards"), db.get("replicas"), db.get("nodes")))
     if s.get("exceptions_logged") is not None:
         lines.append(f"exceptions logged by the map function = {s['exceptions_logged']}")
     if s.get("map_calls") == 0:
@@ -613,11 +673,12 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
         # the node column only on a cluster (a single node reports nonode@nohost or its one name)
         width = max(len(sh.node) for sh in fig.per_shard) if len({sh.node for sh in fig.per_shard}) > 1 else 0
         node = (lambda n: f"{n:<{width}} ") if width else (lambda n: "")
-        lines.append(f"{node('node')}{'shard':<19} {'tasks':>5} {'changes':>8} {'seconds':>8} {'c/s':>9}")
+        lines.append(f"{node('node')}{'shard':<19} {'tasks':>5} {'changes':>8} {'done':>8} {'seconds':>8} "
+                     f"{'c/s':>9}")
         for sh in fig.per_shard:
             cps = f"{sh.cps:.1f}" if sh.cps is not None else "n/a"
-            lines.append(f"{node(sh.node)}{sh.shard:<19} {len(sh.pids):>5} {sh.changes:>8} {sh.seconds:>8.0f} "
-                         f"{cps:>9}")
+            lines.append(f"{node(sh.node)}{sh.shard:<19} {len(sh.pids):>5} {sh.changes:>8} {sh.done:>8} "
+                         f"{sh.seconds:>8.0f} {cps:>9}")
     if res.get("update"):
         from . import update as _update
 
@@ -628,4 +689,7 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
         lines += _pidstat.format_summary(ps)
     elif (res.get("pidstat") or {}).get("note"):
         lines.append(f"pidstat: {res['pidstat']['note']}")
+    for name, node_ps in ((res.get("pidstat") or {}).get("per_node") or {}).items():
+        lines.append(f"node {name}:")
+        lines += ["  " + line for line in _pidstat.format_summary(node_ps)]
     return lines

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 from urllib.parse import quote
 
+from . import paths
 from .couch import Couch, CouchError, connect, db_path, mask_url, split_credentials
 from .errors import DragnetError, UsageError
 from .query_servers import LANGUAGES as QS_LANGUAGES
@@ -28,7 +29,7 @@ from .results import slug
 
 SCHEMA = "dragnet.bench/1"
 MANIFEST = "bench.json"
-REPO = Path(__file__).resolve().parent.parent
+REPO = paths.data_root()  # the checkout, or an installed wheel's copy of views/
 DEFAULT_VIEWS = REPO / "views" / "income"
 BASELINE_VIEW = REPO / "views" / "baseline" / "map.erl"
 IMPORT_MARKER = "_local/dragnet-import"
@@ -373,6 +374,16 @@ def default_build(couch: Couch, url: str, db: str, spec: LanguageSpec, view_path
                              storage=storage_label, **design)
 
 
+def cluster_of(couch: Couch, db: str) -> dict:
+    """The database's shards (q) and replicas (n) and the cluster's nodes, as the bench records them."""
+    info = couch.get(db_path(db)).get("cluster") or {}
+    try:
+        nodes = couch.get("/_membership").get("cluster_nodes")
+    except CouchError:
+        nodes = None
+    return {"q": info.get("q"), "n": info.get("n"), "nodes": nodes}
+
+
 # ---------------------------------------------------------------- the bench
 
 @dataclass
@@ -455,6 +466,12 @@ class Bench:
             raise UsageError(f"--storage {','.join(cfg.storages)} needs a CouchDB started by `dragnet couch up` "
                              f"(none recorded for {mask_url(cfg.url)}); to label this server's storage use "
                              f"--storage-label")
+        if cfg.storages and inst is not None:
+            from . import cluster
+
+            if cluster.recorded(inst.port, self.env) is not None:
+                raise UsageError("--storage restarts one CouchDB between storages; on a cluster dragnet started "
+                                 "use --storage-label (restart the cluster yourself)")
         if cfg.storages:
             storages = cfg.storages
         else:
@@ -503,6 +520,8 @@ class Bench:
                     self._write_manifest()
                 else:
                     couch.get(db_path(cfg.db))  # a one-line error now rather than in every run
+                self.manifest["cluster"] = cluster_of(couch, cfg.db)
+                self._write_manifest()
                 if scenarios:
                     from .scenario import prepare
                     for sc in scenarios.values():       # refuse what cannot be enforced before any build

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import matplotlib
+from .extras import require
 
+matplotlib = require("matplotlib", "drawing charts")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -176,9 +177,9 @@ def storage_compare(groups: Sequence[Group], path: Path) -> Chart | None:
 def write_charts(results: Sequence[dict], groups: Sequence[Group], outdir: str | Path) -> list[Chart]:
     """All charts of a report into outdir; returns what was drawn."""
     out = Path(outdir)
-    charts = [rate_over_time(results, out / "rate_over_time.png"),
-              total_time(groups, out / "total_time.png"),
-              resources(groups, out / "resources.png")]
+    charts = [rate_over_time(results, out / "rate_over_time.png")]
+    if groups:     # only design-doc results: their table has no per-language chart yet
+        charts += [total_time(groups, out / "total_time.png"), resources(groups, out / "resources.png")]
     st = storage_compare(groups, out / "storage.png")
     if st is not None:
         charts.append(st)

@@ -93,6 +93,24 @@ def recorded(port: int, env: dict | None = None) -> dict | None:
     return None
 
 
+def node_of(port: int, env: dict | None = None) -> dict | None:
+    """Where port's node sits in its recorded cluster: {port (the coordinator's), index, nodes, name}."""
+    data = recorded(port, env)
+    if data is None:
+        return None
+    nodes = data.get("nodes", [])
+    i = next(i for i, n in enumerate(nodes) if n["port"] == port)
+    return {"port": data["port"], "index": i + 1, "nodes": len(nodes), "name": nodes[i]["name"]}
+
+
+def sole_cluster_port(env: dict | None = None) -> int | None:
+    """The coordinator port when every CouchDB dragnet started is a node of one recorded cluster (so
+    `couch down` needs no --port), else None."""
+    states = ctl.list_states(env)
+    clusters = {(recorded(s.port, env) or {}).get("port") for s in states}
+    return clusters.pop() if states and len(clusters) == 1 and None not in clusters else None
+
+
 def forget(port: int, env: dict | None = None) -> None:
     _record_path(port, env).unlink(missing_ok=True)
 

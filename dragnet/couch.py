@@ -43,6 +43,10 @@ def split_credentials(url: str) -> tuple[str, str | None, str | None]:
 
 def mask_url(url: str) -> str:
     """The URL as it may be shown: any password replaced by ***."""
+    if "://" not in url and "@" in url:
+        # no scheme (user:pass@host:port): urlsplit finds no netloc, so mask everything before the '@'
+        userinfo, _, rest = url.rpartition("@")
+        return f"{userinfo.partition(':')[0]}:***@{rest}"
     try:
         parts = urlsplit(url)
         if parts.password is None:

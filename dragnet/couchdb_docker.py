@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Callable
 
 from . import couchdb_control as ctl
+from . import paths
 from . import storage
 from .errors import DragnetError, UsageError
+from .extras import require
 
-REPO = Path(__file__).resolve().parent.parent
+# the Docker context: the checkout's docker/ and query_servers/, or an installed wheel's copy (dragnet.paths)
+REPO = paths.data_root()
 DOCKERFILE = "docker/Dockerfile"
 DEFAULT_IMAGE = "dragnet/couchdb:3.5.0"
 DATA_PATH = "/opt/couchdb/data"
@@ -36,7 +39,7 @@ def docker_host(env: dict | None = None) -> str:
 
 def client(env: dict | None = None):
     """A Docker SDK client, or a DragnetError saying what to do when no engine answers."""
-    import docker
+    docker = require("docker", "the docker backend (--backend docker)")
     from docker.errors import DockerException
 
     try:

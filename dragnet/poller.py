@@ -17,6 +17,10 @@ Definitions (the 2017 metrics, made precise):
 - total time = last `updated_on` minus first `started_on` over all our indexer tasks.
 Tasks are keyed by `pid`: a shard can get a second indexer task (catch-up after compaction swaps its
 index); its work is kept in the totals and in that shard's row.
+- *done* work: a task that has left `/_active_tasks` (absent from a later poll) finished its run, so it did
+  its `total_changes` (or more) even when the last poll that saw it showed fewer `changes_done`: small
+  shards finish between polls. `changes` stays what the polls saw; `done` credits finished tasks. A task
+  that started and finished between two polls is never seen: `tasks_seen` below q × n says so.
 """
 
 from __future__ import annotations
@@ -104,6 +108,12 @@ class TaskState:
     updated_on: float
     first_seen: float
     last_seen: float
+    finished: bool = False  # absent from a later poll: it ran to its end
+
+    @property
+    def done(self) -> int:
+        """Changes this task processed: its total_changes once finished, else what was last seen."""
+        return max(self.changes_done, self.total_changes) if self.finished else self.changes_done
 
 
 class Tracker:
@@ -127,6 +137,10 @@ class Tracker:
                                   and t.get("design_document") == self.ddoc)
         self.active = len(ours)
         now = float(poll.get("t", 0.0))
+        present = {(str(t.get("node") or ""), str(t.get("pid"))) for t in ours}
+        for key, state in self.tasks.items():
+            if key not in present:
+                state.finished = True
         for t in ours:
             pid, node = str(t.get("pid")), str(t.get("node") or "")
             prev = self.tasks.get((node, pid))
@@ -148,6 +162,11 @@ class Tracker:
         return sum(s.changes_done for s in self.tasks.values())
 
     @property
+    def done(self) -> int:
+        """Changes processed, finished tasks credited with their total_changes (see the module doc)."""
+        return sum(s.done for s in self.tasks.values())
+
+    @property
     def total_changes(self) -> int:
         # a task can finish with changes_done > total_changes (4999 / 4998): count what was done
         return sum(max(s.total_changes, s.changes_done) for s in self.tasks.values())
@@ -167,6 +186,7 @@ class ShardFigures:
     node: str
     pids: list[str]
     changes: int            # last changes_done seen, summed over the shard's tasks
+    done: int               # changes processed: finished tasks count their total_changes
     total_changes: int      # summed total_changes of the shard's tasks (catch-up tasks add theirs)
     started_on: float
     updated_on: float
@@ -189,7 +209,8 @@ class BuildFigures:
     changes: int
     total_changes: int
     tasks_seen: int
-    shards: int
+    done: int               # changes processed, finished tasks credited (sum of per_shard done)
+    shards: int             # distinct shard ranges (a cluster has n replicas of each: per_shard rows)
     max_concurrent_tasks: int
     other_tasks_ignored: int
     per_poll: list[PollRates] = field(default_factory=list)
@@ -210,6 +231,7 @@ def per_shard(tracker: Tracker) -> list[ShardFigures]:
         changes = sum(s.changes_done for s in ts)
         secs = end - start
         rows.append(ShardFigures(shard=shard, node=node, pids=[s.pid for s in ts], changes=changes,
+                                 done=sum(s.done for s in ts),
                                  total_changes=sum(s.total_changes for s in ts), started_on=start,
                                  updated_on=end, seconds=secs, cps=changes / secs if secs > 0 else None))
     return rows
@@ -234,7 +256,8 @@ def analyze(polls: Iterable[dict], ddoc: str) -> BuildFigures:
         first_started_on=first, last_updated_on=last,
         total_time_s=(last - first) if first is not None else None,
         changes=tracker.changes_done, total_changes=tracker.total_changes, tasks_seen=len(tracker.tasks),
-        shards=len(shards), max_concurrent_tasks=max((r.tasks for r in rates), default=0),
+        done=tracker.done,
+        shards=len({r.shard for r in shards}), max_concurrent_tasks=max((r.tasks for r in rates), default=0),
         other_tasks_ignored=tracker.ignored_other, per_poll=rates, per_shard=shards)
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+from .extras import require
 
+matplotlib = require("matplotlib", "drawing charts")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 

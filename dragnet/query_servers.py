@@ -38,17 +38,26 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import paths
 from .errors import DragnetError
 
-REPO = Path(__file__).resolve().parent.parent
+# shipped files: the checkout's folders, or an installed wheel's copy of them (dragnet.paths)
+REPO = paths.data_root()
 PYTHON_QS = REPO / "query_servers" / "python" / "dragnet_qs.py"
-CHAKRA_QS = REPO / "query_servers" / "chakra" / "build" / "dragnet-chakra"
 # node and bun run the same host script, which loads chakra's dragnet.js (the protocol) into a vm context
 NODE_QS = REPO / "query_servers" / "node" / "dragnet-node.js"
-BUN_BINARY = REPO / "query_servers" / "bun" / "build" / "bun"
+CHAKRA_SRC = REPO / "query_servers" / "chakra"
+BUN_SRC = REPO / "query_servers" / "bun"
+# built servers: next to the sources in a checkout (`make servers`), in the user cache when installed
+BUILD = paths.build_root()
+CHAKRA_QS = BUILD / "chakra" / "build" / "dragnet-chakra"
+BUN_BINARY = BUILD / "bun" / "build" / "bun"
 NODE_MIN_MAJOR = 18
 # a directory holding only the `couchdb` package, so PyPy can import couchpy without CPython's site-packages
-COUCHPY_PYPY_PATH = REPO / "query_servers" / "python" / "build" / "couchpy-pypy"
+COUCHPY_PYPY_PATH = BUILD / "python" / "build" / "couchpy-pypy"
+# written by build_couchpy_pypy() once pypy3 answered through that directory: which pypy3 it was
+COUCHPY_PYPY_STAMP = ".pypy-checked"
+BUILD_HINT = "run `dragnet servers --build`, or `make servers` in a checkout"
 DEFAULT_COUCHDB_HOME = "/opt/couchdb"
 
 # View-file dialects: which file of a views/<name>/ folder a server runs.
@@ -180,7 +189,7 @@ def _executable(path: Path) -> bool:
 
 def _chakra() -> ServerSpec | Skipped:
     if not CHAKRA_QS.exists():
-        return Skipped("chakra", f"{CHAKRA_QS} not built (run `make -C query_servers`)")
+        return Skipped("chakra", f"{CHAKRA_QS} not built ({BUILD_HINT})")
     if not _executable(CHAKRA_QS):
         return Skipped("chakra", f"{CHAKRA_QS} is not executable")
     return ServerSpec("chakra", "chakra", (str(CHAKRA_QS),), "es2015")
@@ -214,8 +223,8 @@ def _node(path: dict) -> ServerSpec | Skipped:
 
 def _bun() -> ServerSpec | Skipped:
     if not BUN_BINARY.exists():
-        return Skipped("bun", f"{BUN_BINARY} not installed (run `make -C query_servers bun`; it says why "
-                              "when Bun cannot run here)")
+        return Skipped("bun", f"{BUN_BINARY} not installed ({BUILD_HINT}; it says why when Bun cannot "
+                              "run here)")
     version, why = runtime_version(str(BUN_BINARY))
     if why:
         return Skipped("bun", why)
@@ -264,24 +273,15 @@ def couchpy_package_dir() -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def prepare_couchpy_pypy(target: Path = COUCHPY_PYPY_PATH) -> Path | None:
-    """A directory containing only a link to the `couchdb` package, for PYTHONPATH under PyPy.
-
-    Putting CPython's whole site-packages on PyPy's path would shadow PyPy's own modules."""
-    package = couchpy_package_dir()
-    if package is None:
-        return None
-    link = target / "couchdb"
-    if link.is_symlink() and link.resolve() == package.resolve():
-        return target
-    target.mkdir(parents=True, exist_ok=True)
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(package, target_is_directory=True)
-    return target
+def _pypy_identity(pypy: str) -> str:
+    """Which pypy3 a check was made with: its real path and modification time (an upgrade changes it)."""
+    real = os.path.realpath(pypy)
+    try:
+        return f"{real} {os.stat(real).st_mtime_ns}"
+    except OSError:
+        return real
 
 
-@functools.lru_cache(maxsize=8)
 def _pypy_runs_couchpy(pypy: str, pythonpath: str) -> str | None:
     """None when `pypy3 -m couchdb.view` answers ["reset"] with true; else why not."""
     env = dict(os.environ, PYTHONPATH=pythonpath)
@@ -297,20 +297,25 @@ def _pypy_runs_couchpy(pypy: str, pythonpath: str) -> str | None:
 
 
 def _couchpy_pypy(path: dict) -> ServerSpec | Skipped:
+    # Discovery only reads: the link and the check that pypy3 runs couchpy through it are made once by
+    # build_couchpy_pypy() (`dragnet servers --build`, `make servers`), not on every `dragnet servers`.
     pypy = shutil.which("pypy3", path=path.get("PATH"))
     if not pypy:
         return Skipped("couchpy-pypy", "pypy3 is not on PATH")
-    try:
-        target = prepare_couchpy_pypy()
-    except OSError as exc:
-        return Skipped("couchpy-pypy", f"cannot prepare {COUCHPY_PYPY_PATH}: {exc}")
-    if target is None:
+    package = couchpy_package_dir()
+    if package is None:
         return Skipped("couchpy-pypy", "the couchdb package (CouchDB==1.2) is not installed")
-    why = _pypy_runs_couchpy(pypy, str(target))
-    if why:
-        return Skipped("couchpy-pypy", why)
+    link = COUCHPY_PYPY_PATH / "couchdb"
+    if not (link.is_symlink() and link.resolve() == package.resolve()):
+        return Skipped("couchpy-pypy", f"{COUCHPY_PYPY_PATH} not prepared ({BUILD_HINT})")
+    try:
+        checked = (COUCHPY_PYPY_PATH / COUCHPY_PYPY_STAMP).read_text(encoding="utf-8").strip()
+    except OSError:
+        checked = ""
+    if checked != _pypy_identity(pypy):
+        return Skipped("couchpy-pypy", f"{pypy} not checked against {COUCHPY_PYPY_PATH} ({BUILD_HINT})")
     return ServerSpec("couchpy-pypy", "python", (pypy, "-m", "couchdb.view"), "python", source="couchpy",
-                      env=(("PYTHONPATH", str(target)),))
+                      env=(("PYTHONPATH", str(COUCHPY_PYPY_PATH)),))
 
 
 def couchdb_home(env: dict | None = None) -> Path:

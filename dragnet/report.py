@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from . import stats
 from .errors import UsageError
 from .query_servers import LANGUAGES as QS_LANGUAGES
 from .stats import Summary, median, summarize
@@ -62,6 +63,12 @@ class Run:
     source: str = ""
     ratio: float | None = None  # filled by assign_ratios()
     language: str = ""          # CouchDB language of the view
+    # a design document's benchmark (`--ddoc`); None for a view file's
+    ddoc: str | None = None
+    views: tuple[str, ...] = ()
+    comparison: dict | None = None       # rows against the reference engine, as the bench recorded it
+    update_lag_s: float | None = None    # --update: last write answered to every view fresh
+    incremental_dps: float | None = None
 
 
 # ---------------------------------------------------------------- reading
@@ -109,10 +116,14 @@ def failed_runs(manifest: Any, path: Path) -> list[dict]:
     if not isinstance(manifest, dict) or not isinstance(manifest.get("runs"), list):
         return []
     out = []
+    design = manifest.get("design") if isinstance(manifest.get("design"), dict) else None
     for run in manifest["runs"]:
         if not isinstance(run, dict) or run.get("status") != "error" or run.get("result_file"):
             continue
-        out.append({"schema": RESULT_SCHEMA, "kind": "bench-failure", "_source": str(path),
+        # a design bench runs the baseline's view file, every other language the design doc
+        view = ({"design": {"id": design.get("id"), "views": design.get("views")}}
+                if design and run.get("language") != BASELINE_LABEL else {})
+        out.append({"schema": RESULT_SCHEMA, "kind": "bench-failure", "_source": str(path), "view": view,
                     "started_at": run.get("started_at"), "storage": run.get("storage"),
                     "bench": {"id": manifest.get("id"), "index": run.get("index"), "language": run.get("language"),
                               "repeat": run.get("repeat"), "storage_label": run.get("storage"),
@@ -231,17 +242,28 @@ def to_run(result: dict) -> Run:
         total_s=_num(s.get("total_time_s")), wall_s=wall, docs=int(docs) if docs is not None else None,
         docs_per_s=dps, resources=family_resources(result), source=str(result.get("_source", "")),
         language=str((result.get("view") or {}).get("language") or s.get("language") or ""),
+        ddoc=design_id(result), views=tuple(((result.get("view") or {}).get("design") or {}).get("views") or ()),
+        comparison=result.get("comparison") if isinstance(result.get("comparison"), dict) else None,
+        update_lag_s=_num(s.get("update_lag_s", (result.get("update") or {}).get("lag_s"))),
+        incremental_dps=_num((result.get("update") or {}).get("incremental_docs_per_sec")),
     )
+
+
+def design_id(result: dict) -> str | None:
+    """The user's design doc a result benchmarked (`--ddoc`), None for a view file's benchmark."""
+    d = (result.get("view") or {}).get("design")
+    return str(d["id"]) if isinstance(d, dict) and d.get("id") else None
 
 
 # ---------------------------------------------------------------- repeats and ratios
 
 def assign_repeats(runs: list[Run]) -> None:
-    """Runs without a recorded repeat get their rank by start time within (bench, label, storage)."""
+    """Runs without a recorded repeat get their rank by start time within (bench, design doc and views, label,
+    storage)."""
     groups: dict[tuple, list[Run]] = {}
     for r in runs:
         if r.repeat is None:
-            groups.setdefault((r.bench_id, r.label, r.storage), []).append(r)
+            groups.setdefault((r.bench_id, r.ddoc, r.views, r.label, r.storage), []).append(r)
     for members in groups.values():
         for i, r in enumerate(sorted(members, key=lambda r: r.started_at)):
             r.repeat = i
@@ -288,7 +310,7 @@ def split_variants(runs: list[Run], results: Sequence[dict]) -> None:
     different rows: the most common source keeps the label, the others get "label [view file]"."""
     by_label: dict[str, list[tuple[Run, str, str]]] = {}
     for run, res in zip(runs, results):
-        if (res.get("bench") or {}).get("language"):
+        if (res.get("bench") or {}).get("language") or run.ddoc:   # a design doc is its own row already
             continue
         path = str((res.get("view") or {}).get("path") or "")
         by_label.setdefault(run.label, []).append((run, view_source(res), Path(path).stem or "?"))
@@ -337,6 +359,7 @@ class Group:
     qs_rss_mb: float | None
     beam_kb_wr: float | None = None
     qs_kb_wr: float | None = None
+    docs_per_s_runs: list[float] = field(default_factory=list)   # raw, for the significance tests
 
     @property
     def key(self) -> tuple[str, str]:
@@ -410,12 +433,39 @@ def group_runs(runs: Sequence[Run]) -> list[Group]:
             beam_cpu=res("beam", "cpu_mean"), beam_rss_mb=res("beam", "rss_peak_mb"),
             qs_cpu=res(fam, "cpu_mean"), qs_rss_mb=res(fam, "rss_peak_mb"),
             beam_kb_wr=res("beam", "kb_wr"), qs_kb_wr=res(fam, "kb_wr"),
+            docs_per_s_runs=[r.docs_per_s for r in good if r.docs_per_s is not None],
         ))
     return out
 
 
 def build_report(results: Iterable[dict]) -> list[Group]:
-    return group_runs(prepare(results))
+    """The view-file report; design-doc results are left to build_design_report()."""
+    return group_runs([r for r in prepare(results) if r.ddoc is None])
+
+
+RANKING_TEST = ("two-sided Mann-Whitney U on per-run docs/s (wall), alpha 0.05; ratio of medians with a "
+                "95% percentile bootstrap interval")
+
+
+def ranking(groups: Sequence[Group]) -> list[tuple[str, stats.PairVerdict]]:
+    """Per storage, languages by median docs/s, fastest first; each adjacent pair tested over the runs."""
+    out = []
+    for storage in dict.fromkeys(g.storage for g in groups):
+        ranked = sorted((g for g in groups if g.storage == storage and g.docs_per_s_runs),
+                        key=lambda g: -median(g.docs_per_s_runs))
+        out += [(storage, v) for v in stats.compare_adjacent([(g.label, g.docs_per_s_runs) for g in ranked])]
+    return out
+
+
+def ranking_lines(groups: Sequence[Group]) -> list[str]:
+    pairs = ranking(groups)
+    if not pairs:
+        return []
+    lines = [f"ranking by docs/s ({RANKING_TEST}):"]
+    lines += [f"  [{storage}] {v.format()}" for storage, v in pairs]
+    if not all(v.decided for _, v in pairs):
+        lines.append("  pairs marked NOT significant: these runs do not support their order (more --repeat)")
+    return lines
 
 
 # ---------------------------------------------------------------- comparison with an earlier set
@@ -562,6 +612,8 @@ def to_json(groups: Sequence[Group], deltas: Sequence[Delta] | None = None) -> d
                                               "storage and repeat; median over repeats",
                                      "changed": "|Δmedian| > max(σ_current, σ_baseline) and current median "
                                                 "outside the baseline's min…max; needs ≥ 2 runs each side"}}
+    out["ranking"] = {"test": RANKING_TEST,
+                      "pairs": [dict(v.as_dict(), storage=st) for st, v in ranking(groups)]}
     if deltas is not None:
         out["comparison"] = [d.as_dict() for d in deltas]
     return out
@@ -583,3 +635,225 @@ def delta_rows(deltas: Sequence[Delta]) -> list[list[str]]:
 
 def deltas_markdown(deltas: Sequence[Delta]) -> str:
     return _md_table(DELTA_COLUMNS, delta_rows(deltas))
+
+
+# ---------------------------------------------------------------- design documents (`--ddoc`)
+#
+# One row per (design doc, view, engine, storage). "view" is ALL_VIEWS for a build of the whole design doc
+# (CouchDB maps every view in one pass, so that is what bench measures) and the view's name for a build of
+# one view alone (`addview --per-view`). The reference engine is the one the bench compared rows with
+# (results' "comparison.reference"); "× ref" is docs/s over the reference engine's run of the same design
+# doc, views, storage and repeat (nearest in time without one), median over repeats.
+
+ALL_VIEWS = "(all)"
+
+
+@dataclass
+class DesignGroup:
+    ddoc: str
+    view: str
+    label: str
+    storage: str
+    n: int
+    failed: int
+    errors: list[str]
+    reference: str | None
+    total_s: Summary | None
+    wall_s: Summary | None
+    docs_per_s: Summary | None
+    ratio: Summary | None                 # docs/s ÷ the reference engine's
+    rows_compared: int | None             # rows of the largest comparison (every run reads the same data)
+    differences: int | None               # summed over the compared runs; None: no run was compared
+    compared: int                         # runs compared with the reference
+    notes: list[str]
+    update_lag_s: Summary | None
+    incremental_dps: Summary | None
+    qs_family: str | None
+    beam_cpu: float | None
+    beam_rss_mb: float | None
+    qs_cpu: float | None
+    qs_rss_mb: float | None
+    docs_per_s_runs: list[float] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.ddoc, self.view, self.label, self.storage)
+
+    @property
+    def is_reference(self) -> bool:
+        return self.label == self.reference
+
+    def as_dict(self) -> dict:
+        return dict(asdict(self), is_reference=self.is_reference)
+
+
+def view_label(run: Run, all_views: set[str]) -> str:
+    return ALL_VIEWS if not run.views or set(run.views) >= all_views else ",".join(run.views)
+
+
+def design_reference(runs: Sequence[Run]) -> str | None:
+    """The engine the bench compared these runs' rows with (the most frequent, should results disagree)."""
+    refs = [str(r.comparison["reference"]) for r in runs if r.comparison and r.comparison.get("reference")]
+    return max(dict.fromkeys(refs), key=refs.count) if refs else None
+
+
+def group_design_runs(runs: Sequence[Run], reference: str | None = None) -> list[DesignGroup]:
+    """Design-doc runs by (design doc, view, engine, storage): medians over the successful runs; per design
+    doc the reference engine first, then the others by name (an order of names, not of speed)."""
+    runs = [r for r in runs if r.ddoc]
+    out: list[DesignGroup] = []
+    for ddoc in sorted({r.ddoc for r in runs}):
+        mine = [r for r in runs if r.ddoc == ddoc]
+        every = {v for r in mine for v in r.views}
+        ref = reference or design_reference(mine)
+        keys: dict[tuple[str, str, str], list[Run]] = {}
+        for r in mine:
+            keys.setdefault((view_label(r, every), r.storage, r.label), []).append(r)
+        order = sorted(keys, key=lambda k: (k[0] != ALL_VIEWS, k[0], _storage_order(k[1]), k[2] != ref, k[2]))
+        for view, storage, label in order:
+            members = keys[(view, storage, label)]
+            good = [r for r in members if r.ok]
+            refs = [r for (v, st, lb), rs in keys.items() if (v, st, lb) == (view, storage, ref) for r in rs]
+            ratios = []
+            for r in good:
+                b = pair_baseline(r, refs)
+                ratios.append(ratio(r.docs_per_s, b.docs_per_s) if b else None)
+            compared = [r.comparison for r in good
+                        if r.comparison is not None and r.comparison.get("differences") is not None]
+            notes = list(dict.fromkeys(str(r.comparison["note"]) for r in good
+                                       if r.comparison and r.comparison.get("note")))
+            fam = qs_family_of(good)
+            res = lambda f, k: _med(r.resources.get(f, {}).get(k) for r in good) if f else None  # noqa: E731
+            out.append(DesignGroup(
+                ddoc=ddoc, view=view, label=label, storage=storage, n=len(good), failed=len(members) - len(good),
+                errors=[str(r.error) for r in members if not r.ok], reference=ref,
+                total_s=_summ(r.total_s for r in good), wall_s=_summ(r.wall_s for r in good),
+                docs_per_s=_summ(r.docs_per_s for r in good), ratio=_summ(ratios),
+                rows_compared=max((int(c.get("rows_compared") or 0) for c in compared), default=None),
+                differences=sum(int(c["differences"]) for c in compared) if compared else None,
+                compared=len(compared), notes=notes,
+                update_lag_s=_summ(r.update_lag_s for r in good),
+                incremental_dps=_summ(r.incremental_dps for r in good),
+                qs_family=fam, beam_cpu=res("beam", "cpu_mean"), beam_rss_mb=res("beam", "rss_peak_mb"),
+                qs_cpu=res(fam, "cpu_mean"), qs_rss_mb=res(fam, "rss_peak_mb"),
+                docs_per_s_runs=[r.docs_per_s for r in good if r.docs_per_s is not None],
+            ))
+    return out
+
+
+def build_design_report(results: Iterable[dict], reference: str | None = None) -> list[DesignGroup]:
+    return group_design_runs(prepare(results), reference)
+
+
+def design_ranking(groups: Sequence[DesignGroup]) -> list[tuple[tuple[str, str, str], stats.PairVerdict]]:
+    """Per (design doc, view, storage): engines by median docs/s, fastest first, each adjacent pair tested.
+    A pair with one run a side can never be significant, which is the point: one build orders nothing."""
+    out = []
+    for where in dict.fromkeys((g.ddoc, g.view, g.storage) for g in groups):
+        ranked = sorted((g for g in groups if (g.ddoc, g.view, g.storage) == where and g.docs_per_s_runs),
+                        key=lambda g: -median(g.docs_per_s_runs))
+        out += [(where, v) for v in stats.compare_adjacent([(g.label, g.docs_per_s_runs) for g in ranked])]
+    return out
+
+
+def design_ranking_lines(groups: Sequence[DesignGroup]) -> list[str]:
+    pairs = design_ranking(groups)
+    if not pairs:
+        return []
+    lines = [f"engines by docs/s ({RANKING_TEST}):"]
+    lines += [f"  [{d} {v} {st}] {p.format()}" for (d, v, st), p in pairs]
+    if not all(p.decided for _, p in pairs):
+        lines.append("  pairs marked NOT significant: these runs do not support their order (more --repeat)")
+    return lines
+
+
+def design_notes(groups: Sequence[DesignGroup]) -> list[str]:
+    """Differences, notes and failures worth a line under the table."""
+    out = []
+    for g in groups:
+        where = f"{g.ddoc} {g.view} {g.label} ({g.storage})"
+        if g.differences:
+            out.append(f"differences: {where}: {g.differences} rows differ from {g.reference}'s "
+                       f"over {g.compared} compared runs")
+        out += [f"note: {where}: {n}" for n in g.notes]
+        out += [f"failed: {where}: {e}" for e in g.errors]
+    return out
+
+
+DESIGN_COLUMNS = ("design doc", "view", "engine", "storage", "runs", "total s", "wall s", "wall min…max", "docs/s",
+                  "× ref", "rows compared", "differences", "lag s", "incr docs/s", "beam CPU %", "beam MB", "QS",
+                  "QS CPU %", "QS MB")
+
+
+def design_table_rows(groups: Sequence[DesignGroup]) -> list[list[str]]:
+    rows = []
+    # views whose rows were compared at all (addview --per-view builds compare nothing)
+    compared_views = {(g.ddoc, g.view) for g in groups if g.compared}
+    for g in groups:
+        m = lambda s, d=1: _f(s.median if s else None, d)  # noqa: E731
+        if g.is_reference and not g.compared and (g.ddoc, g.view) in compared_views:
+            diffs = "(reference)"
+        elif g.differences is None:
+            diffs = "not compared"
+        else:
+            diffs = f"{g.differences:,}" + (" (reference repeats)" if g.is_reference else "")
+        rows.append([
+            g.ddoc, g.view, g.label + (" *" if g.is_reference else ""), g.storage,
+            str(g.n) + (f" ({g.failed} failed)" if g.failed else ""),
+            m(g.total_s), m(g.wall_s, 2),
+            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.min:.2f}…{g.wall_s.max:.2f}",
+            m(g.docs_per_s), m(g.ratio, 2), "–" if g.rows_compared is None else f"{g.rows_compared:,}", diffs,
+            m(g.update_lag_s, 2), m(g.incremental_dps),
+            _f(g.beam_cpu), _f(g.beam_rss_mb, 0), g.qs_family or ("(in beam)" if g.n else "–"),
+            _f(g.qs_cpu), _f(g.qs_rss_mb, 0),
+        ])
+    return rows
+
+
+DESIGN_LEGEND = ("* reference engine (rows of the others are compared with its first run); × ref: docs/s over "
+                 "the reference's run of the same repeat; lag s: --update freshness lag")
+
+
+def design_markdown(groups: Sequence[DesignGroup]) -> str:
+    out = _md_table(DESIGN_COLUMNS, design_table_rows(groups)) + "\n" + DESIGN_LEGEND + "\n"
+    lines = design_ranking_lines(groups)
+    if lines:
+        out += "\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]) + "\n"
+    notes = design_notes(groups)
+    if notes:
+        out += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    return out
+
+
+DESIGN_CSV_COLUMNS = ("design_doc", "view", "engine", "storage", "is_reference", "reference", "runs", "failed",
+                      "total_time_s_median", "wall_time_s_median", "wall_time_s_min", "wall_time_s_max",
+                      "docs_per_sec_wall_median", "ratio_to_reference_median", "ratio_min", "ratio_max",
+                      "rows_compared", "differences", "compared_runs", "update_lag_s_median",
+                      "incremental_docs_per_sec_median", "beam_cpu_mean_pct", "beam_rss_peak_mb", "qs_family",
+                      "qs_cpu_mean_pct", "qs_rss_peak_mb")
+
+
+def design_csv(groups: Sequence[DesignGroup]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(DESIGN_CSV_COLUMNS)
+    for g in groups:
+        med = lambda s: s.median if s else None  # noqa: E731
+        vals = (g.ddoc, g.view, g.label, g.storage, str(g.is_reference).lower(), g.reference, g.n, g.failed,
+                med(g.total_s), med(g.wall_s), g.wall_s.min if g.wall_s else None, g.wall_s.max if g.wall_s else None,
+                med(g.docs_per_s), med(g.ratio), g.ratio.min if g.ratio else None, g.ratio.max if g.ratio else None,
+                g.rows_compared, g.differences, g.compared, med(g.update_lag_s), med(g.incremental_dps),
+                g.beam_cpu, g.beam_rss_mb, g.qs_family, g.qs_cpu, g.qs_rss_mb)
+        w.writerow(["" if v is None else (repr(v) if isinstance(v, float) else v) for v in vals])
+    return buf.getvalue()
+
+
+def design_json(groups: Sequence[DesignGroup]) -> dict:
+    return {"groups": [g.as_dict() for g in groups],
+            "ranking": {"test": RANKING_TEST,
+                        "pairs": [dict(p.as_dict(), ddoc=d, view=v, storage=st)
+                                  for (d, v, st), p in design_ranking(groups)]},
+            "rules": {"ratio": "docs/s of the run / docs/s of the reference engine's run of the same design doc, "
+                               "views, storage and repeat (nearest in time without one); median over repeats",
+                      "differences": "rows and reduce results differing from the reference engine's first run, "
+                                     "summed over the compared runs"}}

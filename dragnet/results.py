@@ -44,6 +44,21 @@ def flatten_counters(stats: dict | None) -> dict[str, float]:
     return out
 
 
+def sum_counters(bodies: list[dict]) -> dict:
+    """Several nodes' /_node/<name>/_stats/couchdb/query_server bodies as one: counters summed, everything
+    else taken from the first (a cluster's work is spread over its nodes' query servers)."""
+    def merge(nodes: list) -> Any:
+        first = nodes[0]
+        if not isinstance(first, dict):
+            return first
+        if first.get("type") == "counter" and isinstance(first.get("value"), (int, float)):
+            return {**first, "value": sum(n.get("value", 0) for n in nodes
+                                          if isinstance(n, dict) and isinstance(n.get("value"), (int, float)))}
+        return {k: merge([n[k] for n in nodes if isinstance(n, dict) and k in n]) for k in first}
+
+    return merge(bodies) if bodies else {}
+
+
 def query_server_delta(before: dict | None, after: dict | None) -> dict | None:
     """Counter differences of /_node/_local/_stats/couchdb/query_server, plus map time per call."""
     if before is None or after is None:

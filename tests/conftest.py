@@ -44,6 +44,18 @@ def live_db(live_url):
     couch.request("DELETE", db_path(name), ok=(200, 202, 404))
 
 
+def live_password(url: str) -> str:
+    """The admin password the live tests use (from the URL, else COUCHDB_PASSWORD): CouchDB 3 has one, so a
+    "the password is not shown" check always has something to look for."""
+    from urllib.parse import unquote, urlsplit
+
+    password = urlsplit(url).password
+    password = unquote(password) if password else os.environ.get("COUCHDB_PASSWORD")
+    if not password:
+        pytest.fail("the live CouchDB needs admin credentials in DRAGNET_TEST_COUCHDB_URL or COUCHDB_PASSWORD")
+    return password
+
+
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now."""
     with socket.socket() as s:

@@ -13,6 +13,7 @@
     qs_testserver.py crash-after N -- CMD...   forward to the real server CMD; after N map_docs, print
                                                "boom after N docs" on stderr and exit 3
     qs_testserver.py wrong DOC_ID -- CMD...    forward to CMD, but change one value in DOC_ID's rows
+    qs_testserver.py tee FILE -- CMD...        forward to CMD, appending every line received to FILE
 """
 
 import json
@@ -85,7 +86,11 @@ def _change(value):
 def wrapper(mode, arg, argv):
     real = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     maps = 0
+    record = open(arg, "ab") if mode == "tee" else None
     for line in lines():
+        if record:
+            record.write(line)
+            record.flush()
         cmd = json.loads(line)
         if cmd[0] == "map_doc":
             if mode == "crash-after" and maps >= int(arg):

@@ -10,9 +10,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import normalised_declarations, serve_json
+from conftest import live_password, normalised_declarations, serve_json
 
 from dragnet import addview, ddoc, results, views
+from dragnet import pidstat as _pidstat
 from dragnet.couch import connect, db_path
 from dragnet.errors import DragnetError, UsageError
 
@@ -177,15 +178,18 @@ def test_live_benchmark_es5_view(loaded_db, tmp_path):
     assert s["docs"] >= N_DOCS
     # the all-tasks average agrees with docs / total time. It is the 2017 definition, biased upwards at the
     # start of a build (101 changes over one whole second of task clock in the first polls): within 10%
-    # once a build lasts 40 s or more (the 40,000-doc recordings: +5..15% against docs / wall time), looser
-    # for the short builds a test can afford.
+    # once a build lasts 40 s or more (the 40,000-doc recordings: +5..15% against docs / wall time).
     total = s["total_time_s"]
     assert total > 0
     by_docs = N_DOCS / total
-    assert abs(s["average_all_tasks_cps"] - by_docs) / by_docs < (0.10 if total >= 40 else 0.40)
-    # the per-shard figures add up to the documents' rate within 10% either way
+    # A build of a few seconds is dominated by the whole-second task clocks, either way: a 14 s build on a
+    # busy 2-core box read +41%, a 5 s one on a quiet box -14%. Short builds get loose bounds.
+    low, high = (0.9, 1.10) if total >= 40 else (0.6, 1.75)
+    assert by_docs * low < s["average_all_tasks_cps"] < by_docs * high
+    # the per-shard figures add up to the documents' rate within 10% either way, plus one second of the
+    # tasks' whole-second clocks (a 6 s build on a loaded machine reads +15% from that alone)
     shard_rate = sum(r["cps"] for r in out.results["per_shard"])
-    assert shard_rate == pytest.approx(by_docs, rel=0.10)
+    assert shard_rate == pytest.approx(by_docs, rel=0.10 + 1 / total)
     assert s["wall_time_s"] >= s["total_time_s"] - 1
     assert polls_seen and polls_seen == sorted(polls_seen)
     # the results file holds the raw polls and the rates are reproducible from them
@@ -198,8 +202,10 @@ def test_live_benchmark_es5_view(loaded_db, tmp_path):
     assert saved["query_server_stats"]["delta"]["map_calls"] >= N_DOCS
     assert "autoupdate" in couch.get(f"{ddoc.ddoc_path(db, saved['view']['ddoc'])}")
     ps = saved["pidstat"]
-    if ps["note"] is None:
-        assert "beam" in ps["summary"] and "couchjs" in ps["summary"]
+    if _pidstat.PidstatRunner.available():     # CI installs sysstat: there the figures must be there
+        assert ps["note"] is None and "beam" in ps["summary"] and "couchjs" in ps["summary"]
+    else:
+        assert "pidstat not found" in ps["note"] and ps["summary"] is None
 
 
 @pytest.mark.live
@@ -235,9 +241,7 @@ def test_live_syntax_error_fails_fast(live_url, live_db, tmp_path):
     assert r.returncode != 0
     assert "compilation_error" in r.stderr and r.stderr.startswith("dragnet: error:")
     assert time.time() - t0 < 20
-    password = urlsplit(live_url).password
-    if password:
-        assert password not in r.stderr + r.stdout
+    assert live_password(live_url) not in r.stderr + r.stdout
 
 
 @pytest.mark.live

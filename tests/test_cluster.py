@@ -41,3 +41,108 @@ def test_record_is_found_from_any_node_and_forgotten(tmp_path):
     assert cluster.recorded(15922, env) is None
     cluster.forget(15920, env)
     assert cluster.recorded(15920, env) is None
+
+
+# --- per-node process scope and report (pure; the processes are faked) ----------------------------------
+
+def test_process_scope_keeps_each_nodes_processes_apart(tmp_path, monkeypatch):
+    from dragnet import addview
+
+    env = {"DRAGNET_STATE_DIR": str(tmp_path)}
+    nodes = cluster.plan(3, 15930)
+    cluster.record(15930, nodes, "local", env)
+    beams = {15930: 100, 15931: 200, 15932: 300}
+    trees = {100: {100, 101}, 200: {200}, 300: {300, 301, 302}}
+    monkeypatch.setattr(addview._pidstat, "listening_pid", lambda port: beams.get(port))
+    monkeypatch.setattr(addview._pidstat, "process_tree", lambda root: set(trees[root]))
+    scope = addview.ProcessScope("http://127.0.0.1:15930", env)
+    trees[300].add(303)                     # a query server spawned on node 3 during the build
+    scope.refresh()
+    assert scope.by_node == {nodes[0].name: {100, 101}, nodes[1].name: {200}, nodes[2].name: {300, 301, 302, 303}}
+    assert scope.pids == {100, 101, 200, 300, 301, 302, 303}
+    d = scope.as_dict()
+    assert d["root_pid"] == 100 and d["nodes"][nodes[2].name] == {"root_pid": 300, "pids": [300, 301, 302, 303]}
+    # a single node: no per-node split
+    single = addview.ProcessScope("http://127.0.0.1:15999", env)
+    assert single.roots == {} and "nodes" not in (single.as_dict() or {})
+
+
+def test_report_shows_the_work_and_every_nodes_resources(fixtures_dir):
+    from dragnet import addview, pidstat, poller, results
+
+    res = results.from_recording(fixtures_dir / "javascript")
+    samples = [{"time": "10:00:01", "pid": 100, "command": "beam.smp", "cpu_pct": 50.0, "rss_kb": 1000},
+               {"time": "10:00:01", "pid": 300, "command": "beam.smp", "cpu_pct": 20.0, "rss_kb": 2000}]
+    res["pidstat"] = {"summary": None, "per_node": {
+        "n1@h": pidstat.summarize(samples, only_pids={100}), "n3@h": pidstat.summarize(samples, only_pids={300})}}
+    res["db"].update(shards=8, replicas=3, nodes=["n1@h", "n2@h", "n3@h"])
+    lines = addview.format_report(res)
+    at = lines.index("node n1@h:")
+    assert lines[at + 1].split()[:2] == ["beam", "1"] and "50.0%" in lines[at + 1]
+    assert "20.0%" in lines[lines.index("node n3@h:") + 1]
+    work = next(ln for ln in lines if ln.startswith("indexing work = "))
+    fig = poller.analyze(res["polls"], res["view"]["ddoc"])
+    assert work.startswith(f"indexing work = {fig.done} changes done by {fig.tasks_seen} tasks (q=8 n=3 on 3 nodes)")
+    assert f"only {fig.tasks_seen} of 24 shard replicas' tasks were seen" in work
+
+
+def test_build_work_line_without_a_warning_when_every_replica_was_seen():
+    from dragnet import addview, poller
+
+    polls = [{"t": float(i), "tasks": [{"pid": f"<0.{r}.0>", "node": n, "changes_done": 0, "total_changes": 10,
+                                        "started_on": 0, "updated_on": 0, "type": "indexer",
+                                        "database": f"shards/{r}/db.1", "design_document": "_design/d"}
+                                       for n in ("a@h", "b@h") for r in ("0-7", "8-f")]} for i in (1,)]
+    fig = poller.analyze(polls + [{"t": 2.0, "tasks": []}], "d")
+    assert addview.build_work_line(fig, 2, 2, ["a@h", "b@h"]) == \
+        "indexing work = 40 changes done by 4 tasks (q=2 n=2 on 2 nodes)"
+    assert addview.build_work_line(fig, None, None, None) == "indexing work = 40 changes done by 4 tasks (q/n unknown)"
+
+
+def test_lone_cluster_needs_no_port_and_nodes_know_their_place(tmp_path):
+    from dragnet import couchdb_control as ctl
+
+    env = {"DRAGNET_STATE_DIR": str(tmp_path)}
+    nodes = cluster.plan(3, 15940)
+    assert cluster.sole_cluster_port(env) is None                       # nothing started
+    for n in nodes:
+        ctl.save_state(ctl.Instance(backend="local", port=n.port, pid=1), env)
+    assert cluster.sole_cluster_port(env) is None                       # three single nodes: ambiguous
+    cluster.record(15940, nodes, "local", env)
+    assert cluster.sole_cluster_port(env) == 15940
+    assert cluster.node_of(15942, env) == {"port": 15940, "index": 3, "nodes": 3, "name": nodes[2].name}
+    assert cluster.node_of(15950, env) is None
+    ctl.save_state(ctl.Instance(backend="local", port=15990, pid=1), env)  # and one more CouchDB
+    assert cluster.sole_cluster_port(env) is None
+
+
+def test_bench_records_q_n_and_the_nodes():
+    from conftest import serve_json
+
+    from dragnet import bench
+    from dragnet.couch import connect
+
+    srv, seen = serve_json([(200, {"db_name": "d", "cluster": {"q": 8, "n": 3, "w": 2, "r": 2}}),
+                            (200, {"all_nodes": ["a@h", "b@h"], "cluster_nodes": ["a@h", "b@h", "c@h"]})])
+    try:
+        got = bench.cluster_of(connect(f"http://127.0.0.1:{srv.server_address[1]}", env={}), "d")
+    finally:
+        srv.shutdown()
+    assert got == {"q": 8, "n": 3, "nodes": ["a@h", "b@h", "c@h"]}
+    assert seen == ["/d", "/_membership"]
+
+
+def test_query_server_counters_of_the_nodes_are_summed():
+    from dragnet import results
+
+    def body(maps, us):
+        return {"calls": {"map": {"value": maps, "type": "counter", "desc": "map_doc"}},
+                "time": {"map": {"value": us, "type": "counter"}}, "note": {"value": "x", "type": "gauge"}}
+
+    summed = results.sum_counters([body(145, 1000), body(300, 2000), body(155, 500)])
+    assert summed["calls"]["map"] == {"value": 600, "type": "counter", "desc": "map_doc"}
+    assert summed["note"] == {"value": "x", "type": "gauge"}
+    delta = results.query_server_delta({"body": body(0, 0), "status": 200},
+                                       {"body": summed, "status": 200})
+    assert delta["map_calls"] == 600 and delta["map_us_per_call"] == 3500 / 600
+    assert results.sum_counters([]) == {}

@@ -36,8 +36,9 @@ def test_db_path_escapes_slashes():
 
 def test_bad_url_is_a_clear_error_without_secret():
     with pytest.raises(Exception) as err:
-        connect("localhost:5984")
+        connect("admin:s3cret@localhost:5984")      # no scheme: not a URL, and the password stays out
     assert "not a CouchDB URL" in str(err.value)
+    assert "s3cret" not in str(err.value)
 
 
 

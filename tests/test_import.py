@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from click.testing import CliRunner
-from conftest import free_port
+from conftest import free_port, live_password
 from loopback import Loopback, bulk_docs_ok
 
 from data_prep.generate import declaration_lines, generate_file
@@ -338,8 +338,7 @@ def test_live_cli_import_purge_json_and_exit_status(live_url, live_db, sample_fi
     res = runner.invoke(main, ["import", str(bad), "--url", live_url, "--db", db, "--rejects", str(rejects)])
     assert res.exit_code == 1
     assert "imported 1, existing 0, rejected 1" in res.output
-    password = urlsplit(live_url).password
-    assert not password or password not in res.output
+    assert live_password(live_url) not in res.output
     assert json.loads(rejects.read_text())["source"].endswith("bad.jsonl:2")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import normalised_declarations
+from conftest import live_password, normalised_declarations
 
 from dragnet import importer
 from dragnet.cli import main
@@ -57,9 +57,8 @@ def test_live_design_doc_on_three_engines_equal_rows_and_original_untouched(live
     r, manifest = _bench(live_url, db, f"{live_url}/{db}/_design/app", "javascript,javascript_quickjs,chakra",
                          tmp_path / "b")
     assert r.exit_code == 0, r.output
-    password = live_url.split("@")[0].rsplit(":", 1)[-1] if "@" in live_url else None
-    if password:
-        assert password not in r.output and password not in (tmp_path / "b" / "bench.json").read_text()
+    password = live_password(live_url)
+    assert password not in r.output and password not in (tmp_path / "b" / "bench.json").read_text()
     runs = {x["language"]: x for x in manifest["runs"]}
     assert all(x["status"] == "ok" for x in runs.values()), manifest["runs"]
     assert "comparison" not in runs["javascript"]          # the reference

@@ -65,7 +65,7 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
 
     from .. import report as rp
     from ..errors import UsageError
-    from .report import render_table
+    from .report import render_design_table, render_table
 
     st = b.parse_list(storages, "--storage")
     for s in st:
@@ -143,7 +143,8 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
 
     runs = manifest["runs"]
     failed = [r for r in runs if r["status"] not in ("ok", "oom")]
-    groups = rp.build_report(rp.load_results([bench.dir])) if any(r["result_file"] for r in runs) else []
+    docs = rp.load_results([bench.dir]) if any(r["result_file"] for r in runs) else []
+    groups, dgroups = rp.build_report(docs), rp.build_design_report(docs)
     if as_json:
         extra = {}
         if scenarios:
@@ -153,10 +154,15 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
             ref = reference_label(scenarios)
             rows = disk_matters(runs, ref)
             extra = {"disk_matters": [asdict(r) for r in rows], "verdict": verdict(rows, ref)}
-        print_json({"dir": str(bench.dir), "manifest": manifest, "report": rp.to_json(groups), **extra})
+        report = rp.to_json(groups)
+        if dgroups:
+            report["design"] = rp.design_json(dgroups)
+        print_json({"dir": str(bench.dir), "manifest": manifest, "report": report, **extra})
     else:
         if groups:
             render_table(groups, title=f"{len(runs) - len(failed)} of {len(runs)} runs ok")
+        if dgroups:
+            render_design_table(dgroups, title=f"{len(runs) - len(failed)} of {len(runs)} runs ok")
         if scenarios:
             from rich.table import Table
             from rich.text import Text

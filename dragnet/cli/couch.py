@@ -121,7 +121,7 @@ def down_cmd(port, timeout, purge, as_json) -> None:
 
     from .. import cluster
 
-    inst = select_state(port)
+    inst = select_state(port if port is not None else cluster.sole_cluster_port())
     if cluster.recorded(inst.port) is not None:
         stopped = cluster.down(inst.port, timeout=timeout, purge=purge)
         if as_json:
@@ -153,12 +153,17 @@ def down_cmd(port, timeout, purge, as_json) -> None:
 @json_option
 def status_cmd(port, as_json) -> None:
     """Show the CouchDBs dragnet started: backend, URL, process or container, storage, version."""
+    from .. import cluster
     from ..couchdb_control import list_states, select_state
 
-    instances = [select_state(port)] if port is not None else list_states()
+    # --port on a cluster's node shows every node of that cluster
+    instances = cluster.instances(select_state(port).port) if port is not None else list_states()
     rows = []
     for inst in instances:
         rows.append({**_describe(inst), **_backend_module(inst.backend).status(inst)})
+        where = cluster.node_of(inst.port)
+        if where is not None:
+            rows[-1]["cluster"] = where
     if as_json:
         print_json({"instances": rows})
         return
@@ -171,7 +176,10 @@ def status_cmd(port, as_json) -> None:
             state = f"unknown: {row.get('error')}"
         else:
             state = "running, not answering" if row["running"] else "not running"
-        click.echo(f"{inst.display_url}  {inst.backend}  {state}")
+        where = row.get("cluster")
+        member = (f"  node {where['index']}/{where['nodes']} {where['name']} of the cluster on port {where['port']}"
+                  if where else "")
+        click.echo(f"{inst.display_url}  {inst.backend}  {state}{member}")
         click.echo("  " + _where(inst))
 
 

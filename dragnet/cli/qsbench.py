@@ -17,6 +17,7 @@ from .options import json_option, print_json
 
 
 def _default_view() -> str:
+    # REPO: the checkout's views/, or the installed wheel's copy (dragnet.paths)
     local = Path("views/income")
     return str(local if local.is_dir() else REPO / "views" / "income")
 
@@ -30,8 +31,14 @@ def _default_view() -> str:
               help="With --docs URL/db: sample this fraction of the database instead of --count.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed for --count and for a --docs URL/db sample.")
 @click.option("--cache", "cache_dir", default="cache", show_default=True, help="Where generated samples are kept.")
-@click.option("--view", "view_dir", default=None, help="Folder with the view in every dialect.  [default: views/income]")
-@click.option("--servers", help="Comma-separated server names to run (default: every one found).")
+@click.option("--view", "view_dir", default=None, help="Folder with the view in every dialect.  [default: views/income]; "
+              "with --ddoc: NAME,... of its views to run")
+@click.option("--ddoc", "ddoc_source", default=None, metavar="SOURCE",
+              help="Run a whole design document (JSON file, couchapp folder or URL/db/_design/name): every "
+                   "map function, its reduce/rereduce batches, each function's time, rows per view checked.")
+@click.option("--servers", help="Comma-separated server names to run (default: every one found; with --ddoc every "
+              "one running its language).")
+@click.option("--languages", help="With --ddoc: same as --servers (server or CouchDB language names).")
 @click.option("--reference", help="Server whose rows the others must match (default: the first).")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Measured runs per server.")
 @click.option("--min-runs", type=click.IntRange(min=1), help="Same as --repeat: measured runs every server gets.")
@@ -46,8 +53,7 @@ def _default_view() -> str:
 @click.option("--plot", "plot_file", is_flag=False, flag_value="", default=None,
               help="Write a PNG bar chart (to FILE, or next to the results file).")
 @json_option
-def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, servers, reference, repeat, min_runs, max_runs,
-                warmup, shards, timeout,
+def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_source, servers, languages, reference, repeat, min_runs, max_runs, warmup, shards, timeout,
                 config_file, results_dir, plot_file, as_json):
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
     err = Console(stderr=True)
@@ -59,6 +65,18 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, servers, 
         raise UsageError("give --docs FILE or --count, not both")
     if fraction is not None and not from_db:
         raise UsageError("--fraction needs --docs URL/db")
+    if from_db and (count is None) == (fraction is None):
+        raise UsageError("--docs URL/db needs --count N or --fraction F (one of them)")
+    if languages and not ddoc_source:
+        raise UsageError("--languages goes with --ddoc (use --servers)")
+    if ddoc_source:
+        if servers and languages:
+            raise UsageError("give --servers or --languages, not both")
+        if shards != 1 or max_runs or plot_file is not None:
+            raise UsageError("--ddoc runs one shard, without --max-runs or --plot")
+        return _ddoc(err, out, ddoc_source, view_dir, servers or languages, reference, repeat=min_runs or repeat,
+                     warmup=warmup, timeout=timeout, config_file=config_file, results_dir=results_dir,
+                     as_json=as_json, docs=_docs(err, docs_file, count, fraction, seed, cache_dir, as_json))
     view_dir = view_dir or _default_view()
     repeat = min_runs or repeat
     names = [n.strip() for n in servers.split(",") if n.strip()] if servers else None
@@ -75,37 +93,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, servers, 
         raise UsageError(f"--reference {reference} is not among the servers run "
                          f"({', '.join(s.name for s, _ in chosen)})")
 
-    if from_db:
-        from ..couch import mask_url
-        from ..sample import cached_sample
-
-        if count is None and fraction is None:
-            raise UsageError("--docs URL/db needs --count N or --fraction F")
-        if count is not None and fraction is not None:
-            raise UsageError("give --count or --fraction, not both")
-        if as_json:
-            path, drawn = cached_sample(docs_file, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir)
-        else:
-            from .sample import with_progress
-
-            path, drawn = with_progress(lambda show: cached_sample(docs_file, count=count, fraction=fraction,
-                                                                   seed=seed, cache_dir=cache_dir, progress=show))
-        if not as_json:
-            err.print(f"sample of {mask_url(docs_file)} " + (f"drawn into {path}" if drawn else f"cached in {path}"))
-        docs = qsbench.load_docs(path)
-        docs.origin.update(source=mask_url(docs_file), sample_file=str(path), count=count, fraction=fraction,
-                           seed=seed)
-    elif docs_file:
-        if not Path(docs_file).is_file():
-            raise UsageError(f"--docs {docs_file}: no such file")
-        docs = qsbench.load_docs(docs_file)
-    else:
-        count = 2000 if count is None else count
-        if not as_json and not qsbench.sample_path(count, seed, cache_dir).is_file():
-            err.print(f"generating {count} declarations (seed {seed}) into {qsbench.sample_path(count, seed, cache_dir)}")
-        path = qsbench.generated_docs_path(count, seed, cache_dir)
-        docs = qsbench.load_docs(path)
-        docs.origin.update(generated=True, count=count, seed=seed)
+    docs = _docs(err, docs_file, count, fraction, seed, cache_dir, as_json)
 
     settings = {"repeat": repeat, "max_runs": max_runs or repeat, "warmup": warmup, "shards": shards,
                 "timeout_s": timeout}
@@ -207,3 +195,98 @@ def _print_ranking(out: Console, bench: qsbench.Benchmark) -> None:
                       "(more runs: --max-runs)", highlight=False)
     for w in bench.warnings:
         out.print(f"[yellow]warning[/] {w}", highlight=False)
+
+
+def _docs(err: Console, docs_file, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:
+    from ..sample import is_db_url
+
+    if docs_file and is_db_url(docs_file):
+        return _db_sample(err, docs_file, count, fraction, seed, cache_dir, as_json)
+    if docs_file:
+        if not Path(docs_file).is_file():
+            raise UsageError(f"--docs {docs_file}: no such file")
+        return qsbench.load_docs(docs_file)
+    count = 2000 if count is None else count
+    if not as_json and not qsbench.sample_path(count, seed, cache_dir).is_file():
+        err.print(f"generating {count} declarations (seed {seed}) into {qsbench.sample_path(count, seed, cache_dir)}")
+    path = qsbench.generated_docs_path(count, seed, cache_dir)
+    docs = qsbench.load_docs(path)
+    docs.origin.update(generated=True, count=count, seed=seed)
+    return docs
+
+
+def _db_sample(err: Console, spec, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:
+    """A sample of the database spec (dragnet sample's draw), drawn once into cache_dir and read from there."""
+    from ..couch import mask_url
+    from ..sample import cached_sample
+
+    if as_json:
+        path, drawn = cached_sample(spec, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir)
+    else:
+        from .sample import with_progress
+
+        path, drawn = with_progress(lambda show: cached_sample(spec, count=count, fraction=fraction, seed=seed,
+                                                               cache_dir=cache_dir, progress=show))
+        err.print(f"sample of {mask_url(spec)} " + (f"drawn into {path}" if drawn else f"cached in {path}"))
+    docs = qsbench.load_docs(path)
+    docs.origin.update(source=mask_url(spec), sample_file=str(path), count=count, fraction=fraction, seed=seed)
+    return docs
+
+
+def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, repeat, warmup, timeout, config_file,
+          results_dir, as_json, docs) -> None:
+    from .. import design as dsg
+    from .. import qsddoc
+
+    views = [v.strip() for v in view_names.split(",") if v.strip()] if view_names else None
+    design = dsg.load(source, views=views)
+    names = [n.strip() for n in names.split(",") if n.strip()] if names else None
+    specs, skipped = qsbench.available_servers(config=config_file)
+    chosen, skipped = qsddoc.select_servers(specs, skipped, names, design)
+    if not as_json:
+        for s in skipped:
+            err.print(f"[yellow]skipped[/] {s.name}: {s.reason}")
+    if not chosen:
+        raise DragnetError(f"no query server here runs {design.language}")
+    if reference and reference not in [s.name for s in chosen]:
+        raise UsageError(f"--reference {reference} is not among the servers run ({', '.join(s.name for s in chosen)})")
+    settings = {"repeat": repeat, "warmup": warmup, "timeout_s": timeout, "views": design.view_names}
+    if not as_json:
+        err.print(f"{len(docs)} documents from {docs.origin.get('source')}; {design.id} ({', '.join(design.view_names)}); "
+                  f"{warmup} warm-up + {repeat} runs per server, then each map function alone")
+    bench = qsddoc.run_benchmark(chosen, design, docs, repeat=repeat, warmup=warmup, timeout=timeout,
+                                 reference=reference, skipped=skipped)
+    doc = qsddoc.results_document(bench, docs, settings)
+    path = qsbench.write_results(doc, results_dir)
+    if as_json:
+        compact = qsddoc.results_document(bench, docs, settings, latencies=False)
+        compact["results_file"] = str(path)
+        print_json(compact)
+    else:
+        _print_table(out, bench, docs, 1)
+        _print_ranking(out, bench)
+        for res in bench.results:
+            if not res.costs:
+                continue
+            t = Table(title=f"{res.spec.name}: time per function (most expensive view: {res.most_expensive})",
+                      title_justify="left")
+            for col in ("function", "view(s)", "ms", "share", "alone ms", "calls"):
+                t.add_column(col, justify="left" if col in ("function", "view(s)") else "right", no_wrap=True)
+            for c in res.costs:
+                t.add_row(c.kind, c.views, f"{c.ms:.1f}", f"{c.share:.0%}",
+                          "" if c.alone_ms is None else f"{c.alone_ms:.1f}", "" if c.calls is None else str(c.calls))
+            out.print(t)
+        for res in bench.failed:
+            if res.error:
+                out.print(f"[red]FAILED[/] {res.spec.name}: {res.error}", highlight=False)
+                continue
+            counts = ", ".join(f"{v}: {c['docs']} doc(s)" + (", reduce" if c["reduce"] else "")
+                               for v, c in res.mismatch_counts.items())
+            out.print(f"[red]DIFFERENT[/] {res.spec.name} vs {bench.reference}: {counts}", highlight=False)
+            for m in res.mismatches:
+                out.print(f"  {m.message()}", highlight=False, markup=False)
+        out.print(f"results: {path}")
+    if bench.failed:
+        raise DragnetError(f"{len(bench.failed)} of {len(bench.results)} query servers failed: "
+                           + ", ".join(f"{r.spec.name} ({'different rows' if r.status == 'wrong' else 'error'})"
+                                       for r in bench.failed))

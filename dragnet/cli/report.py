@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import report as rp
+from ..errors import UsageError
 from .options import print_json
 
 
@@ -29,6 +30,22 @@ def render_table(groups, title: str | None = None) -> None:
     for row in rp.table_rows(groups):
         table.add_row(*(Text(c) for c in row))  # Text: "[...]" in a label is not rich markup
     _console(200).print(table)
+    for line in rp.ranking_lines(groups):
+        click.echo(line)
+
+
+def render_design_table(groups, title: str | None = None) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, header_style="bold", caption=rp.DESIGN_LEGEND)
+    for i, col in enumerate(rp.DESIGN_COLUMNS):
+        table.add_column(col, justify="left" if i in (0, 1, 2, 3, 11, 16) else "right", no_wrap=i in (0, 1, 2))
+    for row in rp.design_table_rows(groups):
+        table.add_row(*(Text(c) for c in row))
+    _console(220).print(table)
+    for line in rp.design_ranking_lines(groups) + rp.design_notes(groups):
+        click.echo(line)
 
 
 def render_deltas(deltas) -> None:
@@ -54,27 +71,49 @@ def render_deltas(deltas) -> None:
 @click.option("--baseline", "baseline", type=click.Path(), multiple=True,
               help="Earlier results (file or directory, repeatable) to compare with; marks changes beyond "
                    "the measured spread.")
-def report_cmd(results, fmt, plot_dir, baseline):
+@click.option("--reference", default=None, metavar="ENGINE",
+              help="Design-doc benchmarks: the engine '× ref' divides by [default: the one the bench compared "
+                   "rows with].")
+def report_cmd(results, fmt, plot_dir, baseline, reference):
     """Summarize RESULTS (addview results files or bench directories): medians per language and storage,
-    ratio to the Erlang baseline, spread over repeats, resources per process family."""
+    ratio to the Erlang baseline, spread over repeats, resources per process family. Design-doc benchmarks
+    (--ddoc) get their own table per design doc, view, engine and storage: ratio to the reference engine,
+    rows compared and differences, --update lag."""
     docs = rp.load_results(results)
     groups = rp.build_report(docs)
+    dgroups = rp.build_design_report(docs, reference)
     deltas = rp.compare(groups, rp.build_report(rp.load_results(baseline))) if baseline else None
+    if fmt == "csv" and groups and dgroups:
+        raise UsageError("--format csv: view-file and design-doc results have different columns; "
+                         "report them separately")
 
     if fmt == "json":
         out = rp.to_json(groups, deltas)
+        if dgroups:
+            out["design"] = rp.design_json(dgroups)
     elif fmt == "markdown":
-        click.echo(rp.to_markdown(groups), nl=False)
+        if groups or not dgroups:
+            click.echo(rp.to_markdown(groups), nl=False)
+            lines = rp.ranking_lines(groups)
+            if lines:
+                click.echo("\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]))
+        if dgroups:
+            if groups:
+                click.echo()
+            click.echo(rp.design_markdown(dgroups), nl=False)
         if deltas is not None:
             click.echo()
             click.echo(rp.deltas_markdown(deltas), nl=False)
     elif fmt == "csv":
-        click.echo(rp.to_csv(groups, deltas), nl=False)
+        click.echo(rp.design_csv(dgroups) if dgroups else rp.to_csv(groups, deltas), nl=False)
     else:
-        render_table(groups, title=f"{len(docs)} results")
-        for g in groups:
-            for err in g.errors:
-                click.echo(f"failed: {g.label} ({g.storage}): {err}")
+        if groups or not dgroups:
+            render_table(groups, title=f"{len(docs)} results")
+            for g in groups:
+                for err in g.errors:
+                    click.echo(f"failed: {g.label} ({g.storage}): {err}")
+        if dgroups:
+            render_design_table(dgroups, title="design documents")
         if deltas is not None:
             render_deltas(deltas)
 

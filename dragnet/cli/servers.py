@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import registration as reg
+from ..errors import UsageError
 from ..query_servers import discover
 from .options import print_json
 
@@ -18,8 +19,21 @@ from .options import print_json
               help="Extra servers from an ini or JSON file (name, command, language, dialect).")
 @click.option("--timeout-ms", type=click.IntRange(min=1), default=reg.DEFAULT_OS_PROCESS_TIMEOUT_MS,
               show_default=True, help="[couchdb] os_process_timeout written to the ini fragment.")
-def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: int) -> None:
+@click.option("--build", "build", is_flag=False, flag_value="all", default=None, metavar="[NAMES]",
+              help="First build the servers that need it (chakra, couchpy-pypy, bun, or the comma-separated NAMES) "
+                   "and say why any cannot be.")
+def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: int, build: str | None) -> None:
     """List query servers and print how to register them with CouchDB 3.5."""
+    if build:
+        from .. import server_build
+
+        names = server_build.STEPS if build == "all" else tuple(n.strip() for n in build.split(",") if n.strip())
+        unknown = [n for n in names if n not in server_build.BUILDERS]
+        if unknown or not names:
+            raise UsageError(f"--build {build}: expected some of {', '.join(server_build.STEPS)}")
+        # progress on stderr, so --env/--ini/--json output stays clean
+        for done in server_build.build(names, on_step=lambda name: click.echo(f"building {name} ...", err=True)):
+            click.echo(f"  {done.name}: {'built ' if done.ok else 'not built: '}{done.detail}", err=True)
     if docker:
         specs, skipped = list(reg.DOCKER_SPECS), []
     else:
