@@ -203,8 +203,6 @@ def _docs(err: Console, docs_file, count, fraction, seed, cache_dir, as_json) ->
     if docs_file and is_db_url(docs_file):
         return _db_sample(err, docs_file, count, fraction, seed, cache_dir, as_json)
     if docs_file:
-        if not Path(docs_file).is_file():
-            raise UsageError(f"--docs {docs_file}: no such file")
         return qsbench.load_docs(docs_file)
     count = 2000 if count is None else count
     if not as_json and not qsbench.sample_path(count, seed, cache_dir).is_file():
