@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "bench": "dragnet.cli.bench:bench_cmd",
     "report": "dragnet.cli.report:report_cmd",
     "addview": "dragnet.cli.addview:addview_cmd",
+    "sample": "dragnet.cli.sample:sample_cmd",
 }
 
 

@@ -23,9 +23,13 @@ def _default_view() -> str:
 
 
 @click.command("qsbench")
-@click.option("--docs", "docs_file", type=click.Path(dir_okay=False), help="JSON lines (.gz ok) of normalised declarations.")
-@click.option("--count", type=click.IntRange(min=1), help="Generate this many declarations instead (cached under --cache).  [default: 2000]")
-@click.option("--seed", type=int, default=1, show_default=True, help="Seed for --count.")
+@click.option("--docs", "docs_file", help="JSON lines (.gz ok) of normalised declarations, or URL/db: a sample "
+                                          "of that database (--count or --fraction, --seed; cached under --cache).")
+@click.option("--count", type=click.IntRange(min=1), help="Generate this many declarations instead (cached under --cache); "
+                                                          "with --docs URL/db, the sample size.  [default: 2000]")
+@click.option("--fraction", type=click.FloatRange(min=0, max=1, min_open=True), default=None,
+              help="With --docs URL/db: sample this fraction of the database instead of --count.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed for --count and for a --docs URL/db sample.")
 @click.option("--cache", "cache_dir", default="cache", show_default=True, help="Where generated samples are kept.")
 @click.option("--view", "view_dir", default=None, help="Folder with the view in every dialect.  [default: views/income]; "
               "with --ddoc: NAME,... of its views to run")
@@ -49,13 +53,20 @@ def _default_view() -> str:
 @click.option("--plot", "plot_file", is_flag=False, flag_value="", default=None,
               help="Write a PNG bar chart (to FILE, or next to the results file).")
 @json_option
-def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, ddoc_source, servers, languages, reference, repeat, min_runs, max_runs, warmup, shards, timeout,
+def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_source, servers, languages, reference, repeat, min_runs, max_runs, warmup, shards, timeout,
                 config_file, results_dir, plot_file, as_json):
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
     err = Console(stderr=True)
     out = Console() if sys.stdout.isatty() else Console(width=160)  # a pipe must not squeeze the table
-    if docs_file and count is not None:
-        raise UsageError("give --docs or --count, not both")
+    from ..sample import is_db_url
+
+    from_db = bool(docs_file) and is_db_url(docs_file)
+    if docs_file and count is not None and not from_db:
+        raise UsageError("give --docs FILE or --count, not both")
+    if fraction is not None and not from_db:
+        raise UsageError("--fraction needs --docs URL/db")
+    if from_db and (count is None) == (fraction is None):
+        raise UsageError("--docs URL/db needs --count N or --fraction F (one of them)")
     if languages and not ddoc_source:
         raise UsageError("--languages goes with --ddoc (use --servers)")
     if ddoc_source:
@@ -65,7 +76,7 @@ def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, ddoc_source, server
             raise UsageError("--ddoc runs one shard, without --max-runs or --plot")
         return _ddoc(err, out, ddoc_source, view_dir, servers or languages, reference, repeat=min_runs or repeat,
                      warmup=warmup, timeout=timeout, config_file=config_file, results_dir=results_dir,
-                     as_json=as_json, docs=_docs(err, docs_file, count, seed, cache_dir, as_json))
+                     as_json=as_json, docs=_docs(err, docs_file, count, fraction, seed, cache_dir, as_json))
     view_dir = view_dir or _default_view()
     repeat = min_runs or repeat
     names = [n.strip() for n in servers.split(",") if n.strip()] if servers else None
@@ -82,7 +93,7 @@ def qsbench_cmd(docs_file, count, seed, cache_dir, view_dir, ddoc_source, server
         raise UsageError(f"--reference {reference} is not among the servers run "
                          f"({', '.join(s.name for s, _ in chosen)})")
 
-    docs = _docs(err, docs_file, count, seed, cache_dir, as_json)
+    docs = _docs(err, docs_file, count, fraction, seed, cache_dir, as_json)
 
     settings = {"repeat": repeat, "max_runs": max_runs or repeat, "warmup": warmup, "shards": shards,
                 "timeout_s": timeout}
@@ -186,7 +197,11 @@ def _print_ranking(out: Console, bench: qsbench.Benchmark) -> None:
         out.print(f"[yellow]warning[/] {w}", highlight=False)
 
 
-def _docs(err: Console, docs_file, count, seed, cache_dir, as_json) -> qsbench.DocSet:
+def _docs(err: Console, docs_file, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:
+    from ..sample import is_db_url
+
+    if docs_file and is_db_url(docs_file):
+        return _db_sample(err, docs_file, count, fraction, seed, cache_dir, as_json)
     if docs_file:
         return qsbench.load_docs(docs_file)
     count = 2000 if count is None else count
@@ -195,6 +210,24 @@ def _docs(err: Console, docs_file, count, seed, cache_dir, as_json) -> qsbench.D
     path = qsbench.generated_docs_path(count, seed, cache_dir)
     docs = qsbench.load_docs(path)
     docs.origin.update(generated=True, count=count, seed=seed)
+    return docs
+
+
+def _db_sample(err: Console, spec, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:
+    """A sample of the database spec (dragnet sample's draw), drawn once into cache_dir and read from there."""
+    from ..couch import mask_url
+    from ..sample import cached_sample
+
+    if as_json:
+        path, drawn = cached_sample(spec, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir)
+    else:
+        from .sample import with_progress
+
+        path, drawn = with_progress(lambda show: cached_sample(spec, count=count, fraction=fraction, seed=seed,
+                                                               cache_dir=cache_dir, progress=show))
+        err.print(f"sample of {mask_url(spec)} " + (f"drawn into {path}" if drawn else f"cached in {path}"))
+    docs = qsbench.load_docs(path)
+    docs.origin.update(source=mask_url(spec), sample_file=str(path), count=count, fraction=fraction, seed=seed)
     return docs
 
 
