@@ -228,6 +228,8 @@ def _sizes(config, counts, on_event, plot_path, as_json) -> None:
     chart_note = None
     png = Path(plot_path) if plot_path else folder / "sizes.png"
     try:
+        if not any(r["seconds"] for r in an["rows"]):
+            raise DragnetError("no successful build to draw")
         from ..sizes_plot import size_chart
 
         size_chart(an["rows"], an["fits"], an["first_exceeding_memory"], png)
