@@ -182,9 +182,10 @@ def test_live_benchmark_es5_view(loaded_db, tmp_path):
     total = s["total_time_s"]
     assert total > 0
     by_docs = N_DOCS / total
-    # The bias only grows with load (a 14 s build on a busy 2-core box read +41%), so short builds get
-    # a loose upper bound; a figure below the documents' rate would be a real error either way.
-    assert by_docs * 0.9 < s["average_all_tasks_cps"] < by_docs * (1.10 if total >= 40 else 1.75)
+    # A build of a few seconds is dominated by the whole-second task clocks, either way: a 14 s build on a
+    # busy 2-core box read +41%, a 5 s one on a quiet box -14%. Short builds get loose bounds.
+    low, high = (0.9, 1.10) if total >= 40 else (0.6, 1.75)
+    assert by_docs * low < s["average_all_tasks_cps"] < by_docs * high
     # the per-shard figures add up to the documents' rate within 10% either way, plus one second of the
     # tasks' whole-second clocks (a 6 s build on a loaded machine reads +15% from that alone)
     shard_rate = sum(r["cps"] for r in out.results["per_shard"])

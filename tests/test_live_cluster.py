@@ -24,7 +24,7 @@ from dragnet import poller
 from dragnet.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
-N_DOCS = 600
+N_DOCS = 2400   # long enough (a few s on a quiet 2-core box) for pidstat to sample every node
 Q = 8
 
 
