@@ -185,6 +185,14 @@ def fits(runs: Iterable[dict]) -> dict[tuple[str, str], Fit | None]:
     return {k: fit_slope(v) for k, v in pts.items()}
 
 
+def reference_of(scenarios: list[dict]) -> str:
+    """dragnet.scenario.reference_label from a manifest's scenarios (JSON): unlimited memory, unthrottled,
+    warm or as-is; else the first."""
+    return next((sc["label"] for sc in scenarios if sc.get("memory_limit") is None
+                 and sc["disk_profile"]["name"] == "unlimited" and sc.get("cache") in ("warm", None)),
+                scenarios[0]["label"])
+
+
 def describe_slope(fit: Fit | None) -> str:
     if fit is None:
         return "no fit (fewer than two sizes with a successful build)"

@@ -28,6 +28,8 @@ def size_chart(rows: list[dict], fits: list[dict], first_exceeding: dict[str, in
         label = f"{lang}{' ' + sc if many_sc and sc else ''}"
         if fit:
             label += f" (slope {fit['slope']:.2f})"
+        elif not xs:
+            label += " (no build finished)"
         color = plt.rcParams["axes.prop_cycle"].by_key()["color"][i % 10]
         ax.scatter(xs, ys, color=color, s=14, label=label)
         if fit and xs:

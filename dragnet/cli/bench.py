@@ -222,7 +222,17 @@ def _sizes(config, counts, on_event, plot_path, as_json) -> None:
     except KeyboardInterrupt as exc:
         click.echo("interrupted: finished sizes are kept (sizes.json)", err=True)
         sys.exit(getattr(exc, "exit_code", 130))
-    folder = Path(summary["dir"])
+    render_sizes(Path(summary["dir"]), plot_path, as_json)
+
+
+def render_sizes(folder, plot_path=None, as_json=False) -> None:
+    """Table, per-size "disk matters?", slopes, memory marks and chart, from a sweep's folder alone."""
+    from pathlib import Path
+
+    from .. import sizes as sz
+    from ..errors import DragnetError
+
+    folder = Path(folder)
     saved, manifests = sz.load(folder)
     an = sz.analyse(saved, manifests)
     chart_note = None
@@ -239,16 +249,18 @@ def _sizes(config, counts, on_event, plot_path, as_json) -> None:
         png = None
     runs = sz.sweep_runs(manifests)
     failed = [r for r in runs if r["status"] not in ("ok", "oom")]
+    n_ok = sum(1 for r in runs if r["status"] == "ok")
     disk = {}
-    if config.scenarios:     # "disk matters?" per size: sizes are never mixed in one comparison
-        from dataclasses import asdict
-
-        from ..scenario import disk_matters, reference_label, verdict
-        ref = reference_label(config.scenarios)
+    scs = next((m.get("scenarios") for m in manifests.values() if m.get("scenarios")), None)
+    ref = sz.reference_of(scs) if scs else None
+    if ref:     # "disk matters?" per size: sizes are never mixed in one comparison
+        from ..scenario import disk_matters, verdict
         for n, m in sorted(manifests.items()):
             rows = disk_matters(m["runs"], ref)
             disk[n] = (rows, verdict(rows, ref))
     if as_json:
+        from dataclasses import asdict
+
         print_json({"dir": str(folder), "chart": str(png) if png else None, "chart_note": chart_note,
                     "sizes": saved, **an,
                     "disk_matters": {str(n): {"rows": [asdict(r) for r in rows], "verdict": v}
@@ -260,17 +272,17 @@ def _sizes(config, counts, on_event, plot_path, as_json) -> None:
 
         rows = sz.size_rows(runs, sz._db_bytes(saved), {
             sc["label"]: sc.get("memory_limit") for m in manifests.values() for sc in m.get("scenarios") or []})
-        table = Table(title=f"sizes ({len(runs) - len(failed)} of {len(runs)} runs ok)", header_style="bold")
+        table = Table(title=f"sizes ({n_ok} of {len(runs)} runs ok)", header_style="bold")
         for col in sz.SIZE_COLUMNS:
             table.add_column(col)
         for cells in sz.table_cells(rows):
             table.add_row(*(Text(c) for c in cells))
         Console(width=200).print(table)
         if disk:
-            from ..scenario import DISK_COLUMNS, disk_rows, reference_label
+            from ..scenario import DISK_COLUMNS, disk_rows
             for n, (rows_, v) in disk.items():
-                t = Table(title=f"disk matters? at {n:,} documents (× = docs/s against "
-                                f"{reference_label(config.scenarios)})", header_style="bold")
+                t = Table(title=f"disk matters? at {n:,} documents (× = docs/s against {ref})",
+                          header_style="bold")
                 for col in DISK_COLUMNS:
                     t.add_column(col)
                 for cells in disk_rows(rows_):
@@ -292,7 +304,7 @@ def _sizes(config, counts, on_event, plot_path, as_json) -> None:
             click.echo(f"failed: size {r['size']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
         click.echo(chart_note)
         click.echo(f"results: {folder}")
-    if failed and len(failed) == len(runs):
+    if runs and n_ok == 0:
         sys.exit(1)
 
 
