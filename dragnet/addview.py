@@ -247,6 +247,17 @@ class LogWatch:
         return data.decode("utf-8", errors="replace").splitlines()
 
 
+def couchdb_root_pid(port: int) -> int | None:
+    """The local CouchDB's root process: the port's listener, or, when that is Docker's port proxy, the
+    init process of the container dragnet published on the port (so beam and query servers are seen)."""
+    pid = _pidstat.listening_pid(port)
+    if pid is not None and _pidstat.process_name(pid) == "docker-proxy":
+        from . import couchdb_docker
+
+        return couchdb_docker.container_root_pid(port)
+    return pid
+
+
 class ProcessScope:
     """The local CouchDB's processes (beam and its descendants), gathered at every poll so query servers
     that come and go are caught; pidstat's summary is limited to them on a shared machine. On a local
@@ -256,11 +267,11 @@ class ProcessScope:
         from . import cluster
 
         port = urlsplit(url).port or 5984
-        self.root = _pidstat.listening_pid(port) if is_local(url) else None
+        self.root = couchdb_root_pid(port) if is_local(url) else None
         recorded = cluster.recorded(port, env) if self.root is not None else None
         self.roots: dict[str, int] = {}
         for node in (recorded or {}).get("nodes", []):
-            pid = _pidstat.listening_pid(node["port"])
+            pid = couchdb_root_pid(node["port"])
             if pid is not None:
                 self.roots[node["name"]] = pid
         self.by_node: dict[str, set[int]] = {name: set() for name in self.roots}

@@ -1,6 +1,7 @@
 """N CouchDB nodes joined into one cluster: the plan (ports, node names) and the `_cluster_setup` calls.
 
-Backends start the nodes (couchdb_local: N processes of one release on one host); this module decides
+Backends start the nodes (couchdb_local: N processes of one release on one host; couchdb_docker: N
+containers on a network of their own, each published on 127.0.0.1 only); this module decides
 what they are called and joins them. The nodes share one `[chttpd_auth] secret` and the Erlang cookie
 (~/.erlang.cookie, never argv). Node 1 is the coordinator: its port is the cluster's `--port`, and the
 cluster is recorded in `cluster-<port>.json` beside the nodes' own state files so `couch down` stops all.
@@ -28,15 +29,22 @@ class Node:
     name: str   # Erlang node name, as _membership lists it
 
 
-def plan(nodes: int, port: int) -> list[Node]:
-    """Node i listens on port + i - 1 and is called dragnet<port>@127.0.0.1 (distinct for epmd)."""
-    from .couchdb_local import node_name
+def plan(nodes: int, port: int, backend: str = "local") -> list[Node]:
+    """Node i listens on port + i - 1 and is called dragnet<port>@127.0.0.1 (distinct for epmd), or in
+    docker couchdb@n<port>.dragnet (its alias on the cluster's network)."""
+    if backend == "docker":
+        from .couchdb_docker import node_host
+
+        def name(p: int) -> str:
+            return f"couchdb@{node_host(p)}"
+    else:
+        from .couchdb_local import node_name as name
 
     if not 1 <= nodes <= MAX_NODES:
         raise UsageError(f"--nodes {nodes}: expected 1 to {MAX_NODES}")
     if port + nodes - 1 > 65535:
         raise UsageError(f"--port {port} with --nodes {nodes}: ports run past 65535")
-    return [Node(i + 1, port + i, node_name(port + i)) for i in range(nodes)]
+    return [Node(i + 1, port + i, name(port + i)) for i in range(nodes)]
 
 
 def setup_requests(nodes: list[Node]) -> list[tuple[str, str, dict]]:
@@ -143,6 +151,39 @@ def up_local(*, nodes: int, port: int, env: dict | None = None, progress=None, *
     return started
 
 
+# --- docker backend ------------------------------------------------------------------------------------
+
+def up_docker(*, nodes: int, port: int, env: dict | None = None, progress=None,
+              **node_options) -> list[ctl.Instance]:
+    """Start `nodes` containers of dragnet's image on a network this call creates, and join them; on
+    failure remove what started (containers, their volumes, the network)."""
+    from . import couchdb_docker as dk
+
+    user, password = ctl.admin_credentials(env)
+    planned = plan(nodes, port, "docker")
+    for n in planned:
+        ctl.ensure_port_free(n.port)
+    c = dk.client(env)
+    network = dk.create_network(c, port)
+    member = dk.ClusterMember(network=network.name, secret=secrets.token_hex(16), cookie=secrets.token_hex(16))
+    started: list[ctl.Instance] = []
+    try:
+        for n in planned:
+            if progress:
+                progress(f"starting node {n.index}/{nodes} ({n.name}, port {n.port})")
+            started.append(dk.up(port=n.port, env=env, member=member, progress=progress, **node_options))
+        if progress:
+            progress(f"joining {nodes} nodes (_cluster_setup)")
+        join(started[0].url, planned, user, password)
+    except BaseException:
+        for inst in started:
+            dk.stop(inst, env=env, c=c, timeout=5, purge=bool(inst.volume))
+        dk.remove_network(port, c=c)
+        raise
+    record(port, planned, "docker", env)
+    return started
+
+
 def instances(port: int, env: dict | None = None) -> list[ctl.Instance]:
     """The recorded nodes of the cluster containing port (only port's instance when no cluster)."""
     data = recorded(port, env)
@@ -153,12 +194,20 @@ def instances(port: int, env: dict | None = None) -> list[ctl.Instance]:
 
 
 def down(port: int, *, env: dict | None = None, **stop_options) -> list[tuple[ctl.Instance, bool]]:
-    """Stop every node of the cluster containing port; returns (node, was_running)."""
-    from . import couchdb_local
+    """Stop every node of the cluster containing port (and a docker cluster's network); returns
+    (node, was_running)."""
+    from . import couchdb_docker, couchdb_local
 
     data = recorded(port, env)
-    out = [(inst, couchdb_local.stop(inst, env=env, **stop_options)) for inst in instances(port, env)]
+    out = []
+    for inst in instances(port, env):
+        mod = couchdb_docker if inst.backend == "docker" else couchdb_local
+        opts = dict(stop_options, timeout=int(stop_options["timeout"])) if (
+            inst.backend == "docker" and "timeout" in stop_options) else stop_options
+        out.append((inst, mod.stop(inst, env=env, **opts)))
     if data is not None:
+        if data.get("backend") == "docker":
+            couchdb_docker.remove_network(data["port"], env=env)
         forget(data["port"], env)
     return out
 

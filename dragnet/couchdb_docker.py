@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -66,6 +67,24 @@ def volume_name(port: int) -> str:
     return f"dragnet-couchdb-{port}-data"
 
 
+def network_name(port: int) -> str:
+    """The network a cluster's containers share, named after the coordinator's port."""
+    return f"dragnet-couchdb-{port}-net"
+
+
+def node_host(port: int) -> str:
+    # Erlang long names need a dotted host; the network's DNS resolves it by this alias.
+    return f"n{port}.dragnet"
+
+
+@dataclass(frozen=True)
+class ClusterMember:
+    """What a container needs to be one node of a cluster (dragnet.cluster joins the nodes)."""
+    network: str
+    secret: str   # [chttpd_auth] secret, shared so a session is valid on every node
+    cookie: str   # the Erlang cookie: nodes connect only when theirs match
+
+
 # --- build context (pure) --------------------------------------------------------------------------
 
 def context_files(repo: Path = REPO) -> list[Path]:
@@ -93,8 +112,10 @@ def build_context(repo: Path = REPO) -> io.BytesIO:
 
 def container_settings(*, image: str, port: int, user: str, password: str, storage_kind: str = "disk",
                        data_dir: str | None = None, data_size: int = 0, cpus: float | None = None,
-                       memory: int | None = None, host: str = ctl.DEFAULT_HOST) -> dict:
-    """Keyword arguments for client.containers.run(). Credentials only in `environment`."""
+                       memory: int | None = None, host: str = ctl.DEFAULT_HOST,
+                       member: ClusterMember | None = None) -> dict:
+    """Keyword arguments for client.containers.run(). Credentials (and a cluster's secret and cookie) only
+    in `environment`: the official entrypoint writes them to files, never to a command line."""
     if storage_kind not in ("disk", "tmpfs"):
         raise UsageError(f"--storage {storage_kind}: expected disk or tmpfs")
     kw: dict = {
@@ -105,6 +126,12 @@ def container_settings(*, image: str, port: int, user: str, password: str, stora
         "ports": {"5984/tcp": (host, port)},
         "labels": {LABEL: str(port)},
     }
+    if member is not None:
+        kw["environment"].update({"NODENAME": node_host(port), "COUCHDB_SECRET": member.secret,
+                                  "COUCHDB_ERLANG_COOKIE": member.cookie, "COUCHDB_SINGLE_NODE": "false"})
+        kw["hostname"] = node_host(port)
+        kw["network"] = member.network
+        kw["networking_config"] = {member.network: {"Aliases": [node_host(port)]}}
     if cpus is not None:
         if cpus <= 0:
             raise UsageError(f"--cpus {cpus:g}: must be positive")
@@ -135,9 +162,73 @@ def check_tmpfs_fits(data_size: int, memory: int | None, env: dict | None = None
 
 # --- image -----------------------------------------------------------------------------------------
 
+CA_ENV = "DRAGNET_DOCKER_CA_BUNDLE"
+NETWORK_ENV = "DRAGNET_DOCKER_BUILD_NETWORK"
+
+
+# A build argument reaches RUN as one environment string, which Linux caps at 128 KiB (MAX_ARG_STRLEN).
+MAX_BUILD_ARG = 120_000
+
+
+def _certificates(pem: str) -> list[str]:
+    end = "-----END CERTIFICATE-----"
+    return [c[c.index("-----BEGIN CERTIFICATE-----"):] + end
+            for c in pem.split(end) if "-----BEGIN CERTIFICATE-----" in c]
+
+
+def extra_certificates(bundle: str, public: str) -> str:
+    """The certificates of `bundle` that the public (Mozilla/certifi) bundle lacks, e.g. a TLS-intercepting
+    proxy's CA in the system store: what pip needs added, small enough for a build argument."""
+    known = {"".join(c.split()) for c in _certificates(public)}
+    return "".join(c + "\n" for c in _certificates(bundle) if "".join(c.split()) not in known)
+
+
+def build_options(env: dict | None = None) -> dict:
+    """Extra keyword arguments for the engine's build: an extra CA bundle for pip (a build argument
+    of the build stage only) and the network the build's RUN steps use (e.g. host)."""
+    env = os.environ if env is None else env
+    kw: dict = {}
+    ca = env.get(CA_ENV)
+    if ca:
+        try:
+            pem = Path(ca).read_text()
+        except OSError as exc:
+            raise UsageError(f"{CA_ENV}={ca}: cannot read the CA bundle ({exc.strerror})") from None
+        if "BEGIN CERTIFICATE" not in pem:
+            raise UsageError(f"{CA_ENV}={ca}: not a PEM certificate bundle")
+        import certifi
+
+        extra = extra_certificates(pem, Path(certifi.where()).read_text())
+        if len(extra) > MAX_BUILD_ARG:
+            raise UsageError(f"{CA_ENV}={ca}: {len(extra)} bytes of certificates beyond the public ones; a "
+                             f"build argument holds at most {MAX_BUILD_ARG}: give only the proxy's CA")
+        if extra:
+            kw["buildargs"] = {"PIP_EXTRA_CA": extra}
+    if env.get(NETWORK_ENV):
+        kw["network_mode"] = env[NETWORK_ENV]
+    return kw
+
+
+def build_image(c, image: str = DEFAULT_IMAGE, *, env: dict | None = None,
+                progress: Callable[[str], None] | None = None) -> str:
+    """Build docker/Dockerfile as `image` through the SDK; the image's id."""
+    from docker.errors import APIError
+
+    try:
+        for chunk in c.api.build(fileobj=build_context(), custom_context=True, dockerfile=DOCKERFILE,
+                                 tag=image, rm=True, forcerm=True, decode=True, **build_options(env)):
+            if "error" in chunk:
+                raise DragnetError(f"building {image} failed: {chunk['error'].strip()}")
+            if progress and chunk.get("stream", "").strip():
+                progress(chunk["stream"].rstrip())
+    except APIError as exc:
+        raise DragnetError(f"building {image} failed: {_short(exc)}") from None
+    return c.images.get(image).id
+
+
 def ensure_image(c, image: str, *, build: bool, progress: Callable[[str], None] | None = None) -> str:
     """The image's id: reused when present; built from docker/Dockerfile for the default tag."""
-    from docker.errors import APIError, ImageNotFound
+    from docker.errors import ImageNotFound
 
     try:
         return c.images.get(image).id
@@ -149,30 +240,22 @@ def ensure_image(c, image: str, *, build: bool, progress: Callable[[str], None] 
                            f"or omit --image to let dragnet build {DEFAULT_IMAGE}")
     if progress:
         progress(f"building {image} from {DOCKERFILE} (first time only; takes minutes)")
-    try:
-        for chunk in c.api.build(fileobj=build_context(), custom_context=True, dockerfile=DOCKERFILE,
-                                 tag=image, rm=True, decode=True):
-            if "error" in chunk:
-                raise DragnetError(f"building {image} failed: {chunk['error'].strip()}")
-            if progress and chunk.get("stream", "").strip():
-                progress(chunk["stream"].rstrip())
-    except APIError as exc:
-        raise DragnetError(f"building {image} failed: {_short(exc)}") from None
-    return c.images.get(image).id
+    return build_image(c, image, progress=progress)
 
 
 # --- up / down / status ------------------------------------------------------------------------------
 
 def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: str | None = None,
        image: str | None = None, cpus: float | None = None, memory: str | None = None, data_size: int = 0,
-       timeout: float = 120.0, env: dict | None = None,
+       timeout: float = 120.0, env: dict | None = None, member: ClusterMember | None = None,
        progress: Callable[[str], None] | None = None) -> ctl.Instance:
+    """Start one container; with `member`, a node of a cluster on member.network (not yet joined)."""
     env = os.environ if env is None else env
     user, password = ctl.admin_credentials(env)
     mem = storage.parse_size(memory) if memory is not None else None
     settings = container_settings(image=image or DEFAULT_IMAGE, port=port, user=user, password=password,
                                   storage_kind=storage_kind, data_dir=data_dir, data_size=data_size,
-                                  cpus=cpus, memory=mem)
+                                  cpus=cpus, memory=mem, member=member)
     if storage_kind == "tmpfs":
         check_tmpfs_fits(data_size, mem, env)
     elif data_dir is not None:
@@ -214,7 +297,8 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     try:
         ctl.wait_up(inst.url, timeout, alive=alive, log_tail=log_tail,
                     log_name="the container's log (its tail follows; the container is removed)")
-        ctl.ensure_system_dbs(inst.url, user, password)
+        if member is None:  # a cluster's system dbs come from _cluster_setup
+            ctl.ensure_system_dbs(inst.url, user, password)
     except BaseException:
         stop(inst, env=env, c=c, timeout=5)  # it never came up: nothing to shut down gracefully
         raise
@@ -232,6 +316,20 @@ def _remove_stale(c, name: str) -> None:
     if old.status == "running":
         raise DragnetError(f"a container named {name} is already running: `docker rm -f {name}` if it is stale")
     old.remove()
+
+
+def container_root_pid(port: int, env: dict | None = None) -> int | None:
+    """Host pid of the init process (tini) of the running container dragnet published on `port`, or None.
+    Its process tree holds beam and the query servers; the port's listener on the host is docker-proxy."""
+    try:
+        c = client(env)
+    except DragnetError:
+        return None
+    for container in c.containers.list(filters={"label": f"{LABEL}={port}"}):
+        pid = container.attrs.get("State", {}).get("Pid")
+        if pid:
+            return int(pid)
+    return None
 
 
 def stop(inst: ctl.Instance, *, env: dict | None = None, c=None, timeout: int = STOP_TIMEOUT,
@@ -262,6 +360,34 @@ def stop(inst: ctl.Instance, *, env: dict | None = None, c=None, timeout: int = 
     return was_running
 
 
+def create_network(c, port: int):
+    """A bridge network of this command's own for a cluster's containers (replaces a stale one)."""
+    from docker.errors import APIError, NotFound
+
+    name = network_name(port)
+    try:
+        old = c.networks.get(name)
+        if old.attrs.get("Containers"):
+            raise DragnetError(f"docker network {name} is in use: `dragnet couch down --port {port}` first")
+        old.remove()
+    except NotFound:
+        pass
+    try:
+        return c.networks.create(name, driver="bridge", labels={LABEL: str(port)})
+    except APIError as exc:
+        raise DragnetError(f"creating docker network {name} failed: {_short(exc)}") from None
+
+
+def remove_network(port: int, *, env: dict | None = None, c=None) -> None:
+    from docker.errors import NotFound
+
+    c = c or client(env)
+    try:
+        c.networks.get(network_name(port)).remove()
+    except NotFound:
+        pass
+
+
 def status(inst: ctl.Instance, *, env: dict | None = None) -> dict:
     from docker.errors import NotFound
 
@@ -278,3 +404,15 @@ def status(inst: ctl.Instance, *, env: dict | None = None) -> dict:
     if out["running"]:
         out.update(ctl.server_info(inst))
     return out
+
+
+if __name__ == "__main__":  # `python -m dragnet.couchdb_docker build [TAG]`: for CI and by hand
+    import sys
+
+    if sys.argv[1:2] != ["build"]:
+        sys.exit("usage: python -m dragnet.couchdb_docker build [TAG]")
+    try:
+        print(build_image(client(), sys.argv[2] if len(sys.argv) > 2 else DEFAULT_IMAGE,
+                          progress=lambda line: print(line, file=sys.stderr)))
+    except DragnetError as exc:
+        sys.exit(f"dragnet: {exc}")

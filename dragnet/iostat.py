@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import signal
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+
+from .sysstat import SysstatRunner
 
 # iostat column -> our sample key
 COLUMNS = {
@@ -154,49 +152,12 @@ def device_of(path: str | Path, sys: str = "/sys") -> BlockDevice:
                        backing=backing)
 
 
-class IostatRunner:
+class IostatRunner(SysstatRunner):
     """Runs `iostat -dxyt INTERVAL` (all devices; summaries pick the data's) until stop()."""
 
-    def __init__(self, interval: int = 1):
-        self.interval = max(1, int(interval))
-        self.proc: subprocess.Popen | None = None
-        self._out = None
-        self.text = ""
-
-    @staticmethod
-    def available() -> bool:
-        return shutil.which("iostat") is not None
+    tool = "iostat"
 
     @property
     def argv(self) -> list[str]:
         return ["iostat", "-dxyt", str(self.interval)]
-
-    def start(self) -> "IostatRunner":
-        env = dict(os.environ, LC_ALL="C", TZ="UTC", S_TIME_FORMAT="ISO")
-        self._out = tempfile.TemporaryFile(mode="w+b")
-        self.proc = subprocess.Popen(self.argv, stdout=self._out, stderr=subprocess.DEVNULL, env=env,
-                                     stdin=subprocess.DEVNULL)
-        return self
-
-    def stop(self) -> str:
-        if self.proc is None:
-            return self.text
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._out.seek(0)
-        self.text = self._out.read().decode("utf-8", errors="replace")
-        self._out.close()
-        self.proc = None
-        return self.text
-
-    def __enter__(self) -> "IostatRunner":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 

@@ -11,15 +11,11 @@ from __future__ import annotations
 import calendar
 import os
 import re
-import shutil
-import signal
-import subprocess
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .query_servers import pidstat_pattern
+from .sysstat import SysstatRunner
 
 # Matches process names (pidstat -C is a regular expression over the command name).
 DEFAULT_PATTERN = pidstat_pattern()
@@ -271,63 +267,18 @@ def format_summary(summary: dict) -> list[str]:
     return lines
 
 
-class PidstatRunner:
-    """Runs `pidstat -hrudvlI -C PATTERN INTERVAL` in the background until stop(); output to a temp file.
+class PidstatRunner(SysstatRunner):
+    """Runs `pidstat -hrudvlI -C PATTERN INTERVAL` in the background until stop(); output to a temp file."""
 
-    Started with LC_ALL=C, TZ=UTC and S_TIME_FORMAT=ISO so the parser gets an ISO date and UTC times.
-    """
+    tool = "pidstat"
 
     def __init__(self, pattern: str = DEFAULT_PATTERN, interval: int = 1):
-        self.pattern, self.interval = pattern, max(1, int(interval))
-        self.proc: subprocess.Popen | None = None
-        self.started_at: float | None = None
-        self.stopped_at: float | None = None
-        self._out = None
-        self.text = ""
-
-    @staticmethod
-    def available() -> bool:
-        return shutil.which("pidstat") is not None
+        super().__init__(interval)
+        self.pattern = pattern
 
     @property
     def argv(self) -> list[str]:
         return ["pidstat", "-hrudvlI", "-C", self.pattern, str(self.interval)]
-
-    def start(self) -> "PidstatRunner":
-        env = dict(os.environ, LC_ALL="C", TZ="UTC", S_TIME_FORMAT="ISO")
-        self._out = tempfile.TemporaryFile(mode="w+b")
-        self.proc = subprocess.Popen(self.argv, stdout=self._out, stderr=subprocess.DEVNULL, env=env,
-                                     stdin=subprocess.DEVNULL)
-        self.started_at = time.time()
-        return self
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
-
-    def stop(self) -> str:
-        """Stop pidstat (SIGINT, as Ctrl-C) and return its whole output."""
-        if self.proc is None:
-            return self.text
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.stopped_at = time.time()
-        self._out.seek(0)
-        self.text = self._out.read().decode("utf-8", errors="replace")
-        self._out.close()
-        self.proc = None
-        return self.text
-
-    def __enter__(self) -> "PidstatRunner":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 def _ppids(proc: str = "/proc") -> dict[int, int]:
@@ -360,6 +311,14 @@ def process_tree(root: int, proc: str = "/proc") -> set[int]:
                 tree.add(c)
                 todo.append(c)
     return tree
+
+
+def process_name(pid: int, proc: str = "/proc") -> str | None:
+    """The kernel's short name of a process (/proc/PID/comm), or None when it is gone."""
+    try:
+        return Path(f"{proc}/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
 
 
 def listening_pid(port: int, proc: str = "/proc") -> int | None:

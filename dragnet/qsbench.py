@@ -268,6 +268,27 @@ def _expect_true(qs: QueryServerProcess, message: list, what: str) -> None:
         raise ProtocolError(f"query server {qs.name} answered {json.dumps(answer)[:200]} to {what}", qs.name)
 
 
+def map_timed(qs: "QueryServerProcess", lines: Sequence[bytes]) -> tuple[list[bytes], list[int], int]:
+    """Send each map_doc line and time it: (answers, latencies in ns, total ns). Each latency runs from the
+    previous answer to this one (write + read + the loop's own step), so they add up to the total."""
+    n = len(lines)
+    latencies, answers = [0] * n, [b""] * n
+    prompt, clock = qs.prompt_raw, time.perf_counter_ns
+    gc_was_on = gc.isenabled()
+    gc.disable()  # no collector pauses inside the timed loop (it allocates only bytes and ints)
+    try:
+        t_first = t0 = clock()
+        for i in range(n):
+            answers[i] = prompt(lines[i])
+            t1 = clock()
+            latencies[i] = t1 - t0
+            t0 = t1
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return answers, latencies, t0 - t_first
+
+
 def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Sequence[str], *, shard: int = 0,
               timeout: float = 5.0, barrier: threading.Barrier | None = None) -> ShardRun:
     """Spawn the server and replay one shard's indexing; raises ProtocolError on any failure."""
@@ -283,26 +304,8 @@ def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Seq
         if barrier is not None:
             barrier.wait()
 
-        n = len(lines)
-        latencies = [0] * n
-        answers: list[bytes] = [b""] * n
-        prompt = qs.prompt_raw
+        answers, latencies, map_ns = map_timed(qs, lines)
         clock = time.perf_counter_ns
-        # each latency runs from the previous answer to this one: write + read + the loop's own step,
-        # so the latencies add up exactly to the shard's map time
-        gc_was_on = gc.isenabled()
-        gc.disable()  # no collector pauses inside the timed loop (it allocates only bytes and ints)
-        try:
-            t_first = t0 = clock()
-            for i in range(n):
-                answers[i] = prompt(lines[i])
-                t1 = clock()
-                latencies[i] = t1 - t0
-                t0 = t1
-        finally:
-            if gc_was_on:
-                gc.enable()
-        map_ns = t0 - t_first
 
         reduction, reduce_ns = None, 0
         if view.os_reduce:

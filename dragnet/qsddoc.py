@@ -12,7 +12,6 @@ Every engine's rows (per view and document) and root reductions are compared wit
 
 from __future__ import annotations
 
-import gc
 import json
 import time
 from dataclasses import dataclass, field
@@ -166,22 +165,7 @@ def _start(spec: ServerSpec, lib: dict | None, groups: Sequence[MapGroup], timeo
 
 
 def _map_all(qs: QueryServerProcess, lines: Sequence[bytes]) -> tuple[list[bytes], list[int], int]:
-    n = len(lines)
-    latencies, answers = [0] * n, [b""] * n
-    prompt, clock = qs.prompt_raw, time.perf_counter_ns
-    gc_was_on = gc.isenabled()
-    gc.disable()  # no collector pauses inside the timed loop
-    try:
-        t_first = t0 = clock()
-        for i in range(n):
-            answers[i] = prompt(lines[i])
-            t1 = clock()
-            latencies[i] = t1 - t0
-            t0 = t1
-    finally:
-        if gc_was_on:
-            gc.enable()
-    return answers, latencies, t0 - t_first
+    return qsbench.map_timed(qs, lines)
 
 
 def group_rows(answers: Sequence[bytes], ids: Sequence[str], n_groups: int, name: str) -> list[list[tuple]]:

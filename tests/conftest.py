@@ -108,22 +108,30 @@ def couch_env(tmp_path: Path, password: str) -> dict:
 # --- live tests: every test that needs the live CouchDB is marked `live`, and the run says what they cost
 
 _LIVE = {"ran": 0, "skipped": 0, "seconds": 0.0}
+# the same for tests marked `docker`, plus lines the docker tests add (what ran inside the image)
+_DOCKER = {"ran": 0, "skipped": 0, "seconds": 0.0}
+DOCKER_REPORT: list[str] = []
+_MARKED: dict[str, set[str]] = {"live": set(), "docker": set()}   # node ids by marker (keywords also hold names)
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         if "live_url" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.live)
+        for marker, ids in _MARKED.items():
+            if item.get_closest_marker(marker) is not None:
+                ids.add(item.nodeid)
 
 
 def pytest_runtest_logreport(report):
-    if "live" not in report.keywords:
-        return
-    _LIVE["seconds"] += report.duration
-    if report.when == "call":
-        _LIVE["ran"] += 1
-    elif report.when == "setup" and report.skipped:
-        _LIVE["skipped"] += 1
+    for marker, tally in (("live", _LIVE), ("docker", _DOCKER)):
+        if report.nodeid not in _MARKED[marker]:
+            continue
+        tally["seconds"] += report.duration
+        if report.when == "call":
+            tally["ran"] += 1
+        elif report.when == "setup" and report.skipped:
+            tally["skipped"] += 1
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -132,3 +140,10 @@ def pytest_terminal_summary(terminalreporter):
             "skipped: DRAGNET_TEST_COUCHDB_URL is not set"
         terminalreporter.write_line(f"live CouchDB tests: {_LIVE['ran']} ran, {_LIVE['skipped']} skipped "
                                     f"({where}), {_LIVE['seconds']:.0f} s")
+    if _DOCKER["ran"] or _DOCKER["skipped"]:
+        image = os.environ.get("DRAGNET_TEST_DOCKER_IMAGE")
+        where = f"image {image}" if image else "DRAGNET_TEST_DOCKER_IMAGE is not set or no engine"
+        terminalreporter.write_line(f"docker tests: {_DOCKER['ran']} ran, {_DOCKER['skipped']} skipped "
+                                    f"({where}), {_DOCKER['seconds']:.0f} s")
+        for line in DOCKER_REPORT:
+            terminalreporter.write_line(f"  {line}")

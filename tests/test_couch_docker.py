@@ -34,7 +34,10 @@ def _engine_answers() -> bool:
 
 ENGINE = _engine_answers()
 no_engine = pytest.mark.skipif(ENGINE, reason="a Docker engine answers here")
-needs_engine = pytest.mark.skipif(not ENGINE, reason="no Docker engine")
+
+
+def needs_engine(test):
+    return pytest.mark.docker(pytest.mark.skipif(not ENGINE, reason="no Docker engine")(test))
 
 
 @pytest.fixture()
@@ -54,6 +57,29 @@ def test_settings_disk_volume_and_credentials_only_in_environment():
     assert kw["volumes"] == {"dragnet-couchdb-15984-data": {"bind": "/opt/couchdb/data", "mode": "rw"}}
     assert kw["name"] == "dragnet-couchdb-15984" and kw["labels"] == {dk.LABEL: "15984"}
     assert "tmpfs" not in kw and "nano_cpus" not in kw and "mem_limit" not in kw
+
+
+def test_settings_of_a_cluster_node_keep_its_secrets_in_the_environment():
+    member = dk.ClusterMember(network="dragnet-couchdb-15984-net", secret="S3cret-chttpd", cookie="C00kie-erl")
+    kw = dk.container_settings(image="i", port=15985, user="admin", password=SECRET, member=member)
+    assert kw["environment"] == {"COUCHDB_USER": "admin", "COUCHDB_PASSWORD": SECRET,
+                                 "NODENAME": "n15985.dragnet", "COUCHDB_SECRET": "S3cret-chttpd",
+                                 "COUCHDB_ERLANG_COOKIE": "C00kie-erl", "COUCHDB_SINGLE_NODE": "false"}
+    rest = json.dumps({k: v for k, v in kw.items() if k != "environment"})
+    assert not {SECRET, "S3cret-chttpd", "C00kie-erl"} & set(rest.split('"'))
+    assert kw["network"] == member.network and kw["hostname"] == "n15985.dragnet"
+    assert kw["networking_config"] == {member.network: {"Aliases": ["n15985.dragnet"]}}
+    assert kw["ports"] == {"5984/tcp": ("127.0.0.1", 15985)}   # published on loopback only
+
+
+def test_docker_cluster_plan_names_nodes_by_their_network_alias():
+    from dragnet import cluster
+
+    nodes = cluster.plan(3, 16000, "docker")
+    assert [(n.port, n.name) for n in nodes] == [(16000, "couchdb@n16000.dragnet"),
+                                                 (16001, "couchdb@n16001.dragnet"),
+                                                 (16002, "couchdb@n16002.dragnet")]
+    assert dk.network_name(16000) == "dragnet-couchdb-16000-net"
 
 
 def test_settings_host_dir_limits_and_tmpfs(tmp_path):
@@ -152,3 +178,30 @@ def test_missing_custom_image_is_reported(env):
     c = dk.client(env)
     with pytest.raises(DragnetError, match="image dragnet/no-such-image:0 not found"):
         dk.ensure_image(c, "dragnet/no-such-image:0", build=False)
+
+
+def _pem(body: str) -> str:
+    return f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
+
+
+def test_extra_certificates_keeps_only_what_the_public_bundle_lacks():
+    public = _pem("AAAA\nBBBB") + _pem("CCCC")
+    bundle = "# system store\n" + _pem("CCCC") + _pem("PROXY\nCA") + _pem("AAAA\r\nBBBB")
+    assert dk.extra_certificates(bundle, public) == _pem("PROXY\nCA")
+    assert dk.extra_certificates(public, public) == ""
+
+
+def test_build_options_from_env(tmp_path):
+    assert dk.build_options({}) == {}
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text(_pem("PROXYCAONLY"))
+    kw = dk.build_options({dk.CA_ENV: str(bundle), dk.NETWORK_ENV: "host"})
+    assert kw == {"buildargs": {"PIP_EXTRA_CA": _pem("PROXYCAONLY")}, "network_mode": "host"}
+    (tmp_path / "bad.pem").write_text("not a certificate")
+    with pytest.raises(UsageError, match=r"bad.pem: not a PEM"):
+        dk.build_options({dk.CA_ENV: str(tmp_path / "bad.pem")})
+    with pytest.raises(UsageError, match=r"missing.pem: cannot read"):
+        dk.build_options({dk.CA_ENV: str(tmp_path / "missing.pem")})
+    (tmp_path / "big.pem").write_text(_pem("X" * (dk.MAX_BUILD_ARG + 10)))
+    with pytest.raises(UsageError, match="at most"):
+        dk.build_options({dk.CA_ENV: str(tmp_path / "big.pem")})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 import subprocess
 import time
 
@@ -177,3 +178,13 @@ def test_runner_records_a_busy_process(tmp_path):
 ])
 def test_command_families(command, family):
     assert pidstat.family(command) == family
+
+
+def test_process_name_reads_comm(tmp_path):
+    import os
+
+    assert pidstat.process_name(os.getpid()) == Path(f"/proc/{os.getpid()}/comm").read_text().strip()
+    (tmp_path / "42").mkdir()
+    (tmp_path / "42" / "comm").write_text("docker-proxy\n")
+    assert pidstat.process_name(42, proc=str(tmp_path)) == "docker-proxy"
+    assert pidstat.process_name(43, proc=str(tmp_path)) is None

@@ -43,7 +43,8 @@ def couch_cmd() -> None:
               "docker/Dockerfile when missing].")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to wait for /_up.")
 @click.option("--nodes", type=int, default=1, show_default=True, help="Start a cluster of this many nodes "
-              "(local backend: ports --port, --port+1, ...) and complete _cluster_setup.")
+              "on ports --port, --port+1, ... (docker: one container each, on a network of their own) "
+              "and complete _cluster_setup.")
 @json_option
 def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couchdb_home, image, timeout,
            nodes, as_json) -> None:
@@ -62,7 +63,7 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
     console = Console(stderr=True)
     if nodes != 1:
         _cluster_up(console, backend, nodes, port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
-                    cpus=cpus, memory=memory, data_size=size, timeout=timeout, as_json=as_json)
+                    cpus=cpus, memory=memory, data_size=size, timeout=timeout, as_json=as_json, image=image)
         return
     with console.status(f"starting CouchDB ({backend}) on port {port}") as spinner:
         if backend == "docker":
@@ -86,17 +87,20 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
         click.echo(_where(inst))
 
 
-def _cluster_up(console, backend, nodes, port, *, data_dir, as_json, **options) -> None:
+def _cluster_up(console, backend, nodes, port, *, data_dir, as_json, image=None, **options) -> None:
     from .. import cluster
     from ..couchdb_control import admin_credentials, server_info
     from ..errors import UsageError
 
-    if backend != "local":
-        raise UsageError("--nodes needs --backend local (the docker backend starts one container)")
     if data_dir:
         raise UsageError("--data-dir names one directory: a cluster's nodes each get their own under the state dir")
     with console.status(f"starting a {nodes}-node CouchDB cluster on ports {port}-{port + nodes - 1}") as spinner:
-        started = cluster.up_local(nodes=nodes, port=port, progress=spinner.update, **options)
+        if backend == "docker":
+            options.pop("home", None)
+            started = cluster.up_docker(nodes=nodes, port=port, progress=lambda line: spinner.update(line[-100:]),
+                                        image=image, **options)
+        else:
+            started = cluster.up_local(nodes=nodes, port=port, progress=spinner.update, **options)
     members = cluster.membership(started[0].url, *admin_credentials())
     report = {"nodes": [{**_describe(i), **server_info(i)} for i in started],
               "cluster_nodes": members.get("cluster_nodes", [])}

@@ -1,0 +1,234 @@
+"""dragnet's image, run for real: no CA in it, versions recorded, `couch up --backend docker`, every language
+benchmarked inside it with beam and query-server resources measured, tmpfs, a three-container cluster, and
+`couch down --purge` leaving nothing.
+
+Needs a Docker engine and the image in DRAGNET_TEST_DOCKER_IMAGE (built by `.ci/docker-engine start`, or by
+`python -m dragnet.couchdb_docker build TAG`); skips otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import DOCKER_REPORT, couch_env, normalised_declarations
+
+from dragnet import addview, results
+from dragnet import couchdb_docker as dk
+from dragnet.cli import main
+from dragnet.couch import CouchError, connect, db_path
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+IMAGE = os.environ.get("DRAGNET_TEST_DOCKER_IMAGE")
+SECRET = "d0cker-Image-pw"
+VIEWS = Path(__file__).resolve().parent.parent / "views" / "income"
+N_DOCS = 600
+# language -> (view source, pidstat family of its query server; erlang runs inside beam)
+LANGUAGES = {
+    "javascript": ("map.js", "couchjs"),
+    "javascript_quickjs": ("map.js", "quickjs"),
+    "chakra": ("map.js", "chakra"),
+    "python": ("map.py", "couchpy"),
+    "python3": ("map.py", "dragnet_qs"),
+    "pypy3": ("map.py", "dragnet_qs-pypy"),
+    "erlang": ("map.erl", None),
+    "node": ("map.js", "dragnet-node"),
+    "bun": ("map.js", "dragnet-bun"),
+}
+
+
+def _client():
+    try:
+        return dk.client()
+    except Exception:
+        return None
+
+
+@pytest.fixture(scope="module")
+def engine():
+    if not IMAGE:
+        pytest.skip("DRAGNET_TEST_DOCKER_IMAGE is not set (run .ci/docker-engine start)")
+    c = _client()
+    if c is None:
+        pytest.skip("no Docker engine")
+    return c
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def _free_port(count: int = 1) -> int:
+    """The first of `count` consecutive free loopback ports in DRAGNET_TEST_DOCKER_PORTS (default 16050-16099)."""
+    lo, hi = (int(x) for x in os.environ.get("DRAGNET_TEST_DOCKER_PORTS", "16050-16099").split("-"))
+    for port in range(lo, hi + 2 - count):
+        if all(_bindable(p) for p in range(port, port + count)):
+            return port
+    pytest.skip(f"no {count} free ports in {lo}-{hi}")
+
+
+def _up(env: dict, port: int, *extra: str) -> None:
+    r = CliRunner().invoke(main, ["couch", "up", "--backend", "docker", "--image", IMAGE, "--port", str(port),
+                                  *extra], env=env)
+    assert r.exit_code == 0, r.output
+
+
+def _down_leaves_nothing(c, env: dict, port: int, nodes: int = 1) -> None:
+    r = CliRunner().invoke(main, ["couch", "down", "--port", str(port), "--purge"], env=env)
+    assert r.exit_code == 0, r.output
+    assert SECRET not in r.output
+    for p in range(port, port + nodes):
+        assert c.containers.list(all=True, filters={"label": f"{dk.LABEL}={p}"}) == []
+        assert c.volumes.list(filters={"name": dk.volume_name(p)}) == []
+    assert c.networks.list(names=[dk.network_name(port)]) == []
+
+
+def test_image_holds_no_ca_and_records_versions(engine):
+    # neither the build argument nor a certificate in the history (each layer's command) or the config (env)
+    history = json.dumps(engine.api.history(IMAGE)) + json.dumps(engine.images.get(IMAGE).attrs)
+    assert "PIP_EXTRA_CA" not in history and "BEGIN CERTIFICATE" not in history
+    assert "NODE_EXTRA_CA_CERTS" not in history and "PIP_CERT" not in history
+    run = lambda cmd: _run(engine, cmd)
+    versions = run("cat /opt/dragnet/image-versions.txt").splitlines()
+    packages = {ln.split()[1] for ln in versions if ln.startswith(("image ", "build "))}
+    assert {"python3", "pypy3", "gcc"} <= packages
+    assert any(ln.lower().startswith("pip couchdb==1.2") for ln in versions)
+    assert {"nodejs", "npm"} <= {ln.split()[1] for ln in versions if ln.startswith(("image ", "bun-stage "))}
+    assert any(ln.startswith("bun 1.") for ln in versions)
+    ca = os.environ.get("DRAGNET_TEST_DOCKER_CA")
+    if ca:
+        # the bundle's certificates that no public store in the image holds (the proxy's CA) are in no file
+        # where pip, npm or a stray COPY could have left them (the whole tree takes minutes to grep)
+        public = run("cat /etc/ssl/certs/ca-certificates.crt "
+                     "/opt/dragnet/venv/lib/python3*/site-packages/pip/_vendor/certifi/cacert.pem")
+        extra = dk.extra_certificates(Path(ca).read_text(), public)
+        lines = [c.strip().splitlines()[-2] for c in extra.split("-----END CERTIFICATE-----") if "BEGIN" in c]
+        if lines:
+            patterns = "\\n".join(lines)
+            hits = run(f"printf '{patterns}\\n' > /dev/shm/p; grep -rlF -f /dev/shm/p /opt/dragnet /etc /tmp "
+                       f"/root /home /usr/local /var/tmp 2>/dev/null || true")
+            assert hits.strip() == "", f"the build's CA is in the image: {hits}"
+
+
+def _run(engine, cmd: str) -> str:
+    """Output of `sh -c cmd` in a fresh container of the image, removed with its anonymous volume."""
+    container = engine.containers.create(IMAGE, ["sh", "-c", cmd], entrypoint=[])
+    try:
+        container.start()
+        container.wait(timeout=300)
+        return container.logs(stderr=False).decode()
+    finally:
+        container.remove(v=True, force=True)
+
+
+@pytest.fixture(scope="module")
+def docker_couch(engine, tmp_path_factory):
+    env = couch_env(tmp_path_factory.mktemp("docker"), SECRET)
+    port = _free_port()
+    _up(env, port)
+    url = f"http://admin:{SECRET}@127.0.0.1:{port}"
+    couch = connect(url)
+    db = f"dragnet_docker_{int(time.time())}"
+    docs = normalised_declarations(N_DOCS, 5)
+    couch.put(db_path(db), params={"q": "2"})
+    couch.post(f"{db_path(db)}/_bulk_docs", {"docs": docs})
+    yield engine, env, port, couch, db
+    _down_leaves_nothing(engine, env, port)
+
+
+def test_every_language_builds_inside_the_image_with_resources(docker_couch, tmp_path):
+    c, env, port, couch, db = docker_couch
+    rows = {}
+    for lang, (source, fam) in LANGUAGES.items():
+        cfg = addview.Config(view_path=str(VIEWS / source), db=db, language=lang, ddoc=f"bench_{lang}",
+                             results_dir=str(tmp_path / lang), timeout=180,
+                             argv=["dragnet", "addview", str(VIEWS / source), "--language", lang])
+        out = addview.run_benchmark(couch, cfg)
+        s = out.results["summary"]
+        assert s["ok"] is True, (lang, s["error"])
+        rows[lang] = s["rows"]
+        saved = results.read_results(out.path)
+        ps = saved["pidstat"]
+        # the container's processes, not docker-proxy: beam always, and the language's query server
+        assert ps["note"] is None, (lang, ps["note"])
+        assert "docker-proxy" not in ps["summary"]
+        assert ps["summary"]["beam"]["processes"] >= 1 and ps["summary"]["beam"]["intervals"] >= 1
+        if fam is not None:
+            assert fam in ps["summary"], (lang, sorted(ps["summary"]))
+            assert ps["summary"][fam]["intervals"] >= 1
+        DOCKER_REPORT.append(f"{lang}: {s['rows']} rows in {s['wall_time_s'] or 0:.1f} s inside {IMAGE}; "
+                             "CPU avg " + ", ".join(f"{k} {v['cpu_pct']['avg'] or 0:.0f}%"
+                                                     for k, v in sorted(ps["summary"].items())))
+        assert saved["pidstat_scope"]["root_pid"] == c.containers.get(dk.container_name(port)).attrs["State"]["Pid"]
+    assert len(set(rows.values())) == 1 and rows["javascript"] > 0, rows
+
+
+def test_tmpfs_in_a_container_and_down_leaves_nothing(engine, tmp_path):
+    env = couch_env(tmp_path, SECRET)
+    port = _free_port()
+    _up(env, port, "--storage", "tmpfs", "--data-size", "64m")
+    try:
+        container = engine.containers.get(dk.container_name(port))
+        assert dk.DATA_PATH in container.attrs["HostConfig"]["Tmpfs"]
+        mounts = container.exec_run(["sh", "-c", f"grep ' {dk.DATA_PATH} ' /proc/mounts"]).output.decode()
+        assert mounts.split()[2] == "tmpfs"
+        couch = connect(f"http://admin:{SECRET}@127.0.0.1:{port}")
+        couch.put(db_path("tmpfs_db"))
+        couch.post(f"{db_path('tmpfs_db')}/_bulk_docs", {"docs": [{"n": i} for i in range(50)]})
+        assert couch.get(db_path("tmpfs_db"))["doc_count"] == 50
+    finally:
+        _down_leaves_nothing(engine, env, port)
+
+
+def test_cluster_of_three_containers_on_its_own_network(engine, tmp_path):
+    from dragnet import cluster
+
+    env = couch_env(tmp_path, SECRET)
+    port = _free_port(3)
+    r = CliRunner().invoke(main, ["couch", "up", "--backend", "docker", "--image", IMAGE, "--port", str(port),
+                                  "--nodes", "3", "--json"], env=env)
+    try:
+        assert r.exit_code == 0, r.output
+        assert SECRET not in r.output
+        want = sorted(f"couchdb@{dk.node_host(p)}" for p in range(port, port + 3))
+        m = cluster.membership(f"http://127.0.0.1:{port}", "admin", SECRET)
+        assert sorted(m["all_nodes"]) == sorted(m["cluster_nodes"]) == want
+        couch = connect(f"http://admin:{SECRET}@127.0.0.1:{port + 2}")
+        assert couch.get("/_cluster_setup")["state"] == "cluster_finished"
+        net = engine.networks.get(dk.network_name(port))
+        assert net.attrs["Labels"] == {dk.LABEL: str(port)}
+        for p in range(port, port + 3):
+            container = engine.containers.get(dk.container_name(p))
+            assert set(container.attrs["NetworkSettings"]["Networks"]) == {net.name}
+            # published on loopback only; the nodes talk over the network the command made
+            assert [b["HostIp"] for b in container.attrs["HostConfig"]["PortBindings"]["5984/tcp"]] == ["127.0.0.1"]
+            assert SECRET not in json.dumps(container.attrs["Args"]) + json.dumps(container.attrs["Path"])
+        # a database spread over the three nodes answers through any of them
+        couch.put(db_path("spread"), params={"q": "3", "n": "3"})
+        couch.post(f"{db_path('spread')}/_bulk_docs", {"docs": [{"n": i} for i in range(30)]})
+        # another node learns the new database (the shard map) and the shard copies catch up after the
+        # write quorum answered: wait for both
+        other, deadline = connect(f"http://admin:{SECRET}@127.0.0.1:{port}"), time.monotonic() + 60
+
+        def count() -> int | None:
+            try:
+                return other.get(db_path("spread"))["doc_count"]
+            except CouchError:
+                return None
+
+        while count() != 30 and time.monotonic() < deadline:
+            time.sleep(1)
+        assert count() == 30
+    finally:
+        _down_leaves_nothing(engine, env, port, nodes=3)
