@@ -405,6 +405,7 @@ class BenchConfig:
     design: Any = None           # a dragnet.design.Design run on every language instead of the views folder
     reference: str | None = None  # the language whose rows the others must equal [default: the first]
     scenarios: list = field(default_factory=list)   # dragnet.scenario.Scenario; empty: no scenario axis
+    size: int | None = None       # documents, when this bench is one size of a `--sizes` sweep
 
 
 def _now_iso() -> str:
@@ -496,6 +497,7 @@ class Bench:
             "machine": machine_info(), "imports": [], "cleanups": [],
             "order": [f"{p.storage}/{p.scenario + '/' if p.scenario else ''}r{p.repeat}/{p.language}"
                       for p in planned],
+            "size": cfg.size,
             "runs": [{**asdict(p), "status": "pending", "error": None, "result_file": None,
                       "docs_per_sec_wall": None, "wall_time_s": None, "ratio_to_baseline": None}
                      for p in planned],
@@ -593,7 +595,7 @@ class Bench:
         summary = result.get("summary") or {}
         result["storage"] = run["storage"]
         result["bench"] = {"id": self.id, "index": run["index"], "language": spec.name, "repeat": run["repeat"],
-                           "storage_label": run["storage"], "scenario": run["scenario"]}
+                           "storage_label": run["storage"], "scenario": run["scenario"], "size": cfg.size}
         ok = bool(summary.get("ok"))
         status = "ok" if ok else ("oom" if summary.get("oom_killed") else "error")
         run.update(status=status, error=None if ok else (summary.get("error") or "build failed"),
@@ -602,8 +604,18 @@ class Bench:
             dev = (result["iostat"]["summary"] or {}).get(result["iostat"]["device"] or "", {})
             run["iostat"] = {k: (dev.get(k) or {}).get("avg") for k in ("r_s", "rkb_s", "r_await", "util_pct")} \
                 if dev else None
-            run["memory"] = result.get("memory")
-            run["sizes"] = result.get("sizes")
+        run["memory"] = result.get("memory")
+        if ok and not result.get("sizes"):
+            # index size before cleanup deletes it (a scenario build records it itself)
+            from .scenario import sizes as _sizes
+            try:
+                result["sizes"] = {"after": _sizes(couch, cfg.db, run["ddoc"])}
+            except CouchError:
+                pass
+        run["sizes"] = result.get("sizes")
+        ps = (result.get("pidstat") or {}).get("summary") or {}
+        run["pidstat_peak_rss_kb"] = {fam: (e.get("rss_kb") or {}).get("peak") for fam, e in ps.items()
+                                      if isinstance(e, dict) and (e.get("rss_kb") or {}).get("peak")} or None
         for idx, value in ratios(self.manifest["runs"]).items():
             self.manifest["runs"][idx]["ratio_to_baseline"] = value
         result["bench"]["ratio_to_baseline"] = run["ratio_to_baseline"]

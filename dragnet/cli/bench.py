@@ -56,9 +56,16 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--cache", "caches", default=None,
               help="Scenario axis: cold (drop the page cache before each build) and/or warm (pre-read the "
                    "database files).")
+@click.option("--sizes", "sizes_text", default=None, metavar="N,N,...",
+              help="Size sweep, e.g. 10k,40k,160k,320k: data generated once at the largest size (fixed seed; "
+                   "or --data), each size a prefix of it in its own database <db>-<N>; the matrix runs per "
+                   "size, then build time, docs/s, index size and peak memory against size, the fitted "
+                   "log-log slope and, with --memory, the first size whose database exceeds the limit.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="With --sizes: where to draw the log-log chart [default: <results>/sizes.png].")
 @json_option
 def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, languages, repeat, storages, storage_label,
-              backend, results_dir, no_baseline, q, n, memories, profiles, caches, as_json):
+              backend, results_dir, no_baseline, q, n, memories, profiles, caches, sizes_text, plot_path, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -100,6 +107,14 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
                            scenarios=scenarios)
     console = Console(stderr=True)
     total = {"n": 0}
+    if plot_path and not sizes_text:
+        raise UsageError("--plot goes with --sizes (for a bench's charts: dragnet report DIR --plot)")
+    if sizes_text is not None:
+        from .. import sizes as sz
+
+        counts = sz.parse_sizes(sizes_text)    # a bad size is a one-line error before anything runs
+        if st:
+            raise UsageError("--sizes and --storage: give one of them (label the storage with --storage-label)")
 
     def on_event(kind: str, d: dict) -> None:
         if kind == "start":
@@ -129,7 +144,15 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
             console.print(f"restarting CouchDB with its data on {d['storage']} …")
         elif kind == "import":
             console.print(d["message"])
+        elif kind == "generate":
+            console.print(f"generating {d['count']:,} documents (seed {d['seed']}) …")
+        elif kind == "size":
+            console.print(f"size {d['count']:,} documents (database {d['db']})")
 
+    if sizes_text is not None:
+        total["n"] = len(b.plan(langs, repeat, ["x"], baseline=not no_baseline,
+                                scenarios=[s.label for s in scenarios] or [""]))
+        return _sizes(config, counts, on_event, plot_path, as_json)
     bench = b.Bench(config, on_event=on_event)
     total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline,
                             scenarios=[s.label for s in scenarios] or [""]))
@@ -184,6 +207,104 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         click.echo(f"results: {bench.dir} (`dragnet report {bench.dir} --plot DIR` for charts)")
     differing = [r for r in runs if (r.get("comparison") or {}).get("differences")]
     if (failed and len(failed) == len(runs)) or differing:
+        sys.exit(1)
+
+
+def _sizes(config, counts, on_event, plot_path, as_json) -> None:
+    """The size sweep: run it, print the per-size table, the slopes and the memory marks, draw the chart."""
+    from pathlib import Path
+
+    from .. import sizes as sz
+    from ..errors import DragnetError
+
+    try:
+        summary = sz.run_sweep(config, counts, on_event=on_event)
+    except KeyboardInterrupt as exc:
+        click.echo("interrupted: finished sizes are kept (sizes.json)", err=True)
+        sys.exit(getattr(exc, "exit_code", 130))
+    render_sizes(Path(summary["dir"]), plot_path, as_json)
+
+
+def render_sizes(folder, plot_path=None, as_json=False) -> None:
+    """Table, per-size "disk matters?", slopes, memory marks and chart, from a sweep's folder alone."""
+    from pathlib import Path
+
+    from .. import sizes as sz
+    from ..errors import DragnetError
+
+    folder = Path(folder)
+    saved, manifests = sz.load(folder)
+    an = sz.analyse(saved, manifests)
+    chart_note = None
+    png = Path(plot_path) if plot_path else folder / "sizes.png"
+    try:
+        if not any(r["seconds"] for r in an["rows"]):
+            raise DragnetError("no successful build to draw")
+        from ..sizes_plot import size_chart
+
+        size_chart(an["rows"], an["fits"], an["first_exceeding_memory"], png)
+        chart_note = f"chart: {png}"
+    except DragnetError as exc:       # matplotlib missing: the numbers stand without the picture
+        chart_note = f"no chart: {exc}"
+        png = None
+    runs = sz.sweep_runs(manifests)
+    failed = [r for r in runs if r["status"] not in ("ok", "oom")]
+    n_ok = sum(1 for r in runs if r["status"] == "ok")
+    disk = {}
+    scs = next((m.get("scenarios") for m in manifests.values() if m.get("scenarios")), None)
+    ref = sz.reference_of(scs) if scs else None
+    if ref:     # "disk matters?" per size: sizes are never mixed in one comparison
+        from ..scenario import disk_matters, verdict
+        for n, m in sorted(manifests.items()):
+            rows = disk_matters(m["runs"], ref)
+            disk[n] = (rows, verdict(rows, ref))
+    if as_json:
+        from dataclasses import asdict
+
+        print_json({"dir": str(folder), "chart": str(png) if png else None, "chart_note": chart_note,
+                    "sizes": saved, **an,
+                    "disk_matters": {str(n): {"rows": [asdict(r) for r in rows], "verdict": v}
+                                     for n, (rows, v) in disk.items()}})
+    else:
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        rows = sz.size_rows(runs, sz._db_bytes(saved), {
+            sc["label"]: sc.get("memory_limit") for m in manifests.values() for sc in m.get("scenarios") or []})
+        table = Table(title=f"sizes ({n_ok} of {len(runs)} runs ok)", header_style="bold")
+        for col in sz.SIZE_COLUMNS:
+            table.add_column(col)
+        for cells in sz.table_cells(rows):
+            table.add_row(*(Text(c) for c in cells))
+        Console(width=200).print(table)
+        if disk:
+            from ..scenario import DISK_COLUMNS, disk_rows
+            for n, (rows_, v) in disk.items():
+                t = Table(title=f"disk matters? at {n:,} documents (× = docs/s against {ref})",
+                          header_style="bold")
+                for col in DISK_COLUMNS:
+                    t.add_column(col)
+                for cells in disk_rows(rows_):
+                    t.add_row(*(Text(c) for c in cells))
+                Console(width=200).print(t)
+                click.echo(f"verdict at {n:,} documents: {v}")
+        for f in an["fits"]:
+            fit = sz.Fit(**{k: f[k] for k in ("slope", "intercept", "r2", "points")}) if f["slope"] is not None \
+                else None
+            click.echo(f"slope {f['language']}{' ' + f['scenario'] if f['scenario'] else ''}: "
+                       f"{sz.describe_slope(fit)}")
+        for limit, n in an["first_exceeding_memory"].items():
+            from ..storage import format_size
+
+            click.echo(f"memory limit {format_size(int(limit))}: " + (
+                f"the database first exceeds it at {n:,} documents" if n is not None
+                else "no size's database exceeds it"))
+        for r in failed:
+            click.echo(f"failed: size {r['size']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
+        click.echo(chart_note)
+        click.echo(f"results: {folder}")
+    if runs and n_ok == 0:
         sys.exit(1)
 
 
