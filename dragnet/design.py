@@ -10,7 +10,9 @@ indexing and are left out (validate_doc_update would otherwise judge the writes 
 from __future__ import annotations
 
 import copy
+import glob
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -192,9 +194,62 @@ def _lib_tree(folder: Path) -> dict:
     return tree
 
 
+_MACRO = re.compile(r"^[ \t]*//[ \t]*!(code|json)[ \t]+(\S+)[ \t]*$", re.M)
+
+
+def _app_value(root: Path, dotted: str, where: str):
+    """What `// !json a.b` names in a couchapp folder: a/b.json (parsed), a/b.<ext> (text) or folder a/b."""
+    base = root.joinpath(*dotted.split("."))
+    if base.is_dir():
+        return {p.name.rsplit(".", 1)[0] if p.is_file() and "." in p.name else p.name:
+                _app_value(root, f"{dotted}.{p.name.rsplit('.', 1)[0] if p.is_file() else p.name}", where)
+                for p in sorted(base.iterdir()) if not p.name.startswith(".")}
+    hits = sorted(base.parent.glob(glob.escape(base.name) + ".*")) if base.parent.is_dir() else []
+    if not hits:
+        raise UsageError(f"{where}: !json {dotted}: no such file or folder in {root}")
+    text = _read_text(hits[0])
+    if hits[0].suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{hits[0]}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    return text
+
+
+def expand_macros(text: str, root: Path, where: str, seen: tuple[str, ...] = ()) -> str:
+    """The couchapp tool's push-time macros: `// !code path.js` inlines that file (relative to the app's
+    root, expanded in turn), `// !json a.b` defines `a.b` from the app's files, as couchapp does."""
+    def one(m: re.Match) -> str:
+        kind, arg = m.group(1), m.group(2)
+        if kind == "code":
+            path = root / arg
+            if not path.is_file():
+                raise UsageError(f"{where}: !code {arg}: no such file in {root}")
+            if arg in seen:
+                raise UsageError(f"{where}: !code {arg} includes itself")
+            return expand_macros(_read_text(path), root, str(path), seen + (arg,))
+        parts = arg.split(".")
+        lines = [f"var {parts[0]} = {parts[0]} || {{}};"]
+        for i in range(1, len(parts) - 1):
+            name = ".".join(parts[:i + 1])
+            lines.append(f"{name} = {name} || {{}};")
+        value = json.dumps(_app_value(root, arg, where), ensure_ascii=False)
+        lines.append(f"{arg} = {value};" if len(parts) > 1 else f"{parts[0]} = {value};")
+        return "\n".join(lines)
+
+    return _MACRO.sub(one, text)
+
+
+def _expand_tree(node, root: Path, where: str):
+    if isinstance(node, dict):
+        return {k: _expand_tree(v, root, f"{where}/{k}") for k, v in node.items()}
+    return expand_macros(node, root, where) if isinstance(node, str) else node
+
+
 def from_folder(folder: Path) -> Design:
     """couchapp layout: `_id` (optional, else the folder name), `language`, `options.json`,
-    `views/<name>/map.js` (and `reduce.js`, whose content may be a built-in such as `_sum`), `views/lib/**`."""
+    `views/<name>/map.js` (and `reduce.js`, whose content may be a built-in such as `_sum`), `views/lib/**`;
+    the couchapp macros `// !code` and `// !json` in them are expanded as `couchapp push` does."""
     where = str(folder)
     ident_file = folder / "_id"
     ident = _read_text(ident_file).strip() if ident_file.is_file() else f"_design/{folder.resolve().name}"
@@ -224,7 +279,7 @@ def from_folder(folder: Path) -> Design:
         if reduce_file is not None:
             view["reduce"] = _read_text(reduce_file)
         views[sub.name] = view
-    doc["views"] = views
+    doc["views"] = _expand_tree(views, folder, f"{where}/views")
     doc, dropped = normalise(doc, where)
     return Design(doc=doc, source=where, dropped=dropped)
 

@@ -90,3 +90,39 @@ def test_ddoc_urls_are_split_and_never_shown_with_the_password():
     with pytest.raises(UsageError) as exc:
         design.split_ddoc_url("http://u:secret@h:5984/db/app")
     assert "secret" not in str(exc.value) and "u:***@h:5984" in str(exc.value)
+
+
+def _app(tmp_path, files: dict[str, str]) -> Path:
+    root = tmp_path / "app"
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+def test_couchapp_code_and_json_macros_are_expanded(tmp_path):
+    root = _app(tmp_path, {
+        "views/lib/comments.js": "// !code helpers/md5.js\nexports.h = function (s) { return hex_md5(s); };\n",
+        "helpers/md5.js": "// !code helpers/inner.js\nfunction hex_md5(s) { return inner(s); }\n",
+        "helpers/inner.js": "function inner(s) { return s.length; }\n",
+        "views/by_tag/map.js": "function (doc) {\n  // !json settings.tags\n  emit(settings.tags.first, null);\n}\n",
+        "settings/tags.json": '{"first": "couchdb"}',
+    })
+    d = design.load(str(root))
+    lib = d.doc["views"]["lib"]["comments"]
+    assert "function inner(s)" in lib and "function hex_md5(s)" in lib and "!code" not in lib
+    m = d.doc["views"]["by_tag"]["map"]
+    assert 'settings.tags = {"first": "couchdb"};' in m and "var settings = settings || {};" in m
+
+
+def test_couchapp_macro_naming_a_missing_file_says_where(tmp_path):
+    root = _app(tmp_path, {"views/v/map.js": "// !code helpers/nope.js\nfunction (doc) { emit(1, 1); }\n"})
+    with pytest.raises(UsageError, match=r"views/v/map.*!code helpers/nope.js: no such file"):
+        design.load(str(root))
+
+
+def test_couchapp_macro_including_itself_is_refused(tmp_path):
+    root = _app(tmp_path, {"views/v/map.js": "// !code a.js\nfunction (doc) {}\n", "a.js": "// !code a.js\n"})
+    with pytest.raises(UsageError, match="includes itself"):
+        design.load(str(root))
