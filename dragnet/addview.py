@@ -441,6 +441,7 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         doc = _ddoc.build(ident, view_name, view, reduce=reduce, autoupdate=False, nonce=nonce)
     qs_before = _qs_stats(couch)
     saved = _ddoc.create_fresh(couch, cfg.db, doc)      # compilation errors end the run here
+    runner: _pidstat.PidstatRunner | None = None
     try:
         if log.path is None:   # said only once the ddoc compiled, so an error stays the first line
             note("CouchDB's log is not visible here: exceptions raised by the map function are not counted "
@@ -451,12 +452,13 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             raise DragnetError(f"the index of {ident} is not new (update_seq {seq_before}): CouchDB shares it with "
                                f"another design doc; nothing to measure")
 
-        runner = None
         pidstat_note = None
         scope = ProcessScope(couch.url) if cfg.pidstat else None
         if cfg.pidstat:
             if _pidstat.PidstatRunner.available():
-                runner = _pidstat.PidstatRunner(cfg.pidstat_pattern, max(1, round(cfg.interval))).start()
+                # bound before it starts, so an interrupt at any point after finds it to stop
+                runner = _pidstat.PidstatRunner(cfg.pidstat_pattern, max(1, round(cfg.interval)))
+                runner.start()
             else:
                 pidstat_note = "pidstat not found (install sysstat): no process resources recorded"
                 note(pidstat_note)
@@ -557,7 +559,9 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             if not error:
                 res["view"]["deleted_after_benchmark"] = _delete_ddoc(couch, cfg.db, ident, saved.rev)
     except BaseException:
-        # interrupted (Ctrl-C, SIGTERM, SIGHUP) or crashed mid-build: the fresh design doc goes too
+        # interrupted (Ctrl-C, SIGTERM, SIGHUP) or crashed mid-build: pidstat and the fresh design doc go too
+        if runner is not None:
+            runner.stop(first_report=False)
         _delete_ddoc(couch, cfg.db, ident, saved.rev)
         raise
     out = _results.write_results(res, cfg.results_dir) if cfg.results_dir else None

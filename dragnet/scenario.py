@@ -153,13 +153,16 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
     before = sizes(couch, db)
     cache_note = limits.set_cache(sc.cache, [ddir]) if sc.cache and ddir else (
         "left as it is" if not sc.cache else "not set: CouchDB's data directory is not on this machine")
-    if the_plan is not None:
-        limits.apply(the_plan, sorted(process_tree(pid)))
-    runner = _iostat.IostatRunner().start() if _iostat.IostatRunner.available() else None
+    runner = _iostat.IostatRunner() if _iostat.IostatRunner.available() else None
     t0 = time.time()
     error = None
     result: dict = {}
     try:
+        # inside the try: an interrupt at any point still removes the limits and stops iostat
+        if the_plan is not None:
+            limits.apply(the_plan, sorted(process_tree(pid)))
+        if runner is not None:
+            runner.start()
         result = build()
     except Exception as exc:       # beam killed mid-build drops the connection: judged below
         error = exc

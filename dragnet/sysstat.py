@@ -44,15 +44,16 @@ class SysstatRunner:
         self.started_at = time.time()
         return self
 
-    def stop(self) -> str:
-        """Stop the tool (SIGINT, as Ctrl-C) and return its whole output."""
+    def stop(self, first_report: bool = True) -> str:
+        """Stop the tool (SIGINT, as Ctrl-C) and return its whole output; first_report=False stops at once
+        (an interrupted run), even before the tool's first report."""
         if self.proc is None:
             return self.text
         if self.proc.poll() is None:
             # the first report comes one interval after the start: a build shorter than that would
             # otherwise leave no sample at all, so let it run into its first report
             early = (self.started_at or 0) + self.interval + 0.3 - time.time()
-            if early > 0:
+            if first_report and early > 0:
                 time.sleep(early)
             self.proc.send_signal(signal.SIGINT)
             try:
