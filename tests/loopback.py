@@ -17,9 +17,10 @@ Answer = Any
 
 class Loopback:
     def __init__(self, script: dict[tuple[str, str], list[Answer]] | None = None,
-                 handler: Callable[[str, str, bytes], Answer] | None = None):
+                 handler: Callable[[str, str, bytes], Answer] | None = None, *, query: bool = False):
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.handler = handler
+        self.query = query      # the handler gets the path with its query string
         self.log: list[tuple[str, str, bytes]] = []
         self.lock = threading.Lock()
         outer = self
@@ -33,7 +34,7 @@ class Loopback:
             def _any(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 path = self.path.split("?", 1)[0]
-                answer = outer.answer(self.command, path, body)
+                answer = outer.answer(self.command, path, body, self.path)
                 if answer == "drop":
                     self.close_connection = True
                     self.connection.shutdown(2)
@@ -56,14 +57,14 @@ class Loopback:
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
                                        daemon=True)
 
-    def answer(self, method: str, path: str, body: bytes) -> Answer:
+    def answer(self, method: str, path: str, body: bytes, full_path: str | None = None) -> Answer:
         with self.lock:
             self.log.append((method, path, body))
             queue = self.script.get((method, path))
             if queue:
                 return queue.pop(0) if len(queue) > 1 or self.handler is not None else queue[0]
         if self.handler is not None:
-            return self.handler(method, path, body)
+            return self.handler(method, full_path if self.query and full_path else path, body)
         return 404, {}, {"error": "not_found", "reason": "missing"}
 
     def requests(self, method: str, path: str) -> list[bytes]:

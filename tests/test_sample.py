@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import gzip
-import http.server
 import json
-import threading
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from loopback import Loopback
 
 from dragnet.couch import connect, db_path
 from dragnet.errors import UsageError
@@ -99,48 +98,31 @@ def test_split_db_url():
     assert "secret" not in str(exc.value) and "***" in str(exc.value)
 
 
-def _loopback_couch(docs: dict[str, dict]):
+def _loopback_couch(docs: dict[str, dict]) -> Loopback:
     """A loopback server answering GET /db and GET /db/_all_docs (limit, startkey, skip, include_docs)."""
     keys = sorted(docs)
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            u = urlsplit(self.path)
-            q = {k: v[0] for k, v in parse_qs(u.query).items()}
-            if u.path == "/src":
-                body = {"doc_count": len(docs)}
-            else:
-                start = json.loads(q["startkey"]) if "startkey" in q else ""
-                rest = [k for k in keys if k >= start][int(q.get("skip", 0)):][:int(q["limit"])]
-                body = {"rows": [dict({"id": k, "key": k, "value": {"rev": docs[k]["_rev"]}},
-                                      **({"doc": docs[k]} if q.get("include_docs") == "true" else {}))
-                                 for k in rest]}
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def handler(method, path, body):
+        u = urlsplit(path)
+        q = {k: v[0] for k, v in parse_qs(u.query).items()}
+        if u.path == "/src":
+            return 200, {}, {"doc_count": len(docs)}
+        start = json.loads(q["startkey"]) if "startkey" in q else ""
+        rest = [k for k in keys if k >= start][int(q.get("skip", 0)):][:int(q["limit"])]
+        return 200, {}, {"rows": [dict({"id": k, "key": k, "value": {"rev": docs[k]["_rev"]}},
+                                       **({"doc": docs[k]} if q.get("include_docs") == "true" else {}))
+                                  for k in rest]}
 
-        def log_message(self, *a):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
+    return Loopback(handler=handler, query=True)
 
 
 def test_sample_to_file_over_loopback_pages_the_whole_database(tmp_path):
     docs = {d: {"_id": d, "_rev": "1-a", "n": i, "pad": "x" * (i % 50)} for i, d in enumerate(IDS[:3000])}
     docs["_design/app"] = {"_id": "_design/app", "_rev": "1-d", "views": {}}
     docs["doc000007"]["_attachments"] = {"a.txt": {"stub": True}}
-    srv = _loopback_couch(docs)
-    try:
-        couch = connect(f"http://127.0.0.1:{srv.server_address[1]}")
+    with _loopback_couch(docs) as lb:
         out = tmp_path / "s.jsonl.gz"
-        s = draw_sample(couch, "src", count=300, seed=1, to_file=out, page_size=250, batch_size=64)
-    finally:
-        srv.shutdown()
+        s = draw_sample(connect(lb.url), "src", count=300, seed=1, to_file=out, page_size=250, batch_size=64)
     got = [json.loads(line) for line in gzip.open(out, "rt")]
     assert len(got) == s.sampled == s.written == 300
     assert s.source_docs == 3000 and s.design_docs_skipped == 1
@@ -162,19 +144,16 @@ def test_cli_json_masks_credentials_and_draws_the_same_sample_again(tmp_path):
     from dragnet.cli import main
 
     docs = {d: {"_id": d, "_rev": "1-a", "n": i} for i, d in enumerate(IDS[:1500])}
-    srv = _loopback_couch(docs)
-    try:
-        src = f"http://admin:s3cr3t@127.0.0.1:{srv.server_address[1]}/src"
+    with _loopback_couch(docs) as lb:
+        src = lb.url.replace("http://", "http://admin:s3cr3t@") + "/src"
         runs = [CliRunner().invoke(main, ["sample", "--from", src, "--fraction", "0.1", "--seed", "9",
                                           "--to", str(tmp_path / f"{k}.jsonl.gz"), "--json"]) for k in "ab"]
         human = CliRunner().invoke(main, ["sample", "--from", src, "--count", "20", "--to", str(tmp_path / "c.jsonl.gz")])
-    finally:
-        srv.shutdown()
     for r in runs + [human]:
         assert r.exit_code == 0, r.output
         assert "s3cr3t" not in r.output
     out = json.loads(runs[0].output)
-    assert out["source"] == f"http://admin:***@127.0.0.1:{srv.server_address[1]}/src"
+    assert out["source"] == lb.url.replace("http://", "http://admin:***@") + "/src"
     assert out["source_docs"] == 1500 and 100 < out["sampled"] < 200 and out["sizes"]["sample"]["docs"] == out["sampled"]
     assert "sha1(seed:_id)" in out["method"] and "whole id space" in out["method"]
     assert gzip.open(tmp_path / "a.jsonl.gz").read() == gzip.open(tmp_path / "b.jsonl.gz").read()  # same seed
