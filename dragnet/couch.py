@@ -77,10 +77,17 @@ class Couch:
 
         ok=None accepts any 2xx status; otherwise only the listed ones.
         """
-        try:
-            resp = self.session.request(method, self.url + path, timeout=timeout or self.timeout, **kwargs)
-        except requests.RequestException as exc:
-            raise CouchUnreachable(f"cannot reach CouchDB at {self.url} ({_reason(exc)})") from None
+        for attempt in (1, 2):
+            try:
+                resp = self.session.request(method, self.url + path, timeout=timeout or self.timeout, **kwargs)
+                break
+            except requests.RequestException as exc:
+                # a reset or closed keep-alive connection (stale in the pool, or a proxy's) gets one more
+                # try when the request is safe to repeat; a refused connection or a timeout does not
+                if attempt == 1 and method in ("GET", "HEAD") and _reason(exc) in ("connection reset",
+                                                                                   "connection closed"):
+                    continue
+                raise CouchUnreachable(f"cannot reach CouchDB at {self.url} ({_reason(exc)})") from None
         if (ok is None and resp.ok) or (ok is not None and resp.status_code in ok):
             return resp
         raise error_from_response(method, path, resp)
@@ -138,7 +145,8 @@ def _reason(exc: requests.RequestException) -> str:
     if isinstance(exc, requests.ConnectionError):
         text = str(exc)
         for needle, short in (("Connection refused", "connection refused"), ("Connection reset", "connection reset"),
-                              ("Name or service not known", "unknown host"), ("RemoteDisconnected", "connection closed")):
+                              ("Name or service not known", "unknown host"), ("RemoteDisconnected", "connection closed"),
+                              ("Connection aborted", "connection closed")):
             if needle in text:
                 return short
         return "connection failed"

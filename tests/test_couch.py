@@ -76,3 +76,16 @@ def test_summary_mean_stdev():
     assert s.mean == 5 and s.median == 4.5 and s.min == 2 and s.max == 9
     assert s.stdev == pytest.approx(2.13808993, rel=1e-6)
     assert s.format("c/s") == "5.0 ± 2.1 c/s  [min 2.0 … max 9.0]"
+
+
+def test_a_dropped_connection_is_tried_once_more_for_a_get_only():
+    from loopback import Loopback
+
+    ok = (200, {}, {"couchdb": "Welcome"})
+    with Loopback({("GET", "/"): ["drop", ok], ("POST", "/db/_bulk_docs"): ["drop", (201, {}, [])]}) as lb:
+        couch = connect(lb.url)
+        assert couch.get("/")["couchdb"] == "Welcome"
+        assert len(lb.requests("GET", "/")) == 2
+        with pytest.raises(CouchUnreachable, match="connection closed"):
+            couch.request("POST", "/db/_bulk_docs", json={"docs": []})
+        assert len(lb.requests("POST", "/db/_bulk_docs")) == 1      # not repeated: it may have been applied
