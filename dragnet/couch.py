@@ -108,6 +108,16 @@ class Couch:
         """GET / plus /_node/_local/_versions (JS engine etc.) where the server has it."""
         info = self.get("/")
         try:
+            nodes = self.get("/_membership").get("all_nodes") or []
+        except CouchError:
+            nodes = []
+        if nodes == ["nonode@nohost"]:
+            # on a node without a distribution name CouchDB 3.5 answers _versions by crashing its ioq
+            # server (a monitor of clouseau@...); a few of those in a row take the whole node down
+            info["node_versions"] = None
+            info["node_versions_skipped"] = "not asked: a node named nonode@nohost crashes on _versions"
+            return info
+        try:
             info["node_versions"] = self.get("/_node/_local/_versions")
         except CouchError:
             info["node_versions"] = None

@@ -89,3 +89,21 @@ def test_a_dropped_connection_is_tried_once_more_for_a_get_only():
         with pytest.raises(CouchUnreachable, match="connection closed"):
             couch.request("POST", "/db/_bulk_docs", json={"docs": []})
         assert len(lb.requests("POST", "/db/_bulk_docs")) == 1      # not repeated: it may have been applied
+
+
+def test_versions_are_not_asked_of_a_node_named_nonode():
+    # CouchDB 3.5 in a container without NODENAME: each GET _versions crashed its ioq server, and the sixth
+    # in a row took the node down (found by the image test building every language)
+    from loopback import Loopback
+
+    script = {("GET", "/"): [(200, {}, {"couchdb": "Welcome", "version": "3.5.0"})],
+              ("GET", "/_membership"): [(200, {}, {"all_nodes": ["nonode@nohost"],
+                                                   "cluster_nodes": ["nonode@nohost"]})],
+              ("GET", "/_node/_local/_versions"): [(200, {}, {"javascript_engine": {"name": "spidermonkey"}})]}
+    with Loopback(script) as lb:
+        info = connect(lb.url).version()
+        assert info["version"] == "3.5.0" and info["node_versions"] is None
+        assert lb.requests("GET", "/_node/_local/_versions") == []
+    script[("GET", "/_membership")] = [(200, {}, {"all_nodes": ["couchdb@127.0.0.1"]})]
+    with Loopback(script) as lb:
+        assert connect(lb.url).version()["node_versions"]["javascript_engine"]["name"] == "spidermonkey"
