@@ -747,8 +747,21 @@ def _run_from_dict(d: dict) -> Run:
 
 # -- the whole benchmark ----------------------------------------------------------------------
 
+class Ranked:
+    """What a benchmark of several servers says about them as a whole: which failed, and whether every
+    adjacent pair of its ranking was decided (needs `results` with .status and `verdicts`)."""
+
+    @property
+    def failed(self) -> list:
+        return [r for r in self.results if r.status != "ok"]
+
+    @property
+    def decided(self) -> bool:
+        return all(v.decided for v in self.verdicts)
+
+
 @dataclass
-class Benchmark:
+class Benchmark(Ranked):
     results: list[ServerResult]
     rows: list[Row]
     reference: str | None
@@ -756,14 +769,6 @@ class Benchmark:
     verdicts: list[stats.PairVerdict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     other_load: float | None = None   # share of the machine's CPU used by other processes meanwhile
-
-    @property
-    def failed(self) -> list[ServerResult]:
-        return [r for r in self.results if r.status != "ok"]
-
-    @property
-    def decided(self) -> bool:
-        return all(v.decided for v in self.verdicts)
 
 
 def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], names: Sequence[str] | None,

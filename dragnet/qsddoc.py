@@ -377,7 +377,7 @@ class DdocResult:
 
 
 @dataclass
-class DdocBenchmark:
+class DdocBenchmark(qsbench.Ranked):
     design: Design
     groups: list[MapGroup]
     results: list[DdocResult]
@@ -386,14 +386,6 @@ class DdocBenchmark:
     skipped: list[Skipped]
     verdicts: list[stats.PairVerdict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-
-    @property
-    def failed(self) -> list[DdocResult]:
-        return [r for r in self.results if r.status != "ok"]
-
-    @property
-    def decided(self) -> bool:
-        return all(v.decided for v in self.verdicts)
 
 
 def measure(spec: ServerSpec, design: Design, docs: qsbench.DocSet, *, repeat: int = 3, warmup: int = 1,
