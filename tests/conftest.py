@@ -24,6 +24,24 @@ def fixtures_dir() -> Path:
     return FIXTURES
 
 
+# the generated declarations the query-server protocol tests (qsbench, qsddoc) replay, made once a session
+QS_COUNT, QS_SEED = 60, 11
+
+
+@pytest.fixture(scope="session")
+def sample(tmp_path_factory) -> Path:
+    from dragnet import qsbench
+
+    return qsbench.generated_docs_path(QS_COUNT, QS_SEED, tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="session")
+def docs(sample):
+    from dragnet import qsbench
+
+    return qsbench.load_docs(sample)
+
+
 @pytest.fixture(scope="session")
 def live_url() -> str:
     """URL of a real CouchDB from DRAGNET_TEST_COUCHDB_URL; tests using it skip without one."""

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy
 import pytest
 from click.testing import CliRunner
+from conftest import QS_COUNT
 
 from dragnet import qsbench, views
 from dragnet.cli import main
@@ -24,17 +25,7 @@ from dragnet.query_servers import ServerSpec, discover
 REPO = Path(__file__).resolve().parent.parent
 VIEW = REPO / "views" / "income"
 TESTSERVER = str(Path(__file__).with_name("qs_testserver.py"))
-COUNT, SEED = 60, 11
-
-
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory) -> Path:
-    return qsbench.generated_docs_path(COUNT, SEED, tmp_path_factory.mktemp("cache"))
-
-
-@pytest.fixture(scope="module")
-def docs(sample) -> qsbench.DocSet:
-    return qsbench.load_docs(sample)
+COUNT = QS_COUNT
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import QS_COUNT
 
 from dragnet import design as dsg
 from dragnet import qsbench, qsddoc
@@ -29,18 +30,8 @@ REPO = Path(__file__).resolve().parent.parent
 APP = REPO / "tests" / "ddocs" / "app"
 TESTSERVER = str(Path(__file__).with_name("qs_testserver.py"))
 CHUNKIFY = Path(__file__).with_name("erlang") / "chunkify.escript"
-COUNT, SEED = 60, 11
+COUNT = QS_COUNT
 INCOME_REDUCE = (APP / "views" / "income_by_person" / "reduce.js").read_text()
-
-
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory) -> Path:
-    return qsbench.generated_docs_path(COUNT, SEED, tmp_path_factory.mktemp("cache"))
-
-
-@pytest.fixture(scope="module")
-def docs(sample) -> qsbench.DocSet:
-    return qsbench.load_docs(sample)
 
 
 @pytest.fixture(scope="module")
