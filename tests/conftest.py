@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -114,6 +115,27 @@ def normalised_declarations(n: int, seed: int) -> list[dict]:
     from data_prep.normalise import normalise
 
     return [normalise(d) for d in declarations(n, seed)]
+
+
+@contextlib.contextmanager
+def generated_db(live_url: str, prefix: str, n: int, seed: int, q: int = 2):
+    """n generated normalised declarations imported into a fresh database on the live CouchDB:
+    yields (couch, name, docs); the database is deleted afterwards."""
+    import time
+
+    from dragnet import importer
+    from dragnet.couch import connect, db_path
+
+    couch = connect(live_url)
+    name = f"{prefix}_{int(time.time())}"
+    docs = normalised_declarations(n, seed)
+    summary = importer.import_documents(couch, name, ((f"gen:{i}", json.dumps(d)) for i, d in enumerate(docs)),
+                                        importer.ImportOptions(q=q))
+    assert summary.imported == n
+    try:
+        yield couch, name, docs
+    finally:
+        couch.request("DELETE", db_path(name), ok=(200, 202, 404))
 
 
 def couch_env(tmp_path: Path, password: str) -> dict:

@@ -7,16 +7,14 @@ compared with the reference engine's; an engine that answers differently is caug
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import live_password, normalised_declarations
+from conftest import generated_db, live_password
 
-from dragnet import importer
 from dragnet.cli import main
-from dragnet.couch import connect, db_path
+from dragnet.couch import db_path
 
 APP_JSON = Path(__file__).resolve().parent / "ddocs" / "app.json"
 N_DOCS = 200
@@ -24,14 +22,8 @@ N_DOCS = 200
 
 @pytest.fixture(scope="module")
 def app_db(live_url):
-    couch = connect(live_url)
-    name = f"dragnet_test_design_{int(time.time())}"
-    docs = normalised_declarations(N_DOCS, 31)
-    summary = importer.import_documents(couch, name, ((f"gen:{i}", json.dumps(d)) for i, d in enumerate(docs)),
-                                        importer.ImportOptions(q=2))
-    assert summary.imported == N_DOCS
-    yield couch, name
-    couch.request("DELETE", db_path(name), ok=(200, 202, 404))
+    with generated_db(live_url, "dragnet_test_design", N_DOCS, 31) as (couch, name, _docs):
+        yield couch, name
 
 
 def _bench(live_url, db, source, languages, out):

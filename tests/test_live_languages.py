@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import normalised_declarations
+from conftest import generated_db
 
-from dragnet import addview, ddoc, importer, qsbench, views
-from dragnet.couch import connect, db_path
+from dragnet import addview, ddoc, qsbench, views
 from dragnet.query_servers import LANGUAGES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,17 +28,11 @@ CASES = {lang.name: lang.view_file for lang in LANGUAGES}
 
 @pytest.fixture(scope="module")
 def small_db(live_url):
-    couch = connect(live_url)
-    name = f"dragnet_test_langs_{int(time.time())}"
-    docs = normalised_declarations(N_DOCS, 23)
-    summary = importer.import_documents(couch, name, ((f"gen:{i}", json.dumps(d)) for i, d in enumerate(docs)),
-                                        importer.ImportOptions(q=2))
-    assert summary.imported == N_DOCS
-    namespace: dict = {}
-    exec(views.load(INCOME / "map.py").source, namespace)
-    expected = {d["_id"]: (k, v) for d in docs for k, v in (namespace["fun"](d) or [])}
-    yield couch, name, expected
-    couch.request("DELETE", db_path(name), ok=(200, 202, 404))
+    with generated_db(live_url, "dragnet_test_langs", N_DOCS, 23) as (couch, name, docs):
+        namespace: dict = {}
+        exec(views.load(INCOME / "map.py").source, namespace)
+        expected = {d["_id"]: (k, v) for d in docs for k, v in (namespace["fun"](d) or [])}
+        yield couch, name, expected
 
 
 @pytest.mark.live

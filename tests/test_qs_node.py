@@ -114,20 +114,10 @@ LIVE_DOCS = 1500
 @pytest.fixture(scope="module")
 def income_db(live_url):
     """A database of generated declarations on the live CouchDB; deleted afterwards."""
-    import time
+    from conftest import generated_db
 
-    from conftest import normalised_declarations
-    from dragnet import importer
-    from dragnet.couch import connect, db_path
-
-    couch = connect(live_url)
-    name = f"dragnet_test_jsengines_{int(time.time())}"
-    docs = normalised_declarations(LIVE_DOCS, 5)
-    summary = importer.import_documents(couch, name, ((f"gen:{i}", json.dumps(d)) for i, d in enumerate(docs)),
-                                        importer.ImportOptions(q=2))
-    assert summary.imported == LIVE_DOCS
-    yield couch, name
-    couch.request("DELETE", db_path(name), ok=(200, 202, 404))
+    with generated_db(live_url, "dragnet_test_jsengines", LIVE_DOCS, 5) as (couch, name, _docs):
+        yield couch, name
 
 
 def _build_rows(couch, db: str, view_file, language: str, tmp_path) -> tuple[dict, list]:
