@@ -330,25 +330,48 @@ def oom_message(limit: int) -> str:
     return f"CouchDB was OOM-killed at limit {format_size(limit)}"
 
 
-def kernel_oom_lines(since: float) -> list[str]:
-    """OOM-killer lines in the kernel log since a unix time (journal-less machines: dmesg)."""
+def oom_lines_of(dmesg: str, since: float, memcg: str) -> list[str]:
+    """The kernel's OOM-kill lines for one memory cgroup (its path as the kernel prints it, "/dragnet-12")
+    since a unix time (pure). Other groups' kills (a container's, another bench's) are not ours: the
+    "oom-kill:" line names the group, and the "Killed process" line right after it names the victim."""
+    from datetime import datetime
+    lines, ours = [], False
+    for line in dmesg.splitlines():
+        stamp = line.split(" ", 1)[0]
+        try:
+            t = datetime.fromisoformat(stamp.replace(",", ".")).timestamp()
+        except ValueError:
+            t = None
+        if t is not None and t < since:
+            continue
+        if "oom-kill:" in line:
+            ours = f"oom_memcg={memcg}," in line or line.endswith(f"oom_memcg={memcg}")
+            if ours:
+                lines.append(line)
+        elif "Killed process" in line:
+            if ours:
+                lines.append(line)
+            ours = False
+    return lines
+
+
+def kernel_oom_lines(since: float, memcg: str) -> list[str]:
+    """OOM-kill lines of one memory cgroup in the kernel log since a unix time (dmesg)."""
     try:
         out = subprocess.run(["dmesg", "--time-format", "iso"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return []
-    lines = []
-    for line in out.splitlines():
-        if "Killed process" not in line and "oom-kill" not in line:
-            continue
-        stamp = line.split(" ", 1)[0]
-        try:
-            from datetime import datetime
-            t = datetime.fromisoformat(stamp.replace(",", ".")).timestamp()
-        except ValueError:
-            t = None
-        if t is None or t >= since:
-            lines.append(line)
-    return lines
+    return oom_lines_of(out, since, memcg)
+
+
+def memcg_path(p: Plan) -> str | None:
+    """The plan's memory group as the kernel names it in OOM reports ("/dragnet-12"), or None."""
+    if p.layout.memory is None or not p.groups:
+        return None
+    try:
+        return "/" + str(p.groups[0].relative_to(p.layout.memory))
+    except ValueError:
+        return None
 
 
 # --- cache state -------------------------------------------------------------------------------

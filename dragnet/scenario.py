@@ -171,7 +171,8 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
         use = limits.memory_use(the_plan) if the_plan is not None else None
         group_io = limits.io_use(the_plan) if the_plan is not None else None
         t1 = time.time()
-        oom_lines = limits.kernel_oom_lines(t0) if the_plan is not None and sc.memory else []
+        memcg = limits.memcg_path(the_plan) if the_plan is not None and sc.memory else None
+        oom_lines = limits.kernel_oom_lines(t0, memcg) if memcg else []
         if the_plan is not None:
             limits.remove(the_plan)
     oom = bool(use and (use.oom_kills or any("beam" in ln for ln in oom_lines)))

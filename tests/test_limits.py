@@ -135,3 +135,31 @@ def test_memory_use_reads_v1_and_v2_oom_counters(tmp_path):
     u = limits.memory_use(p2)
     assert (u.peak, u.anon, u.oom_kills, u.failcnt) == (789, 123, 2, 17)
     assert limits.oom_message(230 * 1024**2) == "CouchDB was OOM-killed at limit 230.0 MiB"
+
+
+def test_oom_lines_are_only_the_groups_own():
+    # real kernel lines: beam killed in a bench's group, then beam killed in someone's container
+    text = (Path(__file__).parent / "fixtures" / "dmesg" / "oom-two-groups.txt").read_text()
+    ours = limits.oom_lines_of(text, 0, "/dragnet-1714")
+    assert len(ours) == 2
+    assert "oom_memcg=/dragnet-1714," in ours[0] and "Killed process 5586 (beam.smp)" in ours[1]
+    # a container's kill is not this group's, though its victim is beam.smp too
+    assert limits.oom_lines_of(text, 0, "/dragnet-99") == []
+    assert limits.oom_lines_of(text, 0, "/dragnet-171") == []      # a prefix is another group
+    # only kills since the build started
+    from datetime import datetime
+    later = datetime.fromisoformat("2026-11-23T11:00:00+00:00").timestamp()
+    assert limits.oom_lines_of(text, later, "/dragnet-1714") == []
+    docker = "/docker/23ba58ac269f6d2ee6c4f5abd1872284e6240334021ddd4db8e5d84b4f15fb63"
+    assert [ln.split(" ", 1)[0] for ln in limits.oom_lines_of(text, later, docker)] == [
+        "2026-11-23T12:14:46,006662+00:00", "2026-11-23T12:14:46,006740+00:00"]
+
+
+def test_memcg_path_names_the_memory_group_as_the_kernel_does(tmp_path):
+    v1 = limits.detect(v1_tree(tmp_path / "v1"))
+    p = limits.plan(v1, "dragnet-12", memory=256 * 1024**2, profile=limits.PROFILES["unlimited"], device=None)
+    assert limits.memcg_path(p) == "/dragnet-12"
+    v2 = limits.detect(v2_tree(tmp_path / "v2"))
+    p = limits.plan(v2, "dragnet-12", memory=256 * 1024**2, profile=limits.PROFILES["unlimited"], device=None)
+    assert limits.memcg_path(p) == "/dragnet-12"
+    assert limits.memcg_path(limits.Plan(layout=v1)) is None
