@@ -601,9 +601,8 @@ class Bench:
         run.update(status=status, error=None if ok else (summary.get("error") or "build failed"),
                    docs_per_sec_wall=summary.get("docs_per_sec_wall"), wall_time_s=summary.get("wall_time_s"))
         if result.get("iostat"):
-            dev = (result["iostat"]["summary"] or {}).get(result["iostat"]["device"] or "", {})
-            run["iostat"] = {k: (dev.get(k) or {}).get("avg") for k in ("r_s", "rkb_s", "r_await", "util_pct")} \
-                if dev else None
+            from .scenario import iostat_averages
+            run["iostat"] = iostat_averages(result)
         run["memory"] = result.get("memory")
         if ok and not result.get("sizes"):
             # index size before cleanup deletes it (a scenario build records it itself)

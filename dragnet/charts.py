@@ -174,6 +174,43 @@ def storage_compare(groups: Sequence[Group], path: Path) -> Chart | None:
     return Chart(path, title, series)
 
 
+def disk_matters(rows: Sequence[Any], reference: str, path: Path) -> Chart:
+    """Bench scenarios: docs/s of each (language, storage, scenario) as a ratio to the reference scenario's
+    median, one bar per scenario (the ratio of medians) and one dot per build; OOM-killed scenarios are
+    named on an empty bar. rows: dragnet.scenario.Row."""
+    import statistics
+
+    rows = list(rows)
+    ref_median = {}
+    for r in rows:
+        if r.scenario == reference and r.docs_per_sec:
+            ref_median[(r.language, r.storage)] = statistics.median(r.docs_per_sec)
+    labels = [f"{r.language} {r.storage}\n{r.scenario}" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(rows)), 4.8))
+    series: dict[str, Any] = {"labels": labels, "ratio": [], "runs": [], "oom": []}
+    for i, r in enumerate(rows):
+        base = ref_median.get((r.language, r.storage))
+        dots = [v / base for v in r.docs_per_sec] if base else []
+        series["ratio"].append(r.ratio)
+        series["runs"].append(dots)
+        series["oom"].append(r.oom)
+        if r.ratio is not None:
+            ax.bar(i, r.ratio, 0.6, color=COLORS[0] if r.scenario == reference else COLORS[1])
+            ax.text(i, r.ratio, f"×{r.ratio:.2f}", ha="center", va="bottom", fontsize=8)
+        elif r.oom:
+            ax.text(i, 0.05, f"OOM-killed\n({r.oom})", ha="center", va="bottom", fontsize=8, color="red")
+        if dots:
+            ax.plot([i] * len(dots), dots, "k.", markersize=5)
+    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(labels)), labels, rotation=25, ha="right", fontsize=7)
+    ax.set_ylabel(f"docs/s ÷ median of {reference}")
+    title = "Disk matters? docs/s against the reference scenario (bars: medians, dots: builds)"
+    ax.set_title(title, fontsize=9)
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, path)
+    return Chart(path, title, series)
+
+
 def write_charts(results: Sequence[dict], groups: Sequence[Group], outdir: str | Path) -> list[Chart]:
     """All charts of a report into outdir; returns what was drawn."""
     out = Path(outdir)
@@ -187,4 +224,4 @@ def write_charts(results: Sequence[dict], groups: Sequence[Group], outdir: str |
 
 
 __all__ = ["Chart", "rate_series", "rate_over_time", "total_time", "resources", "storage_compare",
-           "write_charts"]
+           "disk_matters", "write_charts"]

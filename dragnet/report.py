@@ -69,6 +69,7 @@ class Run:
     comparison: dict | None = None       # rows against the reference engine, as the bench recorded it
     update_lag_s: float | None = None    # --update: last write answered to every view fresh
     incremental_dps: float | None = None
+    scenario: str | None = None          # bench --memory/--disk-profile/--cache: part of the storage label
 
 
 # ---------------------------------------------------------------- reading
@@ -227,6 +228,10 @@ def to_run(result: dict) -> Run:
     s = result.get("summary") or {}
     bench = result.get("bench") or {}
     storage = str(bench.get("storage_label") or result.get("storage") or "unknown")
+    scenario = bench.get("scenario") or ((result.get("scenario") or {}).get("label")
+                                         if isinstance(result.get("scenario"), dict) else None)
+    if scenario:    # builds in different scenarios are different measurements: never one median
+        storage = f"{storage} {scenario}"
     docs = _num(s.get("docs"))
     wall = _num(s.get("wall_time_s"))
     dps = _num(s.get("docs_per_sec_wall"))
@@ -246,6 +251,7 @@ def to_run(result: dict) -> Run:
         comparison=result.get("comparison") if isinstance(result.get("comparison"), dict) else None,
         update_lag_s=_num(s.get("update_lag_s", (result.get("update") or {}).get("lag_s"))),
         incremental_dps=_num((result.get("update") or {}).get("incremental_docs_per_sec")),
+        scenario=scenario or None,
     )
 
 
@@ -554,7 +560,7 @@ def table_rows(groups: Sequence[Group]) -> list[list[str]]:
     return rows
 
 
-def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     def cell(text: str) -> str:
         # a '|' in a label or an error would otherwise start a new column
         return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
@@ -564,7 +570,7 @@ def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def to_markdown(groups: Sequence[Group]) -> str:
-    return _md_table(COLUMNS, table_rows(groups))
+    return md_table(COLUMNS, table_rows(groups))
 
 
 CSV_COLUMNS = ("language", "storage", "runs", "failed", "all_tasks_cps_median", "one_task_cps_median",
@@ -634,7 +640,7 @@ def delta_rows(deltas: Sequence[Delta]) -> list[list[str]]:
 
 
 def deltas_markdown(deltas: Sequence[Delta]) -> str:
-    return _md_table(DELTA_COLUMNS, delta_rows(deltas))
+    return md_table(DELTA_COLUMNS, delta_rows(deltas))
 
 
 # ---------------------------------------------------------------- design documents (`--ddoc`)
@@ -815,7 +821,7 @@ DESIGN_LEGEND = ("* reference engine (rows of the others are compared with its f
 
 
 def design_markdown(groups: Sequence[DesignGroup]) -> str:
-    out = _md_table(DESIGN_COLUMNS, design_table_rows(groups)) + "\n" + DESIGN_LEGEND + "\n"
+    out = md_table(DESIGN_COLUMNS, design_table_rows(groups)) + "\n" + DESIGN_LEGEND + "\n"
     lines = design_ranking_lines(groups)
     if lines:
         out += "\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]) + "\n"

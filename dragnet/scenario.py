@@ -66,6 +66,45 @@ def reference_label(scenarios: list[Scenario]) -> str:
     return next((s.label for s in scenarios if s.is_reference), scenarios[0].label)
 
 
+IOSTAT_AVERAGES = ("r_s", "rkb_s", "r_await", "util_pct")
+
+
+def iostat_averages(result: dict) -> dict | None:
+    """A scenario build's iostat averages on the data's device, as the "disk matters?" table shows them."""
+    io = result.get("iostat") or {}
+    dev = (io.get("summary") or {}).get(io.get("device") or "") or {}
+    return {k: (dev.get(k) or {}).get("avg") for k in IOSTAT_AVERAGES} if dev else None
+
+
+def runs_from_results(results: Iterable[dict]) -> tuple[list[dict], str | None]:
+    """Scenario builds' results files as the rows disk_matters() reads, and the reference scenario's label
+    (as the bench chose it: unlimited memory, unthrottled, warm; else unlimited and unthrottled; else the
+    earliest). ([], None) when no result ran in a scenario."""
+    runs, meta = [], {}
+    for r in results:
+        sc = (r.get("scenario") or {}) if isinstance(r.get("scenario"), dict) else {}
+        label = (r.get("bench") or {}).get("scenario") or sc.get("label")
+        if not label:
+            continue
+        s = r.get("summary") or {}
+        b = r.get("bench") or {}
+        status = "ok" if s.get("ok") else ("oom" if s.get("oom_killed") else "error")
+        runs.append({"language": b.get("language") or s.get("language") or "?",
+                     "storage": str(b.get("storage_label") or r.get("storage") or "unknown"),
+                     "scenario": label, "status": status, "docs_per_sec_wall": s.get("docs_per_sec_wall"),
+                     "iostat": iostat_averages(r)})
+        meta.setdefault(label, (str(r.get("started_at") or ""), sc))
+    if not runs:
+        return [], None
+
+    def unthrottled(sc: dict) -> bool:
+        return sc.get("memory_limit") is None and (sc.get("disk_profile") or {}).get("name", "unlimited") == "unlimited"
+    order = sorted(meta, key=lambda lab: meta[lab][0])
+    ref = next((lab for lab in order if unthrottled(meta[lab][1]) and meta[lab][1].get("cache") in ("warm", None)),
+               next((lab for lab in order if unthrottled(meta[lab][1])), order[0]))
+    return runs, ref
+
+
 # ---------------------------------------------------------------- where CouchDB keeps its data
 
 def couch_pid(url: str) -> int | None:

@@ -170,3 +170,61 @@ def test_memory_limit_and_hdd_throttle_cold_is_slower_and_reads_the_device(tmp_p
     # no cgroup left behind (others', say from a crashed earlier run, are not this run's to judge)
     for ctrl in (layout.memory, layout.blkio):
         assert _dragnet_groups(ctrl) <= before[ctrl]
+
+
+SCENARIO_BENCH = Path(__file__).parent / "fixtures" / "scenario-bench"   # a real sweep's 20,000-doc size
+
+
+def test_report_reads_the_disk_matters_table_from_results_files_as_the_bench_printed_it():
+    import json
+
+    from dragnet import report
+
+    docs = report.load_results([SCENARIO_BENCH])
+    runs, ref = scenario.runs_from_results(docs)
+    assert ref == "mem-160.0MiB/unlimited/cold" and len(runs) == 8
+    manifest = json.loads((SCENARIO_BENCH / "bench.json").read_text())
+    # the same rows and verdict as the bench computed from its manifest while it ran
+    key = lambda rows: sorted((r.language, r.scenario, sorted(r.docs_per_sec), r.ratio, r.oom) for r in rows)  # noqa: E731
+    from_results, from_manifest = scenario.disk_matters(runs, ref), scenario.disk_matters(manifest["runs"], ref)
+    assert key(from_results) == key(from_manifest)
+    assert scenario.verdict(from_results, ref) == scenario.verdict(from_manifest, ref)
+    assert "OOM-killed in mem-160.0MiB/hdd-150iops/cold (javascript)" in scenario.verdict(from_results, ref)
+    # builds in different scenarios are never one median: one group per (language, scenario)
+    groups = report.build_report(docs)
+    base = {g.storage: g.n for g in groups if g.label == "erlang_baseline"}
+    assert base == {"disk mem-160.0MiB/unlimited/cold": 2, "disk mem-160.0MiB/hdd-150iops/cold": 2}
+    assert all(g.n == 0 and g.failed == 2 for g in groups if g.label == "javascript")
+    assert scenario.runs_from_results([{k: v for k, v in d.items() if k not in ("scenario", "bench")}
+                                       for d in docs]) == ([], None)
+
+
+def test_disk_matters_chart_draws_the_rows(tmp_path):
+    pytest.importorskip("matplotlib")
+    from dragnet import charts, report
+
+    runs, ref = scenario.runs_from_results(report.load_results([SCENARIO_BENCH]))
+    rows = scenario.disk_matters(runs, ref)
+    chart = charts.disk_matters(rows, ref, tmp_path / "d.png")
+    assert (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"
+    assert chart.series["ratio"] == [r.ratio for r in rows]
+    assert chart.series["oom"] == [r.oom for r in rows]
+    ref_row = next(r for r in rows if r.scenario == ref and r.language == "erlang_baseline")
+    dots = chart.series["runs"][rows.index(ref_row)]
+    assert len(dots) == 2 and min(dots) < 1.0 < max(dots)     # two builds around their own median
+
+
+def test_cli_report_prints_the_disk_matters_verdict(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from dragnet.cli import main
+    res = CliRunner().invoke(main, ["report", str(SCENARIO_BENCH), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["reference_scenario"] == "mem-160.0MiB/unlimited/cold"
+    assert out["verdict"].startswith("OOM-killed in mem-160.0MiB/unlimited/cold (javascript)")
+    res = CliRunner().invoke(main, ["report", str(SCENARIO_BENCH), "--format", "markdown"])
+    assert "**disk matters?**" in res.output and "| erlang_baseline | disk | mem-160.0MiB/hdd-150iops/cold | 2 |" \
+        in res.output

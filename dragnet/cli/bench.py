@@ -187,19 +187,9 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         if dgroups:
             render_design_table(dgroups, title=f"{len(runs) - len(failed)} of {len(runs)} runs ok")
         if scenarios:
-            from rich.table import Table
-            from rich.text import Text
-
-            from ..scenario import DISK_COLUMNS, disk_matters, disk_rows, reference_label, verdict
-            ref = reference_label(scenarios)
-            rows = disk_matters(runs, ref)
-            table = Table(title=f"disk matters? (× = docs/s against {ref})", header_style="bold")
-            for col in DISK_COLUMNS:
-                table.add_column(col)
-            for cells in disk_rows(rows):
-                table.add_row(*(Text(c) for c in cells))
-            Console(width=200).print(table)
-            click.echo("verdict: " + verdict(rows, ref))
+            from ..scenario import reference_label
+            from .report import render_disk_matters
+            render_disk_matters(runs, reference_label(scenarios))
         for r in failed:
             click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
         for line in differences_lines(bench.dir, runs):
