@@ -145,6 +145,19 @@ def couch_env(tmp_path: Path, password: str) -> dict:
     return env
 
 
+@pytest.fixture(scope="module")
+def engine():
+    """A Docker SDK client of an engine that answers, for tests of dragnet's image in DRAGNET_TEST_DOCKER_IMAGE."""
+    if not os.environ.get("DRAGNET_TEST_DOCKER_IMAGE"):
+        pytest.skip("DRAGNET_TEST_DOCKER_IMAGE is not set (run .ci/docker-engine start)")
+    from dragnet import couchdb_docker
+
+    try:
+        return couchdb_docker.client()
+    except Exception:
+        pytest.skip("no Docker engine")
+
+
 # --- live tests: every test that needs the live CouchDB is marked `live`, and the run says what they cost
 
 _LIVE = {"ran": 0, "skipped": 0, "seconds": 0.0}

@@ -1,6 +1,6 @@
 """dragnet's image, run for real: no CA in it, versions recorded, `couch up --backend docker`, every language
-benchmarked inside it with beam and query-server resources measured, tmpfs, a three-container cluster, and
-`couch down --purge` leaving nothing.
+benchmarked inside it with beam and query-server resources measured, tmpfs, and `couch down --purge` leaving
+nothing (clusters of the image: tests/test_docker_cluster.py).
 
 Needs a Docker engine and the image in DRAGNET_TEST_DOCKER_IMAGE (built by `.ci/docker-engine start`, or by
 `python -m dragnet.couchdb_docker build TAG`); skips otherwise.
@@ -21,7 +21,7 @@ from conftest import DOCKER_REPORT, couch_env, normalised_declarations
 from dragnet import addview, results
 from dragnet import couchdb_docker as dk
 from dragnet.cli import main
-from dragnet.couch import CouchError, connect, db_path
+from dragnet.couch import connect, db_path
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -41,23 +41,6 @@ LANGUAGES = {
     "node": ("map.js", "dragnet-node"),
     "bun": ("map.js", "dragnet-bun"),
 }
-
-
-def _client():
-    try:
-        return dk.client()
-    except Exception:
-        return None
-
-
-@pytest.fixture(scope="module")
-def engine():
-    if not IMAGE:
-        pytest.skip("DRAGNET_TEST_DOCKER_IMAGE is not set (run .ci/docker-engine start)")
-    c = _client()
-    if c is None:
-        pytest.skip("no Docker engine")
-    return c
 
 
 def _bindable(port: int) -> bool:
@@ -189,46 +172,3 @@ def test_tmpfs_in_a_container_and_down_leaves_nothing(engine, tmp_path):
         assert couch.get(db_path("tmpfs_db"))["doc_count"] == 50
     finally:
         _down_leaves_nothing(engine, env, port)
-
-
-def test_cluster_of_three_containers_on_its_own_network(engine, tmp_path):
-    from dragnet import cluster
-
-    env = couch_env(tmp_path, SECRET)
-    port = _free_port(3)
-    r = CliRunner().invoke(main, ["couch", "up", "--backend", "docker", "--image", IMAGE, "--port", str(port),
-                                  "--nodes", "3", "--json"], env=env)
-    try:
-        assert r.exit_code == 0, r.output
-        assert SECRET not in r.output
-        want = sorted(f"couchdb@{dk.node_host(p)}" for p in range(port, port + 3))
-        m = cluster.membership(f"http://127.0.0.1:{port}", "admin", SECRET)
-        assert sorted(m["all_nodes"]) == sorted(m["cluster_nodes"]) == want
-        couch = connect(f"http://admin:{SECRET}@127.0.0.1:{port + 2}")
-        assert couch.get("/_cluster_setup")["state"] == "cluster_finished"
-        net = engine.networks.get(dk.network_name(port))
-        assert net.attrs["Labels"] == {dk.LABEL: str(port)}
-        for p in range(port, port + 3):
-            container = engine.containers.get(dk.container_name(p))
-            assert set(container.attrs["NetworkSettings"]["Networks"]) == {net.name}
-            # published on loopback only; the nodes talk over the network the command made
-            assert [b["HostIp"] for b in container.attrs["HostConfig"]["PortBindings"]["5984/tcp"]] == ["127.0.0.1"]
-            assert SECRET not in json.dumps(container.attrs["Args"]) + json.dumps(container.attrs["Path"])
-        # a database spread over the three nodes answers through any of them
-        couch.put(db_path("spread"), params={"q": "3", "n": "3"})
-        couch.post(f"{db_path('spread')}/_bulk_docs", {"docs": [{"n": i} for i in range(30)]})
-        # another node learns the new database (the shard map) and the shard copies catch up after the
-        # write quorum answered: wait for both
-        other, deadline = connect(f"http://admin:{SECRET}@127.0.0.1:{port}"), time.monotonic() + 60
-
-        def count() -> int | None:
-            try:
-                return other.get(db_path("spread"))["doc_count"]
-            except CouchError:
-                return None
-
-        while count() != 30 and time.monotonic() < deadline:
-            time.sleep(1)
-        assert count() == 30
-    finally:
-        _down_leaves_nothing(engine, env, port, nodes=3)

@@ -332,12 +332,27 @@ def test_compose_three_nodes_distinct_names_shared_secret(compose):
         assert not any("setcookie" in str(v) for v in e.values()), e
         # credentials come from the environment of `docker compose`, none is written in the file
         assert e["COUCHDB_PASSWORD"].startswith("${COUCHDB_PASSWORD")
-        assert svc["image"] == couchdb_docker.DEFAULT_IMAGE
+        # dragnet's default tag unless DRAGNET_IMAGE names another (the docker test runs the CI's tag)
+        assert svc["image"] == "${DRAGNET_IMAGE:-" + couchdb_docker.DEFAULT_IMAGE + "}"
     ports = [p for s in services.values() for p in s["ports"]]
     assert len({p.rsplit(":", 1)[0] for p in ports}) == 3
     assert all(p.startswith("127.0.0.1:") for p in ports)
+    assert ports == [f"127.0.0.1:${{DRAGNET_PORT{i}:-{5983 + i}}}:5984" for i in (1, 2, 3)]
     volumes = [s["volumes"][0].split(":")[0] for s in services.values()]
     assert len(set(volumes)) == 3 and set(volumes) <= set(compose["volumes"])
+
+
+def test_compose_sets_what_dragnets_docker_cluster_sets(compose):
+    """The compose nodes get the same container settings as `couch up --backend docker --nodes N`'s."""
+    member = couchdb_docker.ClusterMember(network="net", secret="s", cookie="c")
+    sdk = couchdb_docker.container_settings(image=couchdb_docker.DEFAULT_IMAGE, port=5984, user="u", password="p",
+                                            member=member)
+    for svc in compose["services"].values():
+        assert set(svc["environment"]) == set(sdk["environment"])
+        assert svc["hostname"] == svc["environment"]["NODENAME"]
+        assert svc["volumes"][0].split(":")[1] == couchdb_docker.DATA_PATH
+        assert svc["ports"][0].endswith(":5984") and list(sdk["ports"]) == ["5984/tcp"]
+        assert "command" not in svc and "entrypoint" not in svc   # the image's entrypoint writes the cookie file
 
 
 def test_compose_builds_from_the_dockerfile(compose):
