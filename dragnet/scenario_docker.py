@@ -91,26 +91,61 @@ def oom_at_start(p: Prepared, exc: dk.ContainerOOMKilled) -> dict:
 
 class _Watch(threading.Thread):
     """Reads the container's memory and blkio groups every `interval` s: they vanish when the container
-    exits, so the last reading before an OOM kill is what remains of the peak."""
+    exits, so the last reading before an OOM kill is what remains of the peak. The groups live as long as
+    the container, so counters are differences from the build's start, and the v1 peak and failcnt are
+    reset there (writing 0, as root) so the peak is the build's, not CouchDB's start-up's."""
 
     def __init__(self, memory: Path | None, blkio: Path | None, version: int, majmin: str | None,
                  interval: float = 0.25):
         super().__init__(daemon=True, name="dragnet-docker-cgroup-watch")
         self.memory, self.blkio, self.version, self.majmin = memory, blkio, version, majmin
         self.interval = interval
-        self.use: limits.MemoryUse | None = None
-        self.io: dict | None = None
+        self.peak_scope = "the container's life"
+        self._use: limits.MemoryUse | None = None
+        self._io: dict | None = None
+        self._base_use = limits.MemoryUse()
+        self._base_io: dict = {}
         self._stop_ev = threading.Event()
+
+    def begin(self) -> None:
+        if self.memory is not None and self.version == 1:
+            try:
+                (self.memory / "memory.max_usage_in_bytes").write_text("0")
+                (self.memory / "memory.failcnt").write_text("0")
+                self.peak_scope = "the build"
+            except OSError:
+                pass
+        self.read()
+        self._base_use = self._use or limits.MemoryUse()
+        self._base_io = dict(self._io or {})
+        self._use = None
+        self.read()
+        self.start()
 
     def read(self) -> None:
         if self.memory is not None and self.memory.is_dir():
             u = limits.read_memory(self.memory, self.version)
-            old = self.use or limits.MemoryUse()
-            self.use = limits.MemoryUse(peak=max(filter(None, (u.peak, old.peak)), default=None),
-                                        anon=u.anon if u.anon is not None else old.anon,
-                                        oom_kills=max(u.oom_kills, old.oom_kills), failcnt=max(u.failcnt, old.failcnt))
+            old = self._use or limits.MemoryUse()
+            self._use = limits.MemoryUse(peak=max(filter(None, (u.peak, old.peak)), default=None),
+                                         anon=u.anon if u.anon is not None else old.anon,
+                                         oom_kills=max(u.oom_kills, old.oom_kills),
+                                         failcnt=max(u.failcnt, old.failcnt))
         if self.blkio is not None and self.majmin and self.blkio.is_dir():
-            self.io = limits.read_io(self.blkio, self.version, self.majmin)
+            self._io = limits.read_io(self.blkio, self.version, self.majmin)
+
+    @property
+    def use(self) -> limits.MemoryUse | None:
+        if self._use is None:
+            return None
+        u, b = self._use, self._base_use
+        failcnt = u.failcnt if self.peak_scope == "the build" else u.failcnt - b.failcnt
+        return limits.MemoryUse(peak=u.peak, anon=u.anon, oom_kills=u.oom_kills - b.oom_kills, failcnt=failcnt)
+
+    @property
+    def io(self) -> dict | None:
+        if self._io is None:
+            return None
+        return {k: v - self._base_io.get(k, 0) for k, v in self._io.items()}
 
     def run(self) -> None:
         while not self._stop_ev.wait(self.interval):
@@ -118,7 +153,8 @@ class _Watch(threading.Thread):
 
     def stop(self) -> None:
         self._stop_ev.set()
-        self.join(timeout=5)
+        if self.is_alive():
+            self.join(timeout=5)
         self.read()
 
 
@@ -174,8 +210,7 @@ class DockerTarget:
         self.applied["cgroup"] = self._cgroup_files(dirs)
         self.watch = _Watch(dirs.get("memory"), dirs.get("blkio") if self.device else None,
                             self.cgroup_version or 1, self.device.majmin if self.device else None)
-        self.watch.read()
-        self.watch.start()
+        self.watch.begin()
 
     def _cgroup_files(self, dirs: dict[str, Path]) -> dict:
         """The limits as the kernel holds them in the container's groups; refused when they differ."""
@@ -240,4 +275,6 @@ class DockerTarget:
         return {"backend": "docker", "container": {
             "settings": self.p.settings, **self.applied,
             "memory_read": "every 0.25 s until the container's groups vanish at its exit: after an OOM kill the "
-                           "peak is the last reading, a lower bound"}}
+                           "peak is the last reading, a lower bound",
+            "peak_of": self.watch.peak_scope if self.watch else None,
+            "counters": "the container's IO and OOM counts during the build (differences from its start)"}}

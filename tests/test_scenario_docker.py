@@ -139,11 +139,19 @@ def test_the_target_checks_engine_and_kernel_and_judges_oom_from_the_container(v
     assert t.applied["host_config"] == held
     assert t.applied["cgroup"]["memory.limit_in_bytes"] == str(64 * MIB)
     assert t.applied["cgroup"]["blkio.throttle.read_iops_device"] == f"{v.majmin} 150"
+    # the group has lived since the container started: the peak is reset, the counters taken from here
+    assert (mem / "memory.max_usage_in_bytes").read_text() == "0"
+    (mem / "memory.max_usage_in_bytes").write_text("59863040\n")
+    (blk / "blkio.throttle.io_serviced").write_text(f"{v.majmin} Read 1000\n{v.majmin} Write 45\n")
     m = t.finish(0.0, failed=False)
-    assert not m.oom and m.use.peak == 59863040 and m.io["read_ios"] == 814
+    assert not m.oom and m.use.peak == 59863040
+    assert (m.io["read_ios"], m.io["write_ios"]) == (186, 5)
+    assert t.record()["container"]["peak_of"] == "the build"
     # the container OOM-killed: its groups are gone, the engine's state says so
     t, container, mem, blk = _target(v, sc, held, tmp_path / "b")
     t.start()
+    (mem / "memory.max_usage_in_bytes").write_text("59863040\n")
+    t.watch.read()
     container.attrs["State"].update(OOMKilled=True, Status="exited")
     (mem / "memory.max_usage_in_bytes").unlink()
     m = t.finish(0.0, failed=True)
