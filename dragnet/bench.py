@@ -350,19 +350,32 @@ def drop_tmpfs_data(inst, keep: str | None) -> bool:
     return True
 
 
-def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: dict | None = None):
-    """Stop the managed CouchDB and start it again (same backend, port, limits) with data on storage_kind."""
+_KEEP = object()
+
+
+def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: dict | None = None,
+               limits: Any = _KEEP):
+    """Stop the managed CouchDB and start it again (same backend, port, limits) with data on storage_kind.
+    docker: `limits` are a scenario's container settings (None: the instance's own --memory only)."""
     env = _admin_env(url, env)
     mod = _backend(inst.backend)
     mod.stop(inst, env=env)
     if inst.backend == "docker":
         return mod.up(port=inst.port, storage_kind=storage_kind, image=inst.image, cpus=inst.cpus,
-                      memory=str(inst.memory) if inst.memory else None, data_size=data_size, env=env)
+                      memory=str(inst.memory) if inst.memory else None, data_size=data_size, env=env,
+                      limits=inst.limits if limits is _KEEP else limits)
     return mod.up(port=inst.port, storage_kind=storage_kind, home=inst.home, cpus=inst.cpus,
                   data_size=data_size, env=env)
 
 
 # ---------------------------------------------------------------- one run
+
+def container_limits(inst) -> dict:
+    """The limits a managed container runs with, as scenario settings compare them (docker backend)."""
+    if inst.limits is not None:
+        return inst.limits
+    return {"mem_limit": inst.memory} if inst.memory else {}
+
 
 def default_build(couch: Couch, url: str, db: str, spec: LanguageSpec, view_path: Path | None, ddoc: str,
                   storage_label: str, **design: Any) -> dict:
@@ -477,9 +490,20 @@ class Bench:
             storages = cfg.storages
         else:
             storages = [cfg.storage_label or (inst.storage if inst is not None else "unknown")]
-        if cfg.scenarios and (inst is not None and inst.backend == "docker"):
-            raise UsageError("--memory/--disk-profile/--cache: only the local backend is supported so far")
+        # docker: each scenario's limits are the container's own, so it is recreated when they change
+        docker_scenarios = bool(cfg.scenarios) and inst is not None and inst.backend == "docker"
+        if docker_scenarios:
+            from . import cluster
+
+            if cluster.recorded(inst.port, self.env) is not None:
+                raise UsageError("--memory/--disk-profile/--cache recreate the container per scenario; on a "
+                                 "cluster dragnet started that would take one node away: use a single node")
+        if docker_scenarios and "tmpfs" in (cfg.storages or [inst.storage]) and not cfg.data:
+            raise UsageError("--memory/--disk-profile/--cache with a docker CouchDB on tmpfs: each scenario "
+                             "recreates the container, which loses the data on its tmpfs; give --data so the "
+                             "bench imports it again")
         scenarios = {sc.label: sc for sc in cfg.scenarios}
+        prepared: dict = {}
         planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline,
                        scenarios=list(scenarios) or [""])
         from .machine import machine_info
@@ -505,14 +529,19 @@ class Bench:
         self._write_manifest()
         self.on_event("begin", {"dir": str(self.dir), "runs": len(planned)})
         original_storage = inst.storage if inst is not None else None
+        original_limits = inst.limits if inst is not None else None
         keep = None if inst is None or started_here else inst.data_dir   # the user's data is never removed
         current = None
+        stale = False       # docker scenarios: the container died in the last run; recreate it before the next
         try:
             for st in storages:
                 if inst is not None and cfg.storages and inst.storage != st:
                     self.on_event("restart", {"storage": st})
                     old = inst
-                    inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env)
+                    # docker scenarios: no limits to import under; each run's own are set before it
+                    inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env,
+                                      **({"limits": None} if docker_scenarios else {}))
+                    stale = False
                     drop_tmpfs_data(old, keep)
                 couch = connect(cfg.url, env=self.env)
                 if cfg.data:
@@ -524,18 +553,49 @@ class Bench:
                     couch.get(db_path(cfg.db))  # a one-line error now rather than in every run
                 self.manifest["cluster"] = cluster_of(couch, cfg.db)
                 self._write_manifest()
-                if scenarios:
+                if docker_scenarios:
+                    from . import scenario_docker as sd
+                    from .couchdb_docker import ContainerOOMKilled, client
+                    engine = client(self.env)
+                    # refuse what cannot be enforced before any build
+                    prepared = {label: sd.prepare(sc, inst, env=self.env, c=engine) for label, sc in scenarios.items()}
+                    self.manifest["scenario_settings"] = {label: p.settings for label, p in prepared.items()}
+                    self._write_manifest()
+                elif scenarios:
                     from .scenario import prepare
                     for sc in scenarios.values():       # refuse what cannot be enforced before any build
                         prepare(sc, couch, cfg.url)
                 for run in (r for r in self.manifest["runs"] if r["storage"] == st):
                     current = run
-                    self._one(couch, run, specs[run["language"]], scenarios.get(run["scenario"]))
+                    sc = scenarios.get(run["scenario"])
+                    target = None
+                    if docker_scenarios:
+                        p = prepared[run["scenario"]]
+                        if stale or container_limits(inst) != p.settings:
+                            self.on_event("restart", {"storage": st, "scenario": run["scenario"]})
+                            try:
+                                inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env,
+                                                  limits=p.settings)
+                            except ContainerOOMKilled as exc:
+                                self._one(couch, run, specs[run["language"]], sc,
+                                          failed_start=sd.oom_at_start(p, exc))
+                                stale, current = True, None
+                                continue
+                            stale = False
+                            couch = connect(cfg.url, env=self.env)
+                            if cfg.data and st == "tmpfs":      # the container's tmpfs went with it
+                                ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
+                                            progress=lambda m: self.on_event("import", {"message": m}))
+                        target = sd.DockerTarget(p, inst, env=self.env, c=engine)
+                    self._one(couch, run, specs[run["language"]], sc, target=target)
                     current = None
                     if run["status"] == "oom":
                         if inst is None:
                             raise DragnetError(f"{run['error']}; it is not managed by dragnet, so the bench "
                                                "cannot restart it: remaining runs not done")
+                        if docker_scenarios:
+                            stale = True
+                            continue
                         self.on_event("restart", {"storage": st})
                         inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env)
                         couch = connect(cfg.url, env=self.env)
@@ -551,10 +611,12 @@ class Bench:
                 self.on_event("stop_couch", {"backend": inst.backend})
                 stop_managed(inst, env=self.env)
                 drop_tmpfs_data(inst, keep)
-            elif inst is not None and cfg.storages and original_storage and inst.storage != original_storage \
-                    and not self.manifest["interrupted"]:
-                self.on_event("restart", {"storage": original_storage})
-                restart_on(inst, original_storage, cfg.url, env=self.env)
+            elif inst is not None and not self.manifest["interrupted"] and (
+                    (cfg.storages and original_storage and inst.storage != original_storage)
+                    or (docker_scenarios and (stale or inst.limits != original_limits))):
+                # the CouchDB the bench found goes back to its own storage and limits
+                self.on_event("restart", {"storage": original_storage or inst.storage})
+                restart_on(inst, original_storage or inst.storage, cfg.url, env=self.env, limits=original_limits)
                 drop_tmpfs_data(inst, keep)
         return self.manifest
 
@@ -565,7 +627,10 @@ class Bench:
         p = Path(self.config.data)
         return p.stat().st_size * (6 if p.name.endswith(".gz") else 1)
 
-    def _one(self, couch: Couch, run: dict, spec: LanguageSpec, sc=None) -> None:
+    def _one(self, couch: Couch, run: dict, spec: LanguageSpec, sc=None, target=None,
+             failed_start: dict | None = None) -> None:
+        """One planned run; `target` applies sc's limits (docker), `failed_start` is the result of a run
+        whose CouchDB died before the build (its container OOM-killed while starting)."""
         cfg = self.config
         ddoc = f"dragnet_bench_{slug(spec.name)}_{run['index']}_{int(time.time() * 1000)}"
         run.update(status="running", ddoc=f"_design/{ddoc}", started_at=_now_iso())
@@ -578,9 +643,11 @@ class Bench:
                     return self.build(couch, cfg.url, cfg.db, spec, None, ddoc, run["storage"], design=cfg.design,
                                       rows_dir=str(rows_dir))
                 return self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"])
-            if sc is not None:
+            if failed_start is not None:
+                result = failed_start
+            elif sc is not None:
                 from .scenario import run_in
-                result = run_in(sc, couch, cfg.url, cfg.db, ddoc, build)
+                result = run_in(sc, couch, cfg.url, cfg.db, ddoc, build, target=target)
             else:
                 result = build()
         except KeyboardInterrupt:

@@ -41,6 +41,7 @@ class Instance:
     volume: str | None = None
     cpus: float | None = None
     memory: int | None = None
+    limits: dict | None = None   # docker: a bench scenario's container settings (mem_limit, device_read_iops…)
     started_at: float = field(default_factory=time.time)
 
     @property

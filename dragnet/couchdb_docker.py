@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import io
 import os
+import stat as _stat
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from . import couchdb_control as ctl
+from . import limits as _limits
 from . import paths
 from . import storage
 from .errors import DragnetError, UsageError
@@ -110,12 +112,99 @@ def build_context(repo: Path = REPO) -> io.BytesIO:
 
 # --- container settings (pure) ---------------------------------------------------------------------
 
+def limit_settings(lim: _limits.Limits, device_path: str | None = None) -> dict:
+    """A scenario's limits as containers.run() settings: the memory limit with memory+swap equal (the
+    container cannot swap), and the profile's throttles on the data's disk, named by its device node
+    (the engine resolves it to MAJ:MIN). {} limits nothing."""
+    kw: dict = {}
+    if lim.memory is not None:
+        kw["mem_limit"] = lim.memory
+        kw["memswap_limit"] = lim.memory
+    throttles = lim.profile.throttles()
+    if throttles and not device_path:
+        raise DragnetError(f"cannot enforce disk profile {lim.profile.name}: no device node for the data's disk")
+    for kind, value in throttles:
+        kw[f"device_{kind}"] = [{"Path": device_path, "Rate": value}]
+    return kw
+
+
+# HostConfig keys the engine reports the settings of limit_settings() under
+HOST_CONFIG = {"mem_limit": "Memory", "memswap_limit": "MemorySwap", "device_read_iops": "BlkioDeviceReadIOps",
+               "device_write_iops": "BlkioDeviceWriteIOps", "device_read_bps": "BlkioDeviceReadBps",
+               "device_write_bps": "BlkioDeviceWriteBps"}
+
+
+def limits_not_applied(settings: dict, host_config: dict) -> list[str]:
+    """The settings the container's HostConfig does not hold as asked (an engine without kernel support
+    drops blkio throttles with only a warning)."""
+    missing = []
+    for key, value in settings.items():
+        got = host_config.get(HOST_CONFIG[key])
+        if isinstance(value, list):
+            want = [(v["Path"], v["Rate"]) for v in value]
+            got = [(g.get("Path"), g.get("Rate")) for g in got or []]
+        else:
+            want = value
+        if got != want:
+            missing.append(f"{key}={value} (HostConfig.{HOST_CONFIG[key]} is {got})")
+    return missing
+
+
+def device_node(device, dev: str = "/dev") -> str:
+    """The block device node of `device` (an iostat.BlockDevice) that the engine can resolve to its
+    MAJ:MIN; refused when /dev has none or another device under that name."""
+    path = Path(dev) / device.name
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise DragnetError(f"no device node {path} for {device.name} ({device.majmin}): Docker names a "
+                           "throttled device by its node") from None
+    if not _stat.S_ISBLK(st.st_mode) or (os.major(st.st_rdev), os.minor(st.st_rdev)) != (device.major,
+                                                                                            device.minor):
+        raise DragnetError(f"{path} is not block device {device.majmin} ({device.name})")
+    return str(path)
+
+
+def cgroup_dirs(proc_cgroup: str, root: str | Path = "/sys/fs/cgroup") -> dict[str, Path]:
+    """The memory and blkio/io cgroup directories of a process from its /proc/PID/cgroup text (v1: one
+    line per controller hierarchy; v2: the single `0::` line)."""
+    root = Path(root)
+    out: dict[str, Path] = {}
+    for line in proc_cgroup.splitlines():
+        hid, _, rest = line.partition(":")
+        ctrls, _, path = rest.partition(":")
+        rel = path.lstrip("/")
+        if hid == "0" and ctrls == "":
+            out.setdefault("memory", root / rel)
+            out.setdefault("blkio", root / rel)
+            continue
+        for ctrl in ctrls.split(","):
+            if ctrl in ("memory", "blkio"):
+                out[ctrl] = root / ctrl / rel
+    return out
+
+
+def memcg_of(proc_cgroup: str) -> str | None:
+    """A process's memory cgroup as the kernel names it in OOM reports ("/docker/<id>"), from its
+    /proc/PID/cgroup text (v1: the memory line; v2: the `0::` line)."""
+    v2 = None
+    for line in proc_cgroup.splitlines():
+        hid, _, rest = line.partition(":")
+        ctrls, _, path = rest.partition(":")
+        if "memory" in ctrls.split(","):
+            return path
+        if hid == "0" and ctrls == "":
+            v2 = path
+    return v2
+
+
 def container_settings(*, image: str, port: int, user: str, password: str, storage_kind: str = "disk",
                        data_dir: str | None = None, data_size: int = 0, cpus: float | None = None,
                        memory: int | None = None, host: str = ctl.DEFAULT_HOST,
-                       member: ClusterMember | None = None) -> dict:
+                       member: ClusterMember | None = None, limits: dict | None = None) -> dict:
     """Keyword arguments for client.containers.run(). Credentials (and a cluster's secret and cookie) only
-    in `environment`: the official entrypoint writes them to files, never to a command line."""
+    in `environment`: the official entrypoint writes them to files, never to a command line.
+    `limits` (limit_settings()) replaces `memory`: a scenario's mem-unlimited is unlimited."""
     if storage_kind not in ("disk", "tmpfs"):
         raise UsageError(f"--storage {storage_kind}: expected disk or tmpfs")
     kw: dict = {
@@ -136,8 +225,13 @@ def container_settings(*, image: str, port: int, user: str, password: str, stora
         if cpus <= 0:
             raise UsageError(f"--cpus {cpus:g}: must be positive")
         kw["nano_cpus"] = int(cpus * 1e9)
-    if memory is not None:
+    if memory is not None and limits is None:
         kw["mem_limit"] = memory
+    if limits:
+        if storage_kind == "tmpfs" and any(k.startswith("device_") for k in limits):
+            raise UsageError("a disk profile with --storage tmpfs: the container's data is in memory, there "
+                             "is no disk to throttle")
+        kw.update(limits)
     if storage_kind == "tmpfs":
         if data_dir is not None:
             raise UsageError("--data-dir with --storage tmpfs: the docker backend mounts its own tmpfs; "
@@ -150,6 +244,14 @@ def container_settings(*, image: str, port: int, user: str, password: str, stora
     else:
         kw["volumes"] = {volume_name(port): {"bind": DATA_PATH, "mode": "rw"}}
     return kw
+
+
+class ContainerOOMKilled(DragnetError):
+    """The container was OOM-killed at its memory limit before CouchDB answered."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        super().__init__((_limits.oom_message(limit) if limit else "CouchDB was OOM-killed") + " while starting")
 
 
 def check_tmpfs_fits(data_size: int, memory: int | None, env: dict | None = None) -> None:
@@ -248,16 +350,18 @@ def ensure_image(c, image: str, *, build: bool, progress: Callable[[str], None] 
 def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: str | None = None,
        image: str | None = None, cpus: float | None = None, memory: str | None = None, data_size: int = 0,
        timeout: float = 120.0, env: dict | None = None, member: ClusterMember | None = None,
-       progress: Callable[[str], None] | None = None) -> ctl.Instance:
-    """Start one container; with `member`, a node of a cluster on member.network (not yet joined)."""
+       progress: Callable[[str], None] | None = None, limits: dict | None = None) -> ctl.Instance:
+    """Start one container; with `member`, a node of a cluster on member.network (not yet joined).
+    `limits`: a bench scenario's limit_settings(), fixed for the container's life (blkio throttles cannot
+    be updated on a running container). ContainerOOMKilled when it dies at its limit while starting."""
     env = os.environ if env is None else env
     user, password = ctl.admin_credentials(env)
     mem = storage.parse_size(memory) if memory is not None else None
     settings = container_settings(image=image or DEFAULT_IMAGE, port=port, user=user, password=password,
                                   storage_kind=storage_kind, data_dir=data_dir, data_size=data_size,
-                                  cpus=cpus, memory=mem, member=member)
+                                  cpus=cpus, memory=mem, member=member, limits=limits)
     if storage_kind == "tmpfs":
-        check_tmpfs_fits(data_size, mem, env)
+        check_tmpfs_fits(data_size, settings.get("mem_limit"), env)
     elif data_dir is not None:
         Path(data_dir).expanduser().mkdir(parents=True, exist_ok=True)
     if ctl.load_state(port, env) is not None:
@@ -281,11 +385,13 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
                         data_dir=str(Path(data_dir).expanduser().resolve()) if data_dir else None,
                         container=container.id, container_name=settings["name"], image=settings["image"],
                         volume=volume_name(port) if storage_kind == "disk" and data_dir is None else None,
-                        cpus=cpus, memory=mem)
+                        cpus=cpus, memory=mem, limits=limits)
     ctl.save_state(inst, env)
 
     def alive() -> str | None:
         container.reload()
+        if container.attrs.get("State", {}).get("OOMKilled"):
+            raise ContainerOOMKilled(settings.get("mem_limit"))
         return None if container.status in ("created", "running") else f"container {container.status}"
 
     def log_tail() -> str:
@@ -316,6 +422,21 @@ def _remove_stale(c, name: str) -> None:
     if old.status == "running":
         raise DragnetError(f"a container named {name} is already running: `docker rm -f {name}` if it is stale")
     old.remove()
+
+
+def data_path(c, inst: ctl.Instance) -> Path | None:
+    """Where the container's data is on this machine: the named volume's mount point or the bind-mounted
+    --data-dir; None on the container's own tmpfs."""
+    from docker.errors import NotFound
+
+    if inst.storage == "tmpfs":
+        return None
+    if inst.data_dir:
+        return Path(inst.data_dir)
+    try:
+        return Path(c.volumes.get(inst.volume or volume_name(inst.port)).attrs["Mountpoint"])
+    except NotFound:
+        raise DragnetError(f"docker volume {inst.volume or volume_name(inst.port)} not found") from None
 
 
 def container_root_pid(port: int, env: dict | None = None) -> int | None:

@@ -133,11 +133,15 @@ class NoBlockDevice(ValueError):
 
 def device_of(path: str | Path, sys: str = "/sys") -> BlockDevice:
     """The whole disk holding path (a partition resolves to its disk: blkio throttles whole disks)."""
-    st = os.stat(path)
-    major, minor = os.major(st.st_dev), os.minor(st.st_dev)
+    return device_of_dev(os.stat(path).st_dev, sys=sys, what=str(path))
+
+
+def device_of_dev(st_dev: int, sys: str = "/sys", what: str = "the data") -> BlockDevice:
+    """The whole disk of a file system's st_dev, found through sysfs (/sys/dev/block/MAJ:MIN)."""
+    major, minor = os.major(st_dev), os.minor(st_dev)
     node = Path(sys) / "dev" / "block" / f"{major}:{minor}"
     if major == 0 or not node.exists():
-        raise NoBlockDevice(f"{path} is on a filesystem without a block device (device {major}:{minor}, "
+        raise NoBlockDevice(f"{what} is on a filesystem without a block device (device {major}:{minor}, "
                             "tmpfs or overlay): no disk to throttle")
     real = node.resolve()
     if (real / "partition").exists():

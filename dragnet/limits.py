@@ -1,5 +1,8 @@
-"""Memory limits and disk throttles for a CouchDB under test: profiles, a pure cgroup plan (which file
-gets which value, v1 or v2), applying and removing it, OOM detection, and the page-cache state.
+"""Memory limits and disk throttles for a CouchDB under test: profiles, what a scenario limits whatever
+enforces it (`Limits`: memory, the profile's throttles, the data's device, and the words the report uses),
+a pure cgroup plan (which file gets which value, v1 or v2) for the local backend, applying and removing
+it, OOM detection, and the page-cache state. The docker backend maps the same `Limits` to a container's
+settings (dragnet.couchdb_docker.limit_settings).
 
 The plan is pure so it tests without root; `apply` writes it and `remove` undoes it (processes moved
 back to the parent group, the group removed) so no cgroup is left behind.
@@ -34,6 +37,12 @@ class DiskProfile:
     @property
     def unlimited(self) -> bool:
         return not (self.r_iops or self.w_iops or self.r_bps or self.w_bps)
+
+    def throttles(self) -> list[tuple[str, int]]:
+        """The limited fields as (kind, value): kind names the v1 file blkio.throttle.<kind>_device and
+        Docker's device_<kind> setting alike."""
+        return [(k, v) for k, v in (("read_iops", self.r_iops), ("write_iops", self.w_iops),
+                                    ("read_bps", self.r_bps), ("write_bps", self.w_bps)) if v]
 
 
 # Typical figures: a SATA SSD under a cloud IOPS cap, a SAN volume, a 7200 rpm disk (random IO).
@@ -91,6 +100,54 @@ def parse_sizes(text: str) -> list[int]:
     if not sizes or sizes[0] <= 0:
         raise UsageError(f"--sizes {text!r}: give positive document counts, e.g. 10k,40k")
     return sizes
+
+
+# --- what a scenario limits (backend-neutral) ----------------------------------------------------
+
+@dataclass(frozen=True)
+class Limits:
+    """A scenario's memory limit and disk throttle on the data's whole disk, before any backend applies
+    them (local: a cgroup plan; docker: the container's settings)."""
+
+    memory: int | None = None
+    profile: DiskProfile = PROFILES["unlimited"]
+    device: BlockDevice | None = None
+
+    @property
+    def limited(self) -> bool:
+        return self.memory is not None or not self.profile.unlimited
+
+
+def data_device(data: str | Path, profile: DiskProfile, sys: str = "/sys") -> BlockDevice | None:
+    """The whole disk a throttle must name for data kept under `data` (None when the profile limits
+    nothing); refused with the reason when there is none (tmpfs, overlay, a missing path)."""
+    if profile.unlimited:
+        return None
+    try:
+        return device_of(data, sys=sys)
+    except NoBlockDevice as e:
+        raise DragnetError(f"cannot enforce disk profile {profile.name}: {e}") from None
+    except FileNotFoundError:
+        raise DragnetError(f"cannot enforce disk profile {profile.name}: {data} does not exist") from None
+    except PermissionError:
+        raise DragnetError(f"cannot enforce disk profile {profile.name}: cannot read {data} to find its disk "
+                           "(not root?)") from None
+
+
+def io_note(device: BlockDevice, version: int) -> str:
+    """What a throttle on device does under this cgroup version, in words for the report."""
+    if version == 2:
+        return (f"io.max on {device.name} ({device.majmin}): reads and writes, buffered writes included "
+                "(v2 writeback is charged to the cgroup)")
+    return (f"blkio.throttle on {device.name} ({device.majmin}): reads and direct/sync writes only; cgroup v1 "
+            "does not throttle buffered writes, which the kernel flushes at writeback outside the group")
+
+
+def loop_note(device: BlockDevice | None) -> list[str]:
+    if device is None or device.kind != "loop":
+        return []
+    return [f"the data is on loop device {device.name} (backing file {device.backing}): the throttle "
+            "applies to the loop device, not to the disk under its backing file"]
 
 
 # --- cgroup detection and plan -------------------------------------------------------------------
@@ -155,8 +212,7 @@ def plan(layout: CgroupLayout, name: str, *, memory: int | None, profile: DiskPr
             vals = {"riops": profile.r_iops, "wiops": profile.w_iops, "rbps": profile.r_bps, "wbps": profile.w_bps}
             line = device.majmin + " " + " ".join(f"{k}={v or 'max'}" for k, v in vals.items())
             p.writes.append((grp / "io.max", line))
-            p.enforced.append(f"io.max on {device.name} ({device.majmin}): reads and writes, "
-                              "buffered writes included (v2 writeback is charged to the cgroup)")
+            p.enforced.append(io_note(device, 2))
         return p
     if memory is not None:
         grp = layout.memory / name
@@ -169,13 +225,9 @@ def plan(layout: CgroupLayout, name: str, *, memory: int | None, profile: DiskPr
     if need_io:
         grp = layout.blkio / name
         p.groups.append(grp)
-        for fname, v in (("read_iops_device", profile.r_iops), ("write_iops_device", profile.w_iops),
-                         ("read_bps_device", profile.r_bps), ("write_bps_device", profile.w_bps)):
-            if v:
-                p.writes.append((grp / f"blkio.throttle.{fname}", f"{device.majmin} {v}"))
-        p.enforced.append(f"blkio.throttle on {device.name} ({device.majmin}): reads and direct/sync writes "
-                          "only; cgroup v1 does not throttle buffered writes, which the kernel flushes at "
-                          "writeback outside the group")
+        for kind, v in profile.throttles():
+            p.writes.append((grp / f"blkio.throttle.{kind}_device", f"{device.majmin} {v}"))
+        p.enforced.append(io_note(device, 1))
     return p
 
 
@@ -184,18 +236,9 @@ def check_enforceable(data_dir: str | Path, *, memory: int | None, profile: Disk
     """Refuse up front, with the reason, a limit that cannot be enforced; else the plan to apply."""
     if (memory is not None or not profile.unlimited) and os.geteuid() != 0:
         raise DragnetError("memory limits and disk profiles need root (to write cgroups); not root")
-    device = None
-    if not profile.unlimited:
-        try:
-            device = device_of(data_dir, sys=sys)
-        except NoBlockDevice as e:
-            raise DragnetError(f"cannot enforce disk profile {profile.name}: {e}") from None
-        except FileNotFoundError:
-            raise DragnetError(f"cannot enforce disk profile {profile.name}: {data_dir} does not exist") from None
+    device = data_device(data_dir, profile, sys=sys)
     p = plan(detect(root), f"dragnet-{os.getpid()}", memory=memory, profile=profile, device=device)
-    if device is not None and device.kind == "loop":
-        p.enforced.append(f"the data is on loop device {device.name} (backing file {device.backing}): "
-                          "the throttle applies to the loop device, not to the disk under its backing file")
+    p.enforced.extend(loop_note(device))
     return p
 
 
@@ -266,12 +309,25 @@ def parse_memory_stat(text: str) -> dict[str, int]:
 
 def memory_use(p: Plan) -> MemoryUse:
     """Peak usage, anonymous memory and OOM kills of the plan's memory group (v1 or v2)."""
-    use = MemoryUse()
     if p.layout.memory is None or not p.groups:
-        return use
-    g = p.groups[0]
-    read = lambda f: (g / f).read_text() if (g / f).exists() else ""  # noqa: E731
-    if p.layout.version == 2:
+        return MemoryUse()
+    return read_memory(p.groups[0], p.layout.version)
+
+
+def _reader(g: Path):
+    def read(f: str) -> str:
+        try:
+            return (g / f).read_text()
+        except OSError:      # a container's group vanishes when it exits
+            return ""
+    return read
+
+
+def read_memory(g: Path, version: int) -> MemoryUse:
+    """Peak usage, anonymous memory and OOM kills of one memory cgroup directory (v1 or v2)."""
+    use = MemoryUse()
+    read = _reader(g)
+    if version == 2:
         stat = parse_memory_stat(read("memory.stat"))
         use.anon = stat.get("anon")
         peak = read("memory.peak").strip()
@@ -313,15 +369,19 @@ def io_use(p: Plan) -> dict | None:
     """The group's own reads and writes on the throttled device (what the throttle saw), or None."""
     if p.device is None or p.layout.blkio is None:
         return None
-    if p.layout.version == 2:
-        g = p.groups[0]
-        st = parse_io_stat((g / "io.stat").read_text() if (g / "io.stat").exists() else "", p.device.majmin)
+    g = p.groups[0] if p.layout.version == 2 else p.layout.blkio / p.groups[-1].name
+    return read_io(g, p.layout.version, p.device.majmin)
+
+
+def read_io(g: Path, version: int, majmin: str) -> dict:
+    """Reads and writes one io/blkio cgroup directory made on one device (v1 or v2)."""
+    read = _reader(g)
+    if version == 2:
+        st = parse_io_stat(read("io.stat"), majmin)
         return {"read_ios": st.get("rios", 0), "write_ios": st.get("wios", 0), "read_bytes": st.get("rbytes", 0),
                 "write_bytes": st.get("wbytes", 0)}
-    g = p.layout.blkio / p.groups[-1].name
-    read = lambda f: (g / f).read_text() if (g / f).exists() else ""  # noqa: E731
-    ios = parse_blkio_counters(read("blkio.throttle.io_serviced"), p.device.majmin)
-    byt = parse_blkio_counters(read("blkio.throttle.io_service_bytes"), p.device.majmin)
+    ios = parse_blkio_counters(read("blkio.throttle.io_serviced"), majmin)
+    byt = parse_blkio_counters(read("blkio.throttle.io_service_bytes"), majmin)
     return {"read_ios": ios.get("Read", 0), "write_ios": ios.get("Write", 0), "read_bytes": byt.get("Read", 0),
             "write_bytes": byt.get("Write", 0)}
 

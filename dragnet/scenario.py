@@ -12,7 +12,7 @@ import itertools
 import os
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import quote, urlsplit
@@ -179,27 +179,79 @@ def prepare(sc: Scenario, couch: Couch, url: str) -> tuple[limits.Plan | None, i
     return limits.check_enforceable(ddir, memory=sc.memory, profile=sc.profile), pid, ddir
 
 
-def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Callable[[], dict]) -> dict:
-    """One build in scenario sc: its results dict with "scenario", "iostat", "sizes", "memory" and, when
-    beam was OOM-killed, summary.oom_killed with "CouchDB was OOM-killed at limit X" as the outcome."""
-    the_plan, pid, ddir = prepare(sc, couch, url)
-    device = None
-    if ddir is not None:
+@dataclass
+class Measured:
+    """What a target read after a build: the memory group's use, the group's own IO on the device,
+    kernel OOM lines, and whether CouchDB was OOM-killed."""
+
+    use: limits.MemoryUse | None = None
+    io: dict | None = None
+    oom_lines: list[str] = field(default_factory=list)
+    oom: bool = False
+
+
+class LocalTarget:
+    """A scenario on a CouchDB running on this machine: a cgroup plan applied to its process tree for the
+    build and removed after it. (The docker backend's is dragnet.scenario_docker.DockerTarget.)"""
+
+    def __init__(self, sc: Scenario, couch: Couch, url: str):
+        self.sc = sc
+        self.plan, self.pid, self.ddir = prepare(sc, couch, url)
+        self.device = None
+        if self.ddir is not None:
+            try:
+                self.device = _iostat.device_of(self.ddir)
+            except _iostat.NoBlockDevice:
+                pass
+        self.enforced = self.plan.enforced if self.plan else []
+        self.cgroup_version = self.plan.layout.version if self.plan else None
+
+    def set_cache(self, state: str | None) -> str:
+        if not state:
+            return "left as it is"
+        if self.ddir is None:
+            return "not set: CouchDB's data directory is not on this machine"
+        return limits.set_cache(state, [self.ddir])
+
+    def start(self) -> None:
+        if self.plan is not None:
+            limits.apply(self.plan, sorted(process_tree(self.pid)))
+
+    def finish(self, t0: float, failed: bool) -> Measured:
+        if self.plan is None:
+            return Measured()
         try:
-            device = _iostat.device_of(ddir)
-        except _iostat.NoBlockDevice:
-            device = None
-    before = sizes(couch, db)
-    cache_note = limits.set_cache(sc.cache, [ddir]) if sc.cache and ddir else (
-        "left as it is" if not sc.cache else "not set: CouchDB's data directory is not on this machine")
+            use, io = limits.memory_use(self.plan), limits.io_use(self.plan)
+            memcg = limits.memcg_path(self.plan) if self.sc.memory else None
+            lines = limits.kernel_oom_lines(t0, memcg) if memcg else []
+        finally:
+            limits.remove(self.plan)
+        return Measured(use, io, lines, bool(use.oom_kills or any("beam" in ln for ln in lines)))
+
+    def record(self) -> dict:
+        return {}
+
+
+def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Callable[[], dict],
+           target=None) -> dict:
+    """One build in scenario sc: its results dict with "scenario", "iostat", "sizes", "memory" and, when
+    CouchDB was OOM-killed, summary.oom_killed with "CouchDB was OOM-killed at limit X" as the outcome.
+    target applies the limits (default: a LocalTarget, cgroups on this machine's CouchDB)."""
+    target = target if target is not None else LocalTarget(sc, couch, url)
+    device = target.device
     runner = _iostat.IostatRunner() if _iostat.IostatRunner.available() else None
     t0 = time.time()
     error = None
     result: dict = {}
+    before: dict | None = None
+    cache_note = None
+    m = Measured()
     try:
-        # inside the try: an interrupt at any point still removes the limits and stops iostat
-        if the_plan is not None:
-            limits.apply(the_plan, sorted(process_tree(pid)))
+        # inside the try: an interrupt at any point still removes the limits and stops iostat, and a
+        # container that dies at its limit before the build (reading sizes) is judged like one during it
+        target.start()
+        before = sizes(couch, db)
+        cache_note = target.set_cache(sc.cache)
         if runner is not None:
             runner.start()
         result = build()
@@ -207,24 +259,18 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
         error = exc
     finally:
         text = runner.stop() if runner else ""
-        use = limits.memory_use(the_plan) if the_plan is not None else None
-        group_io = limits.io_use(the_plan) if the_plan is not None else None
+        m = target.finish(t0, error is not None or not (result.get("summary") or {}).get("ok", True))
         t1 = time.time()
-        memcg = limits.memcg_path(the_plan) if the_plan is not None and sc.memory else None
-        oom_lines = limits.kernel_oom_lines(t0, memcg) if memcg else []
-        if the_plan is not None:
-            limits.remove(the_plan)
-    oom = bool(use and (use.oom_kills or any("beam" in ln for ln in oom_lines)))
-    if error is not None and not oom:
+    if error is not None and not m.oom:
         raise error
+    use, group_io = m.use, m.io
     parsed = _iostat.parse(text)
     devices = {device.name} if device else None
     result.setdefault("summary", {})
-    result["scenario"] = {**sc.to_json(), "cache_state": cache_note,
-                          "enforced": the_plan.enforced if the_plan else [],
+    result["scenario"] = {**sc.to_json(), "cache_state": cache_note, "enforced": target.enforced,
                           "device": None if device is None else {"name": device.name, "majmin": device.majmin,
                                                                   "kind": device.kind, "backing": device.backing},
-                          "cgroup_version": the_plan.layout.version if the_plan else None}
+                          "cgroup_version": target.cgroup_version, **target.record()}
     result["iostat"] = {"argv": runner.argv if runner else None, "device": device.name if device else None,
                         "samples": parsed.samples, "skipped": parsed.skipped,
                         "summary": _iostat.summarize(parsed.samples, devices, t_from=t0)}
@@ -233,9 +279,9 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
         **group_io, "seconds": t1 - t0, "read_ios_per_s": group_io["read_ios"] / max(t1 - t0, 1e-9)}
     result["memory"] = None if use is None else {"limit": sc.memory, "peak": use.peak, "anon": use.anon,
                                                  "oom_kills": use.oom_kills, "failcnt": use.failcnt,
-                                                 "kernel_log": oom_lines[-5:]}
-    if oom:
-        msg = limits.oom_message(sc.memory)
+                                                 "kernel_log": m.oom_lines[-5:]}
+    if m.oom:
+        msg = limits.oom_message(sc.memory) if sc.memory else "CouchDB was OOM-killed"
         result["summary"].update(ok=False, oom_killed=True, outcome=msg, error=msg)
         result["sizes"] = {"before": before, "after": None}
         return result

@@ -7,16 +7,19 @@ engine skip without one.
 from __future__ import annotations
 
 import json
+import os
 import socket
+import stat
 
 import pytest
 from click.testing import CliRunner
 
 from dragnet import couchdb_control as ctl
 from dragnet import couchdb_docker as dk
-from dragnet import storage
+from dragnet import limits, storage
 from dragnet.cli import main
 from dragnet.errors import DragnetError, UsageError
+from dragnet.iostat import BlockDevice
 from conftest import couch_env, free_port
 
 SECRET = "d0cker-Secret-pw"
@@ -205,3 +208,87 @@ def test_build_options_from_env(tmp_path):
     (tmp_path / "big.pem").write_text(_pem("X" * (dk.MAX_BUILD_ARG + 10)))
     with pytest.raises(UsageError, match="at most"):
         dk.build_options({dk.CA_ENV: str(tmp_path / "big.pem")})
+
+
+# --- scenario limits as container settings (pure) ------------------------------------------------------
+
+VDA = BlockDevice("vda", 254, 0, "disk")
+MIB = 1024**2
+
+
+def test_limit_settings_memory_cannot_swap_and_the_profile_throttles_the_data_disk():
+    kw = dk.limit_settings(limits.Limits(256 * MIB, limits.PROFILES["hdd-150iops"], VDA), "/dev/vda")
+    assert kw == {"mem_limit": 256 * MIB, "memswap_limit": 256 * MIB,
+                  "device_read_iops": [{"Path": "/dev/vda", "Rate": 150}],
+                  "device_write_iops": [{"Path": "/dev/vda", "Rate": 150}],
+                  "device_read_bps": [{"Path": "/dev/vda", "Rate": 120 * MIB}],
+                  "device_write_bps": [{"Path": "/dev/vda", "Rate": 120 * MIB}]}
+    # a custom profile sets only what it limits; the reference scenario sets nothing
+    assert dk.limit_settings(limits.Limits(None, limits.parse_profile("150:0:0:0"), VDA), "/dev/vda") == {
+        "device_read_iops": [{"Path": "/dev/vda", "Rate": 150}]}
+    assert dk.limit_settings(limits.Limits()) == {}
+    with pytest.raises(DragnetError, match="hdd-150iops: no device node"):
+        dk.limit_settings(limits.Limits(None, limits.PROFILES["hdd-150iops"], VDA), None)
+
+
+def test_scenario_limits_replace_the_instance_memory_and_are_refused_on_tmpfs():
+    base = dict(image="i", port=1, user="u", password="p", memory=2 * 1024**3)
+    assert dk.container_settings(**base)["mem_limit"] == 2 * 1024**3
+    # mem-unlimited means unlimited, whatever `couch up --memory` said
+    assert "mem_limit" not in dk.container_settings(**base, limits={})
+    lim = dk.limit_settings(limits.Limits(64 * MIB, limits.PROFILES["san-600iops"], VDA), "/dev/vda")
+    kw = dk.container_settings(**base, limits=lim)
+    assert (kw["mem_limit"], kw["memswap_limit"]) == (64 * MIB, 64 * MIB)
+    assert kw["device_read_iops"] == [{"Path": "/dev/vda", "Rate": 600}]
+    assert kw["volumes"] == {"dragnet-couchdb-1-data": {"bind": "/opt/couchdb/data", "mode": "rw"}}
+    with pytest.raises(UsageError, match="no disk to throttle"):
+        dk.container_settings(**base, storage_kind="tmpfs", limits=lim)
+    tmpfs = dk.container_settings(**base, storage_kind="tmpfs", limits={"mem_limit": MIB, "memswap_limit": MIB})
+    assert tmpfs["mem_limit"] == MIB and "tmpfs" in tmpfs
+
+
+def test_limits_not_applied_names_what_the_engine_dropped():
+    lim = dk.limit_settings(limits.Limits(64 * MIB, limits.parse_profile("150:0:0:0"), VDA), "/dev/vda")
+    held = {"Memory": 64 * MIB, "MemorySwap": 64 * MIB, "BlkioDeviceReadIOps": [{"Path": "/dev/vda", "Rate": 150}]}
+    assert dk.limits_not_applied(lim, held) == []
+    # an engine without blkio support keeps the container and drops the throttle with a warning
+    dropped = {**held, "BlkioDeviceReadIOps": [], "MemorySwap": 128 * MIB}
+    assert dk.limits_not_applied(lim, dropped) == [
+        f"memswap_limit={64 * MIB} (HostConfig.MemorySwap is {128 * MIB})",
+        "device_read_iops=[{'Path': '/dev/vda', 'Rate': 150}] (HostConfig.BlkioDeviceReadIOps is [])"]
+
+
+def test_cgroup_dirs_of_a_container_process_v1_and_v2(tmp_path):
+    cid = "4efa87a985a5"
+    v1 = (f"12:blkio:/docker/{cid}\n11:cpu,cpuacct:/docker/{cid}\n9:memory:/docker/{cid}\n"
+          f"1:name=systemd:/docker/{cid}\n0::/docker/{cid}\n")
+    assert dk.cgroup_dirs(v1, tmp_path) == {"memory": tmp_path / "memory" / "docker" / cid,
+                                            "blkio": tmp_path / "blkio" / "docker" / cid}
+    v2 = f"0::/system.slice/docker-{cid}.scope\n"
+    scope = tmp_path / "system.slice" / f"docker-{cid}.scope"
+    assert dk.cgroup_dirs(v2, tmp_path) == {"memory": scope, "blkio": scope}
+
+
+def test_device_node_must_be_the_disk_itself(tmp_path):
+    with pytest.raises(DragnetError, match="no device node .*/vda for vda .254:0."):
+        dk.device_node(VDA, str(tmp_path))
+    (tmp_path / "vda").write_text("")
+    with pytest.raises(DragnetError, match="is not block device 254:0"):
+        dk.device_node(VDA, str(tmp_path))
+    try:
+        os.mknod(tmp_path / "vdb", stat.S_IFBLK | 0o600, os.makedev(254, 16))
+    except (PermissionError, OSError):
+        pytest.skip("cannot make device nodes here (not root)")
+    assert dk.device_node(BlockDevice("vdb", 254, 16, "disk"), str(tmp_path)) == str(tmp_path / "vdb")
+    (tmp_path / "vda").unlink()
+    os.mknod(tmp_path / "vda", stat.S_IFBLK | 0o600, os.makedev(254, 16))   # a node for another disk
+    with pytest.raises(DragnetError, match="is not block device 254:0"):
+        dk.device_node(VDA, str(tmp_path))
+
+
+def test_memcg_of_names_the_containers_memory_group_as_oom_reports_do():
+    v1 = ("12:blkio:/docker/23ba58ac\n11:cpu,cpuacct:/docker/23ba58ac\n"
+          "9:memory:/docker/23ba58ac\n1:name=systemd:/docker/23ba58ac\n0::/system.slice/containerd.service\n")
+    assert dk.memcg_of(v1) == "/docker/23ba58ac"
+    assert dk.memcg_of("0::/system.slice/docker-23ba58ac.scope\n") == "/system.slice/docker-23ba58ac.scope"
+    assert dk.memcg_of("") is None

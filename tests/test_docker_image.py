@@ -172,3 +172,67 @@ def test_tmpfs_in_a_container_and_down_leaves_nothing(engine, tmp_path):
         assert couch.get(db_path("tmpfs_db"))["doc_count"] == 50
     finally:
         _down_leaves_nothing(engine, env, port)
+
+
+def test_bench_scenarios_recreate_the_container_with_its_limits_and_report_an_oom_kill(engine, tmp_path):
+    """--memory 256m with hdd-150iops and a cold cache, then --memory 48m, on a container `couch up` made:
+    each scenario's container holds its limits (the engine's HostConfig and the kernel's cgroup, read
+    here during the build), the tiny limit is reported as an OOM kill, and the container gets its own
+    limits back after the bench."""
+    from dragnet import bench as b
+    from dragnet import limits
+    from dragnet.scenario import Scenario
+
+    if os.geteuid() != 0:
+        pytest.skip("a cold cache drops the host's page cache: needs root")
+    env = couch_env(tmp_path, SECRET)
+    port = _free_port()
+    _up(env, port)
+    mib = 1024**2
+    try:
+        data = tmp_path / "docs.jsonl"
+        data.write_text("".join(json.dumps(d) + "\n" for d in normalised_declarations(400, 11)))
+        seen: list[dict] = []
+
+        def build(*args, **kw):
+            ct = engine.containers.get(dk.container_name(port))
+            dirs = dk.cgroup_dirs(Path(f"/proc/{ct.attrs['State']['Pid']}/cgroup").read_text())
+            mem = dirs["memory"] / ("memory.limit_in_bytes" if (dirs["memory"] / "memory.limit_in_bytes").exists()
+                                    else "memory.max")
+            seen.append({"host_config": ct.attrs["HostConfig"], "cgroup_memory": int(mem.read_text())})
+            return b.default_build(*args, **kw)
+
+        hdd = limits.PROFILES["hdd-150iops"]
+        cfg = b.BenchConfig(url=f"http://admin:{SECRET}@127.0.0.1:{port}", db="scen", languages=["erlang_baseline"],
+                            repeat=1, data=str(data), results_dir=str(tmp_path / "res"),
+                            scenarios=[Scenario(256 * mib, hdd, "cold"), Scenario(48 * mib)])
+        manifest = b.Bench(cfg, build=build, env=env).run()
+        ok, oom = manifest["runs"]
+        assert ok["status"] == "ok", ok["error"]
+        # the first scenario's container: memory honoured by the engine and the kernel, the read throttle set
+        hc = seen[0]["host_config"]
+        assert hc["Memory"] == hc["MemorySwap"] == 256 * mib
+        assert seen[0]["cgroup_memory"] == 256 * mib
+        assert [d["Rate"] for d in hc["BlkioDeviceReadIOps"]] == [150]
+        res = json.loads((Path(cfg.results_dir) / ok["result_file"]).read_text())
+        dev = res["scenario"]["device"]
+        assert hc["BlkioDeviceReadIOps"][0]["Path"] == f"/dev/{dev['name']}" and res["iostat"]["device"] == dev["name"]
+        assert res["scenario"]["cache_state"].startswith("dropped")
+        assert 0 < res["memory"]["peak"] <= 256 * mib and res["memory"]["oom_kills"] == 0
+        # the cold cache made the container read the database from the throttled disk
+        assert res["iostat"]["cgroup"]["read_ios"] > 0
+        # the tiny limit: OOM-killed, said so, never a plain failure (while starting or during the build)
+        assert oom["status"] == "oom" and oom["error"].startswith("CouchDB was OOM-killed at limit 48.0 MiB")
+        res48 = json.loads((Path(cfg.results_dir) / oom["result_file"]).read_text())
+        assert res48["summary"]["oom_killed"] is True
+        assert res48["summary"]["outcome"] == "CouchDB was OOM-killed at limit 48.0 MiB"
+        # the container `couch up` made has its own limits again
+        back = engine.containers.get(dk.container_name(port))
+        assert back.status == "running"
+        assert back.attrs["HostConfig"]["Memory"] == 0 and not back.attrs["HostConfig"]["BlkioDeviceReadIOps"]
+        saved = "".join(p.read_text() for p in Path(cfg.results_dir).glob("*.json"))
+        assert SECRET not in saved
+        DOCKER_REPORT.append(f"scenarios: 256 MiB/hdd-150iops/cold peak {res['memory']['peak'] / mib:.0f} MiB, "
+                             f"{res['iostat']['cgroup']['read_ios']} reads by the container; 48 MiB: {oom['error']}")
+    finally:
+        _down_leaves_nothing(engine, env, port)

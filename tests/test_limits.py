@@ -163,3 +163,60 @@ def test_memcg_path_names_the_memory_group_as_the_kernel_does(tmp_path):
     p = limits.plan(v2, "dragnet-12", memory=256 * 1024**2, profile=limits.PROFILES["unlimited"], device=None)
     assert limits.memcg_path(p) == "/dragnet-12"
     assert limits.memcg_path(limits.Plan(layout=v1)) is None
+def fake_sysfs(root: Path) -> Path:
+    """/sys/dev/block links as the kernel makes them: vda with partition vda1, and loop3 with its backing file."""
+    blk = root / "devices" / "virtual" / "block"
+    (blk / "vda" / "vda1").mkdir(parents=True)
+    (blk / "vda" / "dev").write_text("254:0\n")
+    (blk / "vda" / "vda1" / "dev").write_text("254:1\n")
+    (blk / "vda" / "vda1" / "partition").write_text("1\n")
+    (blk / "loop3" / "loop").mkdir(parents=True)
+    (blk / "loop3" / "dev").write_text("7:3\n")
+    (blk / "loop3" / "loop" / "backing_file").write_text("/var/tmp/disk.img\n")
+    (root / "dev" / "block").mkdir(parents=True)
+    for majmin, target in (("254:0", "vda"), ("254:1", "vda/vda1"), ("7:3", "loop3")):
+        (root / "dev" / "block" / majmin).symlink_to(f"../../devices/virtual/block/{target}")
+    return root
+
+
+def test_device_of_an_st_dev_resolves_partitions_and_loop_devices_through_sysfs(tmp_path):
+    from dragnet.iostat import NoBlockDevice, device_of_dev
+
+    sys = str(fake_sysfs(tmp_path))
+    # blkio throttles name whole disks: a file system on vda1 is throttled on vda
+    assert device_of_dev(os.makedev(254, 1), sys=sys) == VDA
+    assert device_of_dev(os.makedev(254, 0), sys=sys) == VDA
+    loop = device_of_dev(os.makedev(7, 3), sys=sys)
+    assert (loop.name, loop.majmin, loop.kind, loop.backing) == ("loop3", "7:3", "loop", "/var/tmp/disk.img")
+    with pytest.raises(NoBlockDevice, match="the volume is on a filesystem without a block device .device 0:51"):
+        device_of_dev(os.makedev(0, 51), sys=sys, what="the volume")
+    with pytest.raises(NoBlockDevice, match="device 8:0"):
+        device_of_dev(os.makedev(8, 0), sys=sys)
+
+
+def test_limits_are_backend_neutral_and_shared_refusals(tmp_path):
+    hdd = limits.PROFILES["hdd-150iops"]
+    assert hdd.throttles() == [("read_iops", 150), ("write_iops", 150), ("read_bps", 120 * 1024**2),
+                               ("write_bps", 120 * 1024**2)]
+    assert limits.parse_profile("0:75:0:0").throttles() == [("write_iops", 75)]
+    assert limits.PROFILES["unlimited"].throttles() == []
+    assert not limits.Limits().limited and limits.Limits(memory=1).limited
+    assert limits.data_device(tmp_path, limits.PROFILES["unlimited"]) is None   # nothing to throttle: no lookup
+    with pytest.raises(DragnetError, match="hdd-150iops: .*/gone does not exist"):
+        limits.data_device(tmp_path / "gone", hdd)
+    # the same words for the report whichever backend applies the throttle
+    assert "does not throttle buffered writes" in limits.io_note(VDA, 1)
+    assert "buffered writes included" in limits.io_note(VDA, 2)
+    loop = BlockDevice("loop3", 7, 3, "loop", "/var/tmp/disk.img")
+    assert limits.loop_note(VDA) == [] and "/var/tmp/disk.img" in limits.loop_note(loop)[0]
+
+
+def test_read_memory_of_a_group_that_vanished_is_empty(tmp_path):
+    use = limits.read_memory(tmp_path / "gone", 1)
+    assert (use.peak, use.anon, use.oom_kills, use.failcnt) == (None, None, 0, 0)
+    g = tmp_path / "blkio"
+    g.mkdir()
+    (g / "blkio.throttle.io_serviced").write_text("254:0 Read 814\n254:0 Write 40\n7:3 Read 9\n")
+    (g / "blkio.throttle.io_service_bytes").write_text("254:0 Read 37871616\n254:0 Write 98304\n")
+    assert limits.read_io(g, 1, "254:0") == {"read_ios": 814, "write_ios": 40, "read_bytes": 37871616,
+                                             "write_bytes": 98304}

@@ -49,10 +49,12 @@ from .options import db_option, json_option, print_json, url_option
               "(at most the cluster's nodes).")
 @click.option("--memory", "memories", default=None,
               help="Scenario axis: memory limits for CouchDB (beam and query servers, page cache included) in a "
-                   "cgroup, e.g. unlimited,512m (local backend, root).")
+                   "cgroup, e.g. unlimited,512m (local backend: root; docker: the container's limit, recreated per "
+                   "scenario).")
 @click.option("--disk-profile", "profiles", default=None,
               help="Scenario axis: disk throttles on the device holding the data: unlimited, ssd-5000iops, "
-                   "san-600iops, hdd-150iops or r_iops:w_iops:r_bps:w_bps (local backend, root).")
+                   "san-600iops, hdd-150iops or r_iops:w_iops:r_bps:w_bps (local backend: root; docker: the "
+                   "container's device limits on the volume's disk).")
 @click.option("--cache", "caches", default=None,
               help="Scenario axis: cold (drop the page cache before each build) and/or warm (pre-read the "
                    "database files).")
@@ -141,7 +143,10 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         elif kind == "stop_couch":
             console.print(f"stopping the CouchDB started for this bench ({d['backend']})")
         elif kind == "restart":
-            console.print(f"restarting CouchDB with its data on {d['storage']} …")
+            if d.get("scenario"):
+                console.print(f"recreating the CouchDB container with the limits of {d['scenario']} …")
+            else:
+                console.print(f"restarting CouchDB with its data on {d['storage']} …")
         elif kind == "import":
             console.print(d["message"])
         elif kind == "generate":
@@ -182,10 +187,14 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
             report["design"] = rp.design_json(dgroups)
         print_json({"dir": str(bench.dir), "manifest": manifest, "report": report, **extra})
     else:
+        # an OOM-killed run is a scenario's result, not a failure, but it is not an ok build either
+        ooms = sum(1 for r in runs if r["status"] == "oom")
+        title = f"{sum(1 for r in runs if r['status'] == 'ok')} of {len(runs)} runs ok" + (
+            f", {ooms} OOM-killed" if ooms else "")
         if groups:
-            render_table(groups, title=f"{len(runs) - len(failed)} of {len(runs)} runs ok")
+            render_table(groups, title=title)
         if dgroups:
-            render_design_table(dgroups, title=f"{len(runs) - len(failed)} of {len(runs)} runs ok")
+            render_design_table(dgroups, title=title)
         if scenarios:
             from ..scenario import reference_label
             from .report import render_disk_matters
