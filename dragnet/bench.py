@@ -120,10 +120,11 @@ class PlannedRun:
 
 def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, baseline: bool = True,
          baseline_name: str = BASELINE_LABEL, scenarios: Sequence[str] = ("",)) -> list[PlannedRun]:
-    """Every run in order: per storage, per scenario, per repeat, every language once (A B C A B C …).
+    """Every run in order: per storage, per repeat, per scenario, every language once (A B C A B C …).
 
     The Erlang baseline opens each repeat (unless baseline=False), so each language has a baseline measured
-    moments before it in the same repeat.
+    moments before it in the same repeat. Scenarios alternate within a repeat, as languages do, so a load
+    that drifts over the bench touches every scenario alike (storages stay outermost: each is a restart).
     """
     if repeats < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeats}")
@@ -136,8 +137,8 @@ def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, bas
         raise UsageError("no language to benchmark")
     runs = []
     for st in storages:
-        for sc in scenarios or ("",):
-            for r in range(repeats):
+        for r in range(repeats):
+            for sc in scenarios or ("",):
                 for lang in order:
                     runs.append(PlannedRun(len(runs), st, r, lang, sc))
     return runs
