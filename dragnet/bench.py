@@ -672,6 +672,10 @@ class Bench:
             from .scenario import iostat_averages
             run["iostat"] = iostat_averages(result)
         run["memory"] = result.get("memory")
+        from .scenario import own_memory
+        run["own_memory"] = own_memory(result)
+        if run.get("scenario"):
+            run["memory_limit"] = (result.get("scenario") or {}).get("memory_limit")
         if ok and not result.get("sizes"):
             # index size before cleanup deletes it (a scenario build records it itself)
             from .scenario import sizes as _sizes

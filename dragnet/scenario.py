@@ -92,7 +92,8 @@ def runs_from_results(results: Iterable[dict]) -> tuple[list[dict], str | None]:
         runs.append({"language": b.get("language") or s.get("language") or "?",
                      "storage": str(b.get("storage_label") or r.get("storage") or "unknown"),
                      "scenario": label, "status": status, "docs_per_sec_wall": s.get("docs_per_sec_wall"),
-                     "iostat": iostat_averages(r)})
+                     "iostat": iostat_averages(r), "memory_limit": sc.get("memory_limit"),
+                     "own_memory": own_memory(r)})
         meta.setdefault(label, (str(r.get("started_at") or ""), sc))
     if not runs:
         return [], None
@@ -295,6 +296,21 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
 
 # ---------------------------------------------------------------- disk matters? (pure)
 
+# pidstat families that are not CouchDB's (the tools watching it)
+NOT_COUCHDB = frozenset({"pidstat", "dragnet", "harness", "other", "python-dragnet"})
+
+
+def own_memory(result: dict) -> int | None:
+    """CouchDB's own memory in one build, bytes: the sum over beam and the query servers of pidstat's RSS
+    peak (per family, summed over its processes). The page cache is not in it, so a memory limit must be
+    at least this, plus whatever page cache it means to leave, or the kernel kills beam instead of the
+    build reading from disk."""
+    summ = (result.get("pidstat") or {}).get("summary") or {}
+    peaks = [((e or {}).get("rss_kb") or {}).get("peak") for fam, e in summ.items() if fam not in NOT_COUCHDB]
+    peaks = [p for p in peaks if isinstance(p, (int, float))]
+    return int(sum(peaks) * 1024) if peaks else None
+
+
 @dataclass
 class Row:
     language: str
@@ -305,6 +321,8 @@ class Row:
     slower_every_round: bool       # every run slower than every reference run
     oom: int = 0
     iostat: dict | None = None     # mean of per-run averages: r_s, rkb_s, r_await, util_pct
+    memory_limit: int | None = None
+    own_memory: int | None = None  # largest own_memory() of this row's successful builds
 
 
 def disk_matters(runs: Iterable[dict], reference: str) -> list[Row]:
@@ -322,9 +340,32 @@ def disk_matters(runs: Iterable[dict], reference: str) -> list[Row]:
         ratio = statistics.median(ok) / statistics.median(ref) if ok and ref else None
         io = [r["iostat"] for r in rs if r.get("iostat")]
         io_mean = {k: statistics.mean(i[k] for i in io) for k in io[0]} if io else None
+        limit = next((r["memory_limit"] for r in rs if r.get("memory_limit")), None)
+        own = [r["own_memory"] for r in rs if r.get("status") == "ok" and r.get("own_memory")]
         rows.append(Row(lang, st, sc, ok, ratio, bool(ok and ref and max(ok) < min(ref)),
-                        sum(1 for r in rs if r.get("status") == "oom"), io_mean))
+                        sum(1 for r in rs if r.get("status") == "oom"), io_mean, limit, max(own, default=None)))
     return rows
+
+
+def memory_advice(rows: list[Row], reference: str) -> list[str]:
+    """What a memory limit must leave CouchDB, from the builds without one: per language, its own memory
+    (own_memory()) in the reference scenario, and each limited scenario whose limit is below it (an OOM
+    kill there says nothing about the disk)."""
+    from .storage import format_size
+    own = {(r.language, r.storage): r.own_memory for r in rows if r.scenario == reference and r.own_memory}
+    lines = []
+    for (lang, st), m in own.items():
+        lines.append(f"CouchDB's own memory in {reference} ({lang}, {st}): {format_size(m)} "
+                     "(beam + query servers, RSS peaks); a memory limit must hold this plus the page cache it "
+                     "means to leave")
+    for r in rows:
+        m = own.get((r.language, r.storage))
+        if r.memory_limit and m and r.memory_limit < m:
+            lines.append(f"{r.scenario} ({r.language}): the limit {format_size(r.memory_limit)} is below "
+                         f"CouchDB's own {format_size(m)}"
+                         + (f"; its {r.oom} OOM kill(s) say nothing about the disk" if r.oom else
+                            "; the builds that finished ran with beam squeezed, not only the page cache"))
+    return lines
 
 
 def verdict(rows: list[Row], reference: str, *, threshold: float = 0.9) -> str:

@@ -232,3 +232,30 @@ def test_cli_report_prints_the_disk_matters_verdict(tmp_path):
     res = CliRunner().invoke(main, ["report", str(SCENARIO_BENCH), "--format", "markdown"])
     assert "**disk matters?**" in res.output and "| erlang_baseline | disk | mem-160.0MiB/hdd-150iops/cold | 2 |" \
         in res.output
+
+
+def test_own_memory_sums_couchdbs_rss_peaks_not_the_watchers():
+    summary = {"beam": {"rss_kb": {"avg": 200_000.0, "peak": 250_000.0}},
+               "couchjs": {"rss_kb": {"avg": 90_000.0, "peak": 100_000.0}},
+               "pidstat": {"rss_kb": {"avg": 4_000.0, "peak": 4_000.0}},
+               "dragnet": {"rss_kb": {"avg": 80_000.0, "peak": 90_000.0}}}
+    assert scenario.own_memory({"pidstat": {"summary": summary}}) == 350_000 * 1024
+    assert scenario.own_memory({"pidstat": {"summary": {}}}) is None and scenario.own_memory({}) is None
+
+
+def test_memory_advice_names_limits_below_couchdbs_own_memory():
+    mib = 1024**2
+    ref, tight, roomy = "mem-unlimited/unlimited/cold", "mem-160.0MiB/unlimited/cold", "mem-512.0MiB/unlimited/cold"
+    runs = [{"language": "javascript", "storage": "disk", "scenario": ref, "status": "ok",
+             "docs_per_sec_wall": 300.0, "own_memory": own, "memory_limit": None} for own in (400 * mib, 420 * mib)]
+    runs += [{"language": "javascript", "storage": "disk", "scenario": tight, "status": "oom",
+              "docs_per_sec_wall": None, "memory_limit": 160 * mib} for _ in range(2)]
+    runs += [{"language": "javascript", "storage": "disk", "scenario": roomy, "status": "ok",
+              "docs_per_sec_wall": 290.0, "own_memory": 410 * mib, "memory_limit": 512 * mib}]
+    rows = scenario.disk_matters(runs, ref)
+    advice = scenario.memory_advice(rows, ref)
+    assert advice[0].startswith(f"CouchDB's own memory in {ref} (javascript, disk): 420.0 MiB")
+    assert advice[1:] == [f"{tight} (javascript): the limit 160.0 MiB is below CouchDB's own 420.0 MiB; "
+                          "its 2 OOM kill(s) say nothing about the disk"]
+    # no reference measured: nothing to size from, so nothing is claimed
+    assert scenario.memory_advice([r for r in rows if r.scenario != ref], ref) == []

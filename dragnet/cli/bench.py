@@ -178,10 +178,11 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         if scenarios:
             from dataclasses import asdict
 
-            from ..scenario import disk_matters, reference_label, verdict
+            from ..scenario import disk_matters, memory_advice, reference_label, verdict
             ref = reference_label(scenarios)
             rows = disk_matters(runs, ref)
-            extra = {"disk_matters": [asdict(r) for r in rows], "verdict": verdict(rows, ref)}
+            extra = {"disk_matters": [asdict(r) for r in rows], "memory_advice": memory_advice(rows, ref),
+                     "verdict": verdict(rows, ref)}
         report = rp.to_json(groups)
         if dgroups:
             report["design"] = rp.design_json(dgroups)
@@ -253,17 +254,17 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
     scs = next((m.get("scenarios") for m in manifests.values() if m.get("scenarios")), None)
     ref = sz.reference_of(scs) if scs else None
     if ref:     # "disk matters?" per size: sizes are never mixed in one comparison
-        from ..scenario import disk_matters, verdict
+        from ..scenario import disk_matters, memory_advice, verdict
         for n, m in sorted(manifests.items()):
             rows = disk_matters(m["runs"], ref)
-            disk[n] = (rows, verdict(rows, ref))
+            disk[n] = (rows, verdict(rows, ref), memory_advice(rows, ref))
     if as_json:
         from dataclasses import asdict
 
         print_json({"dir": str(folder), "chart": str(png) if png else None, "chart_note": chart_note,
                     "sizes": saved, **an,
-                    "disk_matters": {str(n): {"rows": [asdict(r) for r in rows], "verdict": v}
-                                     for n, (rows, v) in disk.items()}})
+                    "disk_matters": {str(n): {"rows": [asdict(r) for r in rows], "verdict": v, "memory_advice": adv}
+                                     for n, (rows, v, adv) in disk.items()}})
     else:
         from rich.console import Console
         from rich.table import Table
@@ -279,7 +280,7 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
         Console(width=200).print(table)
         if disk:
             from ..scenario import DISK_COLUMNS, disk_rows
-            for n, (rows_, v) in disk.items():
+            for n, (rows_, v, adv) in disk.items():
                 t = Table(title=f"disk matters? at {n:,} documents (× = docs/s against {ref})",
                           header_style="bold")
                 for col in DISK_COLUMNS:
@@ -287,6 +288,8 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
                 for cells in disk_rows(rows_):
                     t.add_row(*(Text(c) for c in cells))
                 Console(width=200).print(t)
+                for line in adv:
+                    click.echo(f"memory at {n:,} documents: {line}")
                 click.echo(f"verdict at {n:,} documents: {v}")
         for f in an["fits"]:
             fit = sz.Fit(**{k: f[k] for k in ("slope", "intercept", "r2", "points")}) if f["slope"] is not None \

@@ -69,7 +69,7 @@ def render_disk_matters(runs: list[dict], ref: str) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..scenario import DISK_COLUMNS, disk_matters, disk_rows, verdict
+    from ..scenario import DISK_COLUMNS, disk_matters, disk_rows, memory_advice, verdict
     rows = disk_matters(runs, ref)
     table = Table(title=f"disk matters? (× = docs/s against {ref})", header_style="bold")
     for col in DISK_COLUMNS:
@@ -77,6 +77,8 @@ def render_disk_matters(runs: list[dict], ref: str) -> None:
     for cells in disk_rows(rows):
         table.add_row(*(Text(c) for c in cells))
     _console(200).print(table)
+    for line in memory_advice(rows, ref):
+        click.echo("memory: " + line)
     click.echo("verdict: " + verdict(rows, ref))
 
 
@@ -97,7 +99,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
     ratio to the Erlang baseline, spread over repeats, resources per process family. Design-doc benchmarks
     (--ddoc) get their own table per design doc, view, engine and storage: ratio to the reference engine,
     rows compared and differences, --update lag."""
-    from ..scenario import disk_matters, runs_from_results, verdict
+    from ..scenario import disk_matters, memory_advice, runs_from_results, verdict
 
     docs = rp.load_results(results)
     sc_runs, sc_ref = runs_from_results(docs)
@@ -116,7 +118,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
             from dataclasses import asdict
             rows = disk_matters(sc_runs, sc_ref)
             out.update(disk_matters=[asdict(r) for r in rows], reference_scenario=sc_ref,
-                       verdict=verdict(rows, sc_ref))
+                       memory_advice=memory_advice(rows, sc_ref), verdict=verdict(rows, sc_ref))
     elif fmt == "markdown":
         if groups or not dgroups:
             click.echo(rp.to_markdown(groups), nl=False)
@@ -135,7 +137,8 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
             rows = disk_matters(sc_runs, sc_ref)
             click.echo(f"\n**disk matters?** (× = docs/s against {sc_ref})\n")
             click.echo(rp.md_table(DISK_COLUMNS, disk_rows(rows)), nl=False)
-            click.echo(f"\nverdict: {verdict(rows, sc_ref)}")
+            click.echo("".join(f"\nmemory: {line}" for line in memory_advice(rows, sc_ref)))
+            click.echo(f"verdict: {verdict(rows, sc_ref)}")
     elif fmt == "csv":
         click.echo(rp.design_csv(dgroups) if dgroups else rp.to_csv(groups, deltas), nl=False)
     else:
