@@ -194,6 +194,8 @@ def prepare(location: str, raw: Any, *, normalise: bool = False, compact_id: boo
             return Rejected(location, f"invalid JSON: {exc.msg} at column {exc.colno}")
         except ValueError as exc:  # NaN / Infinity: Python reads them, CouchDB does not
             return Rejected(location, f"invalid JSON: {exc}")
+        except RecursionError:  # deeper than orjson's 1024 levels: one reject, not the end of the import
+            return Rejected(location, "invalid JSON: nested too deeply")
     if not isinstance(raw, dict):
         return Rejected(location, f"not a JSON object (got {_json_type(raw)})")
     doc = raw

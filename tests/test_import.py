@@ -199,6 +199,11 @@ def test_passthrough_and_full_parse_agree_on_every_line(monkeypatch):
     assert sum(isinstance(r, Rejected) for r in full[0]) == 21
 
 
+def test_a_line_nested_too_deeply_is_rejected_not_fatal():
+    deep = b'{"_id":"a","v":' + b"[" * 1100 + b"]" * 1100 + b"}"
+    assert prepare("f:1", deep) == Rejected("f:1", "invalid JSON: nested too deeply")
+
+
 def test_request_body_is_the_documents_in_one_array():
     docs = [Prepared("f:1", "a", b'{"_id":"a"}'), Prepared("f:2", "b", b'{"_id":"b"}')]
     assert request_body(docs) == b'{"docs":[{"_id":"a"},{"_id":"b"}]}'
