@@ -158,6 +158,24 @@ def bootstrap_ratio_ci(x: Sequence[float], y: Sequence[float], *, level: float =
     return point, percentile(ratios, tail), percentile(ratios, 100 - tail)
 
 
+def paired_ratio_ci(x: Sequence[float], y: Sequence[float], *, level: float = 0.95,
+                    resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """median of x[i] / y[i] and its percentile-bootstrap interval, resampling the pairs (seeded).
+
+    For runs made back to back in pairs: both members saw about the same load on a shared machine, so
+    the per-pair ratio drifts far less than either sample does."""
+    import random
+
+    if len(x) != len(y) or not x:
+        raise ValueError("paired ratio needs two samples of the same, non-zero length")
+    ratios = [a / b for a, b in zip(x, y)]
+    rng = random.Random(seed)
+    n = len(ratios)
+    boot = [median([ratios[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples)]
+    tail = (1 - level) / 2 * 100
+    return median(ratios), percentile(boot, tail), percentile(boot, 100 - tail)
+
+
 @dataclass(frozen=True)
 class PairVerdict:
     """Adjacent pair in a ranking (faster first) and whether the runs support the order."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from urllib.parse import urlsplit
 
 import pytest
 from click.testing import CliRunner
@@ -151,6 +150,65 @@ def test_prepare_classifies_every_kind_of_input():
     assert json.loads(norm.body)["step_11"]["1"]["sizeIncome"] == 1234.5
 
 
+
+
+# Lines where a validator that skips building objects could disagree with the full parse.
+TRICKY = [
+    b'{"_id": "a", "v": 1}', b'{"_id" : "b" ,  "v" : [ ] }', b'{"_id":"_design/d","views":{}}', b'{"_id":"_local/x"}',
+    b'{"_id":"\\u0444\\ud83d\\ude00","v":"\xd1\x84"}', b'{"_id":"a","v":"\\u0000\x7f"}', b'{"_id":"a","v":1e-400}',
+    b'{"_id":"a","v":' + b"[" * 1023 + b"]" * 1023 + b"}",              # as deep as both parsers go
+    b'{"_id":"a","_id":"_b"}', b'{"_id":"_b","_id":"a"}', b'{"\\u005fid":"a","_id":"b"}',   # duplicates
+    b'{"_id":"_bad"}', b'{"_id":""}', b'{"_id":5}', b'{"_id":null}', b'{"_id":{"a":1}}', b'{"_id":["a"]}',
+    b'{"_id":"\\ud800"}', b'{"_id":"a\xff"}', b'{"\xff":1,"_id":"a"}', b'{"_id":"a","v":"\xff"}',
+    b'{"_id":"a","v":"\xed\xa0\x80"}', b'{"_id":"a","v":"\xc0\x80"}', b'{"_id":"a","v":"\\ud800"}',
+    b'{"_id":"a","v":"\x01"}', b'{"_id":"a","v":NaN}', b'{"_id":"a","v":-Infinity}', b'{"_id":"a","v":1e400}',
+    b'{"_id":"a","v":123456789012345678901234567890}', b'{"_id":"a","v":01}', b'{"_id":"a",}',
+    b'{"_id":"a"} x', b'{"_id":"a"}{}', b'\xef\xbb\xbf{"_id":"a"}', b'["_id"]', b'"_id"', b'17', b'{"v":1}', b"{}",
+]
+
+
+def test_valid_lines_are_posted_as_read_without_a_parse(monkeypatch):
+    from dragnet import importer
+
+    def no_parse(*_):
+        raise AssertionError("a valid line with an _id was parsed")
+    monkeypatch.setattr(importer, "_fast_loads", no_parse)
+    monkeypatch.setattr(importer.json, "loads", no_parse)
+    line = b'{"_id" : "b" ,  "v" : [ 1.50, "\xd1\x84" ] }'
+    assert prepare("f:1", line) == Prepared("f:1", "b", line)          # byte for byte, spacing and all
+    assert importer.passthrough_id(b'{"_id":"_design/d"}') == "_design/d"
+    too_big = prepare("f:2", line, max_document_size=len(line) - 1)
+    assert too_big == Rejected("f:2", f"too large: {len(line)} bytes > max_document_size {len(line) - 1}", "b")
+
+
+def test_passthrough_and_full_parse_agree_on_every_line(monkeypatch):
+    from dragnet import importer
+
+    lines = TRICKY + [line.encode() for line in declaration_lines(30, 3)]
+    limits = (8_000_000, 120)   # also the same "too large" for the same lines
+    fast = [[prepare(f"f:{i}", line, max_document_size=m) for i, line in enumerate(lines)] for m in limits]
+    passed = [line for line in lines if importer.passthrough_id(line) is not None]
+    monkeypatch.setattr(importer, "passthrough_id", lambda line: None)
+    full = [[prepare(f"f:{i}", line, max_document_size=m) for i, line in enumerate(lines)] for m in limits]
+    assert fast == full           # same ids, same bodies, same reasons
+    # what went through without a parse: the valid lines with one good _id (a BOM too: json.loads accepts
+    # it and the line is posted as read either way), and nothing else
+    bom = b'\xef\xbb\xbf{"_id":"a"}'
+    assert set(passed) == set(lines[:8]) | {bom} | set(lines[len(TRICKY):])
+    # json.loads, the full parse's last word, accepts lone surrogates, 1e400 and big integers: 21 refused
+    assert sum(isinstance(r, Rejected) for r in full[0]) == 21
+
+
+def test_a_line_nested_too_deeply_is_rejected_not_fatal():
+    deep = b'{"_id":"a","v":' + b"[" * 1100 + b"]" * 1100 + b"}"
+    assert prepare("f:1", deep) == Rejected("f:1", "invalid JSON: nested too deeply")
+
+
+def test_request_body_is_the_documents_in_one_array():
+    docs = [Prepared("f:1", "a", b'{"_id":"a"}'), Prepared("f:2", "b", b'{"_id":"b"}')]
+    assert request_body(docs) == b'{"docs":[{"_id":"a"},{"_id":"b"}]}'
+    assert request_body(docs[:1]) == b'{"docs":[{"_id":"a"}]}' and request_body([]) == b'{"docs":[]}'
+    assert docs[0].body == b'{"_id":"a"}'      # the documents themselves are left as they were
 
 
 def test_unreachable_couchdb_stops_with_counts(tmp_path):

@@ -72,9 +72,10 @@ def _guarded_imports(tree: ast.AST, module: str) -> list[int]:
     return lines
 
 
-def test_orjson_is_required_not_optional():
-    assert "orjson" in _requirements("options", "install_requires")
-    guarded = {str(p.relative_to(REPO)): _guarded_imports(ast.parse(p.read_text()), "orjson")
+@pytest.mark.parametrize("requirement, module", [("orjson", "orjson"), ("pysimdjson", "simdjson")])
+def test_json_speedups_are_required_not_optional(requirement, module):
+    assert requirement in _requirements("options", "install_requires")
+    guarded = {str(p.relative_to(REPO)): _guarded_imports(ast.parse(p.read_text()), module)
                for top in ("dragnet", "data_prep") for p in (REPO / top).rglob("*.py")}
     assert {p: lines for p, lines in guarded.items() if lines} == {}
 

@@ -1,5 +1,3 @@
-import math
-
 import pytest
 
 from dragnet import stats
@@ -46,6 +44,20 @@ def test_bootstrap_ratio_interval_contains_point_and_is_reproducible():
     assert point == pytest.approx(2.0)
     assert lo <= point <= hi and 1.8 < lo and hi < 2.2
     assert stats.bootstrap_ratio_ci(x, y) == (point, lo, hi)
+
+
+def test_paired_ratio_follows_the_pairs_through_a_load_swing():
+    # the machine's load halves and doubles the rates, but each pair keeps the same 0.9 ratio
+    x, y = [90, 45, 180, 90, 135], [100, 50, 200, 100, 150]
+    point, lo, hi = stats.paired_ratio_ci(x, y)
+    assert (point, lo, hi) == pytest.approx((0.9, 0.9, 0.9))
+    _, ulo, uhi = stats.bootstrap_ratio_ci(x, y)   # unpaired, the same runs say far less
+    assert ulo < 0.7 and uhi > 1.1
+    # one disturbed pair moves the median little and widens the interval
+    point, lo, hi = stats.paired_ratio_ci([90, 45, 180, 60, 135], y)
+    assert point == pytest.approx(0.9) and lo == pytest.approx(0.6) and hi == pytest.approx(0.9)
+    with pytest.raises(ValueError):
+        stats.paired_ratio_ci([1, 2], [1])
 
 
 def test_compare_adjacent_flags_undecided_pairs():
