@@ -364,7 +364,7 @@ def memory_advice(rows: list[Row], reference: str) -> list[str]:
             lines.append(f"{r.scenario} ({r.language}): the limit {format_size(r.memory_limit)} is below "
                          f"CouchDB's own {format_size(m)}"
                          + (f"; its {r.oom} OOM kill(s) say nothing about the disk" if r.oom else
-                            "; the builds that finished ran with beam squeezed, not only the page cache"))
+                            "; builds that finished under it had less page cache than the limit suggests"))
     return lines
 
 

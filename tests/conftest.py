@@ -138,6 +138,27 @@ def generated_db(live_url: str, prefix: str, n: int, seed: int, q: int = 2):
         couch.request("DELETE", db_path(name), ok=(200, 202, 404))
 
 
+def cluster_build(runner, env: dict, url: str, data: Path, q: int, n: int, out: Path, secret: str):
+    """Import data into a fresh `cluster_q{q}_n{n}` with q shards and n replicas, then build the income view on
+    it with `addview --benchmark`: (results dict, output, poller figures); the secret is in neither."""
+    from dragnet import poller
+    from dragnet.cli import main
+
+    db = f"cluster_q{q}_n{n}"
+    r = runner.invoke(main, ["import", str(data), "--url", url, "--db", db, "--q", str(q), "--n", str(n)], env=env)
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(main, ["addview", str(REPO / "views" / "income" / "map.js"), "--benchmark", "--url", url,
+                             "--db", db, "--interval", "0.1", "--results", str(out)], env=env)
+    assert r.exit_code == 0, r.output
+    files = list(out.glob("addview-*.json"))
+    assert len(files) == 1, files
+    res = json.loads(files[0].read_text())
+    assert secret not in r.output and secret not in json.dumps(res)
+    assert res["summary"]["ok"], res["summary"]["error"]
+    assert (res["db"]["shards"], res["db"]["replicas"]) == (q, n)
+    return res, r.output, poller.analyze(res["polls"], res["view"]["ddoc"])
+
+
 def couch_env(tmp_path: Path, password: str) -> dict:
     """The environment `dragnet couch` reads, with a state dir of the test's own and an admin."""
     env = {k: v for k, v in os.environ.items() if k not in ("COUCHDB_USER", "COUCHDB_PASSWORD")}

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import DOCKER_REPORT, couch_env
+from conftest import DOCKER_REPORT, cluster_build, couch_env
 from test_docker_image import IMAGE, SECRET, _down_leaves_nothing, _free_port
 
-from dragnet import cluster, poller
+from dragnet import cluster
 from dragnet import couchdb_control as ctl
 from dragnet import couchdb_docker as dk
 from dragnet.cli import main
@@ -39,15 +39,6 @@ REPO = Path(__file__).resolve().parent.parent
 COMPOSE = REPO / "docker" / "compose.yaml"
 N_DOCS = 1000   # a build of a few seconds even on n=1: long enough for pidstat's 1 s samples of every node
 Q = 8
-
-
-def _build(runner, env, url, db, out: Path) -> tuple[dict, str]:
-    r = runner.invoke(main, ["addview", str(REPO / "views" / "income" / "map.js"), "--benchmark", "--url", url,
-                             "--db", db, "--interval", "0.1", "--results", str(out)], env=env)
-    assert r.exit_code == 0, r.output
-    files = list(out.glob("addview-*.json"))
-    assert len(files) == 1, files
-    return json.loads(files[0].read_text()), r.output
 
 
 def test_three_containers_build_q8_n1_and_n3(engine, tmp_path):
@@ -80,15 +71,8 @@ def test_three_containers_build_q8_n1_and_n3(engine, tmp_path):
 
         figures = {}
         for n in (1, 3):
-            db = f"cluster_q{Q}_n{n}"
-            r = runner.invoke(main, ["import", str(data), "--url", url, "--db", db, "--q", str(Q), "--n", str(n)],
-                              env=env)
-            assert r.exit_code == 0, r.output
-            res, output = _build(runner, env, url, db, tmp_path / f"n{n}")
-            assert SECRET not in output and SECRET not in json.dumps(res)
-            assert res["summary"]["ok"], res["summary"]["error"]
-            assert (res["db"]["shards"], res["db"]["replicas"], sorted(res["db"]["nodes"])) == (Q, n, names)
-            fig = poller.analyze(res["polls"], res["view"]["ddoc"])
+            res, output, fig = cluster_build(runner, env, url, data, Q, n, tmp_path / f"n{n}", SECRET)
+            assert sorted(res["db"]["nodes"]) == names
             figures[n] = fig
             # every shard replica's task, each on one of the three containers
             assert fig.tasks_seen == Q * n and len({sh.shard for sh in fig.per_shard}) == Q

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import couch_env, free_port
+from conftest import cluster_build, couch_env, free_port
 
 from dragnet import couchdb_control as ctl
-from dragnet import poller
 from dragnet.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,15 +48,6 @@ def _beams(port: int) -> list[str]:
                          capture_output=True, text=True)
     assert out.returncode in (0, 1), out.stderr
     return out.stdout.splitlines()
-
-
-def _build(runner, env, url, db, out: Path) -> tuple[dict, str]:
-    r = runner.invoke(main, ["addview", str(REPO / "views" / "income" / "map.js"), "--benchmark", "--url", url,
-                             "--db", db, "--interval", "0.1", "--results", str(out)], env=env)
-    assert r.exit_code == 0, r.output
-    files = list(out.glob("addview-*.json"))
-    assert len(files) == 1, files
-    return json.loads(files[0].read_text()), r.output
 
 
 @pytest.mark.slow
@@ -89,15 +79,8 @@ def test_live_three_node_cluster_n3_indexes_three_times_the_n1_work(tmp_path):
 
         figures = {}
         for n in (1, 3):
-            db = f"cluster_q{Q}_n{n}"
-            r = runner.invoke(main, ["import", str(data), "--url", url, "--db", db, "--q", str(Q), "--n", str(n)],
-                              env=env)
-            assert r.exit_code == 0, r.output
-            res, output = _build(runner, env, url, db, tmp_path / f"n{n}")
-            assert password not in output and password not in json.dumps(res)
-            assert res["summary"]["ok"] and res["db"]["shards"] == Q and res["db"]["replicas"] == n
+            res, output, fig = cluster_build(runner, env, url, data, Q, n, tmp_path / f"n{n}", password)
             assert sorted(res["db"]["nodes"]) == names
-            fig = poller.analyze(res["polls"], res["view"]["ddoc"])
             figures[n] = fig
             # every shard replica's task seen, from every node, through the coordinator's /_active_tasks
             assert fig.tasks_seen == Q * n and fig.shards == Q
