@@ -13,10 +13,11 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 from pathlib import Path
 
 from . import couchdb_control as ctl
-from .couch import connect
+from .couch import connect, mask_url
 from .errors import DragnetError, UsageError
 
 MAX_NODES = 9
@@ -63,13 +64,27 @@ def join(coordinator_url: str, nodes: list[Node], user: str, password: str, *, t
         couch.request(method, path, json=body, ok=(200, 201, 202, 400, 409))
     want = sorted(n.name for n in nodes)
     deadline = time.monotonic() + timeout
-    while True:
-        got = sorted(couch.get("/_membership").get("cluster_nodes", []))
-        if got == want:
-            return got
-        if time.monotonic() > deadline:
-            raise DragnetError(f"cluster setup: _membership lists {got}, expected {want} after {timeout:.0f} s")
-        time.sleep(0.5)
+    # the nodes database reaches the other nodes a moment after the coordinator: ask each one
+    for url in [coordinator_url] + [node_url(coordinator_url, n.port) for n in nodes]:
+        each = connect(url, user=user, password=password, env={})
+        while True:
+            got = sorted(each.get("/_membership").get("cluster_nodes", []))
+            if got == want:
+                break
+            if time.monotonic() > deadline:
+                raise DragnetError(f"cluster setup: _membership at {mask_url(url)} lists {got}, expected {want} "
+                                   f"after {timeout:.0f} s")
+            time.sleep(0.5)
+    return want
+
+
+def node_url(coordinator_url: str, port: int) -> str:
+    """The coordinator's URL (scheme, credentials, host) with another node's port."""
+    parts = urlsplit(coordinator_url)
+    host = parts.netloc.rpartition("@")
+    hostport = host[2]
+    bare = hostport.rsplit(":", 1)[0] if not hostport.endswith("]") else hostport
+    return urlunsplit(parts._replace(netloc=f"{host[0]}{host[1]}{bare}:{port}"))
 
 
 def membership(url: str, user: str, password: str) -> dict:

@@ -3,12 +3,11 @@ CouchDB release (DRAGNET_COUCHDB_HOME), a real 3-node local cluster."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
 from dragnet import cluster
-from dragnet.errors import UsageError
+from dragnet.errors import DragnetError, UsageError
 
 
 def test_plan_gives_distinct_ports_and_node_names():
@@ -146,3 +145,67 @@ def test_query_server_counters_of_the_nodes_are_summed():
                                        {"body": summed, "status": 200})
     assert delta["map_calls"] == 600 and delta["map_us_per_call"] == 3500 / 600
     assert results.sum_counters([]) == {}
+
+
+def _membership_server(answers: list[list[str]]):
+    """A loopback node: setup requests answered 201, GET /_membership from `answers` in order (last repeats)."""
+    import http.server
+    import json as _json
+    import threading
+
+    asked: list[int] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _send(self, status, body):
+            data = _json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            nodes = answers[min(len(asked), len(answers) - 1)]
+            asked.append(1)
+            self._send(200, {"all_nodes": nodes, "cluster_nodes": nodes})
+
+        def do_PUT(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._send(201, {"ok": True})
+
+        do_POST = do_PUT
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, asked
+
+
+def test_join_waits_until_every_node_lists_the_whole_cluster():
+    names = ["couchdb@a", "couchdb@b"]
+    coord, coord_asked = _membership_server([names])
+    lagging, lag_asked = _membership_server([["couchdb@b"], ["couchdb@b"], names])
+    try:
+        nodes = [cluster.Node(1, coord.server_address[1], names[0]), cluster.Node(2, lagging.server_address[1], names[1])]
+        url = f"http://127.0.0.1:{coord.server_address[1]}"
+        assert cluster.join(url, nodes, "admin", "s3cret", timeout=30) == names
+        # the second node was asked until its own _membership had caught up
+        assert len(lag_asked) == 3 and len(coord_asked) >= 1
+        stuck, _ = _membership_server([["couchdb@b"]])
+        nodes[1] = cluster.Node(2, stuck.server_address[1], names[1])
+        with pytest.raises(DragnetError, match=rf"_membership at http://admin:\*\*\*@127.0.0.1:{stuck.server_address[1]} "
+                                               r"lists \['couchdb@b'\]"):
+            cluster.join(f"http://admin:s3cret@127.0.0.1:{coord.server_address[1]}", nodes, "admin", "s3cret",
+                         timeout=1)
+        stuck.shutdown()
+    finally:
+        coord.shutdown()
+        lagging.shutdown()
+
+
+def test_node_url_keeps_scheme_credentials_and_host():
+    assert cluster.node_url("http://admin:p%40ss@127.0.0.1:5984", 5986) == "http://admin:p%40ss@127.0.0.1:5986"
+    assert cluster.node_url("http://127.0.0.1:5984/", 5985) == "http://127.0.0.1:5985/"
+    assert cluster.node_url("http://[::1]:5984", 5985) == "http://[::1]:5985"
