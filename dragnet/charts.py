@@ -202,6 +202,7 @@ def disk_matters(rows: Sequence[Any], reference: str, path: Path) -> Chart:
         if dots:
             ax.plot([i] * len(dots), dots, "k.", markersize=5)
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_xlim(-0.6, len(rows) - 0.4)     # an OOM-killed row has no bar to widen the axis
     ax.set_xticks(range(len(labels)), labels, rotation=25, ha="right", fontsize=7)
     ax.set_ylabel(f"docs/s ÷ median of {reference}")
     title = "Disk matters? docs/s against the reference scenario (bars: medians, dots: builds)"

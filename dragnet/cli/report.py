@@ -137,8 +137,8 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
             rows = disk_matters(sc_runs, sc_ref)
             click.echo(f"\n**disk matters?** (× = docs/s against {sc_ref})\n")
             click.echo(rp.md_table(DISK_COLUMNS, disk_rows(rows)), nl=False)
-            click.echo("".join(f"\nmemory: {line}" for line in memory_advice(rows, sc_ref)))
-            click.echo(f"verdict: {verdict(rows, sc_ref)}")
+            click.echo("".join(f"\n- memory: {line}" for line in memory_advice(rows, sc_ref)))
+            click.echo(f"\n**verdict:** {verdict(rows, sc_ref)}")
     elif fmt == "csv":
         click.echo(rp.design_csv(dgroups) if dgroups else rp.to_csv(groups, deltas), nl=False)
     else:
