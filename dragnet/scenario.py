@@ -352,7 +352,8 @@ def memory_advice(rows: list[Row], reference: str) -> list[str]:
     (own_memory()) in the reference scenario, and each limited scenario whose limit is below it (an OOM
     kill there says nothing about the disk)."""
     from .storage import format_size
-    own = {(r.language, r.storage): r.own_memory for r in rows if r.scenario == reference and r.own_memory}
+    own = {(r.language, r.storage): r.own_memory for r in rows
+           if r.scenario == reference and r.own_memory and r.memory_limit is None}
     lines = []
     for (lang, st), m in own.items():
         lines.append(f"CouchDB's own memory in {reference} ({lang}, {st}): {format_size(m)} "

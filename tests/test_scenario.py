@@ -259,3 +259,5 @@ def test_memory_advice_names_limits_below_couchdbs_own_memory():
                           "its 2 OOM kill(s) say nothing about the disk"]
     # no reference measured: nothing to size from, so nothing is claimed
     assert scenario.memory_advice([r for r in rows if r.scenario != ref], ref) == []
+    # nor from a reference that ran under a limit itself (its RSS was squeezed by it)
+    assert scenario.memory_advice(scenario.disk_matters(runs, roomy), roomy) == []
