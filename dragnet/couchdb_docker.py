@@ -19,6 +19,7 @@ from . import couchdb_control as ctl
 from . import limits as _limits
 from . import paths
 from . import storage
+from .couch import CouchError, CouchUnreachable
 from .errors import DragnetError, UsageError
 from .extras import require
 
@@ -404,11 +405,37 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
         ctl.wait_up(inst.url, timeout, alive=alive, log_tail=log_tail,
                     log_name="the container's log (its tail follows; the container is removed)")
         if member is None:  # a cluster's system dbs come from _cluster_setup
-            ctl.ensure_system_dbs(inst.url, user, password)
+            try:
+                ctl.ensure_system_dbs(inst.url, user, password)
+            except (CouchError, CouchUnreachable):
+                # killed at its limit on its first requests: an OOM kill, not an unreachable CouchDB
+                raise_if_oom_killed(container, settings.get("mem_limit"))
+                raise
     except BaseException:
         stop(inst, env=env, c=c, timeout=5)  # it never came up: nothing to shut down gracefully
         raise
     return inst
+
+
+def raise_if_oom_killed(container, limit: int | None, *, settle: float = 5.0, interval: float = 0.25) -> None:
+    """ContainerOOMKilled if the engine says the container was OOM-killed; it notes the exit a moment after
+    the connection drops, so a running container is watched for up to `settle` seconds."""
+    import time
+
+    from docker.errors import NotFound
+
+    deadline = time.monotonic() + settle
+    while True:
+        try:
+            container.reload()
+        except NotFound:
+            return
+        state = container.attrs.get("State") or {}
+        if state.get("OOMKilled"):
+            raise ContainerOOMKilled(limit)
+        if not state.get("Running") or time.monotonic() >= deadline:
+            return
+        time.sleep(interval)
 
 
 def _remove_stale(c, name: str) -> None:

@@ -292,3 +292,30 @@ def test_memcg_of_names_the_containers_memory_group_as_oom_reports_do():
     assert dk.memcg_of(v1) == "/docker/23ba58ac"
     assert dk.memcg_of("0::/system.slice/docker-23ba58ac.scope\n") == "/system.slice/docker-23ba58ac.scope"
     assert dk.memcg_of("") is None
+
+
+class _Container:
+    """What raise_if_oom_killed reads of a docker SDK container: attrs["State"] after each reload()."""
+
+    def __init__(self, states):
+        self.states, self.reloads = list(states), 0
+
+    def reload(self):
+        self.reloads += 1
+
+    @property
+    def attrs(self):
+        return {"State": self.states[min(self.reloads, len(self.states)) - 1]}
+
+
+def test_a_container_killed_on_its_first_requests_is_an_oom_kill_not_unreachable():
+    pytest.importorskip("docker")
+    # the connection drops while the engine still shows it running; the OOM flag follows
+    c = _Container([{"Running": True, "OOMKilled": False}, {"Running": False, "OOMKilled": True}])
+    with pytest.raises(dk.ContainerOOMKilled, match="OOM-killed at limit 48.0 MiB while starting"):
+        dk.raise_if_oom_killed(c, 48 * 1024**2, settle=5, interval=0.01)
+    # a container that exited for another reason, or is still running after the settle time: not ours to name
+    dk.raise_if_oom_killed(_Container([{"Running": False, "OOMKilled": False}]), 48 * 1024**2, interval=0.01)
+    alive = _Container([{"Running": True, "OOMKilled": False}])
+    dk.raise_if_oom_killed(alive, 48 * 1024**2, settle=0.05, interval=0.01)
+    assert alive.reloads >= 2
