@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from . import paths
 from .couch import Couch, CouchError, connect, db_path, mask_url, split_credentials
+from .pidstat import rss_peaks_kb
 from .errors import DragnetError, UsageError
 from .query_servers import LANGUAGES as QS_LANGUAGES
 from .report import BASELINE_LABEL, ratio
@@ -672,10 +673,6 @@ class Bench:
             from .scenario import iostat_averages
             run["iostat"] = iostat_averages(result)
         run["memory"] = result.get("memory")
-        from .scenario import own_memory
-        run["own_memory"] = own_memory(result)
-        if run.get("scenario"):
-            run["memory_limit"] = (result.get("scenario") or {}).get("memory_limit")
         if ok and not result.get("sizes"):
             # index size before cleanup deletes it (a scenario build records it itself)
             from .scenario import sizes as _sizes
@@ -684,9 +681,7 @@ class Bench:
             except CouchError:
                 pass
         run["sizes"] = result.get("sizes")
-        ps = (result.get("pidstat") or {}).get("summary") or {}
-        run["pidstat_peak_rss_kb"] = {fam: (e.get("rss_kb") or {}).get("peak") for fam, e in ps.items()
-                                      if isinstance(e, dict) and (e.get("rss_kb") or {}).get("peak")} or None
+        run["pidstat_peak_rss_kb"] = rss_peaks_kb((result.get("pidstat") or {}).get("summary")) or None
         for idx, value in ratios(self.manifest["runs"]).items():
             self.manifest["runs"][idx]["ratio_to_baseline"] = value
         result["bench"]["ratio_to_baseline"] = run["ratio_to_baseline"]

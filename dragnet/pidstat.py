@@ -73,6 +73,16 @@ def _script(args: list[str]) -> str:
     return ""
 
 
+# families of the processes watching CouchDB rather than being it (the tools, this one and its tests)
+WATCHERS = frozenset({"pidstat", "dragnet", "harness", "other", "python-dragnet"})
+
+
+def rss_peaks_kb(summary: dict | None) -> dict[str, float]:
+    """Each family's RSS peak (kB, summed over its processes) from a summary() as results keep it."""
+    return {fam: e["rss_kb"]["peak"] for fam, e in (summary or {}).items()
+            if isinstance(e, dict) and (e.get("rss_kb") or {}).get("peak")}
+
+
 def family(command: str) -> str:
     """Command family of a pidstat command line, judged by the executable (and an interpreter's script),
     never by other arguments: beam, couchjs, quickjs, chakra, dragnet-node, dragnet-bun, couchpy[-pypy],

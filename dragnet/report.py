@@ -30,6 +30,8 @@ from typing import Any, Iterable, Sequence
 
 from . import stats
 from .errors import UsageError
+from .pidstat import WATCHERS
+from .scenario import label_of as scenario_label
 from .query_servers import LANGUAGES as QS_LANGUAGES
 from .stats import Summary, median, summarize
 
@@ -38,7 +40,7 @@ BENCH_MANIFEST = "bench.json"
 RECORDING_MARKER = "active_tasks.jsonl"
 BASELINE_LABEL = "erlang_baseline"
 # pidstat command families that are not a query server
-INFRA_FAMILIES = frozenset({"beam", "pidstat", "dragnet", "harness", "other", "python-dragnet"})
+INFRA_FAMILIES = WATCHERS | {"beam"}
 
 
 @dataclass
@@ -228,8 +230,7 @@ def to_run(result: dict) -> Run:
     s = result.get("summary") or {}
     bench = result.get("bench") or {}
     storage = str(bench.get("storage_label") or result.get("storage") or "unknown")
-    scenario = bench.get("scenario") or ((result.get("scenario") or {}).get("label")
-                                         if isinstance(result.get("scenario"), dict) else None)
+    scenario = scenario_label(result)
     if scenario:    # builds in different scenarios are different measurements: never one median
         storage = f"{storage} {scenario}"
     docs = _num(s.get("docs"))
@@ -251,7 +252,7 @@ def to_run(result: dict) -> Run:
         comparison=result.get("comparison") if isinstance(result.get("comparison"), dict) else None,
         update_lag_s=_num(s.get("update_lag_s", (result.get("update") or {}).get("lag_s"))),
         incremental_dps=_num((result.get("update") or {}).get("incremental_docs_per_sec")),
-        scenario=scenario or None,
+        scenario=scenario,
     )
 
 

@@ -21,7 +21,7 @@ from . import iostat as _iostat
 from . import limits
 from .couch import Couch, CouchError, db_path, split_credentials
 from .errors import DragnetError, UsageError
-from .pidstat import listening_pid, process_tree
+from .pidstat import WATCHERS, listening_pid, process_tree, rss_peaks_kb
 from .storage import format_size
 
 
@@ -76,14 +76,28 @@ def iostat_averages(result: dict) -> dict | None:
     return {k: (dev.get(k) or {}).get("avg") for k in IOSTAT_AVERAGES} if dev else None
 
 
+def reference_of(scenarios: list[dict]) -> str:
+    """reference_label() from scenarios as JSON (a manifest's, or the results' in the bench's order):
+    unlimited memory, unthrottled, warm or as-is; else the first."""
+    return next((sc["label"] for sc in scenarios if sc.get("memory_limit") is None
+                 and sc["disk_profile"]["name"] == "unlimited" and sc.get("cache") in ("warm", None)),
+                scenarios[0]["label"])
+
+
+def label_of(result: dict) -> str | None:
+    """The scenario a results file's build ran in, or None."""
+    sc = result.get("scenario")
+    return (result.get("bench") or {}).get("scenario") or (sc.get("label") if isinstance(sc, dict) else None) \
+        or None
+
+
 def runs_from_results(results: Iterable[dict]) -> tuple[list[dict], str | None]:
-    """Scenario builds' results files as the rows disk_matters() reads, and the reference scenario's label
-    (as the bench chose it: unlimited memory, unthrottled, warm; else unlimited and unthrottled; else the
-    earliest). ([], None) when no result ran in a scenario."""
-    runs, meta = [], {}
+    """Scenario builds' results files as the rows disk_matters() reads (what the bench's manifest holds
+    of each run), and the reference scenario's label as the bench chose it (reference_of() over the
+    scenarios in the order their first builds started). ([], None) when no result ran in a scenario."""
+    runs, first = [], {}
     for r in results:
-        sc = (r.get("scenario") or {}) if isinstance(r.get("scenario"), dict) else {}
-        label = (r.get("bench") or {}).get("scenario") or sc.get("label")
+        label = label_of(r)
         if not label:
             continue
         s = r.get("summary") or {}
@@ -92,18 +106,13 @@ def runs_from_results(results: Iterable[dict]) -> tuple[list[dict], str | None]:
         runs.append({"language": b.get("language") or s.get("language") or "?",
                      "storage": str(b.get("storage_label") or r.get("storage") or "unknown"),
                      "scenario": label, "status": status, "docs_per_sec_wall": s.get("docs_per_sec_wall"),
-                     "iostat": iostat_averages(r), "memory_limit": sc.get("memory_limit"),
-                     "own_memory": own_memory(r)})
-        meta.setdefault(label, (str(r.get("started_at") or ""), sc))
+                     "iostat": iostat_averages(r), "memory": r.get("memory"),
+                     "pidstat_peak_rss_kb": rss_peaks_kb((r.get("pidstat") or {}).get("summary"))})
+        sc = r["scenario"] if isinstance(r.get("scenario"), dict) else {"label": label}
+        first.setdefault(label, (str(r.get("started_at") or ""), {"disk_profile": {"name": "unlimited"}, **sc}))
     if not runs:
         return [], None
-
-    def unthrottled(sc: dict) -> bool:
-        return sc.get("memory_limit") is None and (sc.get("disk_profile") or {}).get("name", "unlimited") == "unlimited"
-    order = sorted(meta, key=lambda lab: meta[lab][0])
-    ref = next((lab for lab in order if unthrottled(meta[lab][1]) and meta[lab][1].get("cache") in ("warm", None)),
-               next((lab for lab in order if unthrottled(meta[lab][1])), order[0]))
-    return runs, ref
+    return runs, reference_of([sc for _, sc in sorted(first.values(), key=lambda v: v[0])])
 
 
 # ---------------------------------------------------------------- where CouchDB keeps its data
@@ -296,18 +305,12 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
 
 # ---------------------------------------------------------------- disk matters? (pure)
 
-# pidstat families that are not CouchDB's (the tools watching it)
-NOT_COUCHDB = frozenset({"pidstat", "dragnet", "harness", "other", "python-dragnet"})
-
-
-def own_memory(result: dict) -> int | None:
-    """CouchDB's own memory in one build, bytes: the sum over beam and the query servers of pidstat's RSS
-    peak (per family, summed over its processes). The page cache is not in it, so a memory limit must be
-    at least this, plus whatever page cache it means to leave, or the kernel kills beam instead of the
-    build reading from disk."""
-    summ = (result.get("pidstat") or {}).get("summary") or {}
-    peaks = [((e or {}).get("rss_kb") or {}).get("peak") for fam, e in summ.items() if fam not in NOT_COUCHDB]
-    peaks = [p for p in peaks if isinstance(p, (int, float))]
+def own_memory(peaks_kb: dict | None) -> int | None:
+    """CouchDB's own memory in one build, bytes: the sum over beam and the query servers of their RSS
+    peaks (pidstat.rss_peaks_kb(), as a bench run keeps them in "pidstat_peak_rss_kb"). The page cache is not
+    in it, so a memory limit must be at least this, plus whatever page cache it means to leave, or the
+    kernel kills beam instead of the build reading from disk."""
+    peaks = [v for fam, v in (peaks_kb or {}).items() if fam not in WATCHERS]
     return int(sum(peaks) * 1024) if peaks else None
 
 
@@ -327,8 +330,8 @@ class Row:
 
 def disk_matters(runs: Iterable[dict], reference: str) -> list[Row]:
     """Rows per (language, storage, scenario) from manifest runs ({"language","storage","scenario",
-    "status","docs_per_sec_wall","oom_killed","iostat"}); ratio to the reference scenario of the same
-    language and storage."""
+    "status","docs_per_sec_wall","iostat","memory","pidstat_peak_rss_kb"}); ratio to the reference scenario
+    of the same language and storage."""
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
         groups.setdefault((r["language"], r["storage"], r.get("scenario") or reference), []).append(r)
@@ -340,8 +343,8 @@ def disk_matters(runs: Iterable[dict], reference: str) -> list[Row]:
         ratio = statistics.median(ok) / statistics.median(ref) if ok and ref else None
         io = [r["iostat"] for r in rs if r.get("iostat")]
         io_mean = {k: statistics.mean(i[k] for i in io) for k in io[0]} if io else None
-        limit = next((r["memory_limit"] for r in rs if r.get("memory_limit")), None)
-        own = [r["own_memory"] for r in rs if r.get("status") == "ok" and r.get("own_memory")]
+        limit = next((r["memory"]["limit"] for r in rs if (r.get("memory") or {}).get("limit")), None)
+        own = [m for m in (own_memory(r.get("pidstat_peak_rss_kb")) for r in rs if r.get("status") == "ok") if m]
         rows.append(Row(lang, st, sc, ok, ratio, bool(ok and ref and max(ok) < min(ref)),
                         sum(1 for r in rs if r.get("status") == "oom"), io_mean, limit, max(own, default=None)))
     return rows
@@ -367,6 +370,13 @@ def memory_advice(rows: list[Row], reference: str) -> list[str]:
                          + (f"; its {r.oom} OOM kill(s) say nothing about the disk" if r.oom else
                             "; builds that finished under it had less page cache than the limit suggests"))
     return lines
+
+
+def disk_summary(rows: list[Row], reference: str) -> dict:
+    """The "disk matters?" rows, memory lines and verdict, as --json gives them."""
+    from dataclasses import asdict
+    return {"disk_matters": [asdict(r) for r in rows], "memory_advice": memory_advice(rows, reference),
+            "verdict": verdict(rows, reference)}
 
 
 def verdict(rows: list[Row], reference: str, *, threshold: float = 0.9) -> str:

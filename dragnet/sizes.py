@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Sequence
 from . import bench as b
 from .couch import connect, db_path
 from .errors import DragnetError, UsageError
+from .scenario import own_memory
 from .limits import parse_sizes  # noqa: F401  (re-exported: the CLI parses --sizes here)
 
 SCHEMA = "dragnet.sizes/1"
@@ -129,10 +130,8 @@ def peak_memory(run: dict) -> tuple[int | None, str | None]:
     mem = run.get("memory") or {}
     if mem.get("peak"):
         return int(mem["peak"]), "cgroup"
-    fams = run.get("pidstat_peak_rss_kb") or {}
-    if fams:
-        return int(sum(fams.values()) * 1024), "pidstat rss"
-    return None, None
+    own = own_memory(run.get("pidstat_peak_rss_kb"))
+    return (own, "pidstat rss") if own is not None else (None, None)
 
 
 @dataclass
@@ -183,14 +182,6 @@ def fits(runs: Iterable[dict]) -> dict[tuple[str, str], Fit | None]:
         if r.get("status") == "ok" and r.get("wall_time_s"):
             pts[key].append((r["size"], r["wall_time_s"]))
     return {k: fit_slope(v) for k, v in pts.items()}
-
-
-def reference_of(scenarios: list[dict]) -> str:
-    """dragnet.scenario.reference_label from a manifest's scenarios (JSON): unlimited memory, unthrottled,
-    warm or as-is; else the first."""
-    return next((sc["label"] for sc in scenarios if sc.get("memory_limit") is None
-                 and sc["disk_profile"]["name"] == "unlimited" and sc.get("cache") in ("warm", None)),
-                scenarios[0]["label"])
 
 
 def describe_slope(fit: Fit | None) -> str:

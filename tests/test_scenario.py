@@ -239,19 +239,21 @@ def test_own_memory_sums_couchdbs_rss_peaks_not_the_watchers():
                "couchjs": {"rss_kb": {"avg": 90_000.0, "peak": 100_000.0}},
                "pidstat": {"rss_kb": {"avg": 4_000.0, "peak": 4_000.0}},
                "dragnet": {"rss_kb": {"avg": 80_000.0, "peak": 90_000.0}}}
-    assert scenario.own_memory({"pidstat": {"summary": summary}}) == 350_000 * 1024
-    assert scenario.own_memory({"pidstat": {"summary": {}}}) is None and scenario.own_memory({}) is None
+    assert scenario.own_memory(pidstat.rss_peaks_kb(summary)) == 350_000 * 1024
+    assert scenario.own_memory(pidstat.rss_peaks_kb({})) is None and scenario.own_memory(None) is None
 
 
 def test_memory_advice_names_limits_below_couchdbs_own_memory():
     mib = 1024**2
     ref, tight, roomy = "mem-unlimited/unlimited/cold", "mem-160.0MiB/unlimited/cold", "mem-512.0MiB/unlimited/cold"
+    # as the bench's manifest keeps them: RSS peaks per family in kB, the scenario's memory limit
     runs = [{"language": "javascript", "storage": "disk", "scenario": ref, "status": "ok",
-             "docs_per_sec_wall": 300.0, "own_memory": own, "memory_limit": None} for own in (400 * mib, 420 * mib)]
+             "docs_per_sec_wall": 300.0, "pidstat_peak_rss_kb": {"beam": own * 0.75 / 1024, "couchjs": own * 0.25 / 1024},
+             "memory": None} for own in (400 * mib, 420 * mib)]
     runs += [{"language": "javascript", "storage": "disk", "scenario": tight, "status": "oom",
-              "docs_per_sec_wall": None, "memory_limit": 160 * mib} for _ in range(2)]
+              "docs_per_sec_wall": None, "memory": {"limit": 160 * mib}} for _ in range(2)]
     runs += [{"language": "javascript", "storage": "disk", "scenario": roomy, "status": "ok",
-              "docs_per_sec_wall": 290.0, "own_memory": 410 * mib, "memory_limit": 512 * mib}]
+              "docs_per_sec_wall": 290.0, "pidstat_peak_rss_kb": {"beam": 410 * 1024}, "memory": {"limit": 512 * mib}}]
     rows = scenario.disk_matters(runs, ref)
     advice = scenario.memory_advice(rows, ref)
     assert advice[0].startswith(f"CouchDB's own memory in {ref} (javascript, disk): 420.0 MiB")
@@ -261,3 +263,11 @@ def test_memory_advice_names_limits_below_couchdbs_own_memory():
     assert scenario.memory_advice([r for r in rows if r.scenario != ref], ref) == []
     # nor from a reference that ran under a limit itself (its RSS was squeezed by it)
     assert scenario.memory_advice(scenario.disk_matters(runs, roomy), roomy) == []
+
+
+def test_reference_of_manifest_scenarios_matches_reference_label():
+    for mems, profs, caches in (([None, 64 * 1024**2], "hdd-150iops,unlimited", ["cold", "warm"]),
+                                ([160 * 1024**2], "unlimited,hdd-150iops", ["cold"]),
+                                ([64 * 1024**2], "hdd-150iops", [])):
+        scs = scenario.expand(mems, limits.parse_profiles(profs), caches)
+        assert scenario.reference_of([s.to_json() for s in scs]) == scenario.reference_label(scs)

@@ -224,13 +224,3 @@ def test_live_sizes_sweep(live_url, tmp_path):
     finally:
         for n in (200, 800):
             couch.request("DELETE", f"/{db}-{n}", ok=(200, 202, 404))
-
-
-def test_reference_of_manifest_scenarios_matches_reference_label():
-    from dragnet import limits, scenario
-
-    for mems, profs, caches in (([None, 64 * MiB], "hdd-150iops,unlimited", ["cold", "warm"]),
-                                ([160 * MiB], "unlimited,hdd-150iops", ["cold"]),
-                                ([64 * MiB], "hdd-150iops", [])):
-        scs = scenario.expand(mems, limits.parse_profiles(profs), caches)
-        assert sz.reference_of([s.to_json() for s in scs]) == scenario.reference_label(scs)

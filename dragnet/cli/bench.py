@@ -176,13 +176,9 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
     if as_json:
         extra = {}
         if scenarios:
-            from dataclasses import asdict
-
-            from ..scenario import disk_matters, memory_advice, reference_label, verdict
+            from ..scenario import disk_matters, disk_summary, reference_label
             ref = reference_label(scenarios)
-            rows = disk_matters(runs, ref)
-            extra = {"disk_matters": [asdict(r) for r in rows], "memory_advice": memory_advice(rows, ref),
-                     "verdict": verdict(rows, ref)}
+            extra = disk_summary(disk_matters(runs, ref), ref)
         report = rp.to_json(groups)
         if dgroups:
             report["design"] = rp.design_json(dgroups)
@@ -197,9 +193,10 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         if dgroups:
             render_design_table(dgroups, title=title)
         if scenarios:
-            from ..scenario import reference_label
+            from ..scenario import disk_matters, reference_label
             from .report import render_disk_matters
-            render_disk_matters(runs, reference_label(scenarios))
+            ref = reference_label(scenarios)
+            render_disk_matters(disk_matters(runs, ref), ref)
         for r in failed:
             click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
         for line in differences_lines(bench.dir, runs):
@@ -215,7 +212,6 @@ def _sizes(config, counts, on_event, plot_path, as_json) -> None:
     from pathlib import Path
 
     from .. import sizes as sz
-    from ..errors import DragnetError
 
     try:
         summary = sz.run_sweep(config, counts, on_event=on_event)
@@ -252,19 +248,16 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
     n_ok = sum(1 for r in runs if r["status"] == "ok")
     disk = {}
     scs = next((m.get("scenarios") for m in manifests.values() if m.get("scenarios")), None)
-    ref = sz.reference_of(scs) if scs else None
+    from ..scenario import disk_matters, disk_summary, reference_of
+    ref = reference_of(scs) if scs else None
     if ref:     # "disk matters?" per size: sizes are never mixed in one comparison
-        from ..scenario import disk_matters, memory_advice, verdict
-        for n, m in sorted(manifests.items()):
-            rows = disk_matters(m["runs"], ref)
-            disk[n] = (rows, verdict(rows, ref), memory_advice(rows, ref))
+        disk = {n: disk_matters(m["runs"], ref) for n, m in sorted(manifests.items())}
     if as_json:
-        from dataclasses import asdict
-
+        summaries = {str(n): disk_summary(rows, ref) for n, rows in disk.items()}
         print_json({"dir": str(folder), "chart": str(png) if png else None, "chart_note": chart_note,
                     "sizes": saved, **an,
-                    "disk_matters": {str(n): {"rows": [asdict(r) for r in rows], "verdict": v, "memory_advice": adv}
-                                     for n, (rows, v, adv) in disk.items()}})
+                    "disk_matters": {n: {"rows": d["disk_matters"], "verdict": d["verdict"],
+                                         "memory_advice": d["memory_advice"]} for n, d in summaries.items()}})
     else:
         from rich.console import Console
         from rich.table import Table
@@ -278,19 +271,9 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
         for cells in sz.table_cells(rows):
             table.add_row(*(Text(c) for c in cells))
         Console(width=200).print(table)
-        if disk:
-            from ..scenario import DISK_COLUMNS, disk_rows
-            for n, (rows_, v, adv) in disk.items():
-                t = Table(title=f"disk matters? at {n:,} documents (× = docs/s against {ref})",
-                          header_style="bold")
-                for col in DISK_COLUMNS:
-                    t.add_column(col)
-                for cells in disk_rows(rows_):
-                    t.add_row(*(Text(c) for c in cells))
-                Console(width=200).print(t)
-                for line in adv:
-                    click.echo(f"memory at {n:,} documents: {line}")
-                click.echo(f"verdict at {n:,} documents: {v}")
+        from .report import render_disk_matters
+        for n, rows_ in disk.items():
+            render_disk_matters(rows_, ref, at=f" at {n:,} documents")
         for f in an["fits"]:
             fit = sz.Fit(**{k: f[k] for k in ("slope", "intercept", "r2", "points")}) if f["slope"] is not None \
                 else None

@@ -64,22 +64,22 @@ def render_deltas(deltas) -> None:
     _console(160).print(table)
 
 
-def render_disk_matters(runs: list[dict], ref: str) -> None:
-    """The "disk matters?" table and its verdict (bench scenarios)."""
+def render_disk_matters(rows, ref: str, at: str = "") -> None:
+    """The "disk matters?" table (scenario.disk_matters() rows), its memory lines and verdict; `at` names
+    what the table is of (" at 10,000 documents" in a size sweep)."""
     from rich.table import Table
     from rich.text import Text
 
-    from ..scenario import DISK_COLUMNS, disk_matters, disk_rows, memory_advice, verdict
-    rows = disk_matters(runs, ref)
-    table = Table(title=f"disk matters? (× = docs/s against {ref})", header_style="bold")
+    from ..scenario import DISK_COLUMNS, disk_rows, memory_advice, verdict
+    table = Table(title=f"disk matters?{at} (× = docs/s against {ref})", header_style="bold")
     for col in DISK_COLUMNS:
         table.add_column(col)
     for cells in disk_rows(rows):
         table.add_row(*(Text(c) for c in cells))
     _console(200).print(table)
     for line in memory_advice(rows, ref):
-        click.echo("memory: " + line)
-    click.echo("verdict: " + verdict(rows, ref))
+        click.echo(f"memory{at}: {line}")
+    click.echo(f"verdict{at}: {verdict(rows, ref)}")
 
 
 @click.command("report")
@@ -99,10 +99,11 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
     ratio to the Erlang baseline, spread over repeats, resources per process family. Design-doc benchmarks
     (--ddoc) get their own table per design doc, view, engine and storage: ratio to the reference engine,
     rows compared and differences, --update lag."""
-    from ..scenario import disk_matters, memory_advice, runs_from_results, verdict
+    from ..scenario import disk_matters, disk_summary, memory_advice, runs_from_results, verdict
 
     docs = rp.load_results(results)
     sc_runs, sc_ref = runs_from_results(docs)
+    sc_rows = disk_matters(sc_runs, sc_ref) if sc_ref else []
     groups = rp.build_report(docs)
     dgroups = rp.build_design_report(docs, reference)
     deltas = rp.compare(groups, rp.build_report(rp.load_results(baseline))) if baseline else None
@@ -115,10 +116,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
         if dgroups:
             out["design"] = rp.design_json(dgroups)
         if sc_ref:
-            from dataclasses import asdict
-            rows = disk_matters(sc_runs, sc_ref)
-            out.update(disk_matters=[asdict(r) for r in rows], reference_scenario=sc_ref,
-                       memory_advice=memory_advice(rows, sc_ref), verdict=verdict(rows, sc_ref))
+            out.update(reference_scenario=sc_ref, **disk_summary(sc_rows, sc_ref))
     elif fmt == "markdown":
         if groups or not dgroups:
             click.echo(rp.to_markdown(groups), nl=False)
@@ -134,11 +132,10 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
             click.echo(rp.deltas_markdown(deltas), nl=False)
         if sc_ref:
             from ..scenario import DISK_COLUMNS, disk_rows
-            rows = disk_matters(sc_runs, sc_ref)
             click.echo(f"\n**disk matters?** (× = docs/s against {sc_ref})\n")
-            click.echo(rp.md_table(DISK_COLUMNS, disk_rows(rows)), nl=False)
-            click.echo("".join(f"\n- memory: {line}" for line in memory_advice(rows, sc_ref)))
-            click.echo(f"\n**verdict:** {verdict(rows, sc_ref)}")
+            click.echo(rp.md_table(DISK_COLUMNS, disk_rows(sc_rows)), nl=False)
+            click.echo("".join(f"\n- memory: {line}" for line in memory_advice(sc_rows, sc_ref)))
+            click.echo(f"\n**verdict:** {verdict(sc_rows, sc_ref)}")
     elif fmt == "csv":
         click.echo(rp.design_csv(dgroups) if dgroups else rp.to_csv(groups, deltas), nl=False)
     else:
@@ -152,15 +149,14 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
         if deltas is not None:
             render_deltas(deltas)
         if sc_ref:
-            render_disk_matters(sc_runs, sc_ref)
+            render_disk_matters(sc_rows, sc_ref)
 
     if plot_dir:
         from .. import charts
 
         drawn = charts.write_charts(docs, groups, plot_dir)
         if sc_ref:
-            drawn.append(charts.disk_matters(disk_matters(sc_runs, sc_ref), sc_ref,
-                                             Path(plot_dir) / "disk_matters.png"))
+            drawn.append(charts.disk_matters(sc_rows, sc_ref, Path(plot_dir) / "disk_matters.png"))
         if fmt == "json":
             out["charts"] = [str(c.path) for c in drawn]
         else:
