@@ -166,37 +166,34 @@ def device_node(device, dev: str = "/dev") -> str:
     return str(path)
 
 
-def cgroup_dirs(proc_cgroup: str, root: str | Path = "/sys/fs/cgroup") -> dict[str, Path]:
-    """The memory and blkio/io cgroup directories of a process from its /proc/PID/cgroup text (v1: one
-    line per controller hierarchy; v2: the single `0::` line)."""
-    root = Path(root)
-    out: dict[str, Path] = {}
+def _cgroup_paths(proc_cgroup: str) -> dict[str, tuple[str, bool]]:
+    """controller -> (its group's path in its hierarchy, whether that is the v2 unified one), for memory and
+    blkio, from /proc/PID/cgroup text (v1: one line per controller hierarchy; v2: the single `0::` line,
+    which v1 lines take precedence over)."""
+    out: dict[str, tuple[str, bool]] = {}
     for line in proc_cgroup.splitlines():
         hid, _, rest = line.partition(":")
         ctrls, _, path = rest.partition(":")
-        rel = path.lstrip("/")
         if hid == "0" and ctrls == "":
-            out.setdefault("memory", root / rel)
-            out.setdefault("blkio", root / rel)
+            out.setdefault("memory", (path, True))
+            out.setdefault("blkio", (path, True))
             continue
         for ctrl in ctrls.split(","):
             if ctrl in ("memory", "blkio"):
-                out[ctrl] = root / ctrl / rel
+                out[ctrl] = (path, False)
     return out
 
 
+def cgroup_dirs(proc_cgroup: str, root: str | Path = "/sys/fs/cgroup") -> dict[str, Path]:
+    """The memory and blkio/io cgroup directories of a process from its /proc/PID/cgroup text."""
+    root = Path(root)
+    return {ctrl: (root if v2 else root / ctrl) / path.lstrip("/")
+            for ctrl, (path, v2) in _cgroup_paths(proc_cgroup).items()}
+
+
 def memcg_of(proc_cgroup: str) -> str | None:
-    """A process's memory cgroup as the kernel names it in OOM reports ("/docker/<id>"), from its
-    /proc/PID/cgroup text (v1: the memory line; v2: the `0::` line)."""
-    v2 = None
-    for line in proc_cgroup.splitlines():
-        hid, _, rest = line.partition(":")
-        ctrls, _, path = rest.partition(":")
-        if "memory" in ctrls.split(","):
-            return path
-        if hid == "0" and ctrls == "":
-            v2 = path
-    return v2
+    """A process's memory cgroup as the kernel names it in OOM reports ("/docker/<id>")."""
+    return _cgroup_paths(proc_cgroup).get("memory", (None, False))[0]
 
 
 def container_settings(*, image: str, port: int, user: str, password: str, storage_kind: str = "disk",
@@ -417,9 +414,9 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     return inst
 
 
-def raise_if_oom_killed(container, limit: int | None, *, settle: float = 5.0, interval: float = 0.25) -> None:
-    """ContainerOOMKilled if the engine says the container was OOM-killed; it notes the exit a moment after
-    the connection drops, so a running container is watched for up to `settle` seconds."""
+def oom_killed(container, *, settle: float = 5.0, interval: float = 0.25) -> bool:
+    """State.OOMKilled of a container; the engine notes the exit a moment after beam's connection drops,
+    so one still running is watched for up to `settle` seconds. False once it is gone."""
     import time
 
     from docker.errors import NotFound
@@ -429,13 +426,17 @@ def raise_if_oom_killed(container, limit: int | None, *, settle: float = 5.0, in
         try:
             container.reload()
         except NotFound:
-            return
+            return False
         state = container.attrs.get("State") or {}
-        if state.get("OOMKilled"):
-            raise ContainerOOMKilled(limit)
-        if not state.get("Running") or time.monotonic() >= deadline:
-            return
+        if state.get("OOMKilled") or state.get("Status") != "running" or time.monotonic() >= deadline:
+            return bool(state.get("OOMKilled"))
         time.sleep(interval)
+
+
+def raise_if_oom_killed(container, limit: int | None, *, settle: float = 5.0, interval: float = 0.25) -> None:
+    """ContainerOOMKilled if the engine says the container was OOM-killed (oom_killed())."""
+    if oom_killed(container, settle=settle, interval=interval):
+        raise ContainerOOMKilled(limit)
 
 
 def _remove_stale(c, name: str) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -258,22 +257,8 @@ class DockerTarget:
                         bool(oom_killed or (use and use.oom_kills)))
 
     def _oom_killed(self, failed: bool, settle: float = 5.0) -> bool:
-        """State.OOMKilled; after a failed build, once the engine has seen the container exit (beam killed
-        drops the connection a moment before the engine notes the exit)."""
-        from docker.errors import NotFound
-
-        if self.container is None:
-            return False
-        deadline = time.monotonic() + (settle if failed else 0)
-        while True:
-            try:
-                self.container.reload()
-            except NotFound:
-                return False
-            state = self.container.attrs.get("State") or {}
-            if state.get("OOMKilled") or state.get("Status") != "running" or time.monotonic() >= deadline:
-                return bool(state.get("OOMKilled"))
-            time.sleep(0.25)
+        """State.OOMKilled; after a failed build, once the engine has seen the container exit."""
+        return self.container is not None and dk.oom_killed(self.container, settle=settle if failed else 0)
 
     def record(self) -> dict:
         return {"backend": "docker", "container": {

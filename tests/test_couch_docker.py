@@ -311,11 +311,11 @@ class _Container:
 def test_a_container_killed_on_its_first_requests_is_an_oom_kill_not_unreachable():
     pytest.importorskip("docker")
     # the connection drops while the engine still shows it running; the OOM flag follows
-    c = _Container([{"Running": True, "OOMKilled": False}, {"Running": False, "OOMKilled": True}])
+    c = _Container([{"Status": "running", "OOMKilled": False}, {"Status": "exited", "OOMKilled": True}])
     with pytest.raises(dk.ContainerOOMKilled, match="OOM-killed at limit 48.0 MiB while starting"):
         dk.raise_if_oom_killed(c, 48 * 1024**2, settle=5, interval=0.01)
     # a container that exited for another reason, or is still running after the settle time: not ours to name
-    dk.raise_if_oom_killed(_Container([{"Running": False, "OOMKilled": False}]), 48 * 1024**2, interval=0.01)
-    alive = _Container([{"Running": True, "OOMKilled": False}])
+    dk.raise_if_oom_killed(_Container([{"Status": "exited", "OOMKilled": False}]), 48 * 1024**2, interval=0.01)
+    alive = _Container([{"Status": "running", "OOMKilled": False}])
     dk.raise_if_oom_killed(alive, 48 * 1024**2, settle=0.05, interval=0.01)
     assert alive.reloads >= 2
