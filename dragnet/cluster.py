@@ -13,8 +13,8 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from . import couchdb_control as ctl
 from .couch import connect, mask_url
@@ -64,8 +64,9 @@ def join(coordinator_url: str, nodes: list[Node], user: str, password: str, *, t
         couch.request(method, path, json=body, ok=(200, 201, 202, 400, 409))
     want = sorted(n.name for n in nodes)
     deadline = time.monotonic() + timeout
-    # the nodes database reaches the other nodes a moment after the coordinator: ask each one
-    for url in [coordinator_url] + [node_url(coordinator_url, n.port) for n in nodes]:
+    # the nodes database reaches the other nodes a moment after the coordinator: ask each one (the
+    # coordinator is one of them)
+    for url in [node_url(coordinator_url, n.port) for n in nodes]:
         each = connect(url, user=user, password=password, env={})
         while True:
             got = sorted(each.get("/_membership").get("cluster_nodes", []))
