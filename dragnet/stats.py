@@ -154,8 +154,7 @@ def bootstrap_ratio_ci(x: Sequence[float], y: Sequence[float], *, level: float =
         bx = [x[rng.randrange(len(x))] for _ in x]
         by = [y[rng.randrange(len(y))] for _ in y]
         ratios.append(median(bx) / median(by))
-    tail = (1 - level) / 2 * 100
-    return point, percentile(ratios, tail), percentile(ratios, 100 - tail)
+    return (point, *_interval(ratios, level))
 
 
 def paired_ratio_ci(x: Sequence[float], y: Sequence[float], *, level: float = 0.95,
@@ -172,8 +171,13 @@ def paired_ratio_ci(x: Sequence[float], y: Sequence[float], *, level: float = 0.
     rng = random.Random(seed)
     n = len(ratios)
     boot = [median([ratios[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples)]
+    return (median(ratios), *_interval(boot, level))
+
+
+def _interval(boot: Sequence[float], level: float) -> tuple[float, float]:
+    """The percentile interval holding `level` of bootstrap replicates."""
     tail = (1 - level) / 2 * 100
-    return median(ratios), percentile(boot, tail), percentile(boot, 100 - tail)
+    return percentile(boot, tail), percentile(boot, 100 - tail)
 
 
 @dataclass(frozen=True)
