@@ -82,24 +82,37 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve_json(answers: list[tuple[int, object]]):
-    """A loopback HTTP server answering GETs from `answers` in order (the last one repeats).
+def serve_json(answers: list[tuple[int, object]], writes: tuple[int, object] | None = None):
+    """A loopback HTTP server answering GETs from `answers` in order (the last one repeats), and PUTs and
+    POSTs with `writes` when given.
 
-    Returns (server, paths seen); call server.shutdown() when done. For client-side behaviour on
+    Returns (server, GET paths seen); call server.shutdown() when done. For client-side behaviour on
     one recorded CouchDB answer; anything about CouchDB itself needs the live fixtures.
     """
     seen: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            status, body = answers[min(len(seen), len(answers) - 1)]
-            seen.append(self.path)
+        def _send(self, status, body):
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def do_GET(self):
+            status, body = answers[min(len(seen), len(answers) - 1)]
+            seen.append(self.path)
+            self._send(status, body)
+
+        def do_PUT(self):
+            if writes is None:
+                self.send_error(405)
+                return
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._send(*writes)
+
+        do_POST = do_PUT
 
         def log_message(self, *a):
             pass

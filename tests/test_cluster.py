@@ -3,8 +3,8 @@ CouchDB release (DRAGNET_COUCHDB_HOME), a real 3-node local cluster."""
 
 from __future__ import annotations
 
-
 import pytest
+from conftest import serve_json
 
 from dragnet import cluster
 from dragnet.errors import DragnetError, UsageError
@@ -149,38 +149,8 @@ def test_query_server_counters_of_the_nodes_are_summed():
 
 def _membership_server(answers: list[list[str]]):
     """A loopback node: setup requests answered 201, GET /_membership from `answers` in order (last repeats)."""
-    import http.server
-    import json as _json
-    import threading
-
-    asked: list[int] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def _send(self, status, body):
-            data = _json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self):
-            nodes = answers[min(len(asked), len(answers) - 1)]
-            asked.append(1)
-            self._send(200, {"all_nodes": nodes, "cluster_nodes": nodes})
-
-        def do_PUT(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self._send(201, {"ok": True})
-
-        do_POST = do_PUT
-
-        def log_message(self, *a):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv, asked
+    return serve_json([(200, {"all_nodes": nodes, "cluster_nodes": nodes}) for nodes in answers],
+                      writes=(201, {"ok": True}))
 
 
 def test_join_waits_until_every_node_lists_the_whole_cluster():
