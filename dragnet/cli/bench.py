@@ -263,8 +263,7 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
         from rich.table import Table
         from rich.text import Text
 
-        rows = sz.size_rows(runs, sz._db_bytes(saved), {
-            sc["label"]: sc.get("memory_limit") for m in manifests.values() for sc in m.get("scenarios") or []})
+        rows = [sz.SizeRow(**r) for r in an["rows"]]      # what analyse() computed, not computed again
         table = Table(title=f"sizes ({n_ok} of {len(runs)} runs ok)", header_style="bold")
         for col in sz.SIZE_COLUMNS:
             table.add_column(col)
