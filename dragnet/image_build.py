@@ -1,4 +1,4 @@
-"""How dragnet builds its image (docker/Dockerfile), and why a build failed, in one line (pure).
+"""How dragnet builds its image (docker/Dockerfile), and why a build failed, in one line.
 
 The choice: the build's RUN steps use the host's network unless DRAGNET_DOCKER_BUILD_NETWORK names another
 (e.g. `bridge`, the engine's default). An engine without NAT for its bridge (dockerd --iptables=false
@@ -9,7 +9,8 @@ timeouts) before a retry. Likewise pip and npm get the certificates of the host'
 (docker/Dockerfile; never a layer of the image); DRAGNET_DOCKER_CA_BUNDLE names another bundle, `none` none.
 
 When a build still fails, classify() reads its log: the step that failed and whether its output shows no
-network, an untrusted certificate, or neither (a genuine error of the Dockerfile or a package).
+network, an untrusted certificate, or neither (a genuine error of the Dockerfile or a package). All of this
+is pure but for finding the host's bundle; dragnet.couchdb_docker runs the build.
 """
 
 from __future__ import annotations
