@@ -356,6 +356,9 @@ def build_image(c, image: str = DEFAULT_IMAGE, *, env: dict | None = None,
         except APIError as exc:
             out.write(image_build.log_line({"error": str(exc.explanation or exc)}))
             failed = True
+        except KeyboardInterrupt:  # the engine cancels the build and removes its container when we hang up
+            out.write(image_build.log_line({"error": "interrupted"}))
+            raise
     if failed:
         raise DragnetError(image_build.message(image, image_build.classify(log.read_text()), settings, log))
     return c.images.get(image).id
