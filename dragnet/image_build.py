@@ -99,8 +99,9 @@ def classify(log: str) -> Failure:
         hit = next((m for m in map(pattern.search, [*output, error]) if m), None)
         if hit is not None:
             line = hit.string.strip()
-            # a long line (pip's retries) from what matched on
-            return Failure(step, instruction, cause, line if len(line) <= 160 else hit.string[hit.start():].strip())
+            if len(line) > 160:   # pip's retry warnings: from what matched on
+                line = hit.string[hit.start():].strip()
+            return Failure(step, instruction, cause, line)
     # what the step said last (apt's "E: ...", pip's "ERROR: ..."), else the engine's error (COPY failed)
     return Failure(step, instruction, "build", output[-1].strip() if output else error.strip() or "no output")
 
@@ -137,8 +138,8 @@ def log_line(chunk: dict) -> str:
         return f"{ERROR_PREFIX}{chunk['error'].strip()}\n"
     if chunk.get("stream"):
         return ANSI.sub("", chunk["stream"])
-    if chunk.get("status"):  # a base image being pulled
-        return " ".join(str(chunk[k]) for k in ("status", "id", "progress") if chunk.get(k)) + "\n"
+    if chunk.get("status"):  # a base image being pulled (its progress bars left out)
+        return " ".join(str(chunk[k]) for k in ("status", "id") if chunk.get(k)) + "\n"
     return ""
 
 

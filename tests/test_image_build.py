@@ -70,16 +70,18 @@ def test_genuine_dockerfile_errors_are_neither():
 
 
 def test_log_lines_and_path():
-    assert ib.log_line({"stream": "\x1b[91mE: Unable to locate package x\n\x1b[0m"}) == "E: Unable to locate package x\n"
+    coloured = {"stream": "\x1b[91mE: Unable to locate package x\n\x1b[0m"}   # a RUN step's stderr
+    assert ib.log_line(coloured) == "E: Unable to locate package x\n"
     assert ib.log_line({"error": "COPY failed\n", "errorDetail": {}}) == f"{ib.ERROR_PREFIX}COPY failed\n"
     assert ib.log_line({"status": "Pulling from library/debian", "id": "bookworm"}) == \
         "Pulling from library/debian bookworm\n"
     assert ib.log_line({"aux": {"ID": "sha256:0"}}) == ""
     assert ib.log_path(Path("/s"), "dragnet/couchdb:3.5.0") == Path("/s/build-dragnet_couchdb_3.5.0.log")
     # an engine error before any step (a build refused outright) is still one line with the log's path
-    f = ib.classify(ib.log_line({"error": "Cannot locate specified Dockerfile: docker/Dockerfile"}))
-    assert (f.step, f.cause, f.evidence) == (None, "build", "Cannot locate specified Dockerfile: docker/Dockerfile")
-    assert ib.message("x", f, BRIDGE, "b.log").startswith("building x failed: Cannot locate specified Dockerfile: docker/Dockerfile;")
+    refused = "Cannot locate specified Dockerfile: docker/Dockerfile"
+    f = ib.classify(ib.log_line({"error": refused}))
+    assert (f.step, f.cause, f.evidence) == (None, "build", refused)
+    assert ib.message("x", f, BRIDGE, "b.log").startswith(f"building x failed: {refused};")
 
 
 def test_ca_bundle_named_found_or_none(tmp_path):
