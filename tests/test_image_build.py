@@ -57,6 +57,9 @@ def test_certificate_the_build_does_not_trust():
     # a bundle was used and lacked the CA: the message says which, so the user gives another
     msg = ib.message("x", f, HOST_CA, "b.log")
     assert "not in the host's CA bundle /etc/ssl/certs/ca-certificates.crt (52 certificates" in msg
+    # npm's (Node's) words for it, in the bun stage
+    f = ib.classify(_log("certificate-npm"))
+    assert (f.step, f.cause, f.evidence) == ("15/34", "certificate", "npm ERR! code SELF_SIGNED_CERT_IN_CHAIN")
 
 
 def test_genuine_dockerfile_errors_are_neither():
