@@ -378,7 +378,8 @@ def ensure_image(c, image: str, *, build: bool, progress: Callable[[str], None] 
                            f"`docker build -f {DOCKERFILE} -t {image} .` from the repository, "
                            f"or omit --image to let dragnet build {DEFAULT_IMAGE}")
     if progress:
-        progress(f"building {image} from {DOCKERFILE} (first time only; takes minutes)")
+        progress(f"building {image} from {DOCKERFILE} (first time only; takes minutes; log: "
+                 f"{image_build.log_path(ctl.state_dir(env), image)})")
     return build_image(c, image, env=env, progress=progress)
 
 
