@@ -1,0 +1,172 @@
+"""`dragnet report --html`: the page builder (pure) and the page itself in a headless Chromium (no network)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dragnet import html_page as hp
+from dragnet import report as rp
+from dragnet.cli import main
+from dragnet.scenario import DISK_COLUMNS, disk_matters, disk_rows, runs_from_results
+
+import browser
+
+FIXTURE = Path(__file__).parent / "fixtures" / "scenario-bench"   # a real bench: 2 scenarios, OOM kills
+
+
+# ---------------------------------------------------------------- pure
+
+def test_section_from_plain_data_renders_table_notes_and_chart():
+    sec = {"title": "forecast", "columns": ["docs", "hours"], "rows": [[1000, {"text": "2.5 h", "sort": 2.5}]],
+           "notes": ["<b>not markup</b>"], "chart": {"title": "f", "data": [{"type": "bar", "x": [1], "y": [2]}]}}
+    page = hp.build_page("t", [sec], plotly_js="/*plotly*/")
+    assert '<section id="forecast">' in page
+    assert '<td data-sort="1000">1000</td>' in page and '<td data-sort="2.5">2.5 h</td>' in page
+    assert "&lt;b&gt;not markup&lt;/b&gt;" in page
+    assert 'id="chart-forecast-0"' in page and page.count("/*plotly*/") == 1
+
+
+def test_a_chart_without_plotly_is_refused_and_script_endings_are_escaped():
+    with pytest.raises(ValueError):
+        hp.build_page("t", [{"title": "x", "chart": {"data": [{"x": [1]}]}}])
+    page = hp.build_page("t", [{"title": "x", "chart": {"title": "</script>", "data": [{"name": "</script>"}]}}],
+                         plotly_js="/**/")
+    assert page.count("</script>") == page.count("<script>")
+
+
+def test_cli_refuses_compare_json_without_html_and_a_wrong_compare_file(tmp_path):
+    r = CliRunner().invoke(main, ["report", str(FIXTURE), "--compare-json", str(tmp_path / "c.json")])
+    assert r.exit_code != 0 and "--compare-json goes with --html" in r.output
+    bad = tmp_path / "c.json"
+    bad.write_text(json.dumps({"groups": []}))
+    r = CliRunner().invoke(main, ["report", str(FIXTURE), "--html", str(tmp_path / "h"), "--compare-json", str(bad)])
+    assert r.exit_code != 0 and "not a `dragnet compare --json` output" in r.output
+    assert not (tmp_path / "h").exists()
+
+
+# ---------------------------------------------------------------- in a browser
+
+def compare_doc(docs: list[dict]) -> dict:
+    """A compare.py-shaped JSON from the fixture's real builds: the baseline's wall times, unthrottled
+    (old) against hdd-150iops (new)."""
+    side = {}
+    for sc in ("mem-160.0MiB/unlimited/cold", "mem-160.0MiB/hdd-150iops/cold"):
+        mine = [d for d in docs if d["bench"].get("scenario") == sc and d["summary"].get("ok")]
+        samples = [d["summary"]["wall_time_s"] for d in mine]
+        side[sc] = {"n": len(samples), "median": statistics.median(samples), "samples": samples,
+                    "sources": [d["_source"] for d in mine]}
+    old, new = side.values()
+    return {"schema": "dragnet.compare/1", "old": "unlimited", "new": "hdd-150iops", "metric": "wall time s",
+            "verdict": "pass", "cells": [{"axes": {"language": "erlang_baseline", "storage": "disk"},
+                                          "old": old, "new": new, "ratio": new["median"] / old["median"],
+                                          "ci": None, "p": None, "label": "undecided"}]}
+
+
+def _column(driver, table, name: str) -> list:
+    heads = [th.text.strip() for th in table.find_elements("css selector", "thead th")]
+    i = heads.index(name)
+    return [tr.find_elements("css selector", "td")[i] for tr in table.find_elements("css selector", "tbody tr")]
+
+
+@pytest.mark.slow
+def test_page_in_headless_chromium(tmp_path):
+    why = browser.missing()
+    if why:
+        pytest.skip(why)
+    docs = rp.load_results([FIXTURE])
+    cmp_file = tmp_path / "compare.json"
+    cmp_file.write_text(json.dumps(compare_doc(docs)))
+    out = tmp_path / "html"
+    r = CliRunner().invoke(main, ["report", str(FIXTURE), "--html", str(out), "--compare-json", str(cmp_file),
+                                  "--format", "json"])
+    assert r.exit_code == 0, r.output
+    page = out / "index.html"
+    assert json.loads(r.stdout)["html"] == str(page)
+
+    # what the page must show, read back through the same loaders and report functions
+    groups = rp.build_report(docs)
+    sc_runs, ref = runs_from_results(docs)
+    want_engines = rp.table_rows(groups)
+    want_disk = disk_rows(disk_matters(sc_runs, ref))
+
+    with browser.chromium(1400, 1000) as d:
+        d.get(page.as_uri())
+        d.implicitly_wait(5)
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        assert not errors, errors
+        # nothing fetched: plotly.js is inline and the page loads no other resource
+        assert d.execute_script("return performance.getEntriesByType('resource').length") == 0
+
+        for sid in ("engines", "disk", "compare", "charts", "meta"):
+            assert d.find_element("id", sid).is_displayed()
+        # every chart drawn by plotly (an SVG inside its div); the fixture has no per-poll or pidstat
+        # records, so rate over time and resources are named as empty instead
+        charts = d.find_elements("css selector", "div.chart")
+        titles = [c.get_attribute("data-title") for c in charts]
+        assert any(t.startswith("View build time") for t in titles)
+        assert any(t.startswith("Storage:") for t in titles) and any(t.startswith("Disk matters?") for t in titles)
+        assert any("hdd-150iops ÷ unlimited" in t for t in titles)
+        for c in charts:
+            assert c.find_elements("css selector", "svg.main-svg"), c.get_attribute("id")
+        notes = d.find_element("id", "charts").text
+        assert "no per-poll records" in notes and "no pidstat samples" in notes
+
+        engines = d.find_element("css selector", "#engines table")
+        got = [[td.text for td in tr.find_elements("css selector", "td")]
+               for tr in engines.find_elements("css selector", "tbody tr")]
+        assert got == want_engines
+        disk = d.find_element("css selector", "#disk table")
+        assert [th.text for th in disk.find_elements("css selector", "thead th")] == list(DISK_COLUMNS)
+        assert [[td.text for td in tr.find_elements("css selector", "td")]
+                for tr in disk.find_elements("css selector", "tbody tr")] == want_disk
+
+        # sorting by a column changes the order, and sorts it (the no-value cells "–" last)
+        before = [td.text for td in _column(d, disk, "rkB/s")]
+        disk.find_element("xpath", ".//th[.='rkB/s']").click()
+        up = [td.text for td in _column(d, disk, "rkB/s")]
+        assert up != before and [float(x) for x in up] == sorted(float(x) for x in before)
+        disk.find_element("xpath", ".//th[contains(.,'rkB/s')]").click()
+        down = [td.text for td in _column(d, disk, "rkB/s")]
+        assert [float(x) for x in down] == sorted((float(x) for x in before), reverse=True)
+
+        # every number links to its raw samples: each raw line is one results file, its wall time equal
+        # to the file's, and the link opens the copy of that very file
+        linked = engines.find_elements("css selector", "tbody td a")
+        assert linked and all(a.get_attribute("href").split("#")[1].startswith("raw-engine-") for a in linked)
+        by_name = {Path(doc["_source"]).name: doc for doc in docs}
+        seen = 0
+        for block in d.find_elements("css selector", "section[id^='raw-']"):
+            for tr in block.find_elements("css selector", "tbody tr"):
+                link = tr.find_elements("css selector", "td a")
+                if not link or not link[0].text.endswith(".json"):
+                    continue
+                name = Path(link[0].find_element("xpath", "..").get_attribute("title")).name
+                copy = out / link[0].get_attribute("href").split(page.parent.as_uri() + "/", 1)[1]
+                assert json.loads(copy.read_text()) == json.loads((FIXTURE / name).read_text())
+                if block.get_attribute("id").startswith("raw-compare"):
+                    continue
+                heads = [th.text for th in block.find_elements("css selector", "thead th")]
+                wall = tr.find_elements("css selector", "td")[heads.index("wall s")].get_attribute("data-sort")
+                want = by_name[name]["summary"]["wall_time_s"]
+                assert (wall is None and want is None) or float(wall) == want
+                seen += 1
+        assert seen >= len(docs)
+        linked[0].click()
+        assert d.execute_script("return location.hash") == "#raw-engine-0"
+
+        d.execute_script("window.scrollTo(0, 0)")
+        height = d.execute_script("return document.body.scrollHeight")
+        d.set_window_size(1400, min(height + 120, 12000))
+        shot = tmp_path / "html-report.png"
+        assert d.save_screenshot(str(shot))
+    art = os.environ.get("DRAGNET_TEST_ARTIFACTS")
+    if art:
+        Path(art).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, Path(art) / "html-report.png")
