@@ -73,6 +73,8 @@ def _cell(value: Any) -> str:
     attrs = ""
     if isinstance(sort, (int, float)) and not isinstance(sort, bool) and math.isfinite(sort):
         attrs += f' data-sort="{sort!r}"'
+    elif text != "–":
+        attrs += ' class="t"'
     if tip:
         attrs += f' title="{html.escape(str(tip))}"'
     body = html.escape(text)
@@ -113,21 +115,21 @@ def section_html(sec: Section, chart_ids: list[tuple[str, Chart]]) -> str:
 
 
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1400px;padding:0 24px 48px;
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1600px;padding:0 20px 48px;
 color:#1d2329;background:#fafbfc}
 h1{font-size:22px;margin:24px 0 4px}h2{font-size:17px;margin:32px 0 8px;padding-bottom:4px;border-bottom:1px solid #d8dee4}
 h3{font-size:15px;margin:20px 0 6px}.sub{color:#57606a;margin:0 0 12px}
 nav{background:#fff;border:1px solid #d8dee4;border-radius:6px;padding:8px 14px;margin:12px 0}
 nav a{margin-right:14px;white-space:nowrap}a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
-table{border-collapse:collapse;margin:8px 0;background:#fff;font-variant-numeric:tabular-nums;font-size:13px}
+table{border-collapse:collapse;margin:8px 0;background:#fff;font-variant-numeric:tabular-nums;font-size:12.5px}
 caption{caption-side:bottom;text-align:left;color:#57606a;font-size:12px;padding-top:4px}
-th,td{border:1px solid #d8dee4;padding:3px 8px;text-align:right;white-space:nowrap}
+th,td{border:1px solid #d8dee4;padding:3px 6px;text-align:right;white-space:nowrap}
 th{background:#f0f3f6;cursor:pointer;user-select:none;position:sticky;top:0}
 th:hover{background:#e2e8ee}th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
-td:first-child,th:first-child{text-align:left}tbody tr:nth-child(even){background:#f6f8fa}
+td.t,th:first-child{text-align:left}tbody tr:nth-child(even){background:#f6f8fa}
 tbody tr:hover{background:#fff8c5}section:target h3{background:#fff8c5}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(620px,1fr));gap:12px;margin:10px 0}
-.chart{height:420px;background:#fff;border:1px solid #d8dee4;border-radius:6px}.scroll{overflow-x:auto}
+.chart{height:460px;background:#fff;border:1px solid #d8dee4;border-radius:6px}.scroll{overflow-x:auto}
 .notes{color:#24292f;margin:6px 0 0;padding-left:20px}.notes li{margin:2px 0}
 .meta td{text-align:left;white-space:normal}.meta td:first-child{font-weight:600;white-space:nowrap}
 .raw section{margin-left:8px}
@@ -152,6 +154,10 @@ document.querySelectorAll('table.sortable').forEach(function(table){
 """
 
 
+# legends under the plot: above it they collide with long titles
+LAYOUT = {"margin": {"t": 48, "r": 24}, "legend": {"orientation": "h", "y": -0.2, "yanchor": "top"}}
+
+
 def build_page(title: str, sections: Sequence[Section | dict], *, plotly_js: str = "", subtitle: str = "") -> str:
     """The whole page. plotly_js: the plotly.js bundle's text, inlined once (only needed when a section has a
     chart)."""
@@ -167,8 +173,8 @@ def build_page(title: str, sections: Sequence[Section | dict], *, plotly_js: str
         scripts.append(f"<script>{plotly_js}</script>")
         calls = "\n".join(
             f"Plotly.newPlot({json.dumps(cid)}, {_json_script(ch.data)}, "
-            f"{_json_script({'title': {'text': ch.title, 'font': {'size': 14}}, 'margin': {'t': 48}, **ch.layout})}, "
-            "{displaylogo:false,responsive:true});" for cid, ch in charts)
+            f"{_json_script({**LAYOUT, 'title': {'text': ch.title, 'font': {'size': 14}}, **ch.layout})}, "
+            "{displayModeBar:false,responsive:true});" for cid, ch in charts)
         scripts.append(f"<script>{calls}</script>")
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"

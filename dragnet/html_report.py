@@ -66,9 +66,9 @@ def _num(v: Any, digits: int = 2) -> Any:
 
 
 def _file_cell(source: str, hrefs: dict[str, str]) -> Any:
-    name = Path(source).name or source
-    return {"text": name, "href": hrefs[source], "title": source} if source in hrefs else {"text": name,
-                                                                                          "title": source}
+    if source in hrefs:
+        return {"text": Path(hrefs[source]).name, "href": hrefs[source], "title": source}
+    return {"text": Path(source).name or source, "title": source}
 
 
 RAW_COLUMNS = ("results file", "repeat", "ok", "all c/s", "one c/s", "total s", "wall s", "docs/s", "× base",
@@ -314,14 +314,14 @@ def figure(name: str, series: dict, title: str) -> Chart | None:
         metrics = [k for k in series if k not in ("labels", "qs_family")]
         if not any(v for m in metrics for fam in series[m].values() for v in fam):
             return Chart(title, [], {"empty": "the results files hold no pidstat samples"})
-        data, layout = [], {"barmode": "group", "legend": {"orientation": "h", "y": -0.25}}
+        data, layout = [], {"barmode": "group"}
         for j, m in enumerate(metrics):
             ax = "" if j == 0 else str(j + 1)
             for fam, color in (("beam", "#1f77b4"), ("query server", "#ff7f0e")):
                 data.append(_bars(series["labels"], series[m][fam], name=fam, legendgroup=fam, showlegend=j == 0,
                                   marker={"color": color}, xaxis=f"x{ax}", yaxis=f"y{ax}",
                                   hovertemplate=f"%{{x}} {fam}<br>{m}: %{{y:,.1f}}<extra></extra>"))
-            lo_, hi_ = j / len(metrics) + 0.03, (j + 1) / len(metrics) - 0.03
+            lo_, hi_ = j / len(metrics) + 0.05, (j + 1) / len(metrics) - 0.02
             layout[f"xaxis{ax}"] = {"domain": [lo_, hi_], "anchor": f"y{ax}"}
             layout[f"yaxis{ax}"] = {"anchor": f"x{ax}", "title": {"text": m}}
         return Chart(title, data, layout)
@@ -332,7 +332,8 @@ def figure(name: str, series: dict, title: str) -> Chart | None:
                              for st, s in series.items() if st != "labels"],
                      {"barmode": "group", "yaxis": {"title": {"text": "wall time s (median, min…max)"}}})
     if name == "disk_matters":
-        labels = [lab.replace("\n", " ") for lab in series["labels"]]
+        # language, storage and the scenario's parts on lines of their own: one line overlaps its neighbours
+        labels = [lab.replace("\n", "<br>").replace(" ", "<br>", 1).replace("/", "/<br>") for lab in series["labels"]]
         bars = [r if r is not None else 0 for r in series["ratio"]]
         text = [f"×{r:.2f}" if r is not None else (f"OOM-killed ({o})" if o else "–")
                 for r, o in zip(series["ratio"], series["oom"])]
@@ -343,7 +344,8 @@ def figure(name: str, series: dict, title: str) -> Chart | None:
                              {"type": "scatter", "mode": "markers", "x": dots_x, "y": dots_y, "name": "builds",
                               "marker": {"color": "black", "size": 7},
                               "hovertemplate": "%{x}<br>build ×%{y:.3f}<extra></extra>"}],
-                     {"yaxis": {"title": {"text": "docs/s ÷ the reference's median"}}, "shapes": [_hline(1.0)]})
+                     {"yaxis": {"title": {"text": "docs/s ÷ the reference's median"}}, "shapes": [_hline(1.0)],
+                      "xaxis": {"tickangle": 0, "tickfont": {"size": 10}}})
     if name.startswith("sizes"):
         data = []
         for lab, s in series.items():
@@ -424,19 +426,23 @@ def fit_lines(analysis: dict) -> list[dict]:
 
 
 def copy_sources(docs: Sequence[dict], outdir: Path) -> dict[str, str]:
-    """Copy every results file the report read into outdir/raw/ (numbered: names repeat across benches);
-    returns {source path: link relative to the page}."""
-    hrefs: dict[str, str] = {}
+    """Copy every results file the report read into outdir/raw/, named by its path below the files' common
+    folder (size-1000/000-….json -> size-1000_000-….json: names repeat across benches); returns
+    {source path: link relative to the page}."""
+    import os
+
+    files = list(dict.fromkeys(str(d.get("_source") or "") for d in docs))
+    files = [f for f in files if f and Path(f).is_file()]
+    if not files:
+        return {}
+    root = Path(os.path.commonpath([str(Path(f).resolve().parent) for f in files]))
     raw = outdir / RAW_DIR
-    for d in docs:
-        src = str(d.get("_source") or "")
-        p = Path(src)
-        if not src or src in hrefs or not p.is_file():
-            continue
-        raw.mkdir(parents=True, exist_ok=True)
-        name = f"{len(hrefs):03d}-{p.name}"
-        shutil.copyfile(p, raw / name)
-        hrefs[src] = f"{RAW_DIR}/{name}"
+    raw.mkdir(parents=True, exist_ok=True)
+    hrefs = {}
+    for f in files:
+        name = str(Path(f).resolve().relative_to(root)).replace(os.sep, "_")
+        shutil.copyfile(f, raw / name)
+        hrefs[f] = f"{RAW_DIR}/{name}"
     return hrefs
 
 

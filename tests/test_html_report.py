@@ -19,6 +19,8 @@ from dragnet.scenario import DISK_COLUMNS, disk_matters, disk_rows, runs_from_re
 import browser
 
 FIXTURE = Path(__file__).parent / "fixtures" / "scenario-bench"   # a real bench: 2 scenarios, OOM kills
+# a real design-doc bench (tests/ddocs/app.json, javascript against javascript_quickjs), docs/html-report.md
+DDOC = Path(__file__).parent.parent / "docs" / "html-report" / "ddoc"
 
 
 # ---------------------------------------------------------------- pure
@@ -69,6 +71,24 @@ def compare_doc(docs: list[dict]) -> dict:
                                           "ci": None, "p": None, "label": "undecided"}]}
 
 
+# every raw-samples line that names a results file: its block, the file, its copy and its wall time
+RAW_LINES = """
+return Array.from(document.querySelectorAll("section[id^='raw-'] tbody tr")).flatMap(function(tr){
+  var a = tr.querySelector('td a'); if (!a || !a.textContent.endsWith('.json')) return [];
+  var sec = tr.closest('section'); var heads = Array.from(sec.querySelectorAll('thead th')).map(function(h){
+    return h.textContent.trim();});
+  var i = heads.indexOf('wall s');
+  return [{block: sec.id, source: a.parentNode.getAttribute('title'), href: a.getAttribute('href'),
+           wall: i < 0 ? null : tr.cells[i].getAttribute('data-sort')}];});
+"""
+
+
+def _cells(driver, selector: str) -> list[list[str]]:
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0] + ' tbody tr')).map(function(tr){"
+        "return Array.from(tr.cells).map(function(td){return td.textContent;});});", selector)
+
+
 def _column(driver, table, name: str) -> list:
     heads = [th.text.strip() for th in table.find_elements("css selector", "thead th")]
     i = heads.index(name)
@@ -80,12 +100,12 @@ def test_page_in_headless_chromium(tmp_path):
     why = browser.missing()
     if why:
         pytest.skip(why)
-    docs = rp.load_results([FIXTURE])
+    docs = rp.load_results([FIXTURE, DDOC])
     cmp_file = tmp_path / "compare.json"
     cmp_file.write_text(json.dumps(compare_doc(docs)))
     out = tmp_path / "html"
-    r = CliRunner().invoke(main, ["report", str(FIXTURE), "--html", str(out), "--compare-json", str(cmp_file),
-                                  "--format", "json"])
+    r = CliRunner().invoke(main, ["report", str(FIXTURE), str(DDOC), "--html", str(out),
+                                  "--compare-json", str(cmp_file), "--format", "json"])
     assert r.exit_code == 0, r.output
     page = out / "index.html"
     assert json.loads(r.stdout)["html"] == str(page)
@@ -94,6 +114,7 @@ def test_page_in_headless_chromium(tmp_path):
     groups = rp.build_report(docs)
     sc_runs, ref = runs_from_results(docs)
     want_engines = rp.table_rows(groups)
+    want_design = rp.design_table_rows(rp.build_design_report(docs, None))
     want_disk = disk_rows(disk_matters(sc_runs, ref))
 
     with browser.chromium(1400, 1000) as d:
@@ -104,7 +125,7 @@ def test_page_in_headless_chromium(tmp_path):
         # nothing fetched: plotly.js is inline and the page loads no other resource
         assert d.execute_script("return performance.getEntriesByType('resource').length") == 0
 
-        for sid in ("engines", "disk", "compare", "charts", "meta"):
+        for sid in ("engines", "design", "disk", "compare", "charts", "meta"):
             assert d.find_element("id", sid).is_displayed()
         # every chart drawn by plotly (an SVG inside its div); the fixture has no per-poll or pidstat
         # records, so rate over time and resources are named as empty instead
@@ -115,17 +136,13 @@ def test_page_in_headless_chromium(tmp_path):
         assert any("hdd-150iops ÷ unlimited" in t for t in titles)
         for c in charts:
             assert c.find_elements("css selector", "svg.main-svg"), c.get_attribute("id")
-        notes = d.find_element("id", "charts").text
-        assert "no per-poll records" in notes and "no pidstat samples" in notes
+        assert any(t.startswith("Index build rate") for t in titles) and any(t.startswith("Resources") for t in titles)
 
-        engines = d.find_element("css selector", "#engines table")
-        got = [[td.text for td in tr.find_elements("css selector", "td")]
-               for tr in engines.find_elements("css selector", "tbody tr")]
-        assert got == want_engines
+        assert _cells(d, "#engines table") == want_engines
+        assert _cells(d, "#design table") == want_design
         disk = d.find_element("css selector", "#disk table")
         assert [th.text for th in disk.find_elements("css selector", "thead th")] == list(DISK_COLUMNS)
-        assert [[td.text for td in tr.find_elements("css selector", "td")]
-                for tr in disk.find_elements("css selector", "tbody tr")] == want_disk
+        assert _cells(d, "#disk table") == want_disk
 
         # sorting by a column changes the order, and sorts it (the no-value cells "–" last)
         before = [td.text for td in _column(d, disk, "rkB/s")]
@@ -138,26 +155,18 @@ def test_page_in_headless_chromium(tmp_path):
 
         # every number links to its raw samples: each raw line is one results file, its wall time equal
         # to the file's, and the link opens the copy of that very file
+        engines = d.find_element("css selector", "#engines table")
         linked = engines.find_elements("css selector", "tbody td a")
         assert linked and all(a.get_attribute("href").split("#")[1].startswith("raw-engine-") for a in linked)
-        by_name = {Path(doc["_source"]).name: doc for doc in docs}
-        seen = 0
-        for block in d.find_elements("css selector", "section[id^='raw-']"):
-            for tr in block.find_elements("css selector", "tbody tr"):
-                link = tr.find_elements("css selector", "td a")
-                if not link or not link[0].text.endswith(".json"):
-                    continue
-                name = Path(link[0].find_element("xpath", "..").get_attribute("title")).name
-                copy = out / link[0].get_attribute("href").split(page.parent.as_uri() + "/", 1)[1]
-                assert json.loads(copy.read_text()) == json.loads((FIXTURE / name).read_text())
-                if block.get_attribute("id").startswith("raw-compare"):
-                    continue
-                heads = [th.text for th in block.find_elements("css selector", "thead th")]
-                wall = tr.find_elements("css selector", "td")[heads.index("wall s")].get_attribute("data-sort")
-                want = by_name[name]["summary"]["wall_time_s"]
-                assert (wall is None and want is None) or float(wall) == want
-                seen += 1
-        assert seen >= len(docs)
+        by_path = {doc["_source"]: doc for doc in docs}
+        raw = d.execute_script(RAW_LINES)
+        runs = [line for line in raw if not line["block"].startswith("raw-compare")]
+        assert {line["source"] for line in runs} == set(by_path)
+        for line in runs:
+            assert json.loads((out / line["href"]).read_text()) == json.loads(Path(line["source"]).read_text())
+            want = by_path[line["source"]]["summary"]["wall_time_s"]
+            assert (line["wall"] is None and want is None) or float(line["wall"]) == want
+        assert any(line["block"].startswith("raw-design-") for line in runs)
         linked[0].click()
         assert d.execute_script("return location.hash") == "#raw-engine-0"
 
