@@ -128,7 +128,7 @@ th{background:#f0f3f6;cursor:pointer;user-select:none;position:sticky;top:0}
 th:hover{background:#e2e8ee}th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
 td.t,th:first-child{text-align:left}tbody tr:nth-child(even){background:#f6f8fa}
 tbody tr:hover{background:#fff8c5}section:target h3{background:#fff8c5}
-.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(620px,1fr));gap:12px;margin:10px 0}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:12px;margin:10px 0}
 .chart{height:460px;background:#fff;border:1px solid #d8dee4;border-radius:6px}.scroll{overflow-x:auto}
 .notes{color:#24292f;margin:6px 0 0;padding-left:20px}.notes li{margin:2px 0}
 .meta td{text-align:left;white-space:normal}.meta td:first-child{font-weight:600;white-space:nowrap}

@@ -162,7 +162,7 @@ def size_sections(inp: Inputs) -> tuple[list[Section], list[Section]]:
                                 id=anchor))
         notes = [f"{lang}{' ' + sc if sc else ''}: {describe_slope(f)}"
                  for (lang, sc), f in fits(sweep_runs(sw["manifests"])).items()]
-        secs.append(Section(f"sizes ({sw['folder']})", SIZE_COLUMNS, rows, notes, id=f"sizes-{k}"))
+        secs.append(Section(f"sizes ({Path(sw['folder']).name})", SIZE_COLUMNS, rows, notes, id=f"sizes-{k}"))
     return secs, raws
 
 
@@ -393,7 +393,7 @@ def chart_figures(inp: Inputs) -> list[Chart]:
             for k, sw in enumerate(inp.sizes):
                 a = sw["analysis"]
                 drawn.append(size_chart(a["rows"], a["fits"], a["first_exceeding_memory"],
-                                        Path(tmp) / f"sizes-{k}.png", title=f"build time against size ({sw['folder']})"))
+                                        Path(tmp) / f"sizes-{k}.png", title=f"build time against size ({Path(sw['folder']).name})"))
         for c in drawn:
             sweep = c.path.stem.startswith("sizes")
             fig = figure("sizes" if sweep else c.path.stem, c.series, c.title)
