@@ -105,8 +105,9 @@ def design_sections(inp: Inputs, runs: Sequence[rp.Run]) -> tuple[list[Section],
     for i, (g, cells) in enumerate(zip(inp.dgroups, rp.design_table_rows(inp.dgroups))):
         anchor = f"raw-design-{i}"
         rows.append(linked(cells, anchor, (0, 1, 2, 3, 11, 16)))
-        ddoc_runs = [r for r in runs if r.ddoc == g.ddoc or (r.ddoc is None and r.label == g.label)]
-        mine = [r for r in ddoc_runs if (r.label, r.storage) == (g.label, g.storage)]
+        ddoc_runs = [r for r in runs if r.ddoc == g.ddoc]
+        every = {v for r in ddoc_runs for v in r.views}     # as report.group_design_runs() groups them
+        mine = [r for r in ddoc_runs if (rp.view_label(r, every), r.label, r.storage) == (g.view, g.label, g.storage)]
         raws.append(Section(f"{g.ddoc} {g.view} {g.label} ({g.storage})", RAW_COLUMNS,
                             raw_run_rows(mine, inp.hrefs), id=anchor))
     notes = rp.design_ranking_lines(inp.dgroups) + rp.design_notes(inp.dgroups)
@@ -467,8 +468,11 @@ def write_html(outdir: str | Path, inp: Inputs, *, extra: Sequence[Section | dic
                       subtitle=f"{n} results files; click a column's header to sort, a number for its raw samples")
     path = out / PAGE
     tmp = out / (PAGE + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(page, encoding="utf-8")
+        tmp.replace(path)    # a reader never sees half a page
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 
