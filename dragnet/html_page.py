@@ -117,7 +117,8 @@ def section_html(sec: Section, chart_ids: list[tuple[str, Chart]]) -> str:
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1600px;padding:0 20px 48px;
 color:#1d2329;background:#fafbfc}
-h1{font-size:22px;margin:24px 0 4px}h2{font-size:17px;margin:32px 0 8px;padding-bottom:4px;border-bottom:1px solid #d8dee4}
+h1{font-size:22px;margin:24px 0 4px}
+h2{font-size:17px;margin:32px 0 8px;padding-bottom:4px;border-bottom:1px solid #d8dee4}
 h3{font-size:15px;margin:20px 0 6px}.sub{color:#57606a;margin:0 0 12px}
 nav{background:#fff;border:1px solid #d8dee4;border-radius:6px;padding:8px 14px;margin:12px 0}
 nav a{margin-right:14px;white-space:nowrap}a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
@@ -145,7 +146,8 @@ function cmp(a,b){if(a===null&&b===null)return 0;if(a===null)return 1;if(b===nul
  if(typeof a===typeof b)return a<b?-1:a>b?1:0;return typeof a==='number'?-1:1;}
 document.querySelectorAll('table.sortable').forEach(function(table){
  table.querySelectorAll('thead th').forEach(function(th,col){th.addEventListener('click',function(){
-  var desc=th.classList.contains('asc');table.querySelectorAll('thead th').forEach(function(h){h.classList.remove('asc','desc');});
+  var desc=th.classList.contains('asc');
+  table.querySelectorAll('thead th').forEach(function(h){h.classList.remove('asc','desc');});
   th.classList.add(desc?'desc':'asc');var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
   rows.sort(function(r1,r2){var c=cmp(key(r1.cells[col]),key(r2.cells[col]));if(desc&&c!==0){
    var k1=key(r1.cells[col]),k2=key(r2.cells[col]);if(k1!==null&&k2!==null)c=-c;}return c;});

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import statistics
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -184,10 +183,12 @@ def compare_sections(cmp: dict | None, hrefs: dict[str, str]) -> tuple[list[Sect
         rows.append([str((c.get("axes") or {}).get(a, "")) for a in axes]
                     + [dict(_num(v, 3), href=f"#{anchor}") if isinstance(v, (int, float)) else _num(v)
                        for v in figures] + [c.get("label", "")])
-        raw_rows = [[side, j, _num(s, 3), _file_cell(src, hrefs) if src else ""]
-                    for side, d in (("old", old), ("new", new))
-                    for j, (s, src) in enumerate(zip(d.get("samples") or [],
-                                                     list(d.get("sources") or []) + [""] * len(d.get("samples") or [])))]
+        raw_rows = []
+        for side, d in (("old", old), ("new", new)):
+            samples = d.get("samples") or []
+            sources = list(d.get("sources") or []) + [""] * len(samples)
+            raw_rows += [[side, j, _num(s, 3), _file_cell(src, hrefs) if src else ""]
+                         for j, (s, src) in enumerate(zip(samples, sources))]
         name = " ".join(str(v) for v in (c.get("axes") or {}).values()) or str(i)
         raws.append(Section(f"compare: {name}", ("side", "build", "wall s", "results file"), raw_rows, id=anchor))
         if c.get("ratio") is not None:
@@ -394,7 +395,8 @@ def chart_figures(inp: Inputs) -> list[Chart]:
             for k, sw in enumerate(inp.sizes):
                 a = sw["analysis"]
                 drawn.append(size_chart(a["rows"], a["fits"], a["first_exceeding_memory"],
-                                        Path(tmp) / f"sizes-{k}.png", title=f"build time against size ({Path(sw['folder']).name})"))
+                                        Path(tmp) / f"sizes-{k}.png",
+                                        title=f"build time against size ({Path(sw['folder']).name})"))
         for c in drawn:
             sweep = c.path.stem.startswith("sizes")
             fig = figure("sizes" if sweep else c.path.stem, c.series, c.title)

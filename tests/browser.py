@@ -18,7 +18,7 @@ def find(names) -> str | None:
 def missing() -> str | None:
     """Why no browser test can run here, or None."""
     try:
-        import selenium  # noqa: F401
+        import selenium  # noqa: F401  (only whether it is installed)
     except ImportError:
         return "selenium is not installed (the test extra)"
     if not find(CHROMIUM):

@@ -53,6 +53,30 @@ def test_cli_refuses_compare_json_without_html_and_a_wrong_compare_file(tmp_path
     assert not (tmp_path / "h").exists()
 
 
+def test_every_linked_number_lands_on_a_raw_block_holding_each_build_once():
+    from dragnet.html_report import Inputs, report_sections
+
+    docs = rp.load_results([FIXTURE])
+    sc_runs, ref = runs_from_results(docs)
+    secs = report_sections(Inputs(docs, rp.build_report(docs), [], None, disk_matters(sc_runs, ref), ref))
+    ids = {s.id for s in secs}
+    hrefs = [c["href"] for s in secs for row in s.rows for c in row if isinstance(c, dict) and c.get("href")]
+    assert hrefs and all(h[1:] in ids for h in hrefs if h.startswith("#"))
+    engine_lines = [row for s in secs if s.id.startswith("raw-engine-") for row in s.rows]
+    assert sorted(row[0]["title"] for row in engine_lines) == sorted(d["_source"] for d in docs)
+    disk_lines = [row for s in secs if s.id.startswith("raw-disk-") for row in s.rows]
+    assert len(disk_lines) == len(sc_runs)
+
+
+def test_meta_counts_values_that_differ_between_files():
+    from dragnet.html_report import meta_section
+
+    docs = rp.load_results([FIXTURE])
+    rows = dict(meta_section(docs).rows)
+    assert rows["CouchDB"].startswith("3.5.0")
+    assert "(4 files)" in rows["scenario"] and rows["load"] == "not recorded in these results files"
+
+
 # ---------------------------------------------------------------- in a browser
 
 def compare_doc(docs: list[dict]) -> dict:
