@@ -143,7 +143,7 @@ def disk_sections(inp: Inputs, scenario_docs: Sequence[dict]) -> tuple[list[Sect
                     id="disk")], raws
 
 
-SIZE_RAW_COLUMNS = ("size", "language", "scenario", "build s", "docs/s")
+SIZE_RAW_COLUMNS = ("results file", "repeat", "status", "wall s", "docs/s")
 
 
 def size_sections(inp: Inputs) -> tuple[list[Section], list[Section]]:
@@ -154,11 +154,20 @@ def size_sections(inp: Inputs) -> tuple[list[Section], list[Section]]:
         rows = []
         for i, (row, cells) in enumerate(zip(sw["rows"], table_cells(sw["rows"]))):
             anchor = f"raw-size-{k}-{i}"
-            rows.append(linked(cells, anchor, (0, 1, 9)))
-            raws.append(Section(f"{row.language} {row.scenario or ''} {row.size:,} documents".replace("  ", " "),
-                                ("build", "build s", "docs/s"),
-                                [[j, _num(s, 3), _num(d)] for j, (s, d) in
-                                 enumerate(zip(row.seconds, row.docs_per_sec + [None] * len(row.seconds)))],
+            cells = linked(cells, anchor, (0, 1, 9))
+            # sizes sort by bytes, not by the number before their unit (1.2 MiB < 371.7 KiB otherwise)
+            for col, nbytes in ((6, row.db_file), (7, row.index_file), (8, row.peak_memory)):
+                if isinstance(cells[col], dict) and nbytes is not None:
+                    cells[col]["sort"] = nbytes
+            rows.append(cells)
+            mine = [r for r in sweep_runs(sw["manifests"]) if (r["language"], r.get("scenario") or "", r["size"])
+                    == (row.language, row.scenario, row.size)]
+            raws.append(Section(" ".join(x for x in (row.language, row.scenario, f"{row.size:,} documents") if x),
+                                SIZE_RAW_COLUMNS,
+                                [[_file_cell(str(Path(sw["folder"]) / f"size-{r['size']}" / r["result_file"]),
+                                             inp.hrefs) if r.get("result_file") else "–",
+                                  r.get("repeat", "–"), r.get("status", "–"), _num(r.get("wall_time_s"), 3),
+                                  _num(r.get("docs_per_sec_wall"))] for r in mine],
                                 id=anchor))
         notes = [f"{lang}{' ' + sc if sc else ''}: {describe_slope(f)}"
                  for (lang, sc), f in fits(sweep_runs(sw["manifests"])).items()]
