@@ -191,7 +191,7 @@ def compare_sections(cmp: dict | None, hrefs: dict[str, str]) -> tuple[list[Sect
         figures = [old.get("median"), new.get("median"), c.get("ratio"), ci[0], ci[1], c.get("p")]
         rows.append([str((c.get("axes") or {}).get(a, "")) for a in axes]
                     + [dict(_num(v, 3), href=f"#{anchor}") if isinstance(v, (int, float)) else _num(v)
-                       for v in figures] + [c.get("label", "")])
+                       for v in figures] + [c.get("label", "") + (f" ({c['why']})" if c.get("why") else "")])
         raw_rows = []
         for side, d in (("old", old), ("new", new)):
             samples = d.get("samples") or []
