@@ -97,11 +97,13 @@ def load_results(paths: Iterable[str | Path]) -> list[dict]:
                     out.extend(failed_runs(_read_json(f), f))
                     continue
                 doc = _read_json(f)
+                check_schema(doc, f)
                 if isinstance(doc, dict) and doc.get("schema") == RESULT_SCHEMA:
                     doc.setdefault("_source", str(f))
                     out.append(doc)
         elif p.is_file():
             doc = _read_json(p)
+            check_schema(doc, p)
             if not (isinstance(doc, dict) and doc.get("schema") == RESULT_SCHEMA):
                 raise UsageError(f"{p}: not a dragnet results file (schema {RESULT_SCHEMA!r} expected)")
             doc.setdefault("_source", str(p))
@@ -111,6 +113,15 @@ def load_results(paths: Iterable[str | Path]) -> list[dict]:
     if not out:
         raise UsageError("no results found in " + ", ".join(str(p) for p in paths))
     return out
+
+
+def check_schema(doc: Any, path: Path) -> None:
+    """A results file of another version of the results schema is an error naming that version."""
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    family = RESULT_SCHEMA.rsplit("/", 1)[0] + "/"
+    if isinstance(schema, str) and schema.startswith(family) and schema != RESULT_SCHEMA:
+        raise UsageError(f"{path}: results schema {schema!r} (from a newer dragnet?); this dragnet reads "
+                         f"{RESULT_SCHEMA!r}")
 
 
 def failed_runs(manifest: Any, path: Path) -> list[dict]:
@@ -148,7 +159,8 @@ def _read_json(path: Path) -> Any:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        raise UsageError(f"{path}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}; "
+                         f"truncated or damaged?)") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
 
