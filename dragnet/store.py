@@ -144,8 +144,9 @@ def save(store: str | Path, folder: str | Path, name: str | None = None) -> dict
     if name is not None and (not name.strip() or "/" in name):
         raise UsageError(f"baseline name {name!r}: give a non-empty name without '/'")
     results = load_results([folder])
-    manifest_file = folder / MANIFEST
-    manifest = json.loads(manifest_file.read_text(encoding="utf-8")) if manifest_file.is_file() else None
+    # a bench folder has one manifest; a folder of rounds (one bench each) has one per round: the first
+    manifests = sorted(folder.rglob(MANIFEST))
+    manifest = json.loads(manifests[0].read_text(encoding="utf-8")) if manifests else None
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     run_id = f"{stamp}-{uuid.uuid4().hex[:8]}"
     runs_dir = store / "runs"
