@@ -57,7 +57,7 @@ class Series:
 
 def group_value(entry: dict, cell: dict, by: str) -> str:
     if by == "date":
-        return str(entry.get("date"))
+        return f"{str(entry.get('date'))[:19]}" + (f" {entry['name']}" if entry.get("name") else "")
     if by == "ddoc":
         return str(cell["axes"].get("ddoc") or "-")
     return str(entry.get(by) or "-")
@@ -144,7 +144,7 @@ def chart(all_series: Sequence[Series], metric: str, path) -> object:
                        zorder=5)
         drawn[name] = {"x": [labels[x] for x in xs], "median": meds, "steps": [labels[x] for x, _ in steps]}
     ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels([lb[:19] for lb in labels], rotation=30, ha="right", fontsize=8)
+    ax.set_xticklabels([lb[:40] for lb in labels], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(METRICS[metric])
     ax.set_title(f"{METRICS[metric]} over runs (red circle: a significant step)")
     if len(all_series) <= 8:
