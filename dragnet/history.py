@@ -135,7 +135,8 @@ def chart(all_series: Sequence[Series], metric: str, path) -> object:
     for s in all_series:
         xs = [labels.index(p.label) for p in s.points]
         meds = [p.median for p in s.points]
-        err = [[m - min(p.samples) for m, p in zip(meds, s.points)], [max(p.samples) - m for m, p in zip(meds, s.points)]]
+        err = [[m - min(p.samples) for m, p in zip(meds, s.points)],
+               [max(p.samples) - m for m, p in zip(meds, s.points)]]
         name = axes_text(s.axes)
         ax.errorbar(xs, meds, yerr=err, marker="o", capsize=3, label=name)
         steps = [(x, m) for x, m, p in zip(xs, meds, s.points) if p.step]

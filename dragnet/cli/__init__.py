@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "sample": "dragnet.cli.sample:sample_cmd",
     "compare": "dragnet.cli.compare:compare_cmd",
     "history": "dragnet.cli.compare:history_cmd",
+    "store": "dragnet.cli.store:store_cmd",
 }
 
 

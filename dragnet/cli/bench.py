@@ -21,9 +21,9 @@ from .options import db_option, json_option, print_json, url_option
                    "[default: views/income].")
 @click.option("--ddoc", "ddoc_source", default=None, metavar="SOURCE",
               help="Benchmark your own design document instead of --views: a JSON file, a couchapp folder "
-                   "(views/<name>/map.js, reduce.js, views/lib/**, language, options.json) or "
-                   "URL/db/_design/name. Each language builds a copy under a fresh name, which is deleted "
-                   "afterwards; the original and its index are never touched. Every view's rows and reduce "
+                   "(views/<name>/map.js, reduce.js, views/lib/**, language, options.json), "
+                   "URL/db/_design/name or git:REF:path (a file or folder at a git ref). Each language builds "
+                   "a copy under a fresh name, which is deleted afterwards; the original and its index are never touched. Every view's rows and reduce "
                    "results are compared with the --reference language's; any difference exits 1.")
 @click.option("--view", "view_names", default=None, metavar="NAME,...", help="With --ddoc: only these views.")
 @click.option("--reference", default=None, help="With --ddoc: the language the others must equal "
