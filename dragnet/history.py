@@ -22,6 +22,8 @@ from .store import METRICS
 
 BY = ("date", "couchdb", "otp", "engine", "ddoc")
 FOLLOWED = ("ddoc", "couchdb")
+STEP_TEST = ("a step: two-sided Mann-Whitney p < 0.05 between neighbouring groups and the 95% bootstrap interval "
+             "of the ratio of their medians excludes 1")
 
 
 @dataclass

@@ -34,8 +34,9 @@ DEFAULT = "results/store"
 METRICS = {"docs_s": "docs/s (wall)", "index_bytes": "index file bytes", "peak_rss": "peak RSS bytes (beam + QS)"}
 
 
-def default_dir(env: dict | None = None) -> Path:
-    return Path((env if env is not None else os.environ).get("DRAGNET_STORE") or DEFAULT)
+def default_dir(given: str | Path | None = None, env: dict | None = None) -> Path:
+    """--store when given, else $DRAGNET_STORE, else results/store."""
+    return Path(given or (env if env is not None else os.environ).get("DRAGNET_STORE") or DEFAULT)
 
 
 # ---------------------------------------------------------------- what an entry records (pure)
@@ -123,11 +124,15 @@ def read_index(store: str | Path) -> list[dict]:
 
 def _write_index(store: Path, runs: list[dict]) -> None:
     tmp = store / f"{INDEX}.{os.getpid()}.{uuid.uuid4().hex[:6]}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"schema": SCHEMA, "runs": runs}, ensure_ascii=False, indent=1, default=str) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, store / INDEX)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"schema": SCHEMA, "runs": runs}, ensure_ascii=False, indent=1, default=str) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, store / INDEX)
+    except BaseException:       # Ctrl-C or a full disk: the old index stays, no temporary file is left
+        tmp.unlink(missing_ok=True)
+        raise
     fd = os.open(store, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -152,13 +157,19 @@ def save(store: str | Path, folder: str | Path, name: str | None = None) -> dict
     runs_dir = store / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     tmp = runs_dir / f".{run_id}.tmp"
-    shutil.copytree(folder, tmp)
-    tmp.rename(runs_dir / run_id)
     entry = entry_for(results, manifest, run_id=run_id, name=name)
-    with locked(store):
-        runs = read_index(store)
-        runs.append(entry)
-        _write_index(store, runs)
+    try:
+        shutil.copytree(folder, tmp)
+        tmp.rename(runs_dir / run_id)
+        with locked(store):
+            runs = read_index(store)
+            runs.append(entry)
+            _write_index(store, runs)
+    except BaseException:       # interrupted: no half-copied run and no run the index does not list
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not any(r["id"] == run_id for r in read_index(store)):
+            shutil.rmtree(runs_dir / run_id, ignore_errors=True)
+        raise
     return entry
 
 
@@ -187,4 +198,8 @@ def load_side(spec: str, store: str | Path) -> tuple[str, list[dict]]:
     if not (Path(store) / INDEX).is_file() and ("/" in spec or spec.endswith(".json")):
         raise UsageError(f"{spec}: no such file or directory")
     entry = baseline(store, spec)
-    return f"baseline {spec} ({entry['date']})", load_results([Path(store) / entry["path"]])
+    return label(entry), load_results([Path(store) / entry["path"]])
+
+
+def label(entry: dict) -> str:
+    return f"baseline {entry['name']} ({entry['date']})"

@@ -241,3 +241,33 @@ def test_git_sources(repo):
         design.load("git:main:gone.json", cwd=str(repo))
     with pytest.raises(UsageError, match="not in a git repository"):
         design.load("git:main:app.json", cwd=str(repo.parent))
+
+
+def test_bench_axes_are_the_cells_and_one_folder_picks_the_two_valued_axis(ci):
+    """Results carrying bench.axes (the axes contract) are matched by those axes, not derived ones."""
+    def labelled(results, rev):
+        return [dict(r, bench=dict(r["bench"], axes={"language": "javascript", "storage": "disk", "ddoc": rev,
+                                                     "couchdb": "couchdb:3.5.0"})) for r in results]
+    both = labelled(ci["base"], "main") + labelled(ci["slower"], "branch")
+    cmp = c.compare_along(both, threshold=0.05)
+    assert cmp.along == "ddoc" and (cmp.old_label, cmp.new_label) == ("ddoc=main", "ddoc=branch")
+    assert cmp.cells[0].axes["ddoc"] == "main" and cmp.cells[0].axes["design"] == "_design/items"
+    assert cmp.failing == cmp.cells
+    assert c.compare_along(both, "ddoc").cells[0].ratio == cmp.cells[0].ratio
+
+
+def test_new_failures_fail_the_gate(ci):
+    broken = [dict(r, summary=dict(r["summary"], ok=False, error="map function raised")) for r in ci["base"][:1]]
+    cmp = c.compare(ci["base"], ci["base"][1:] + broken, threshold=0.05)
+    (cell,) = cmp.cells
+    assert cell.new.failed == 1 and cmp.failing == [cell]
+    assert any(line.startswith("failed (new): ") and "map function raised" in line for line in c.notes(cmp))
+
+
+def test_bench_refuses_a_missing_baseline_before_anything_runs(tmp_path):
+    s = tmp_path / "store"
+    store.save(s, CI / "base", "main")
+    r = CliRunner().invoke(main, ["bench", "--url", "http://127.0.0.1:9", "--db", "x", "--baseline", "mian",
+                                  "--store", str(s), "--results", str(tmp_path / "out")])
+    assert r.exit_code == 2 and "no baseline 'mian'" in r.output and "baselines: main" in r.output
+    assert not (tmp_path / "out").exists()

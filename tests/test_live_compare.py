@@ -76,3 +76,27 @@ def test_live_recipe_passes_a_renamed_variable(live_url, items, tmp_path):
     r = _recipe(live_url, items, "renamed.json", tmp_path / "ci")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "verdict: pass" in r.stdout and "rows changed" not in r.stdout
+
+
+@pytest.mark.live
+def test_live_bench_saves_a_baseline_and_compares_with_it(live_url, items, tmp_path):
+    from click.testing import CliRunner
+
+    from dragnet import store
+    from dragnet.cli import main
+
+    s = tmp_path / "store"
+    common = ["bench", "--url", live_url, "--db", items[1], "--data", str(items[0]), "--languages", "javascript",
+              "--repeat", "1", "--no-baseline", "--store", str(s)]
+    r = CliRunner().invoke(main, [*common, "--ddoc", str(DDOCS / "base.json"), "--results", str(tmp_path / "a"),
+                                  "--save-baseline", "main"])
+    assert r.exit_code == 0, r.output
+    (entry,) = store.read_index(s)
+    assert entry["name"] == "main" and entry["couchdb"] and entry["cells"][0]["docs_s"]
+    r = CliRunner().invoke(main, [*common, "--ddoc", str(DDOCS / "slower.json"), "--results", str(tmp_path / "b"),
+                                  "--baseline", "main", "--json"])
+    assert r.exit_code == 0, r.output
+    cmp = json.loads(r.stdout)["baseline"]
+    assert cmp["old"] == f"baseline main ({entry['date']})" and list(cmp["varied"]) == ["ddoc"]
+    assert cmp["cells"][0]["label"] == "undecided"           # one build a side decides nothing
+    assert [x["view"] for x in cmp["rows_changed"]] == ["by_group"]

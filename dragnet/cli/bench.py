@@ -85,7 +85,7 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
     from .. import store
     from .report import render_design_table, render_table
 
-    sdir = store_dir or store.default_dir()
+    sdir = store.default_dir(store_dir)
     baseline_entry = store.baseline(sdir, baseline_name) if baseline_name else None   # a missing name: now
     st = b.parse_list(storages, "--storage")
     for s in st:
@@ -184,7 +184,7 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
     failed = [r for r in runs if r["status"] not in ("ok", "oom")]
     docs = rp.load_results([bench.dir]) if any(r["result_file"] for r in runs) else []
     groups, dgroups = rp.build_report(docs), rp.build_design_report(docs)
-    cmp = saved_runs(bench.dir, docs, sdir, save_baseline, baseline_entry, baseline_name)
+    cmp = saved_runs(bench.dir, docs, sdir, save_baseline, baseline_entry)
     if as_json:
         extra = {}
         if scenarios:
@@ -224,7 +224,7 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         sys.exit(1)
 
 
-def saved_runs(folder, docs, sdir, save_as, baseline_entry, baseline_name):
+def saved_runs(folder, docs, sdir, save_as, baseline_entry):
     """--save-baseline: the run into the store; --baseline: its comparison with the saved baseline (or None)."""
     from .. import compare as c
     from .. import store
@@ -235,7 +235,7 @@ def saved_runs(folder, docs, sdir, save_as, baseline_entry, baseline_name):
         click.echo(f"saved as baseline {save_as} in {sdir} ({entry['path']})", err=True)
     if baseline_entry is None or not docs:
         return None
-    return c.compare(load_results([sdir / baseline_entry["path"]]), docs, old_label=f"baseline {baseline_name}",
+    return c.compare(load_results([sdir / baseline_entry["path"]]), docs, old_label=store.label(baseline_entry),
                      new_label=str(folder))
 
 

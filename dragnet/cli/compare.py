@@ -53,7 +53,7 @@ def compare_cmd(old, new, along, fail_if_slower, markdown, as_json, no_rows, sto
     from .. import store
     from ..errors import UsageError
 
-    sdir = store_dir or store.default_dir()
+    sdir = store.default_dir(store_dir)
     threshold = c.parse_threshold(fail_if_slower) if fail_if_slower is not None else None
     if markdown and as_json:
         raise UsageError("--markdown and --json: give one of them")
@@ -94,7 +94,7 @@ def history_cmd(by, metric, where, plot_path, as_json, store_dir):
     from .. import store
     from ..errors import UsageError
 
-    sdir = store_dir or store.default_dir()
+    sdir = store.default_dir(store_dir)
     filters = {}
     for w in where:
         if "=" not in w:
@@ -109,7 +109,7 @@ def history_cmd(by, metric, where, plot_path, as_json, store_dir):
         raise UsageError(f"{sdir}: no cell has {metric} values" + (" matching --where" if filters else ""))
     drawn = h.chart(all_series, metric, plot_path) if plot_path else None
     if as_json:
-        print_json({"store": str(sdir), "metric": metric, "by": by, "test": h.__doc__.split("\n")[0],
+        print_json({"store": str(sdir), "metric": metric, "by": by, "test": h.STEP_TEST,
                     "series": [s.as_dict() for s in all_series], "chart": str(drawn.path) if drawn else None})
         return
     from rich.table import Table
@@ -124,7 +124,6 @@ def history_cmd(by, metric, where, plot_path, as_json, store_dir):
         table.add_row(*(Text(x) for x in row), style="red" if row[-1] == "STEP" else None)
     _console(160).print(table)
     steps = sum(p.step for s in all_series for p in s.points)
-    click.echo(f"{steps} step(s): two-sided Mann-Whitney p < 0.05 and the 95% bootstrap interval of the ratio "
-               f"of medians excludes 1")
+    click.echo(f"{steps} step(s): {h.STEP_TEST}")
     if drawn:
         click.echo(f"chart: {drawn.path}")

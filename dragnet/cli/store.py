@@ -21,7 +21,7 @@ def save_cmd(folder, name, store_dir):
     """Copy a bench FOLDER (or a folder of rounds) into the store under NAME."""
     from .. import store
 
-    sdir = store_dir or store.default_dir()
+    sdir = store.default_dir(store_dir)
     entry = store.save(sdir, folder, name)
     click.echo(f"saved {folder} as baseline {name} in {sdir} ({entry['path']})")
 
@@ -33,7 +33,7 @@ def list_cmd(as_json, store_dir):
     """The saved runs: date, name, versions, design doc hashes, machine."""
     from .. import store
 
-    sdir = store_dir or store.default_dir()
+    sdir = store.default_dir(store_dir)
     runs = store.read_index(sdir)
     if as_json:
         print_json({"store": str(sdir), "runs": runs})
