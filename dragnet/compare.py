@@ -5,7 +5,8 @@ derived from the result (language, storage, scenario, size, design doc id, its c
 the views built, the CouchDB version). Cells are matched between OLD and NEW by every axis, except an
 axis whose values differ between the sides one for one (OLD has exactly one value the other lacks, and
 NEW too): that is what the two sides compare (two design doc revisions, two CouchDB versions …), so its
-values are paired instead of matched.
+values are paired instead of matched. An axis only one side records is left out. The design doc id and
+the views built are always matched.
 
 Per cell, over the successful builds' wall times (the same samples `report` ranks by, as docs/s):
 - ratio of medians NEW / OLD (above 1: NEW is slower) with a 95% percentile bootstrap interval;
@@ -45,6 +46,8 @@ TEST = ("two-sided Mann-Whitney U over the builds' wall times, alpha 0.05; ratio
         "95% percentile bootstrap interval")
 # axes shown first, in this order; others after, by name
 AXIS_ORDER = ("design", "view", "ddoc", "language", "storage", "scenario", "size", "couchdb", "config", "cpus", "q")
+# what was built: matched, never paired nor left out (a design doc is not a revision of a view file)
+IDENTITY = ("design", "view")
 REGRESSED, IMPROVED, NO_CHANGE, UNDECIDED = "regressed", "improved", "no change", "undecided"
 
 
@@ -235,7 +238,7 @@ class Comparison:
 def varied_axes(old: Sequence[dict], new: Sequence[dict]) -> dict[str, list[str]]:
     """Axes whose values differ between the sides one for one: {axis: [old value, new value]}."""
     out = {}
-    for k in sort_axes({k for a in [*old, *new] for k in a}):
+    for k in sort_axes({k for a in [*old, *new] for k in a} - set(IDENTITY)):
         vo, vn = {a.get(k) for a in old}, {a.get(k) for a in new}
         only_o, only_n = vo - vn, vn - vo
         if len(only_o) == 1 and len(only_n) == 1 and None not in only_o | only_n:
@@ -257,6 +260,11 @@ def compare(old: Iterable[dict], new: Iterable[dict], *, old_label: str = "OLD",
     when no cell is on both sides."""
     old, new = list(old), list(new)
     ax_old, ax_new = [axes_of(r) for r in old], [axes_of(r) for r in new]
+    # an axis only one side records (older results without a version, say) cannot match anything: left out;
+    # what was built (design doc, views) always has to match
+    shared = ({k for a in ax_old for k in a} & {k for a in ax_new for k in a}) | set(IDENTITY)
+    ax_old = [{k: v for k, v in a.items() if k in shared} for a in ax_old]
+    ax_new = [{k: v for k, v in a.items() if k in shared} for a in ax_new]
     varied = varied_axes(ax_old, ax_new)
     cells: dict[tuple, Cell] = {}
     sides: dict[tuple, set[str]] = {}

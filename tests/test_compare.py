@@ -271,3 +271,9 @@ def test_bench_refuses_a_missing_baseline_before_anything_runs(tmp_path):
                                   "--store", str(s), "--results", str(tmp_path / "out")])
     assert r.exit_code == 2 and "no baseline 'mian'" in r.output and "baselines: main" in r.output
     assert not (tmp_path / "out").exists()
+
+
+def test_an_axis_only_one_side_records_is_left_out(ci):
+    unversioned = [dict(r, couchdb={}) for r in ci["base"]]       # results from before versions were recorded
+    cmp = c.compare(unversioned, ci["renamed"])
+    assert len(cmp.cells) == 1 and "couchdb" not in cmp.cells[0].axes and list(cmp.varied) == ["ddoc"]
