@@ -352,14 +352,13 @@ def compare_along(results: Sequence[dict], along: str | None = None, **kw: Any) 
 # ---------------------------------------------------------------- rows
 
 def rows_files(result: dict) -> dict[str, str]:
-    """A build's dumped row files, found next to its results file when the recorded paths moved."""
+    """A build's dumped row files: the copy next to its results file (bench folders are copied into the store
+    and into docs), else the path recorded."""
     out = {}
     src = Path(str(result.get("_source") or "."))
     for name, p in (result.get("rows") or {}).items():
-        path = Path(p)
-        if not path.is_file():
-            path = src.parent / "rows" / path.parent.name / path.name
-        out[name] = str(path)
+        near = src.parent / "rows" / Path(p).parent.name / Path(p).name
+        out[name] = str(near if near.is_file() else Path(p))
     return out
 
 
