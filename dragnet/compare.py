@@ -37,7 +37,7 @@ from typing import Any, Iterable, Sequence
 
 from . import stats
 from .errors import UsageError
-from .report import ALL_VIEWS, design_id, result_label, started_at
+from .report import ALL_VIEWS, result_label, started_at
 from .scenario import label_of as scenario_label
 
 SCHEMA = "dragnet.compare/1"
