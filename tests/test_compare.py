@@ -277,3 +277,14 @@ def test_an_axis_only_one_side_records_is_left_out(ci):
     unversioned = [dict(r, couchdb={}) for r in ci["base"]]       # results from before versions were recorded
     cmp = c.compare(unversioned, ci["renamed"])
     assert len(cmp.cells) == 1 and "couchdb" not in cmp.cells[0].axes and list(cmp.varied) == ["ddoc"]
+
+
+def test_store_index_of_a_newer_schema_or_damaged_is_one_line(tmp_path):
+    s = tmp_path / "store"
+    s.mkdir()
+    (s / "index.json").write_text(json.dumps({"schema": "dragnet.store/2", "runs": []}))
+    r = CliRunner().invoke(main, ["history", "--store", str(s)])
+    assert r.exit_code == 1 and "'dragnet.store/2'" in r.output and len(r.output.strip().splitlines()) == 1
+    (s / "index.json").write_text('{"schema": "dragnet.store/1", "runs": [')
+    r = CliRunner().invoke(main, ["store", "list", "--store", str(s)])
+    assert r.exit_code == 1 and "index.json: not valid JSON (line 1" in r.output
