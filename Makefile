@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(abspath $(VENV))/bin/python
 STAMPS := .make
-APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc
+APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc git
 PYTEST_ARGS ?=
 
 .PHONY: all deps venv servers test demo clean
