@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(abspath $(VENV))/bin/python
 STAMPS := .make
-APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc
+APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc git
 # only for `make test`: tests/test_html_report.py opens the HTML report in a headless Chromium
 TEST_APT_PACKAGES := chromium chromium-driver
 PYTEST_ARGS ?=

@@ -35,7 +35,6 @@ class Inputs:
     docs: list[dict]
     groups: list = field(default_factory=list)
     dgroups: list = field(default_factory=list)
-    deltas: list | None = None
     disk_rows: list = field(default_factory=list)       # scenario.Row
     disk_ref: str | None = None
     sizes: list[dict] = field(default_factory=list)     # {"folder", "summary", "analysis", "rows": [SizeRow]}
@@ -112,13 +111,6 @@ def design_sections(inp: Inputs, runs: Sequence[rp.Run]) -> tuple[list[Section],
     notes = rp.design_ranking_lines(inp.dgroups) + rp.design_notes(inp.dgroups)
     return [Section("design documents", rp.DESIGN_COLUMNS, rows, notes, id="design",
                     caption=rp.DESIGN_LEGEND)], raws
-
-
-def delta_section(inp: Inputs) -> list[Section]:
-    if inp.deltas is None:
-        return []
-    return [Section("compared with the baseline set", rp.DELTA_COLUMNS, rp.delta_rows(inp.deltas),
-                    ["changed: |Δmedian| > max σ and outside its min…max"], id="baseline")]
 
 
 def disk_sections(inp: Inputs, scenario_docs: Sequence[dict]) -> tuple[list[Section], list[Section]]:
@@ -292,7 +284,7 @@ def report_sections(inp: Inputs, charts: Sequence[Chart] = (), extra: Sequence[S
         "results file (linked to its copy next to this page), with each build's own figures"], id="raw")]
     for s in raws:
         s.title = f"raw: {s.title}"
-    return (eng + des + delta_section(inp) + disk + siz + cmp + extra + head + [meta_section(inp.docs)]
+    return (eng + des + disk + siz + cmp + extra + head + [meta_section(inp.docs)]
             + appendix + raws)
 
 

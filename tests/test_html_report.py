@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 from pathlib import Path
 
 import pytest
@@ -58,7 +57,7 @@ def test_every_linked_number_lands_on_a_raw_block_holding_each_build_once():
 
     docs = rp.load_results([FIXTURE])
     sc_runs, ref = runs_from_results(docs)
-    secs = report_sections(Inputs(docs, rp.build_report(docs), [], None, disk_matters(sc_runs, ref), ref))
+    secs = report_sections(Inputs(docs, rp.build_report(docs), [], disk_matters(sc_runs, ref), ref))
     ids = {s.id for s in secs}
     hrefs = [c["href"] for s in secs for row in s.rows for c in row if isinstance(c, dict) and c.get("href")]
     assert hrefs and all(h[1:] in ids for h in hrefs if h.startswith("#"))
@@ -77,22 +76,24 @@ def test_meta_counts_values_that_differ_between_files():
     assert "(4 files)" in rows["scenario"] and rows["load"] == "not recorded in these results files"
 
 
+def test_baseline_fills_the_compare_section_and_excludes_compare_json(tmp_path):
+    r = CliRunner().invoke(main, ["report", str(DDOC), "--baseline", str(DDOC), "--html", str(tmp_path / "h"),
+                                  "--format", "json"])
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "h" / "index.html").read_text()
+    assert '<section id="compare">' in page and '<section id="raw-compare-0">' in page
+    r = CliRunner().invoke(main, ["report", str(DDOC), "--baseline", str(DDOC), "--html", str(tmp_path / "g"),
+                                  "--compare-json", str(tmp_path / "c.json")])
+    assert r.exit_code != 0 and "give one of them" in r.output
+
+
 # ---------------------------------------------------------------- in a browser
 
 def compare_doc(docs: list[dict]) -> dict:
-    """A compare.py-shaped JSON from the fixture's real builds: the baseline's wall times, unthrottled
-    (old) against hdd-150iops (new)."""
-    side = {}
-    for sc in ("mem-160.0MiB/unlimited/cold", "mem-160.0MiB/hdd-150iops/cold"):
-        mine = [d for d in docs if d["bench"].get("scenario") == sc and d["summary"].get("ok")]
-        samples = [d["summary"]["wall_time_s"] for d in mine]
-        side[sc] = {"n": len(samples), "median": statistics.median(samples), "samples": samples,
-                    "sources": [d["_source"] for d in mine]}
-    old, new = side.values()
-    return {"schema": "dragnet.compare/1", "old": "unlimited", "new": "hdd-150iops", "metric": "wall time s",
-            "verdict": "pass", "cells": [{"axes": {"language": "erlang_baseline", "storage": "disk"},
-                                          "old": old, "new": new, "ratio": new["median"] / old["median"],
-                                          "ci": None, "p": None, "label": "undecided"}]}
+    """`dragnet compare`'s JSON over the fixture's builds (along its scenario axis)."""
+    from dragnet.compare import compare_along
+
+    return compare_along(docs).to_json()
 
 
 # every raw-samples line that names a results file: its block, the file, its copy and its wall time
@@ -125,8 +126,9 @@ def test_page_in_headless_chromium(tmp_path):
     if why:
         pytest.skip(why)
     docs = rp.load_results([FIXTURE, DDOC])
+    cmp = compare_doc(rp.load_results([FIXTURE]))
     cmp_file = tmp_path / "compare.json"
-    cmp_file.write_text(json.dumps(compare_doc(docs)))
+    cmp_file.write_text(json.dumps(cmp))
     out = tmp_path / "html"
     r = CliRunner().invoke(main, ["report", str(FIXTURE), str(DDOC), "--html", str(out),
                                   "--compare-json", str(cmp_file), "--format", "json"])
@@ -157,7 +159,7 @@ def test_page_in_headless_chromium(tmp_path):
         titles = [c.get_attribute("data-title") for c in charts]
         assert any(t.startswith("View build time") for t in titles)
         assert any(t.startswith("Storage:") for t in titles) and any(t.startswith("Disk matters?") for t in titles)
-        assert any("hdd-150iops ÷ unlimited" in t for t in titles)
+        assert any(t.startswith(f"{cmp['new']} ÷ {cmp['old']}") for t in titles)
         for c in charts:
             assert c.find_elements("css selector", "svg.main-svg"), c.get_attribute("id")
         assert any(t.startswith("Index build rate") for t in titles) and any(t.startswith("Resources") for t in titles)
@@ -167,6 +169,8 @@ def test_page_in_headless_chromium(tmp_path):
         disk = d.find_element("css selector", "#disk table")
         assert [th.text for th in disk.find_elements("css selector", "thead th")] == list(DISK_COLUMNS)
         assert _cells(d, "#disk table") == want_disk
+        ratios = [row[-5] for row in _cells(d, "#compare table")]
+        assert ratios == [f"{c['ratio']:,.3f}" if c["ratio"] is not None else "–" for c in cmp["cells"]]
 
         # sorting by a column changes the order, and sorts it (the no-value cells "–" last)
         before = [td.text for td in _column(d, disk, "rkB/s")]
