@@ -198,7 +198,9 @@ def compare_sections(cmp: dict | None, hrefs: dict[str, str]) -> tuple[list[Sect
             lo.append(c["ratio"] - ci[0] if ci[0] is not None else 0)
             hi.append(ci[1] - c["ratio"] if ci[1] is not None else 0)
     chart = Chart(f"{cmp.get('new', 'NEW')} ÷ {cmp.get('old', 'OLD')}, {cmp.get('metric', 'wall time')}",
-                  [{"type": "bar", "x": names, "y": ratios, "name": "ratio",
+                  # points, not bars: a ratio is read against 1, not against 0
+                  [{"type": "scatter", "mode": "markers", "marker": {"size": 11}, "x": names, "y": ratios,
+                    "name": "ratio",
                     "error_y": {"type": "data", "array": hi, "arrayminus": lo, "visible": True},
                     "hovertemplate": "%{x}<br>ratio %{y:.3f}<extra></extra>"}],
                   {"yaxis": {"title": {"text": "ratio (above 1: new is slower)"}},
