@@ -80,13 +80,27 @@ def render_disk_matters(rows, ref: str, at: str = "") -> None:
 @click.option("--reference", default=None, metavar="ENGINE",
               help="Design-doc benchmarks: the engine '× ref' divides by [default: the one the bench compared "
                    "rows with].")
-def report_cmd(results, fmt, plot_dir, baseline, reference):
+@click.option("--html", "html_dir", type=click.Path(file_okay=False), default=None,
+              help="Write one self-contained page (DIR/index.html, opens offline) with the tables, sortable, "
+                   "interactive charts and links to every number's raw samples (copies in DIR/raw/).")
+@click.option("--compare-json", "compare_json", type=click.Path(dir_okay=False), default=None,
+              help="With --html: a `dragnet compare --json` output to add as the page's compare section "
+                   "(--baseline fills it too).")
+def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_json):
     """Summarize RESULTS (addview results files or bench directories): medians per language and storage,
     ratio to the Erlang baseline, spread over repeats, resources per process family. Design-doc benchmarks
     (--ddoc) get their own table per design doc, view, engine and storage: ratio to the reference engine,
     rows compared and differences, --update lag."""
     from ..scenario import disk_matters, disk_summary, memory_advice, runs_from_results, verdict
 
+    if compare_json and not html_dir:
+        raise UsageError("--compare-json goes with --html DIR")
+    if compare_json and baseline:
+        raise UsageError("--compare-json and --baseline: give one of them (both fill the page's compare section)")
+    cmp_doc = None
+    if compare_json:
+        from ..html_report import check_compare
+        cmp_doc = check_compare(rp._read_json(Path(compare_json)), compare_json)
     docs = rp.load_results(results)
     sc_runs, sc_ref = runs_from_results(docs)
     sc_rows = disk_matters(sc_runs, sc_ref) if sc_ref else []
@@ -158,5 +172,14 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
             out["charts"] = [str(c.path) for c in drawn]
         else:
             click.echo(f"charts: {', '.join(str(c.path) for c in drawn)}", err=True)
+    if html_dir:
+        from .. import html_report as hr
+
+        page = hr.write_html(html_dir, hr.Inputs(docs, groups, dgroups, sc_rows, sc_ref, hr.load_sizes(results),
+                                                 cmp.to_json() if cmp is not None else cmp_doc))
+        if fmt == "json":
+            out["html"] = str(page)
+        else:
+            click.echo(f"html: {page}", err=True)
     if fmt == "json":
         print_json(out)
