@@ -230,6 +230,7 @@ def meta_section(docs: Sequence[dict]) -> Section:
     """Machine, versions, settings and load, from the results files (a value that differs between files is
     listed with how many files carry it)."""
     facts: dict[str, Counter] = {}
+    loads: list[float] = []
 
     def add(key: str, value: Any) -> None:
         if value not in (None, "", {}, []):
@@ -256,12 +257,16 @@ def meta_section(docs: Sequence[dict]) -> Section:
         add("scenario", sc.get("label") if isinstance(sc, dict) else sc)
         add("bench", b.get("id"))
         add("python", m.get("python"))
-        for key in ("load", "loadavg"):
-            add("load", d.get(key) or m.get(key))
+        la = m.get("load_average")
+        if isinstance(la, list) and la:
+            loads.append(float(la[0]))
         add("started", (str(d.get("started_at") or ""))[:10])
     rows = [[k, "; ".join(v if len(c) == 1 else f"{v} ({n} files)" for v, n in c.items())]
             for k, c in facts.items()]
-    if "load" not in facts:
+    if loads:
+        rows.append(["load average (1 min, as each file was written)",
+                     f"{min(loads):.2f} … {max(loads):.2f} over {len(loads)} files"])
+    else:
         rows.append(["load", "not recorded in these results files"])
     return Section("machine, versions, settings", ("what", "value"), rows, id="meta")
 

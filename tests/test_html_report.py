@@ -74,6 +74,11 @@ def test_meta_counts_values_that_differ_between_files():
     rows = dict(meta_section(docs).rows)
     assert rows["CouchDB"].startswith("3.5.0")
     assert "(4 files)" in rows["scenario"] and rows["load"] == "not recorded in these results files"
+    # files that record the load show its range
+    for i, d in enumerate(docs):
+        d.setdefault("machine", {})["load_average"] = [1.5 + i, 1.0, 0.5]
+    rows = dict(meta_section(docs).rows)
+    assert rows["load average (1 min, as each file was written)"] == f"1.50 … {1.5 + len(docs) - 1:.2f} over {len(docs)} files"
 
 
 def test_baseline_fills_the_compare_section_and_excludes_compare_json(tmp_path):
