@@ -648,8 +648,9 @@ class Bench:
                     rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
                     design = cfg.mango_design if spec.language == "query" and cfg.mango_design else cfg.design
                     return self.build(couch, cfg.url, cfg.db, spec, None, ddoc, run["storage"], design=design,
-                                      rows_dir=str(rows_dir))
-                return self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"])
+                                      rows_dir=str(rows_dir), **({"iostat": False} if sc is not None else {}))
+                return self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"],
+                                  **({"iostat": False} if sc is not None else {}))
             if failed_start is not None:
                 result = failed_start
             elif sc is not None:

@@ -225,9 +225,11 @@ def _cond(value_js: str, cond: Any, where: str) -> str:
             if not isinstance(arg, bool):
                 raise UsageError(f"{where}: $exists takes true or false, got {a}")
             parts.append(f"({value_js} {'!==' if arg else '==='} MISSING)")
-        elif op == "$not":
-            parts.append(f"({value_js} !== MISSING && !{_cond(value_js, arg, where)})")
-        elif op in ("$and", "$or", "$nor"):
+        elif op == "$not":      # pushed down to the terminals, as mango_selector:norm_negations does
+            parts.append(_cond(value_js, _negate_cond(arg, where), where))
+        elif op == "$nor":
+            parts.append(_cond(value_js, {"$and": [_negate_cond(a, where) for a in _list(op, arg, where)]}, where))
+        elif op in ("$and", "$or"):
             parts.append(_combine(op, arg, lambda s: _cond(value_js, s, where), where))
         else:
             raise UsageError(f"{where}: operator {op} is not translated to JavaScript (supported: "
@@ -235,15 +237,79 @@ def _cond(value_js: str, cond: Any, where: str) -> str:
     return "(" + " && ".join(parts) + ")"
 
 
-def _combine(op: str, args: Any, one: Callable[[Any], str], where: str) -> str:
+def _list(op: str, args: Any, where: str) -> list:
     if not isinstance(args, list) or not args:
         raise UsageError(f"{where}: {op} takes a non-empty list")
-    inner = [one(a) for a in args]
+    return args
+
+
+def _combine(op: str, args: Any, one: Callable[[Any], str], where: str) -> str:
+    inner = [one(a) for a in _list(op, args, where)]
+    return "(" + (" && " if op == "$and" else " || ").join(inner) + ")"
+
+
+_OPPOSITE = {"$eq": "$ne", "$ne": "$eq", "$gt": "$lte", "$lte": "$gt", "$lt": "$gte", "$gte": "$lt",
+             "$in": "$nin", "$nin": "$in"}
+
+
+def _negate_cond(cond: Any, where: str) -> dict:
+    """A field's condition negated the way CouchDB normalises it: each operator turned into its opposite
+    (so a missing field still fails, except `$exists`), De Morgan through $and/$or."""
+    if not _is_operator_object(cond):
+        return {"$ne": cond}
+    if len(cond) > 1:
+        return {"$or": [_negate_cond({k: v}, where) for k, v in cond.items()]}
+    op, arg = next(iter(cond.items()))
+    if op in _OPPOSITE:
+        return {_OPPOSITE[op]: arg}
+    if op == "$exists":
+        return {"$exists": not arg}
+    if op == "$not":
+        return arg if _is_operator_object(arg) else {"$eq": arg}
     if op == "$and":
-        return "(" + " && ".join(inner) + ")"
+        return {"$or": [_negate_cond(a, where) for a in _list(op, arg, where)]}
     if op == "$or":
-        return "(" + " || ".join(inner) + ")"
-    return "!(" + " || ".join(inner) + ")"
+        return {"$and": [_negate_cond(a, where) for a in _list(op, arg, where)]}
+    if op == "$nor":
+        return {"$or": _list(op, arg, where)}
+    raise UsageError(f"{where}: operator {op} is not translated to JavaScript (supported: {', '.join(SUPPORTED)})")
+
+
+def _flatten(selector: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} -> {"a.b": 1} (mango_selector:norm_fields); an operator inside a nested object
+    becomes the condition of that object's path."""
+    out: dict = {}
+    for k, v in selector.items():
+        if k.startswith("$"):
+            if prefix:
+                out.setdefault(prefix[:-1], {})[k] = v
+            else:
+                out[k] = v
+        elif isinstance(v, dict) and v and not _is_operator_object(v):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _negate_selector(selector: Any, where: str) -> dict:
+    if not isinstance(selector, dict) or not selector:
+        raise UsageError(f"{where}: $not/$nor take a selector object, got {json.dumps(selector)}")
+    flat = _flatten(selector)
+    if len(flat) > 1:
+        return {"$or": [_negate_selector({k: v}, where) for k, v in flat.items()]}
+    k, v = next(iter(flat.items()))
+    if k == "$and":
+        return {"$or": [_negate_selector(a, where) for a in _list(k, v, where)]}
+    if k == "$or":
+        return {"$and": [_negate_selector(a, where) for a in _list(k, v, where)]}
+    if k == "$nor":
+        return {"$or": _list(k, v, where)}
+    if k == "$not":
+        return v
+    if k.startswith("$"):
+        raise UsageError(f"{where}: operator {k} needs a field (supported: {', '.join(SUPPORTED)})")
+    return {k: _negate_cond(v, where)}
 
 
 def selector_js(selector: Any, where: str, prefix: tuple[str, ...] = ()) -> str:
@@ -254,10 +320,13 @@ def selector_js(selector: Any, where: str, prefix: tuple[str, ...] = ()) -> str:
         return "true"
     parts = []
     for key, cond in selector.items():
-        if key in ("$and", "$or", "$nor"):
+        if key in ("$and", "$or"):
             parts.append(_combine(key, cond, lambda s: selector_js(s, where, prefix), where))
+        elif key == "$nor":
+            parts.append(selector_js({"$and": [_negate_selector(a, where) for a in _list(key, cond, where)]},
+                                     where, prefix))
         elif key == "$not":
-            parts.append("!" + selector_js(cond, where, prefix))
+            parts.append(selector_js(_negate_selector(cond, where), where, prefix))
         elif key.startswith("$"):
             if not prefix:
                 raise UsageError(f"{where}: operator {key} needs a field (supported: {', '.join(SUPPORTED)})")
