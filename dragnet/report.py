@@ -803,7 +803,8 @@ def design_notes(groups: Sequence[DesignGroup]) -> list[str]:
         where = f"{g.ddoc} {g.view} {g.label} ({g.storage})"
         if g.differences:
             out.append(f"differences: {where}: {g.differences} rows differ from {g.reference}'s "
-                       f"over {g.compared} compared runs" + (f" ({classes_text(g.classes)})" if g.classes else ""))
+                       f"over {g.compared} compared runs" + (f"; by class, with those between its own builds: "
+                                                              f"{classes_text(g.classes)}" if g.classes else ""))
         out += [f"note: {where}: {n}" for n in g.notes]
         out += [f"failed: {where}: {e}" for e in g.errors]
     return out

@@ -170,3 +170,69 @@ def test_describe_shows_the_smallest_example():
                                         "first_result": {"d": 1}, "second_result": {"d": 1, "x": 2}}})
     assert lines[0] == "v.group0: 1 × order-dependent reduce: r"
     assert "smallest example" in lines[1] and "reduce([row 2, row 1]) =" in lines[3]
+
+
+# -- live: a design doc shaped like the app, over documents that emit ties -------------------
+
+JS_DDOC = {
+    "_id": "_design/history", "language": "javascript",
+    "views": {
+        "latest": {
+            "map": "function (doc) { if (doc.events) doc.events.forEach(function (e) { "
+                   "emit(doc.owner, {date: e.date, who: e.who}); }); }",
+            "reduce": "function (keys, values, rereduce) { var best = null; values.forEach(function (v) { "
+                      "if (best === null || v.date > best.date) best = v; }); return best; }"},
+        "stamp": {"map": "function (doc) { emit(doc._id, Math.random()); }"},
+    },
+}
+
+
+def _tie_docs(n: int = 120) -> list[dict]:
+    docs = []
+    for i in range(n):
+        # every owner's latest date is held by one document that emits it twice: the tie decides
+        date = "2030-01-01" if i < 4 else f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}"
+        events = [{"date": date, "who": f"w{i}"}] + ([{"date": date, "who": f"x{i}"}] if i % 5 == 0 or i < 4 else [])
+        docs.append({"_id": f"d{i:04d}", "owner": f"o{i % 4}", "events": events})
+    return docs
+
+
+def test_live_bench_classifies_the_functions_faults(live_url, live_db, tmp_path):
+    from dragnet.bench import Bench, BenchConfig
+    from dragnet.cli.bench import blocking_runs
+    from dragnet.design import Design
+    from dragnet.errors import DragnetError
+    from dragnet.reference_engine import spec_for
+    from dragnet.rows import read_rows
+
+    try:
+        couchjs = spec_for("javascript")
+    except DragnetError as exc:
+        pytest.skip(f"the reference engine must run here: {exc}")
+    couch, db = live_db
+    couch.put(f"/{db}?q=1")
+    couch.post(f"/{db}/_bulk_docs", {"docs": _tie_docs()})
+    cfg = BenchConfig(url=live_url, db=db, languages=["javascript", "javascript_quickjs"], repeat=1,
+                      baseline=False, design=Design(doc=JS_DDOC, source="test"), results_dir=str(tmp_path / "b"))
+    manifest = Bench(cfg).run()
+    ref, other = manifest["runs"]
+    assert (ref["status"], other["status"]) == ("ok", "ok")
+    classes = other["comparison"]["classes"]
+    # Math.random() differs between any two builds: the reference maps a document twice and sees it
+    assert classes.get(fault.NONDETERMINISTIC_MAP, 0) >= 1
+    # whatever else differs here is the latest-date reduce, and it is its own fault
+    assert set(classes) <= {fault.NONDETERMINISTIC_MAP, fault.ORDER}
+    assert blocking_runs(manifest["runs"]) == []
+    assert blocking_runs(manifest["runs"], strict=True) == [other]
+    full = json.loads((tmp_path / "b" / other["result_file"]).read_text())["comparison"]
+    stamp = next(f for f in full["findings"] if f["query"] == "stamp.map")
+    assert stamp["cls"] == fault.NONDETERMINISTIC_MAP and len(stamp["example"]["answers"]) == fault.MAP_REPEATS
+    # the latest-date reduce over the rows CouchDB built, run again in couchjs itself: order-dependent, and
+    # the smallest example is two rows with the same date
+    rows = list(read_rows(ref["rows"]["latest.map"]))
+    with ProcessEngine(couchjs, JS_DDOC["views"]["latest"]["map"]) as engine:
+        check = fault.check_order(engine, JS_DDOC["views"]["latest"]["reduce"],
+                                  fault.feeding_rows(rows, "group0", None))
+    assert check.order_dependent and len(check.example.values) == 2
+    a, b = (v[1] for v in check.example.values)
+    assert a["date"] == b["date"] and a["who"] != b["who"]
