@@ -236,3 +236,27 @@ def test_live_bench_classifies_the_functions_faults(live_url, live_db, tmp_path)
     assert check.order_dependent and len(check.example.values) == 2
     a, b = (v[1] for v in check.example.values)
     assert a["date"] == b["date"] and a["who"] != b["who"]
+
+
+def test_qsbench_check_reduce_names_the_order_dependent_reduce(tmp_path):
+    from click.testing import CliRunner
+
+    from dragnet.cli import main
+
+    ddoc = {"_id": "_design/h", "language": "python3",
+            "views": {"latest": {"map": MAP, "reduce": LATEST}, "total": {"map": MAP, "reduce": TOTAL}}}
+    (tmp_path / "h.json").write_text(json.dumps(ddoc))
+    with open(tmp_path / "docs.jsonl", "w") as fh:
+        for d in DOCS.values():
+            fh.write(json.dumps(d) + "\n")
+    res = CliRunner().invoke(main, ["qsbench", "--ddoc", str(tmp_path / "h.json"), "--docs",
+                                    str(tmp_path / "docs.jsonl"), "--servers", "python3", "--repeat", "1",
+                                    "--warmup", "0", "--check-reduce", "--results", str(tmp_path / "r")],
+                             catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "latest reduce: 1 × order-dependent reduce: python3 itself gives different results" in res.output
+    assert "total reduce: python3 gave one result over 5 rows" in res.output
+    [path] = (tmp_path / "r").glob("qsbench-*.json")
+    checks = json.loads(path.read_text())["reduce_checks"]
+    assert checks["latest"]["order_dependent"] and not checks["total"]["order_dependent"]
+    assert len(checks["latest"]["example"]["values"]) == 2

@@ -174,7 +174,7 @@ def bench_cmd(url, db, data, views, ddoc_source, mango_source, view_names, stric
             console.print(f"size {d['count']:,} documents (database {d['db']})")
 
     if indexes is not None:
-        return _mango(config, indexes, on_event, total, as_json)
+        return _mango(config, indexes, on_event, total, as_json, strict)
     if sizes_text is not None:
         total["n"] = len(b.plan(langs, repeat, ["x"], baseline=not no_baseline,
                                 scenarios=[s.label for s in scenarios] or [""]))
@@ -242,7 +242,7 @@ def blocking_runs(runs: list[dict], strict: bool = False) -> list[dict]:
     return out
 
 
-def _mango(config, indexes, on_event, total, as_json) -> None:
+def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
     """bench --mango: one bench per index, then the design table and Mango against each engine."""
     from .. import mango_bench as mb
     from .. import report as rp
@@ -271,8 +271,7 @@ def _mango(config, indexes, on_event, total, as_json) -> None:
             for line in differences_lines(ix["dir"], ix["manifest"]["runs"]):
                 click.echo(line)
         click.echo(f"results: {summary['dir']}")
-    if any((r.get("comparison") or {}).get("differences") for r in runs) or not any(
-            r["status"] == "ok" for r in runs):
+    if blocking_runs(runs, strict) or not any(r["status"] == "ok" for r in runs):
         sys.exit(1)
 
 
