@@ -148,11 +148,16 @@ def test_live_mango_and_javascript_give_the_same_rows(live_url, live_db, tmp_pat
         mango_bench.prepare(live_url, [mango.Index("bad", ("a",), {"a": {"$foo": 1}})])
 
 
-def test_live_selectors_match_couchdbs_own_find(live_db):
-    """The expectations above are CouchDB's: _find with each selector returns the same documents."""
+def test_live_selectors_match_couchdbs_own_find(live_url, live_db):
+    """The expectations above are CouchDB's: _find with each selector returns the same documents; and a
+    live URL/db/_index listing reads back as the definitions."""
     couch, db = live_db
     couch.put(f"/{db}")
     couch.post(f"/{db}/_bulk_docs", {"docs": DOCS})
     for selector, ids in SELECTORS:
         found = couch.post(f"/{db}/_find", {"selector": selector, "fields": ["_id"], "limit": 100})["docs"]
         assert {d["_id"] for d in found} == ids, selector
+    couch.post(f"/{db}/_index", {"index": {"fields": ["a"], "partial_filter_selector": {"t": {"$gt": 3}}},
+                                 "name": "a-gt3", "ddoc": "idx"})
+    [ix] = mango.load(f"{live_url}/{db}/_index")
+    assert (ix.name, ix.fields, ix.partial_filter_selector) == ("a-gt3", ("a",), {"t": {"$gt": 3}})
