@@ -399,7 +399,8 @@ QS_FAMILIES = {lang.name: lang.processes for lang in QS_LANGUAGES if lang.proces
 def qs_family_of(runs: Sequence[Run]) -> str | None:
     """The query-server family of runs: the one expected for their language when pidstat saw it, else the
     non-infrastructure family with most CPU; None for Erlang views, which run inside beam."""
-    if not runs or all(r.language == "erlang" or r.label.startswith("erlang") for r in runs):
+    # Erlang views and Mango indexes (language "query", mango_native_proc) run inside beam
+    if not runs or all(r.language in ("erlang", "query") or r.label.startswith("erlang") for r in runs):
         return None
     seen = {fam for r in runs for fam in r.resources}
     for lang in dict.fromkeys(r.language for r in runs):

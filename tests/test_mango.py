@@ -161,3 +161,12 @@ def test_live_selectors_match_couchdbs_own_find(live_url, live_db):
                                  "name": "a-gt3", "ddoc": "idx"})
     [ix] = mango.load(f"{live_url}/{db}/_index")
     assert (ix.name, ix.fields, ix.partial_filter_selector) == ("a-gt3", ("a",), {"t": {"$gt": 3}})
+
+
+def test_report_puts_mango_builds_inside_beam():
+    from dragnet.report import Run, qs_family_of
+
+    leftover = {"beam": {"cpu_mean": 60.0}, "quickjs": {"cpu_mean": 3.0}}   # idle servers of earlier builds
+    assert qs_family_of([Run("mango", "disk", 0.0, True, language="query", resources=leftover)]) is None
+    assert qs_family_of([Run("javascript_quickjs", "disk", 0.0, True, language="javascript_quickjs",
+                             resources=leftover)]) == "quickjs"
