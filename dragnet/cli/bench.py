@@ -145,7 +145,8 @@ def bench_cmd(url, db, data, views, ddoc_source, mango_source, view_names, stric
                 cmp = d.get("comparison")
                 same = "" if not cmp else (f", rows: {cmp['note']}" if cmp.get("differences") is None else
                                           f", rows vs {cmp['reference']}: {cmp['differences']} differences in "
-                                          f"{cmp['rows_compared']}")
+                                          f"{cmp['rows_compared']}" + (f" ({rp.classes_text(cmp['classes'])})"
+                                                                       if cmp.get("classes") else ""))
                 console.print(f"    wall {d['wall_time_s']:.1f} s, {d['docs_per_sec_wall']:.0f} docs/s"
                               + (f", ×{ratio:.2f} baseline" if ratio is not None else "") + same)
             else:
