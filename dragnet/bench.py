@@ -686,6 +686,10 @@ class Bench:
                 result["sizes"] = {"after": _sizes(couch, cfg.db, run["ddoc"])}
             except CouchError:
                 pass
+            # a design doc's copy is deleted by the build itself: its index as read right after the build
+            built = (result.get("index") or {}).get("sizes")
+            if result.get("sizes") and not result["sizes"]["after"].get("index") and built:
+                result["sizes"]["after"]["index"] = built
         run["sizes"] = result.get("sizes")
         run["pidstat_peak_rss_kb"] = rss_peaks_kb((result.get("pidstat") or {}).get("summary")) or None
         for idx, value in ratios(self.manifest["runs"]).items():
