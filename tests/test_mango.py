@@ -138,6 +138,7 @@ def test_live_mango_and_javascript_give_the_same_rows(live_url, live_db, tmp_pat
     runs = by["ab"]["manifest"]["runs"]
     assert [(r["language"], r["status"]) for r in runs] == [("mango", "ok"), ("javascript", "ok")]
     assert runs[1]["comparison"]["differences"] == 0 and runs[1]["comparison"]["rows_compared"] > 0
+    assert all(r["sizes"]["after"]["index"]["file"] > 0 for r in runs)     # read before the copy went
     assert summary["warnings"] == [mango.empty_warning(indexes[1], 0)]
     assert [v["engine"] for v in summary["versus"]] == ["javascript", "javascript"]
     assert (tmp_path / "res" / "mango.json").is_file()
