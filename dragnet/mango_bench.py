@@ -31,6 +31,9 @@ class Versus:
     p: float
     n_mango: int
     n_engine: int
+    # the median of per-round ratios (Mango's build over the engine's of the same round, made minutes
+    # apart, so a load that drifts over the bench touches both alike) with its bootstrap interval
+    paired: tuple[float, float, float] | None = None
 
     @property
     def decided(self) -> bool:
@@ -40,29 +43,49 @@ class Versus:
         return dict(dataclasses.asdict(self), decided=self.decided)
 
     def format(self) -> str:
+        paired = (f"; per round ×{self.paired[0]:.2f} [{self.paired[1]:.2f} … {self.paired[2]:.2f}]"
+                  if self.paired else "")
         return (f"Mango ×{self.ratio:.2f} {self.engine} [{self.ci_low:.2f} … {self.ci_high:.2f}] "
                 f"(Mann–Whitney p={self.p:.3f}, {self.n_mango} vs {self.n_engine} runs, "
-                f"{'significant' if self.decided else 'NOT significant'})")
+                f"{'significant' if self.decided else 'NOT significant'}{paired})")
 
 
-def versus(index: str, rates: dict[str, Sequence[float]]) -> list[Versus]:
-    """rates: per language the successful runs' docs/s, "mango" among them (pure)."""
+def versus(index: str, rates: dict[str, Sequence[float]],
+           rounds: dict[str, dict[tuple, float]] | None = None) -> list[Versus]:
+    """rates: per language the successful runs' docs/s, "mango" among them; rounds: the same keyed by
+    (storage, scenario, repeat), for the per-round ratios (pure)."""
     base = list(rates.get(mango.ENGINE) or [])
     out = []
     for engine, xs in rates.items():
         if engine == mango.ENGINE or not xs or not base:
             continue
         r, lo, hi = stats.bootstrap_ratio_ci(base, list(xs))
-        out.append(Versus(index, engine, r, lo, hi, stats.mann_whitney_u(base, list(xs)).p, len(base), len(xs)))
+        paired = None
+        if rounds:
+            both = sorted(set(rounds.get(mango.ENGINE, {})) & set(rounds.get(engine, {})))
+            if both:
+                paired = stats.paired_ratio_ci([rounds[mango.ENGINE][k] for k in both],
+                                               [rounds[engine][k] for k in both])
+        out.append(Versus(index, engine, r, lo, hi, stats.mann_whitney_u(base, list(xs)).p, len(base), len(xs),
+                          paired))
     return out
 
 
 def rates_of(runs: Sequence[dict]) -> dict[str, list[float]]:
     """Per language, docs/s of the manifest's successful runs."""
     out: dict[str, list[float]] = {}
+    for lang, by_round in rounds_of(runs).items():
+        out[lang] = list(by_round.values())
+    return out
+
+
+def rounds_of(runs: Sequence[dict]) -> dict[str, dict[tuple, float]]:
+    """Per language, docs/s of the successful runs keyed by (storage, scenario, repeat)."""
+    out: dict[str, dict[tuple, float]] = {}
     for r in runs:
         if r.get("status") == "ok" and r.get("docs_per_sec_wall"):
-            out.setdefault(r["language"], []).append(float(r["docs_per_sec_wall"]))
+            key = (r.get("storage"), r.get("scenario", ""), r.get("repeat"))
+            out.setdefault(r["language"], {})[key] = float(r["docs_per_sec_wall"])
     return out
 
 
@@ -100,7 +123,8 @@ def run(config: BenchConfig, indexes: Sequence[mango.Index], *, on_event: Callab
         summary["indexes"].append({"name": ix.name, "fields": list(ix.fields),
                                    "partial_filter_selector": ix.partial_filter_selector, "dir": str(bench.dir),
                                    "rows": rows, "js_map": mango.js_map(ix), "manifest": manifest})
-        summary["versus"] += [v.as_dict() for v in versus(ix.name, rates_of(manifest["runs"]))]
+        summary["versus"] += [v.as_dict() for v in versus(ix.name, rates_of(manifest["runs"]),
+                                                           rounds_of(manifest["runs"]))]
     summary["dir"] = str(root)
     root.mkdir(parents=True, exist_ok=True)
     (root / "mango.json").write_text(json.dumps({k: v for k, v in summary.items()}, indent=1, default=str) + "\n")
@@ -119,6 +143,7 @@ def _mango_rows(folder: Path, runs: Sequence[dict]) -> int | None:
 def versus_lines(vs: Sequence[dict]) -> list[str]:
     lines = []
     for index in dict.fromkeys(v["index"] for v in vs):
-        mine = [Versus(**{k: v[k] for k in Versus.__dataclass_fields__}) for v in vs if v["index"] == index]
+        mine = [Versus(**{k: (tuple(v[k]) if k == "paired" and v.get(k) else v.get(k))
+                          for k in Versus.__dataclass_fields__}) for v in vs if v["index"] == index]
         lines.append(f"{index}: " + "; ".join(v.format() for v in mine))
     return lines

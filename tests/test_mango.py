@@ -171,3 +171,13 @@ def test_report_puts_mango_builds_inside_beam():
     assert qs_family_of([Run("mango", "disk", 0.0, True, language="query", resources=leftover)]) is None
     assert qs_family_of([Run("javascript_quickjs", "disk", 0.0, True, language="javascript_quickjs",
                              resources=leftover)]) == "quickjs"
+
+
+def test_versus_per_round_ratio():
+    runs = [{"language": lang, "status": "ok", "storage": "disk", "repeat": rep, "docs_per_sec_wall": dps}
+            for rep, (m, j) in enumerate([(200.0, 100.0), (100.0, 50.0), (300.0, 150.0), (120.0, 60.0)])
+            for lang, dps in (("mango", m), ("javascript", j))]
+    [v] = mango_bench.versus("ix", mango_bench.rates_of(runs), mango_bench.rounds_of(runs))
+    assert v.paired == (2.0, 2.0, 2.0)            # every round: Mango twice as fast
+    assert v.ratio == pytest.approx(160 / 80)
+    assert "per round ×2.00 [2.00 … 2.00]" in v.format()
