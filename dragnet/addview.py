@@ -60,6 +60,8 @@ class Config:
     update_edits: float = 0.5
     update_batch: int = 50
     allow_writes: bool = False
+    # iostat on the data's disk during the build (dragnet.build_iostat); off where a scenario records its own
+    iostat: bool = True
 
 
 # ------------------------------------------------------------------ helpers (pure)
@@ -376,7 +378,8 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
               view: str | None = None, reduce: str | None = None, storage: str = "auto", interval: float = 1.0,
               timeout: float | None = None, pidstat: bool = True, pidstat_pattern: str = _pidstat.DEFAULT_PATTERN,
               couchdb_log: str | None = None, results_dir: str | None = None,
-              argv: list[str] | None = None, design: Any = None, rows_dir: str | None = None) -> dict:
+              argv: list[str] | None = None, design: Any = None, rows_dir: str | None = None,
+              iostat: bool = True) -> dict:
     """One benchmark build as a library call: the results dict, also for a build that failed midway
     (summary.ok false). Errors before the build starts (bad file, compilation error) raise DragnetError."""
     from .couch import connect
@@ -385,7 +388,7 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
                  interval=interval, timeout=timeout, pidstat=pidstat, pidstat_pattern=pidstat_pattern,
                  couchdb_log=couchdb_log, storage=storage if storage in STORAGE_CHOICES else "auto",
                  results_dir=results_dir, argv=argv or ["dragnet.addview.benchmark", view_path], design=design,
-                 rows_dir=rows_dir)
+                 rows_dir=rows_dir, iostat=iostat)
     try:
         out = run_benchmark(connect(url), cfg)
     except BuildFailed as exc:
@@ -442,6 +445,7 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
     qs_before = _qs_stats(couch)
     saved = _ddoc.create_fresh(couch, cfg.db, doc)      # compilation errors end the run here
     runner: _pidstat.PidstatRunner | None = None
+    io = None
     try:
         if log.path is None:   # said only once the ddoc compiled, so an error stays the first line
             note("CouchDB's log is not visible here: exceptions raised by the map function are not counted "
@@ -465,6 +469,10 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         else:
             pidstat_note = "disabled (--no-pidstat)"
 
+        if cfg.iostat:
+            from .build_iostat import BuildIostat
+
+            io = BuildIostat(couch, couch.url, env).start()
         path = view_query_path(cfg.db, ident, view_name, reduce is not None)
         request = ViewRequest(couch, path, timeout=max(1.0, deadline - time.time()))
         tracker = poller.Tracker(ident)
@@ -477,6 +485,7 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         finally:
             t_end = time.time()
             text = runner.stop() if runner else None     # pidstat covers exactly the build
+            io_text = io.stop() if io else ""
         qs_after = _qs_stats(couch)
 
         samples = summary_ps = None
@@ -536,6 +545,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
                    "pidstat_scope": scope.as_dict() if scope else None,
                    "couchdb_log": str(log.path) if log.path else None},
         )
+        if io is not None:
+            res["iostat"] = io.record(io_text)
         if per_node_ps and res.get("pidstat") is not None:
             res["pidstat"]["per_node"] = per_node_ps
         if error:
@@ -562,6 +573,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         # interrupted (Ctrl-C, SIGTERM, SIGHUP) or crashed mid-build: pidstat and the fresh design doc go too
         if runner is not None:
             runner.stop(first_report=False)
+        if io is not None:
+            io.stop(first_report=False)
         _delete_ddoc(couch, cfg.db, ident, saved.rev)
         raise
     out = _results.write_results(res, cfg.results_dir) if cfg.results_dir else None
@@ -698,6 +711,14 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
         from . import update as _update
 
         lines.append(_update.format_result(res["update"]))
+    io = res.get("iostat") or {}
+    if io.get("summary"):
+        from .iostat import format_summary
+
+        lines.append(f"iostat on the data's disk ({io.get('data_dir')}):")
+        lines += ["  " + x for x in format_summary(io["summary"])]
+    elif io.get("absent"):
+        lines.append(f"iostat: none recorded: {io['absent']}")
     ps = (res.get("pidstat") or {}).get("summary")
     if ps:
         lines.append("")

@@ -89,7 +89,7 @@ def resolve_languages(names: Sequence[str], views_dir: str | Path, *, design: bo
         if design and n != BASELINE_LABEL:
             from .views import _NAME, canonical_language
 
-            lang = canonical_language(n)
+            lang = "query" if n == "mango" else canonical_language(n)   # dragnet.mango's builds
             if not _NAME.match(lang):
                 problems.append(f"{n!r} is not a language name")
             else:
@@ -421,6 +421,7 @@ class BenchConfig:
     reference: str | None = None  # the language whose rows the others must equal [default: the first]
     scenarios: list = field(default_factory=list)   # dragnet.scenario.Scenario; empty: no scenario axis
     size: int | None = None       # documents, when this bench is one size of a `--sizes` sweep
+    mango_design: Any = None      # --mango: the index's Mango design doc, built by the "mango" language
 
 
 def _now_iso() -> str:
@@ -441,6 +442,7 @@ class Bench:
         self.dir = Path(config.results_dir or Path("results") / self.id)
         self.manifest: dict[str, Any] = {}
         self.reference: str | None = None
+        self._pool = None       # the reference engine's processes that classify differences
 
     # -- manifest
     def _write_manifest(self) -> None:
@@ -607,6 +609,8 @@ class Bench:
                 current["status"] = "interrupted"
             raise
         finally:
+            if self._pool is not None:
+                self._pool.close()
             self.manifest["finished_at"] = _now_iso()
             self._write_manifest()
             if started_here:
@@ -642,9 +646,11 @@ class Bench:
             def build() -> dict:
                 if spec.view_file == DESIGN:
                     rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
-                    return self.build(couch, cfg.url, cfg.db, spec, None, ddoc, run["storage"], design=cfg.design,
-                                      rows_dir=str(rows_dir))
-                return self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"])
+                    design = cfg.mango_design if spec.language == "query" and cfg.mango_design else cfg.design
+                    return self.build(couch, cfg.url, cfg.db, spec, None, ddoc, run["storage"], design=design,
+                                      rows_dir=str(rows_dir), **({"iostat": False} if sc is not None else {}))
+                return self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"],
+                                  **({"iostat": False} if sc is not None else {}))
             if failed_start is not None:
                 result = failed_start
             elif sc is not None:
@@ -680,6 +686,10 @@ class Bench:
                 result["sizes"] = {"after": _sizes(couch, cfg.db, run["ddoc"])}
             except CouchError:
                 pass
+            # a design doc's copy is deleted by the build itself: its index as read right after the build
+            built = (result.get("index") or {}).get("sizes")
+            if result.get("sizes") and not result["sizes"]["after"].get("index") and built:
+                result["sizes"]["after"]["index"] = built
         run["sizes"] = result.get("sizes")
         run["pidstat_peak_rss_kb"] = rss_peaks_kb((result.get("pidstat") or {}).get("summary")) or None
         for idx, value in ratios(self.manifest["runs"]).items():
@@ -687,10 +697,15 @@ class Bench:
         result["bench"]["ratio_to_baseline"] = run["ratio_to_baseline"]
         if ok and result.get("rows"):
             run["rows"] = result["rows"]
-            comparison = self._compare(run)
+            from .bench_fault import summary
+            comparison = self._compare(run, couch)
             if comparison is not None:
                 result["comparison"] = comparison
-                run["comparison"] = {k: comparison[k] for k in ("reference", "differences", "rows_compared")}
+                run["comparison"] = summary(comparison)
+            repeats = self._compare_repeats(run, couch)
+            if repeats is not None:
+                result["repeat_comparison"] = repeats
+                run["repeat_comparison"] = summary(repeats)
         run["result_file"] = self._write_result(run, result).name
         self._write_manifest()
         if status == "oom":       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
@@ -699,8 +714,36 @@ class Bench:
         self._cleanup(couch, run)
         self.on_event("done", dict(run))
 
-    def _compare(self, run: dict) -> dict | None:
-        """This run's rows against the reference language's first successful run (None for that run)."""
+    def _engine_pool(self):
+        """The reference engine's processes for classifying differences (dragnet.bench_fault), kept for
+        the whole bench and closed at its end."""
+        if self._pool is None:
+            from .bench_fault import EnginePool
+
+            spec = resolve_languages([self.reference], self.config.views, design=True)[0]
+            design = self.config.mango_design if spec.language == "query" and self.config.mango_design \
+                else self.config.design
+            self._pool = EnginePool(spec.language, design, self.env)
+        return self._pool
+
+    def _compare_repeats(self, run: dict, couch: Couch | None = None) -> dict | None:
+        """A later build of a non-reference engine against that engine's own first build: what differs
+        is the function's fault by definition (the reference's repeats are compared in _compare)."""
+        if run["language"] == self.reference:
+            return None
+        first = next(r for r in self.manifest["runs"] if r["language"] == run["language"] and r.get("rows"))
+        if first is run:
+            return None
+        from .bench_fault import judge
+        from .rows import compare_files
+
+        return judge({"reference": run["language"], "reference_run": first["index"],
+                      **compare_files(first["rows"], run["rows"])}, first["rows"], same_engine=True,
+                     pool=self._engine_pool(), couch=couch, db=self.config.db)
+
+    def _compare(self, run: dict, couch: Couch | None = None) -> dict | None:
+        """This run's rows against the reference language's first successful run (None for that run),
+        each difference classified (dragnet.fault)."""
         if run["language"] == self.reference:
             first = next(r for r in self.manifest["runs"] if r["language"] == self.reference and r.get("rows"))
             if first is run:
@@ -711,10 +754,13 @@ class Bench:
             if first is None:
                 return {"reference": self.reference, "differences": None, "rows_compared": 0,
                         "note": f"no successful {self.reference} build to compare with"}
+        from .bench_fault import judge
         from .rows import compare_files
 
-        return {"reference": self.reference, "reference_run": first["index"],
-                **compare_files(first["rows"], run["rows"])}
+        return judge({"reference": self.reference, "reference_run": first["index"],
+                      **compare_files(first["rows"], run["rows"])}, first["rows"],
+                     same_engine=run["language"] == self.reference, pool=self._engine_pool(), couch=couch,
+                     db=self.config.db)
 
     def _cleanup(self, couch: Couch, run: dict, quick: bool = False) -> None:
         try:

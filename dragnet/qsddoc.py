@@ -504,5 +504,26 @@ def results_document(bench: DdocBenchmark, docs: qsbench.DocSet, settings: dict,
     }
 
 
+def check_reduces(spec: ServerSpec, groups: Sequence[MapGroup], docs: qsbench.DocSet, answers: Sequence[bytes],
+                  views: Sequence[str] | None = None, timeout: float = 30.0) -> dict:
+    """Each JavaScript/Python reduce (of `views`, default all) run again in `spec`'s engine over the
+    reference's rows in several orders and chunkings (dragnet.fault.check_order): {view: OrderCheck}."""
+    from .fault import check_order
+    from .reduce_batches import expand
+    from .reference_engine import ProcessEngine
+
+    out = {}
+    per_group = group_rows(answers, docs.ids, len(groups), spec.name)
+    with ProcessEngine(spec, timeout=timeout) as engine:
+        for g, rows in zip(groups, per_group):
+            kvs = None
+            for view, src in g.os_reduces:
+                if views is not None and view not in views:
+                    continue
+                kvs = kvs if kvs is not None else expand(btree_rows(rows))
+                out[view] = check_order(engine, src, kvs)
+    return out
+
+
 __all__ = ["MapGroup", "map_groups", "select_servers", "run_design", "compare", "function_costs",
            "run_benchmark", "results_document"]

@@ -68,6 +68,7 @@ class Run:
     ddoc: str | None = None
     views: tuple[str, ...] = ()
     comparison: dict | None = None       # rows against the reference engine, as the bench recorded it
+    repeat_comparison: dict | None = None   # rows against the same engine's first build (dragnet.bench)
     update_lag_s: float | None = None    # --update: last write answered to every view fresh
     incremental_dps: float | None = None
     scenario: str | None = None          # bench --memory/--disk-profile/--cache: part of the storage label
@@ -261,6 +262,8 @@ def to_run(result: dict) -> Run:
         language=str((result.get("view") or {}).get("language") or s.get("language") or ""),
         ddoc=design_id(result), views=tuple(((result.get("view") or {}).get("design") or {}).get("views") or ()),
         comparison=result.get("comparison") if isinstance(result.get("comparison"), dict) else None,
+        repeat_comparison=result.get("repeat_comparison") if isinstance(result.get("repeat_comparison"), dict)
+        else None,
         update_lag_s=_num(s.get("update_lag_s", (result.get("update") or {}).get("lag_s"))),
         incremental_dps=_num((result.get("update") or {}).get("incremental_docs_per_sec")),
         scenario=scenario,
@@ -407,7 +410,8 @@ QS_FAMILIES = {lang.name: lang.processes for lang in QS_LANGUAGES if lang.proces
 def qs_family_of(runs: Sequence[Run]) -> str | None:
     """The query-server family of runs: the one expected for their language when pidstat saw it, else the
     non-infrastructure family with most CPU; None for Erlang views, which run inside beam."""
-    if not runs or all(r.language == "erlang" or r.label.startswith("erlang") for r in runs):
+    # Erlang views and Mango indexes (language "query", mango_native_proc) run inside beam
+    if not runs or all(r.language in ("erlang", "query") or r.label.startswith("erlang") for r in runs):
         return None
     seen = {fam for r in runs for fam in r.resources}
     for lang in dict.fromkeys(r.language for r in runs):
@@ -604,6 +608,9 @@ class DesignGroup:
     qs_cpu: float | None
     qs_rss_mb: float | None
     docs_per_s_runs: list[float] = field(default_factory=list)
+    # differences by class (dragnet.fault), against the reference and between the engine's own builds
+    classes: dict[str, int] = field(default_factory=dict)
+    repeat_differences: int = 0
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -667,8 +674,24 @@ def group_design_runs(runs: Sequence[Run], reference: str | None = None) -> list
                 qs_family=fam, beam_cpu=res("beam", "cpu_mean"), beam_rss_mb=res("beam", "rss_peak_mb"),
                 qs_cpu=res(fam, "cpu_mean"), qs_rss_mb=res(fam, "rss_peak_mb"),
                 docs_per_s_runs=[r.docs_per_s for r in good if r.docs_per_s is not None],
+                classes=_sum_classes([c for c in compared] + [r.repeat_comparison for r in good
+                                                               if r.repeat_comparison]),
+                repeat_differences=sum(int((r.repeat_comparison or {}).get("differences") or 0) for r in good),
             ))
     return out
+
+
+def _sum_classes(comparisons: Iterable[dict]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in comparisons:
+        for cls, n in (c.get("classes") or {}).items():
+            out[cls] = out.get(cls, 0) + int(n)
+    return out
+
+
+def classes_text(classes: dict[str, int]) -> str:
+    """'2 order-dependent reduce, 1 engine' (what the differences column adds to the count)."""
+    return ", ".join(f"{n:,} {c}" for c, n in sorted(classes.items(), key=lambda kv: -kv[1]) if n)
 
 
 def build_design_report(results: Iterable[dict], reference: str | None = None) -> list[DesignGroup]:
@@ -704,7 +727,8 @@ def design_notes(groups: Sequence[DesignGroup]) -> list[str]:
         where = f"{g.ddoc} {g.view} {g.label} ({g.storage})"
         if g.differences:
             out.append(f"differences: {where}: {g.differences} rows differ from {g.reference}'s "
-                       f"over {g.compared} compared runs")
+                       f"over {g.compared} compared runs" + (f"; by class, with those between its own builds: "
+                                                              f"{classes_text(g.classes)}" if g.classes else ""))
         out += [f"note: {where}: {n}" for n in g.notes]
         out += [f"failed: {where}: {e}" for e in g.errors]
     return out
@@ -727,6 +751,10 @@ def design_table_rows(groups: Sequence[DesignGroup]) -> list[list[str]]:
             diffs = "not compared"
         else:
             diffs = f"{g.differences:,}" + (" (reference repeats)" if g.is_reference else "")
+        if g.repeat_differences:
+            diffs += f" + {g.repeat_differences:,} between its own builds"
+        if g.classes:
+            diffs += f": {classes_text(g.classes)}"
         rows.append([
             g.ddoc, g.view, g.label + (" *" if g.is_reference else ""), g.storage,
             str(g.n) + (f" ({g.failed} failed)" if g.failed else ""),

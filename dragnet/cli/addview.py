@@ -22,6 +22,10 @@ from .options import db_option, json_option, print_json, url_option
                    "--benchmark a unique fresh name]. Without VIEW_PATH: a whole design document to put in "
                    "--db, or with --benchmark to measure: a JSON file, a couchapp folder (views/<name>/map.js, "
                    "reduce.js, views/lib/**, language, options.json) or URL/db/_design/name.")
+@click.option("--mango", "mango_source", default=None, metavar="SOURCE",
+              help="With --benchmark: build Mango JSON indexes (a JSON file of POST /db/_index bodies, or "
+                   "URL/db/_index), each in a fresh design doc; with --language, their equivalent JavaScript "
+                   "views on that engine instead.")
 @click.option("--view", "view", default=None, help="View name [default: the view file's folder name]; with a "
               "--ddoc SOURCE, NAME,... picks those views.")
 @click.option("--language", default=None, help="CouchDB language: " + ", ".join(LANGUAGES) +
@@ -53,7 +57,7 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True,
               help="Directory for the results file of a benchmark.")
 @json_option
-def addview_cmd(view_path, url, db, ddoc, view, language, reduce, benchmark, update, update_edits, update_batch,
+def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, benchmark, update, update_edits, update_batch,
                 allow_writes, per_view, interval, timeout, no_pidstat,
                 pidstat_pattern, couchdb_log, storage, results_dir, as_json):
     """Put VIEW_PATH's map function into a design document (keeping its other views), or with --benchmark
@@ -67,6 +71,12 @@ def addview_cmd(view_path, url, db, ddoc, view, language, reduce, benchmark, upd
     from ..errors import UsageError
 
     design = None
+    if mango_source:
+        if view_path or ddoc or reduce or update or per_view or not benchmark:
+            raise UsageError("--mango goes with --benchmark, without VIEW_PATH, --ddoc, --reduce, --update or "
+                             "--per-view")
+        return _mango(url, db, mango_source, language, interval, timeout, no_pidstat, pidstat_pattern,
+                      couchdb_log, storage, results_dir, as_json)
     if view_path is None:
         if not ddoc:
             raise UsageError("give a VIEW_PATH, or a whole design document with --ddoc SOURCE")
@@ -157,3 +167,43 @@ def addview_cmd(view_path, url, db, ddoc, view, language, reduce, benchmark, upd
         click.echo(line)
     if out.path:
         click.echo(f"results: {out.path}")
+
+
+def _mango(url, db, source, language, interval, timeout, no_pidstat, pidstat_pattern, couchdb_log, storage,
+           results_dir, as_json) -> None:
+    """addview --mango --benchmark: each index built by Mango (or, with --language, as JavaScript)."""
+    from .. import mango
+    from ..errors import UsageError
+
+    from ..views import canonical_language
+
+    indexes = mango.load(source)
+    couch = connect(url)
+    if language in (None, mango.LANGUAGE, mango.ENGINE):
+        designs = [(ix, mango.validated_design(couch, ix)) for ix in indexes]    # CouchDB judges all first
+        language = None
+    else:
+        if LANGUAGES.get(canonical_language(language), ("js",))[0] != "js":
+            raise UsageError(f"--mango --language {language}: the equivalent view is JavaScript")
+        designs = [(ix, mango.js_design(ix)) for ix in indexes]
+    out = []
+    for ix, design in designs:
+        cfg = av.Config(view_path="", db=db, language=language, interval=interval, timeout=timeout,
+                        pidstat=not no_pidstat, pidstat_pattern=pidstat_pattern, couchdb_log=couchdb_log,
+                        storage=storage, results_dir=results_dir, design=design,
+                        argv=["dragnet", "addview", *sys.argv[2:]])
+        o = av.run_benchmark(couch, cfg)
+        warning = mango.empty_warning(ix, o.results["summary"].get("rows"))
+        out.append((ix, o, warning))
+        if not as_json:
+            click.echo(f"mango index {ix.name} ({', '.join(ix.fields)}) built by "
+                       f"{language or 'Mango'} on {db}")
+            for line in av.format_report(o.results, o.figures):
+                click.echo(line)
+            if warning:
+                click.echo(f"warning: {warning}")
+            if o.path:
+                click.echo(f"results: {o.path}")
+    if as_json:
+        print_json([dict(o.results["summary"], index=ix.name, warning=w, results_file=str(o.path) if o.path else None)
+                    for ix, o, w in out])

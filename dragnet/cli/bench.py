@@ -25,7 +25,13 @@ from .options import db_option, json_option, print_json, url_option
                    "URL/db/_design/name or git:REF:path (a file or folder at a git ref). Each language builds "
                    "a copy under a fresh name, which is deleted afterwards; the original and its index are never touched. Every view's rows and reduce "
                    "results are compared with the --reference language's; any difference exits 1.")
+@click.option("--mango", "mango_source", default=None, metavar="SOURCE",
+              help="Mango JSON indexes (a JSON file of POST /db/_index bodies, or URL/db/_index): each built by "
+                   "Mango and, as the equivalent JavaScript view, by every --languages engine; rows compared "
+                   "with Mango's and Mango's docs/s set against each engine's.")
 @click.option("--view", "view_names", default=None, metavar="NAME,...", help="With --ddoc: only these views.")
+@click.option("--strict", is_flag=True, help="Exit 1 on any difference, also one that is the function's fault "
+                                             "(an order-dependent reduce, a non-deterministic map).")
 @click.option("--reference", default=None, help="With --ddoc: the language the others must equal "
               "[default: the first of --languages].")
 @click.option("--languages", default=None,
@@ -73,9 +79,9 @@ from .options import db_option, json_option, print_json, url_option
               help="Afterwards compare this run with the baseline saved as NAME (see `dragnet compare`).")
 @store_option
 @json_option
-def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, languages, repeat, storages, storage_label,
-              backend, results_dir, no_baseline, q, n, memories, profiles, caches, sizes_text, plot_path,
-              save_baseline, baseline_name, store_dir, as_json):
+def bench_cmd(url, db, data, views, ddoc_source, mango_source, view_names, strict, reference, languages, repeat,
+              storages, storage_label, backend, results_dir, no_baseline, q, n, memories, profiles, caches, sizes_text,
+              plot_path, save_baseline, baseline_name, store_dir, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -102,6 +108,14 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         design = dsg.load(ddoc_source, views=b.parse_list(view_names, "--view"))
     elif view_names or reference:
         raise UsageError("--view and --reference go with --ddoc")
+    indexes = None
+    if mango_source:
+        from .. import mango
+
+        if ddoc_source or views or sizes_text:
+            raise UsageError("--mango: not with --ddoc, --views or --sizes")
+        indexes = mango.load(mango_source)
+        languages = languages or "javascript"
     if languages is None:
         languages = design.language if design is not None else ",".join(b.DEFAULT_LANGUAGES)
     langs = b.parse_list(languages, "--languages")
@@ -142,7 +156,8 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
                 cmp = d.get("comparison")
                 same = "" if not cmp else (f", rows: {cmp['note']}" if cmp.get("differences") is None else
                                           f", rows vs {cmp['reference']}: {cmp['differences']} differences in "
-                                          f"{cmp['rows_compared']}")
+                                          f"{cmp['rows_compared']}" + (f" ({rp.classes_text(cmp['classes'])})"
+                                                                       if cmp.get("classes") else ""))
                 console.print(f"    wall {d['wall_time_s']:.1f} s, {d['docs_per_sec_wall']:.0f} docs/s"
                               + (f", ×{ratio:.2f} baseline" if ratio is not None else "") + same)
             else:
@@ -162,9 +177,16 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
             console.print(d["message"])
         elif kind == "generate":
             console.print(f"generating {d['count']:,} documents (seed {d['seed']}) …")
+        elif kind == "mango_index":
+            console.print(f"mango index {d['name']}: fields {', '.join(d['fields'])}"
+                          + (f", partial filter {d['partial']}" if d.get("partial") else ""))
+        elif kind == "warning":
+            console.print(f"[yellow]warning[/yellow]: {d['message']}", markup=True, highlight=False)
         elif kind == "size":
             console.print(f"size {d['count']:,} documents (database {d['db']})")
 
+    if indexes is not None:
+        return _mango(config, indexes, on_event, total, as_json, strict)
     if sizes_text is not None:
         total["n"] = len(b.plan(langs, repeat, ["x"], baseline=not no_baseline,
                                 scenarios=[s.label for s in scenarios] or [""]))
@@ -219,8 +241,55 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
             from .compare import render
             render(cmp)
         click.echo(f"results: {bench.dir} (`dragnet report {bench.dir} --plot DIR` for charts)")
-    differing = [r for r in runs if (r.get("comparison") or {}).get("differences")]
-    if (failed and len(failed) == len(runs)) or differing:
+    if (failed and len(failed) == len(runs)) or blocking_runs(runs, strict):
+        sys.exit(1)
+
+
+def blocking_runs(runs: list[dict], strict: bool = False) -> list[dict]:
+    """Runs whose differences fail the bench: the engine's always, the function's own with --strict
+    (results without classes, from before classification, count as the engine's)."""
+    from ..fault import blocking
+
+    out = []
+    for r in runs:
+        for key in ("comparison", "repeat_comparison"):
+            cmp = r.get(key) or {}
+            if cmp.get("differences") and (blocking(cmp.get("classes"), strict) or "classes" not in cmp):
+                out.append(r)
+                break
+    return out
+
+
+def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
+    """bench --mango: one bench per index, then the design table and Mango against each engine."""
+    from .. import mango_bench as mb
+    from .. import report as rp
+    from .report import render_design_table
+
+    total["n"] = len(b.plan(["mango", *config.languages], config.repeat, config.storages or ["x"], baseline=False))
+    try:
+        summary = mb.run(config, indexes, on_event=on_event)
+    except KeyboardInterrupt as exc:
+        click.echo("interrupted: finished runs are kept", err=True)
+        sys.exit(getattr(exc, "exit_code", 130))
+    runs = [r for ix in summary["indexes"] for r in ix["manifest"]["runs"]]
+    dgroups = rp.build_design_report(rp.load_results([ix["dir"] for ix in summary["indexes"]]))
+    if as_json:
+        print_json({"dir": summary["dir"], "indexes": summary["indexes"], "versus": summary["versus"],
+                    "warnings": summary["warnings"], "report": {"design": rp.design_json(dgroups)}})
+    else:
+        if dgroups:
+            render_design_table(dgroups, title=f"{sum(1 for r in runs if r['status'] == 'ok')} of {len(runs)} "
+                                               f"runs ok")
+        for line in mb.versus_lines(summary["versus"]):
+            click.echo(line)
+        for w in summary["warnings"]:
+            click.echo(f"warning: {w}")
+        for ix in summary["indexes"]:
+            for line in differences_lines(ix["dir"], ix["manifest"]["runs"]):
+                click.echo(line)
+        click.echo(f"results: {summary['dir']}")
+    if blocking_runs(runs, strict) or not any(r["status"] == "ok" for r in runs):
         sys.exit(1)
 
 
@@ -325,27 +394,35 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
 
 
 def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
-    """Each run whose rows differ from the reference: the count, then examples by view and document id."""
+    """Each run whose rows differ from the reference (or from its own engine's first build): the count
+    by class, the findings with their smallest example, then examples by view and document id."""
     import json
     from pathlib import Path
 
+    from ..fault import describe
+
     lines = []
     for r in runs:
-        cmp = r.get("comparison") or {}
-        if not cmp.get("differences"):
-            continue
-        lines.append(f"DIFFERENT: {r['language']} ({r['storage']} round {r['repeat'] + 1}) differs from "
-                     f"{cmp['reference']} in {cmp['differences']} places:")
-        full = json.loads((Path(folder) / r["result_file"]).read_text()).get("comparison", {})
-        shown = 0
-        for query, q in full.get("queries", {}).items():
-            if q.get("missing_in"):
-                lines.append(f"  {query}: missing in {q['missing_in']}")
-            for ex in q.get("examples", []):
-                if shown >= per_run:
-                    break
-                lines.append(f"  {query} {json.dumps(ex['where'], ensure_ascii=False)}: "
-                             f"{cmp['reference']} {json.dumps(ex['reference'], ensure_ascii=False)[:200]} "
-                             f"≠ {r['language']} {json.dumps(ex['other'], ensure_ascii=False)[:200]}")
-                shown += 1
+        for key in ("comparison", "repeat_comparison"):
+            cmp = r.get(key) or {}
+            if not cmp.get("differences"):
+                continue
+            classes = ", ".join(f"{n} {c}" for c, n in (cmp.get("classes") or {}).items())
+            whose = "its own first build" if key == "repeat_comparison" else cmp["reference"]
+            lines.append(f"DIFFERENT: {r['language']} ({r['storage']} round {r['repeat'] + 1}) differs from "
+                         f"{whose} in {cmp['differences']} places" + (f" ({classes})" if classes else "") + ":")
+            full = json.loads((Path(folder) / r["result_file"]).read_text()).get(key, {})
+            for f in full.get("findings") or []:
+                lines += ["  " + x for x in describe(f)]
+            shown = 0
+            for query, q in full.get("queries", {}).items():
+                if q.get("missing_in"):
+                    lines.append(f"  {query}: missing in {q['missing_in']}")
+                for ex in q.get("examples", []):
+                    if shown >= per_run:
+                        break
+                    lines.append(f"  {query} {json.dumps(ex['where'], ensure_ascii=False)}: "
+                                 f"{whose} {json.dumps(ex['reference'], ensure_ascii=False)[:200]} "
+                                 f"≠ {r['language']} {json.dumps(ex['other'], ensure_ascii=False)[:200]}")
+                    shown += 1
     return lines

@@ -52,9 +52,15 @@ def _default_view() -> str:
 @click.option("--results", "results_dir", default="results", show_default=True, help="Where the JSON results go.")
 @click.option("--plot", "plot_file", is_flag=False, flag_value="", default=None,
               help="Write a PNG bar chart (to FILE, or next to the results file).")
+@click.option("--check-reduce", is_flag=True,
+              help="With --ddoc: run every reduce again in the reference engine over several orders and "
+                   "chunkings of its rows; an order-dependent reduce is the function's fault (done anyway "
+                   "for the views whose reduce results differ).")
+@click.option("--strict", is_flag=True, help="With --ddoc: fail on reduce differences of an order-dependent "
+                                             "reduce too.")
 @json_option
 def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_source, servers, languages, reference, repeat, min_runs, max_runs, warmup, shards, timeout,
-                config_file, results_dir, plot_file, as_json):
+                config_file, results_dir, plot_file, check_reduce, strict, as_json):
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
     err = Console(stderr=True)
     out = Console() if sys.stdout.isatty() else Console(width=160)  # a pipe must not squeeze the table
@@ -69,6 +75,8 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         raise UsageError("--docs URL/db needs --count N or --fraction F (one of them)")
     if languages and not ddoc_source:
         raise UsageError("--languages goes with --ddoc (use --servers)")
+    if (check_reduce or strict) and not ddoc_source:
+        raise UsageError("--check-reduce and --strict go with --ddoc")
     if ddoc_source:
         if servers and languages:
             raise UsageError("give --servers or --languages, not both")
@@ -76,7 +84,8 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
             raise UsageError("--ddoc runs one shard, without --max-runs or --plot")
         return _ddoc(err, out, ddoc_source, view_dir, servers or languages, reference, repeat=min_runs or repeat,
                      warmup=warmup, timeout=timeout, config_file=config_file, results_dir=results_dir,
-                     as_json=as_json, docs=_docs(err, docs_file, count, fraction, seed, cache_dir, as_json))
+                     as_json=as_json, docs=_docs(err, docs_file, count, fraction, seed, cache_dir, as_json),
+                     check_reduce=check_reduce, strict=strict)
     view_dir = view_dir or _default_view()
     repeat = min_runs or repeat
     names = [n.strip() for n in servers.split(",") if n.strip()] if servers else None
@@ -232,7 +241,7 @@ def _db_sample(err: Console, spec, count, fraction, seed, cache_dir, as_json) ->
 
 
 def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, repeat, warmup, timeout, config_file,
-          results_dir, as_json, docs) -> None:
+          results_dir, as_json, docs, check_reduce=False, strict=False) -> None:
     from .. import design as dsg
     from .. import qsddoc
 
@@ -255,6 +264,8 @@ def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, r
     bench = qsddoc.run_benchmark(chosen, design, docs, repeat=repeat, warmup=warmup, timeout=timeout,
                                  reference=reference, skipped=skipped)
     doc = qsddoc.results_document(bench, docs, settings)
+    checks = _reduce_checks(bench, docs, check_reduce, timeout)
+    doc["reduce_checks"] = {v: c.as_dict() for v, c in checks.items()}
     path = qsbench.write_results(doc, results_dir)
     if as_json:
         compact = qsddoc.results_document(bench, docs, settings, latencies=False)
@@ -283,8 +294,43 @@ def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, r
             out.print(f"[red]DIFFERENT[/] {res.spec.name} vs {bench.reference}: {counts}", highlight=False)
             for m in res.mismatches:
                 out.print(f"  {m.message()}", highlight=False, markup=False)
+        for line in _reduce_check_lines(checks, bench.reference):
+            out.print(line, highlight=False, markup=False)
         out.print(f"results: {path}")
-    if bench.failed:
-        raise DragnetError(f"{len(bench.failed)} of {len(bench.results)} query servers failed: "
+    order_dependent = {v for v, c in checks.items() if c.order_dependent}
+    failed = [r for r in bench.failed if r.error or strict or any(
+        c["docs"] or (c["reduce"] and v not in order_dependent) for v, c in r.mismatch_counts.items())]
+    if failed:
+        raise DragnetError(f"{len(failed)} of {len(bench.results)} query servers failed: "
                            + ", ".join(f"{r.spec.name} ({'different rows' if r.status == 'wrong' else 'error'})"
-                                       for r in bench.failed))
+                                       for r in failed))
+
+
+def _reduce_checks(bench, docs, check_all: bool, timeout: float) -> dict:
+    """The reference engine's order checks: every reduce with --check-reduce, else those whose results
+    differ between servers."""
+    from .. import qsddoc
+
+    ref = next((r for r in bench.results if r.spec.name == bench.reference and r.error is None), None)
+    differing = {v for r in bench.results for v, c in r.mismatch_counts.items() if c["reduce"]}
+    if ref is None or not (check_all or differing):
+        return {}
+    return qsddoc.check_reduces(ref.spec, bench.groups, docs, ref.answers, None if check_all else differing,
+                                timeout=max(timeout, 30.0))
+
+
+def _reduce_check_lines(checks: dict, reference: str | None) -> list[str]:
+    from ..fault import ORDER, describe
+
+    lines = []
+    for view, c in checks.items():
+        if c.order_dependent:
+            ex = c.example
+            lines += describe({"query": f"{view} reduce", "cls": ORDER, "differences": 1,
+                               "reason": f"{reference} itself gives different results for the same {c.rows} rows in "
+                                         f"different orders and chunkings; no engine can be compared on it",
+                               "example": ex.__dict__ if ex else None})
+        else:
+            lines.append(f"{view} reduce: {reference} gave one result over {c.rows} rows in {len(c.trials)} orders "
+                         f"and chunkings")
+    return lines

@@ -162,6 +162,19 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         if sc_ref:
             render_disk_matters(sc_rows, sc_ref)
 
+    from ..build_iostat import IO_COLUMNS, io_rows
+
+    io, io_notes = io_rows(docs)
+    if fmt == "json":
+        out["iostat"] = {"columns": list(IO_COLUMNS), "rows": io, "notes": io_notes}
+    elif fmt != "csv" and (io or io_notes):
+        click.echo("\niostat on the data's disk (medians over builds of each build's averages):\n"
+                   if io else "")
+        if io:
+            click.echo(rp.md_table(IO_COLUMNS, io), nl=False)
+        for n in io_notes:
+            click.echo(n)
+
     if plot_dir:
         from .. import charts
 
