@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -55,6 +56,14 @@ def mask_url(url: str) -> str:
         return urlunsplit((parts.scheme, f"{parts.username}:***@{host}", parts.path, parts.query, parts.fragment))
     except ValueError:
         return "<unparseable URL>"
+
+
+_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)([^/\s:@]*):([^@\s/]*)@")
+
+
+def mask_urls_in(text: str) -> str:
+    """Every URL password in free text (another process's command line, a log line) replaced by ***."""
+    return _USERINFO.sub(lambda m: f"{m[1]}{m[2]}:***@", text)
 
 
 def db_path(db: str) -> str:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .couch import mask_urls_in
 from .query_servers import pidstat_pattern
 from .sysstat import SysstatRunner
 
@@ -157,7 +158,8 @@ def parse(text: str, *, utc: bool = True) -> Parsed:
     last_secs = None
     interval = -1      # each repeated header starts an interval (two can share one clock second)
     for raw in text.splitlines():
-        line = raw.rstrip("\n")
+        # other processes' command lines may carry a password in a URL: it never reaches a results file
+        line = mask_urls_in(raw.rstrip("\n"))
         if not line.strip():
             continue
         if cols is None and not line.startswith("#"):

@@ -198,3 +198,16 @@ def test_a_stop_right_after_the_start_still_gets_one_report():
     samples = pidstat.parse(text).samples
     assert samples, text
     assert runner.stopped_at - runner.started_at >= 1.0
+
+
+def test_a_password_in_another_process_command_line_never_reaches_the_samples():
+    # pidstat -l shows every process's whole command line; another tool run with a URL holding a password
+    text = ("Linux 6.1.0 (host) \t11/23/26 \t_x86_64_\t(2 CPU)\n\n"
+            "#      Time   UID       PID    %usr %system  %guest   %wait    %CPU   CPU  minflt/s  majflt/s     VSZ     RSS   %MEM  Command\n"
+            " 1763900000     0      4242    1.00    0.00    0.00    0.00    1.00     0      0.00      0.00  10000   5000   0.02  "
+            "python3 tool.py --url http://admin:s3cret@127.0.0.1:5984/db --to https://u:p%40ss@example.org\n")
+    parsed = pidstat.parse(text)
+    assert len(parsed.samples) == 1
+    cmd = parsed.samples[0]["command"]
+    assert "s3cret" not in cmd and "p%40ss" not in cmd
+    assert "http://admin:***@127.0.0.1:5984/db" in cmd and "https://u:***@example.org" in cmd
