@@ -117,18 +117,22 @@ class PlannedRun:
     repeat: int
     language: str
     scenario: str = ""     # a dragnet.scenario.Scenario label; "" when the bench has no scenario axis
+    axes: dict = field(default_factory=dict)   # the other axes' values (dragnet.axes), e.g. {"q": "8"}
 
 
 def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, baseline: bool = True,
-         baseline_name: str = BASELINE_LABEL, scenarios: Sequence[str] = ("",)) -> list[PlannedRun]:
-    """Every run in order: per storage, per repeat, per scenario, every language once (A B C A B C …).
+         baseline_name: str = BASELINE_LABEL, scenarios: Sequence[str] = ("",),
+         axes: Sequence[Any] = ()) -> list[PlannedRun]:
+    """Every run in order: per storage, per repeat, per combination of scenario and `axes`
+    (dragnet.axes.Axis), every language once (A B C A B C …).
 
-    The Erlang baseline opens each repeat (unless baseline=False), so each language has a baseline measured
-    moments before it in the same repeat. Scenarios alternate within a repeat, as languages do, so a load
-    that drifts over the bench touches every scenario alike (storages stay outermost: each is a restart).
+    The Erlang baseline opens each combination of each repeat (unless baseline=False), so each language has a
+    baseline measured moments before it in the same combination and repeat. Combinations alternate within a
+    repeat, as languages do, so a load that drifts over the bench touches every one alike (storages stay
+    outermost: each is a restart and an import).
     """
-    if repeats < 1:
-        raise UsageError(f"--repeat must be at least 1, got {repeats}")
+    from .axes import Axis, plan_product
+
     if not storages:
         raise UsageError("no storage to benchmark")
     order = [lang for lang in languages if lang != baseline_name]
@@ -136,26 +140,24 @@ def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, bas
         order.insert(0, baseline_name)
     if not order:
         raise UsageError("no language to benchmark")
-    runs = []
-    for st in storages:
-        for r in range(repeats):
-            for sc in scenarios or ("",):
-                for lang in order:
-                    runs.append(PlannedRun(len(runs), st, r, lang, sc))
-    return runs
+    extra = [a.name for a in axes]
+    points = plan_product([Axis("storage", list(storages), outer=True), Axis("scenario", list(scenarios or ("",))),
+                           *axes, Axis("language", order)], repeats)
+    return [PlannedRun(p.index, p.values["storage"], p.repeat, p.values["language"], p.values["scenario"],
+                       {n: p.values[n] for n in extra}) for p in points]
 
 
 def ratios(runs: Iterable[dict], baseline_name: str = BASELINE_LABEL, key: str = "docs_per_sec_wall") -> dict[int, float | None]:
-    """index -> run[key] / the same figure of the successful baseline run of the same storage, scenario and
-    repeat.
+    """index -> run[key] / the same figure of the successful baseline run of the same storage, scenario,
+    other axes' values and repeat.
 
-    runs are manifest entries: {"index", "storage", "repeat", "language", "status", key[, "scenario"]}.
+    runs are manifest entries: {"index", "storage", "repeat", "language", "status", key[, "scenario", "axes"]}.
     """
+    from .axes import pair_baselines
+
     runs = list(runs)
-    base = {(r["storage"], r.get("scenario", ""), r["repeat"]): r.get(key) for r in runs
-            if r["language"] == baseline_name and r.get("status") == "ok"}
-    return {r["index"]: (ratio(r.get(key), base.get((r["storage"], r.get("scenario", ""), r["repeat"])))
-                         if r.get("status") == "ok" else None) for r in runs}
+    base = pair_baselines(runs, baseline_name, key)
+    return {r["index"]: (ratio(r.get(key), base[r["index"]]) if r.get("status") == "ok" else None) for r in runs}
 
 
 # ---------------------------------------------------------------- the data
@@ -356,17 +358,19 @@ _KEEP = object()
 
 
 def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: dict | None = None,
-               limits: Any = _KEEP):
+               limits: Any = _KEEP, home: str | None = None, image: str | None = None, cpus: Any = _KEEP):
     """Stop the managed CouchDB and start it again (same backend, port, limits) with data on storage_kind.
-    docker: `limits` are a scenario's container settings (None: the instance's own --memory only)."""
+    docker: `limits` are a scenario's container settings (None: the instance's own --memory only).
+    home (local release), image (docker) and cpus: another CouchDB or core count (bench axes)."""
     env = _admin_env(url, env)
     mod = _backend(inst.backend)
     mod.stop(inst, env=env)
+    cpus = inst.cpus if cpus is _KEEP else cpus
     if inst.backend == "docker":
-        return mod.up(port=inst.port, storage_kind=storage_kind, image=inst.image, cpus=inst.cpus,
+        return mod.up(port=inst.port, storage_kind=storage_kind, image=image or inst.image, cpus=cpus,
                       memory=str(inst.memory) if inst.memory else None, data_size=data_size, env=env,
                       limits=inst.limits if limits is _KEEP else limits)
-    return mod.up(port=inst.port, storage_kind=storage_kind, home=inst.home, cpus=inst.cpus,
+    return mod.up(port=inst.port, storage_kind=storage_kind, home=home or inst.home, cpus=cpus,
                   data_size=data_size, env=env)
 
 
@@ -421,6 +425,7 @@ class BenchConfig:
     reference: str | None = None  # the language whose rows the others must equal [default: the first]
     scenarios: list = field(default_factory=list)   # dragnet.scenario.Scenario; empty: no scenario axis
     size: int | None = None       # documents, when this bench is one size of a `--sizes` sweep
+    axes: Any = None              # dragnet.bench_axes.AxisOptions: --couchdb, --cpus, --q, --config
 
 
 def _now_iso() -> str:
@@ -450,9 +455,9 @@ class Bench:
         tmp.replace(self.dir / MANIFEST)
 
     def _write_result(self, run: dict, result: dict) -> Path:
-        sc = f"-{slug(run['scenario'])}" if run.get("scenario") else ""
-        name = f"{run['index']:03d}-{slug(run['storage'])}{sc}-r{run['repeat']}-{slug(run['language'])}.json"
-        path = self.dir / name
+        from .axes import file_stem
+
+        path = self.dir / f"{file_stem(run)}.json"
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=str) + "\n")
         tmp.replace(path)
@@ -506,8 +511,16 @@ class Bench:
                              "bench imports it again")
         scenarios = {sc.label: sc for sc in cfg.scenarios}
         prepared: dict = {}
+        from .bench_axes import AxisOptions, AxisSwitcher, contract_axes
+
+        axis_opts = cfg.axes or AxisOptions()
+        if docker_scenarios and (axis_opts.couchdb or axis_opts.cpus):
+            raise UsageError("--memory/--disk-profile/--cache with --couchdb or --cpus on docker: not combinable "
+                             "yet (each recreates the container)")
+        switcher = AxisSwitcher(axis_opts, url=cfg.url, db=cfg.db, env=self.env, inst=inst, data=cfg.data, n=cfg.n,
+                                data_size=self._data_size, on_event=self.on_event)
         planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline,
-                       scenarios=list(scenarios) or [""])
+                       scenarios=list(scenarios) or [""], axes=axis_opts.axes(inst.backend if inst else None))
         from .machine import machine_info
 
         self.manifest = {
@@ -524,10 +537,13 @@ class Bench:
             "order": [f"{p.storage}/{p.scenario + '/' if p.scenario else ''}r{p.repeat}/{p.language}"
                       for p in planned],
             "size": cfg.size,
+            "axes": {a.name: a.values for a in axis_opts.axes(inst.backend if inst else None)},
             "runs": [{**asdict(p), "status": "pending", "error": None, "result_file": None,
                       "docs_per_sec_wall": None, "wall_time_s": None, "ratio_to_baseline": None}
                      for p in planned],
         }
+        if axis_opts.any:      # refuse what cannot be applied before anything is written or built
+            switcher.check_up_front(connect(cfg.url, env=self.env))
         self._write_manifest()
         self.on_event("begin", {"dir": str(self.dir), "runs": len(planned)})
         original_storage = inst.storage if inst is not None else None
@@ -543,17 +559,19 @@ class Bench:
                     # docker scenarios: no limits to import under; each run's own are set before it
                     inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env,
                                       **({"limits": None} if docker_scenarios else {}))
+                    switcher.restarted(inst)
                     stale = False
                     drop_tmpfs_data(old, keep)
                 couch = connect(cfg.url, env=self.env)
-                if cfg.data:
+                if cfg.data and not axis_opts.q:     # with --q N,N each q has its own database
                     imp = ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
                                       progress=lambda m: self.on_event("import", {"message": m}))
                     self.manifest["imports"].append({"storage": st, **imp})
                     self._write_manifest()
-                else:
+                elif not axis_opts.q:
                     couch.get(db_path(cfg.db))  # a one-line error now rather than in every run
-                self.manifest["cluster"] = cluster_of(couch, cfg.db)
+                if not axis_opts.q:
+                    self.manifest["cluster"] = cluster_of(couch, cfg.db)
                 self._write_manifest()
                 if docker_scenarios:
                     from . import scenario_docker as sd
@@ -589,7 +607,19 @@ class Bench:
                                 ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
                                             progress=lambda m: self.on_event("import", {"message": m}))
                         target = sd.DockerTarget(p, inst, env=self.env, c=engine)
-                    self._one(couch, run, specs[run["language"]], sc, target=target)
+                    db = cfg.db
+                    if axis_opts.any:
+                        why = switcher.not_applicable(run["axes"])
+                        if why is not None:
+                            run.update(status="not_applicable", error=why)
+                            self._write_manifest()
+                            self.on_event("done", dict(run))
+                            current = None
+                            continue
+                        couch, db = switcher.switch(run, st, couch)
+                        inst = switcher.inst
+                    self._one(couch, run, specs[run["language"]], sc, target=target, db=db,
+                              axes=contract_axes(run["axes"]), versions=switcher.versions)
                     current = None
                     if run["status"] == "oom":
                         if inst is None:
@@ -600,6 +630,7 @@ class Bench:
                             continue
                         self.on_event("restart", {"storage": st})
                         inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env)
+                        switcher.restarted(inst)
                         couch = connect(cfg.url, env=self.env)
         except KeyboardInterrupt:
             self.manifest["interrupted"] = True
@@ -607,6 +638,10 @@ class Bench:
                 current["status"] = "interrupted"
             raise
         finally:
+            if axis_opts.config:     # also on Ctrl-C/SIGTERM: the node's settings as the bench found them
+                self.manifest["config_restored"] = switcher.finish(lambda: connect(cfg.url, env=self.env))
+            if not started_here and not self.manifest["interrupted"] and inst is not None:
+                inst = switcher.restore_instance(inst.storage)
             self.manifest["finished_at"] = _now_iso()
             self._write_manifest()
             if started_here:
@@ -630,10 +665,12 @@ class Bench:
         return p.stat().st_size * (6 if p.name.endswith(".gz") else 1)
 
     def _one(self, couch: Couch, run: dict, spec: LanguageSpec, sc=None, target=None,
-             failed_start: dict | None = None) -> None:
+             failed_start: dict | None = None, db: str | None = None, axes: dict | None = None,
+             versions: dict | None = None) -> None:
         """One planned run; `target` applies sc's limits (docker), `failed_start` is the result of a run
         whose CouchDB died before the build (its container OOM-killed while starting)."""
         cfg = self.config
+        db = db or cfg.db
         ddoc = f"dragnet_bench_{slug(spec.name)}_{run['index']}_{int(time.time() * 1000)}"
         run.update(status="running", ddoc=f"_design/{ddoc}", started_at=_now_iso())
         self._write_manifest()
@@ -642,29 +679,39 @@ class Bench:
             def build() -> dict:
                 if spec.view_file == DESIGN:
                     rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
-                    return self.build(couch, cfg.url, cfg.db, spec, None, ddoc, run["storage"], design=cfg.design,
+                    return self.build(couch, cfg.url, db, spec, None, ddoc, run["storage"], design=cfg.design,
                                       rows_dir=str(rows_dir))
-                return self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"])
+                return self.build(couch, cfg.url, db, spec, spec.path(cfg.views), ddoc, run["storage"])
             if failed_start is not None:
                 result = failed_start
             elif sc is not None:
                 from .scenario import run_in
-                result = run_in(sc, couch, cfg.url, cfg.db, ddoc, build, target=target)
+                result = run_in(sc, couch, cfg.url, db, ddoc, build, target=target)
             else:
                 result = build()
         except KeyboardInterrupt:
-            self._cleanup(couch, run, quick=True)
+            self._cleanup(couch, run, quick=True, db=db)
             raise
         except Exception as exc:  # a failing language is recorded and the matrix goes on
             run.update(status="error", error=_one_line(exc))
-            self._cleanup(couch, run)
+            self._cleanup(couch, run, db=db)
             self._write_manifest()
             self.on_event("done", dict(run))
             return
         summary = result.get("summary") or {}
         result["storage"] = run["storage"]
+        from .axes import run_axes
+
         result["bench"] = {"id": self.id, "index": run["index"], "language": spec.name, "repeat": run["repeat"],
-                           "storage_label": run["storage"], "scenario": run["scenario"], "size": cfg.size}
+                           "storage_label": run["storage"], "scenario": run["scenario"], "size": cfg.size,
+                           "axes": run_axes({**run, "axes": axes or {}}, cfg.size)}
+        from .axis_couchdb import versions_of
+
+        versions = versions or versions_of(result.get("couchdb"))
+        if versions is not None:
+            result.setdefault("couchdb", {})["versions"] = versions
+        if db != cfg.db:
+            result["bench"]["db"] = db
         ok = bool(summary.get("ok"))
         status = "ok" if ok else ("oom" if summary.get("oom_killed") else "error")
         run.update(status=status, error=None if ok else (summary.get("error") or "build failed"),
@@ -677,7 +724,7 @@ class Bench:
             # index size before cleanup deletes it (a scenario build records it itself)
             from .scenario import sizes as _sizes
             try:
-                result["sizes"] = {"after": _sizes(couch, cfg.db, run["ddoc"])}
+                result["sizes"] = {"after": _sizes(couch, db, run["ddoc"])}
             except CouchError:
                 pass
         run["sizes"] = result.get("sizes")
@@ -696,7 +743,7 @@ class Bench:
         if status == "oom":       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
             self.on_event("done", dict(run))
             return
-        self._cleanup(couch, run)
+        self._cleanup(couch, run, db=db)
         self.on_event("done", dict(run))
 
     def _compare(self, run: dict) -> dict | None:
@@ -716,9 +763,9 @@ class Bench:
         return {"reference": self.reference, "reference_run": first["index"],
                 **compare_files(first["rows"], run["rows"])}
 
-    def _cleanup(self, couch: Couch, run: dict, quick: bool = False) -> None:
+    def _cleanup(self, couch: Couch, run: dict, quick: bool = False, db: str | None = None) -> None:
         try:
-            info = cleanup(couch, self.config.db, run["ddoc"],
+            info = cleanup(couch, db or self.config.db, run["ddoc"],
                            timeout=5.0 if quick else self.config.settle_timeout)
         except DragnetError as exc:
             info = {"error": _one_line(exc)}

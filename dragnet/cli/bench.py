@@ -44,7 +44,16 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
               help="Directory for results files and bench.json [default: results/bench-<UTC time>].")
 @click.option("--no-baseline", is_flag=True, help="Do not run the Erlang baseline in each round (no ratios).")
-@click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards when creating the database.")
+@click.option("--q", "q_text", default=None, metavar="N[,N...]", help="Shards when creating the database; "
+              "several (2,8,16) are an axis: one database <db>-q<N> per value, filled once from --data.")
+@click.option("--couchdb", "couchdbs", default=None, metavar="A,B",
+              help="Axis: CouchDB installs, release directories (local backend) or images (docker backend); "
+                   "the managed CouchDB restarts on each.")
+@click.option("--cpus", "cpus_text", default=None, metavar="N,N",
+              help="Axis: cores CouchDB and its query servers may use (a cpuset; restarts CouchDB).")
+@click.option("--config", "configs", multiple=True, metavar="SECTION/KEY=V1,V2",
+              help="Axis, repeatable: a CouchDB setting set through /_node/_local/_config, e.g. "
+                   "view_updater/gc_interval_docs=1,1000,infinity; put back afterwards.")
 @click.option("--n", "n", type=click.IntRange(min=1), default=None, help="Replicas when creating the database "
               "(at most the cluster's nodes).")
 @click.option("--memory", "memories", default=None,
@@ -67,7 +76,7 @@ from .options import db_option, json_option, print_json, url_option
               help="With --sizes: where to draw the log-log chart [default: <results>/sizes.png].")
 @json_option
 def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, languages, repeat, storages, storage_label,
-              backend, results_dir, no_baseline, q, n, memories, profiles, caches, sizes_text, plot_path, as_json):
+              backend, results_dir, no_baseline, q_text, couchdbs, cpus_text, configs, n, memories, profiles, caches, sizes_text, plot_path, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -103,10 +112,19 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
     if memories or profiles or caches:
         scenarios = expand(limits.parse_memory_limits(memories or "unlimited"),
                            limits.parse_profiles(profiles or "unlimited"), b.parse_list(caches, "--cache"))
+    from .. import axis_config, axis_cpus, axis_q
+    from ..bench_axes import AxisOptions
+
+    qs = axis_q.parse(q_text)
+    q = int(qs[0]) if len(qs) == 1 else None
+    axis_opts = AxisOptions(couchdb=b.parse_list(couchdbs, "--couchdb"), cpus=axis_cpus.parse(cpus_text),
+                            q=qs if len(qs) > 1 else [], config=axis_config.parse_all(list(configs)))
+    if axis_opts.any and sizes_text is not None:
+        raise UsageError("--sizes with --couchdb/--cpus/--q N,N/--config: not combinable yet")
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,
                            data=data, views=views or str(b.DEFAULT_VIEWS), results_dir=results_dir,
                            baseline=not no_baseline, q=q, n=n, backend=backend, design=design, reference=reference,
-                           scenarios=scenarios)
+                           scenarios=scenarios, axes=axis_opts)
     console = Console(stderr=True)
     total = {"n": 0}
     if plot_path and not sizes_text:
@@ -121,10 +139,13 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
     def on_event(kind: str, d: dict) -> None:
         if kind == "start":
             console.print(f"[{d['index'] + 1}/{total['n']}] {d['storage']}"
-                          f"{' ' + d['scenario'] if d.get('scenario') else ''} round {d['repeat'] + 1}: "
+                          f"{' ' + d['scenario'] if d.get('scenario') else ''}"
+                          f"{''.join(f' {k}={v}' for k, v in (d.get('axes') or {}).items())} round {d['repeat'] + 1}: "
                           f"{d['language']} …")
         elif kind == "done":
-            if d["status"] == "oom":
+            if d["status"] == "not_applicable":
+                console.print(f"    not applicable: {d['error']}", highlight=False)
+            elif d["status"] == "oom":
                 console.print(f"    [yellow]{d['error']}[/yellow]", markup=True, highlight=False)
             elif d["status"] == "ok":
                 ratio = d.get("ratio_to_baseline")
@@ -143,7 +164,9 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         elif kind == "stop_couch":
             console.print(f"stopping the CouchDB started for this bench ({d['backend']})")
         elif kind == "restart":
-            if d.get("scenario"):
+            if d.get("axes"):
+                console.print("restarting CouchDB with " + ", ".join(f"{k}={v}" for k, v in d["axes"].items()) + " …")
+            elif d.get("scenario"):
                 console.print(f"recreating the CouchDB container with the limits of {d['scenario']} …")
             else:
                 console.print(f"restarting CouchDB with its data on {d['storage']} …")
@@ -160,7 +183,7 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         return _sizes(config, counts, on_event, plot_path, as_json)
     bench = b.Bench(config, on_event=on_event)
     total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline,
-                            scenarios=[s.label for s in scenarios] or [""]))
+                            scenarios=[s.label for s in scenarios] or [""], axes=axis_opts.axes(backend)))
     try:
         manifest = bench.run()
     except KeyboardInterrupt as exc:    # Ctrl-C, or SIGTERM/SIGHUP as dragnet.signals.Terminated
@@ -170,7 +193,7 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         sys.exit(getattr(exc, "exit_code", 130))
 
     runs = manifest["runs"]
-    failed = [r for r in runs if r["status"] not in ("ok", "oom")]
+    failed = [r for r in runs if r["status"] not in ("ok", "oom", "not_applicable")]
     docs = rp.load_results([bench.dir]) if any(r["result_file"] for r in runs) else []
     groups, dgroups = rp.build_report(docs), rp.build_design_report(docs)
     if as_json:
