@@ -117,7 +117,8 @@ def file_stem(run: dict, labels: dict[str, Callable[[str], str]] | None = None) 
     if run.get("scenario"):
         parts.append(slug(run["scenario"]))
     for name, value in (run.get("axes") or {}).items():
-        parts.append(slug(labels.get(name, str)(str(value))))
+        short = name.rsplit("/", 1)[-1].rsplit(":", 1)[-1]     # config:view_updater/gc_interval_docs
+        parts.append(slug(labels[name](str(value)) if name in labels else f"{short}-{value}"))
     parts += [f"r{run['repeat']}", slug(run["language"])]
     return "-".join(parts)
 
