@@ -620,6 +620,9 @@ class Bench:
                         inst = switcher.inst
                     self._one(couch, run, specs[run["language"]], sc, target=target, db=db,
                               axes=contract_axes(run["axes"]), versions=switcher.versions)
+                    if axis_opts.cpus and run["status"] == "ok":
+                        run["cpuset"] = switcher.verify(run)
+                        self._write_manifest()
                     current = None
                     if run["status"] == "oom":
                         if inst is None:

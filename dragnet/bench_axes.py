@@ -145,6 +145,11 @@ class AxisSwitcher:
                 self.applied.set(couch, s, v)
         return couch, db
 
+    def verify(self, run: dict) -> dict | None:
+        """After a build (its query servers still in the pool): every CouchDB process on the run's cores."""
+        cpus = (run.get("axes") or {}).get("cpus")
+        return None if cpus is None else axis_cpus.check(cpus, self._root_pid())
+
     def _root_pid(self) -> int | None:
         if self.inst.backend == "docker":
             from .couchdb_docker import container_root_pid

@@ -118,3 +118,27 @@ def test_q_axis_builds_on_2_and_8_shards(live_url, tmp_path):
         assert all((r["summary"].get("shards") or 0) <= q for r, q in zip(res, (2, 8)))
     finally:
         _drop(couch, f"{db}-q2", f"{db}-q8")
+
+
+def test_cpus_1_holds_beam_and_a_query_server(live_url, tmp_path):
+    from dragnet.bench import managed_instance
+
+    env = {**os.environ}
+    if managed_instance(live_url, env) is None:
+        pytest.skip("--cpus restarts CouchDB: needs one started by `dragnet couch up` (DRAGNET_STATE_DIR)")
+    couch = connect(live_url)
+    db = f"dragnet_axcpu_{int(time.time())}"
+    try:
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path)), "--repeat", "1", "--no-baseline",
+                   "--cpus", "1")
+        assert p.returncode == 0, p.stdout + p.stderr
+        m = json.loads((tmp_path / "out" / "bench.json").read_text())
+        checked = m["runs"][0]["cpuset"]
+        assert checked["cores"] == [sorted(os.sched_getaffinity(0))[0]]
+        names = set(checked["processes"].values())
+        assert "beam.smp" in names and "couchjs" in names, names
+    finally:
+        _drop(couch, db)
+    p = _bench(live_url, tmp_path, "--db", db, "--cpus", "3")
+    if len(os.sched_getaffinity(0)) < 3:
+        assert p.returncode != 0 and "--cpus 3" in p.stderr and len(p.stderr.strip().splitlines()) == 1
