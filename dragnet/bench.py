@@ -326,13 +326,15 @@ def _backend(name: str):
     return mod
 
 
-def start_managed(backend: str, url: str, storage_kind: str, *, data_size: int = 0, env: dict | None = None):
-    """Start a CouchDB with `dragnet couch up`'s backend on the URL's port (for a bench that finds none)."""
+def start_managed(backend: str, url: str, storage_kind: str, *, data_size: int = 0, env: dict | None = None,
+                  **where: Any):
+    """Start a CouchDB with `dragnet couch up`'s backend on the URL's port (for a bench that finds none);
+    where: image= (docker) or home= (local), the first value of a --couchdb axis."""
     from urllib.parse import urlsplit
 
     port = urlsplit(split_credentials(url)[0]).port or 5984
     return _backend(backend).up(port=port, storage_kind=storage_kind, data_size=data_size,
-                                env=_admin_env(url, env))
+                                env=_admin_env(url, env), **where)
 
 
 def stop_managed(inst, env: dict | None = None) -> None:
@@ -478,10 +480,16 @@ class Bench:
             raise UsageError(f"--backend {cfg.backend}: the CouchDB dragnet manages on port {inst.port} runs "
                              f"on {inst.backend}")
         started_here = False
+        if cfg.axes is not None and cfg.axes.couchdb and (inst is not None or cfg.backend):
+            from .axis_couchdb import check_values     # before starting anything on one of them
+
+            check_values(cfg.axes.couchdb, inst.backend if inst is not None else cfg.backend, self.env)
         if inst is None and cfg.backend:
             self.on_event("start_couch", {"backend": cfg.backend, "storage": (cfg.storages or ["disk"])[0]})
+            first = cfg.axes.couchdb[0] if cfg.axes is not None and cfg.axes.couchdb else None
+            where = {} if first is None else {"image": first} if cfg.backend == "docker" else {"home": first}
             inst = start_managed(cfg.backend, cfg.url, (cfg.storages or ["disk"])[0],
-                                 data_size=self._data_size(), env=self.env)
+                                 data_size=self._data_size(), env=self.env, **where)
             started_here = True
         if cfg.storages and inst is None:
             raise UsageError(f"--storage {','.join(cfg.storages)} needs a CouchDB started by `dragnet couch up` "
@@ -543,7 +551,12 @@ class Bench:
                      for p in planned],
         }
         if axis_opts.any:      # refuse what cannot be applied before anything is written or built
-            switcher.check_up_front(connect(cfg.url, env=self.env))
+            try:
+                switcher.check_up_front(connect(cfg.url, env=self.env))
+            except BaseException:
+                if started_here:
+                    stop_managed(inst, env=self.env)
+                raise
         self._write_manifest()
         self.on_event("begin", {"dir": str(self.dir), "runs": len(planned)})
         original_storage = inst.storage if inst is not None else None
@@ -641,6 +654,7 @@ class Bench:
                 current["status"] = "interrupted"
             raise
         finally:
+            inst = switcher.inst if switcher.inst is not None else inst   # it may have restarted it
             if axis_opts.config:     # also on Ctrl-C/SIGTERM: the node's settings as the bench found them
                 self.manifest["config_restored"] = switcher.finish(lambda: connect(cfg.url, env=self.env))
             if not started_here and not self.manifest["interrupted"] and inst is not None:

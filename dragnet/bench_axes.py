@@ -128,7 +128,6 @@ class AxisSwitcher:
             self.versions = None
             if "cpus" in want:
                 self.checks["cpus"] = axis_cpus.check(want["cpus"], self._root_pid())
-            self._native_erlang(couch)
         if self.versions is None:
             self.versions = axis_couchdb.versions(couch)
         db = self.db
@@ -156,22 +155,6 @@ class AxisSwitcher:
 
             return container_root_pid(self.inst.port, self.env)
         return self.inst.pid
-
-    def _native_erlang(self, couch: Couch) -> None:
-        """A stock image has the native Erlang query server off; the baseline needs it (set live)."""
-        try:
-            if couch.get("/_node/_local/_config/native_query_servers/enable_erlang_query_server") == "true":
-                return
-        except Exception:
-            pass
-        couch.request("PUT", "/_node/_local/_config/native_query_servers/enable_erlang_query_server",
-                      json="true", ok=(200,))
-
-    def restarted(self, inst: Any) -> None:
-        """The bench restarted the node itself (storage, OOM): same CouchDB and cores, fresh settings."""
-        self.inst = inst
-        self.applied.forget()
-        self.versions = None
 
     # -- afterwards
     def finish(self, couch_factory: Callable[[], Couch]) -> dict:
