@@ -155,3 +155,38 @@ def test_versions_from_the_nodes_answer():
                                                 "javascript_engine": "spidermonkey 128"}
     assert axis_couchdb.versions_of({"version": "3.5.0", "node_versions": None})["erlang"] is None
     assert axis_couchdb.versions_of(None) is None
+
+
+# ---- report --by
+
+def _result(dps, **axes_):
+    return {"summary": {"ok": True, "docs_per_sec_wall": dps},
+            "bench": {"language": "javascript", "storage_label": "disk", "axes": {"language": "javascript",
+                                                                                  "storage": "disk", **axes_}}}
+
+
+def test_report_by_compares_an_axis_within_each_combination_of_the_others():
+    from dragnet import report_by
+
+    res = [_result(v, couchdb=c, q=q) for c, q, v in (
+        ("3.5.0", "8", 480.0), ("3.5.0", "8", 500.0), ("3.5.0", "8", 470.0), ("3.5.0", "8", 490.0),
+        ("3.5.2", "8", 700.0), ("3.5.2", "8", 720.0), ("3.5.2", "8", 690.0), ("3.5.2", "8", 710.0),
+        ("3.5.2", "2", 100.0))]
+    got = report_by.compare(res, ["couchdb"])
+    by_group = {g["group"]: g for g in got}
+    g8 = by_group["language=javascript storage=disk q=8"]
+    assert [v["value"] for v in g8["values"]] == ["couchdb=3.5.2", "couchdb=3.5.0"]
+    assert g8["values"][0]["median_docs_per_s"] == 705.0
+    (pair,) = g8["pairs"]
+    assert pair["decided"] and pair["p"] < 0.05 and pair["ratio"] == pytest.approx(705.0 / 485.0)
+    assert by_group["language=javascript storage=disk q=2"]["pairs"] == []     # one value: nothing to compare
+    with pytest.raises(UsageError, match="--by cpus: no result"):
+        report_by.compare(res, ["cpus"])
+
+
+def test_report_by_reads_older_results_without_bench_axes():
+    from dragnet import report_by
+
+    old = {"summary": {"ok": True, "docs_per_sec_wall": 5.0}, "storage": "tmpfs",
+           "bench": {"language": "python", "storage_label": "tmpfs"}}
+    assert report_by.result_axes(old) == {"language": "python", "storage": "tmpfs"}
