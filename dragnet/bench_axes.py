@@ -112,6 +112,8 @@ class AxisSwitcher:
         ax = run.get("axes") or {}
         inst = self.inst
         want = {k: ax[k] for k in ("couchdb", "cpus") if k in ax}
+        if want and not self.current and want == self._running(want):
+            self.current = dict(want)      # the node the bench found or started already runs these
         if want and want != self.current:
             kw: dict = {}
             if "couchdb" in want:
@@ -143,6 +145,18 @@ class AxisSwitcher:
             if v is not None:
                 self.applied.set(couch, s, v)
         return couch, db
+
+    def _running(self, want: dict) -> dict:
+        """The restart-axis values the managed node runs with now, for the axes in want."""
+        inst, out = self.inst, {}
+        if "couchdb" in want:
+            if inst.backend == "docker":
+                out["couchdb"] = inst.image
+            elif inst.home and axis_couchdb.check_release(want["couchdb"]) == inst.home:
+                out["couchdb"] = want["couchdb"]
+        if "cpus" in want and inst.backend == "local" and inst.cpus:
+            out["cpus"] = str(int(inst.cpus))
+        return out
 
     def verify(self, run: dict) -> dict | None:
         """After a build (its query servers still in the pool): every CouchDB process on the run's cores."""
