@@ -537,7 +537,9 @@ class Bench:
             "views": str(cfg.views) if cfg.design is None else None,
             "design": None if cfg.design is None else {"id": cfg.design.id, "source": cfg.design.source,
                                                        "views": cfg.design.view_names,
-                                                       "reference": self.reference},
+                                                       "reference": self.reference,
+                                                       "revisions": {label: d.source for label, d in
+                                                                     (cfg.axes.ddoc if cfg.axes else {}).items()}},
             "languages": list(specs), "repeat": cfg.repeat, "storages": storages,
             "scenarios": [sc.to_json() for sc in cfg.scenarios],
             "managed": None if inst is None else {"backend": inst.backend, "port": inst.port},
@@ -696,7 +698,9 @@ class Bench:
             def build() -> dict:
                 if spec.view_file == DESIGN:
                     rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
-                    return self.build(couch, cfg.url, db, spec, None, ddoc, run["storage"], design=cfg.design,
+                    revision = (run.get("axes") or {}).get("ddoc")
+                    design = cfg.axes.ddoc[revision] if revision is not None else cfg.design
+                    return self.build(couch, cfg.url, db, spec, None, ddoc, run["storage"], design=design,
                                       rows_dir=str(rows_dir))
                 return self.build(couch, cfg.url, db, spec, spec.path(cfg.views), ddoc, run["storage"])
             if failed_start is not None:
@@ -764,14 +768,17 @@ class Bench:
         self.on_event("done", dict(run))
 
     def _compare(self, run: dict) -> dict | None:
-        """This run's rows against the reference language's first successful run (None for that run)."""
+        """This run's rows against the reference language's first successful run of the same design-doc
+        revision (None for that run)."""
+        revision = (run.get("axes") or {}).get("ddoc")
+        same = [r for r in self.manifest["runs"] if r["language"] == self.reference and r.get("rows")
+                and (r.get("axes") or {}).get("ddoc") == revision]
         if run["language"] == self.reference:
-            first = next(r for r in self.manifest["runs"] if r["language"] == self.reference and r.get("rows"))
+            first = same[0]
             if first is run:
                 return None
         else:
-            first = next((r for r in self.manifest["runs"] if r["language"] == self.reference and r.get("rows")),
-                         None)
+            first = same[0] if same else None
             if first is None:
                 return {"reference": self.reference, "differences": None, "rows_compared": 0,
                         "note": f"no successful {self.reference} build to compare with"}

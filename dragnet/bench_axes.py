@@ -26,10 +26,11 @@ class AxisOptions:
     cpus: list[str] = field(default_factory=list)
     q: list[str] = field(default_factory=list)
     config: list[axis_config.Setting] = field(default_factory=list)
+    ddoc: dict[str, Any] = field(default_factory=dict)   # revision label -> dragnet.design.Design
 
     @property
     def any(self) -> bool:
-        return bool(self.couchdb or self.cpus or self.q or self.config)
+        return bool(self.couchdb or self.cpus or self.q or self.config or self.ddoc)
 
     def axes(self, backend: str | None) -> list[Axis]:
         """In plan order: restarts outermost within a round, then databases, then live settings."""
@@ -43,6 +44,8 @@ class AxisOptions:
             out.append(Axis("q", self.q, how=REFILL, label=lambda v: f"q{v}"))
         for s in self.config:
             out.append(Axis(f"config:{s.name}", list(s.values), how=LIVE, label=s.label))
+        if self.ddoc:     # fastest after the language: revisions of a design doc alternate build by build
+            out.append(Axis("ddoc", list(self.ddoc)))
         return out
 
 

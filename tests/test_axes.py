@@ -190,3 +190,19 @@ def test_report_by_reads_older_results_without_bench_axes():
     old = {"summary": {"ok": True, "docs_per_sec_wall": 5.0}, "storage": "tmpfs",
            "bench": {"language": "python", "storage_label": "tmpfs"}}
     assert report_by.result_axes(old) == {"language": "python", "storage": "tmpfs"}
+
+
+# ---- design-doc revisions
+
+def test_ddoc_revisions_are_labelled_and_alternate_within_each_round():
+    from dragnet.ddoc_axis import revision_labels
+
+    assert revision_labels(["old=ddocs/a.json", "new=ddocs/b.json"]) == {"old": "ddocs/a.json", "new": "ddocs/b.json"}
+    assert revision_labels(["git:v1:ddoc.json", "git:main:ddoc.json"]) == {"v1": "git:v1:ddoc.json",
+                                                                          "main": "git:main:ddoc.json"}
+    assert list(revision_labels(["x/a.json", "y/b"])) == ["a.json", "b"]
+    with pytest.raises(UsageError, match="given twice"):
+        revision_labels(["x/a.json", "y/a.json"])
+    p = bench.plan(["javascript"], 2, ["disk"], axes=AxisOptions(ddoc={"old": None, "new": None}).axes(None))
+    assert [(r.repeat, r.axes["ddoc"], r.language) for r in p[:4]] == [
+        (0, "old", "erlang_baseline"), (0, "old", "javascript"), (0, "new", "erlang_baseline"), (0, "new", "javascript")]

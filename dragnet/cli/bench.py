@@ -18,7 +18,7 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--views", "views", type=click.Path(file_okay=False), default=None,
               help="Folder with the view in every language (map.js, map.es6.js, map.py, map.erl) "
                    "[default: views/income].")
-@click.option("--ddoc", "ddoc_source", default=None, metavar="SOURCE",
+@click.option("--ddoc", "ddoc_sources", multiple=True, metavar="[LABEL=]SOURCE",
               help="Benchmark your own design document instead of --views: a JSON file, a couchapp folder "
                    "(views/<name>/map.js, reduce.js, views/lib/**, language, options.json) or "
                    "URL/db/_design/name. Each language builds a copy under a fresh name, which is deleted "
@@ -75,7 +75,7 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="With --sizes: where to draw the log-log chart [default: <results>/sizes.png].")
 @json_option
-def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, languages, repeat, storages, storage_label,
+def bench_cmd(url, db, data, views, ddoc_sources, view_names, reference, languages, repeat, storages, storage_label,
               backend, results_dir, no_baseline, q_text, couchdbs, cpus_text, configs, n, memories, profiles, caches, sizes_text, plot_path, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
@@ -92,12 +92,18 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
     if st and storage_label:
         raise UsageError("--storage-label is for a CouchDB dragnet does not manage; --storage sets the label")
     design = None
-    if ddoc_source:
+    revisions: dict = {}
+    if ddoc_sources:
         from .. import design as dsg
+        from ..ddoc_axis import revision_labels
 
         if views:
             raise UsageError("--ddoc and --views: give one of them")
-        design = dsg.load(ddoc_source, views=b.parse_list(view_names, "--view"))
+        labelled = revision_labels(ddoc_sources)
+        loaded = {label: dsg.load(src, views=b.parse_list(view_names, "--view")) for label, src in labelled.items()}
+        design = next(iter(loaded.values()))
+        if len(loaded) > 1:      # two or more: a revision axis, each build labelled with its revision
+            revisions = loaded
     elif view_names or reference:
         raise UsageError("--view and --reference go with --ddoc")
     if languages is None:
@@ -118,7 +124,8 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
     qs = axis_q.parse(q_text)
     q = int(qs[0]) if len(qs) == 1 else None
     axis_opts = AxisOptions(couchdb=b.parse_list(couchdbs, "--couchdb"), cpus=axis_cpus.parse(cpus_text),
-                            q=qs if len(qs) > 1 else [], config=axis_config.parse_all(list(configs)))
+                            q=qs if len(qs) > 1 else [], config=axis_config.parse_all(list(configs)),
+                            ddoc=revisions)
     if axis_opts.any and sizes_text is not None:
         raise UsageError("--sizes with --couchdb/--cpus/--q N,N/--config: not combinable yet")
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,
