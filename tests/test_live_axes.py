@@ -142,3 +142,20 @@ def test_cpus_1_holds_beam_and_a_query_server(live_url, tmp_path):
     p = _bench(live_url, tmp_path, "--db", db, "--cpus", "3")
     if len(os.sched_getaffinity(0)) < 3:
         assert p.returncode != 0 and "--cpus 3" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_two_ddoc_revisions_are_built_in_every_round_and_labelled(live_url, tmp_path):
+    couch = connect(live_url)
+    db = f"dragnet_axddoc_{int(time.time())}"
+    try:
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path, 60)), "--repeat", "2", "--no-baseline",
+                   "--ddoc", f"file={ROOT / 'tests/ddocs/app.json'}", "--ddoc", f"folder={ROOT / 'tests/ddocs/app'}")
+        assert p.returncode == 0, p.stdout + p.stderr
+        m = json.loads((tmp_path / "out" / "bench.json").read_text())
+        assert [(r["repeat"], r["axes"]["ddoc"]) for r in m["runs"]] == [(0, "file"), (0, "folder"), (1, "file"),
+                                                                         (1, "folder")]
+        res = [json.loads((tmp_path / "out" / r["result_file"]).read_text()) for r in m["runs"]]
+        assert [r["bench"]["axes"]["ddoc"] for r in res] == ["file", "folder", "file", "folder"]
+        assert set(m["design"]["revisions"]) == {"file", "folder"}
+    finally:
+        _drop(couch, db)
