@@ -23,7 +23,17 @@ def result_axes(result: dict) -> dict:
     axes.setdefault("storage", bench.get("storage_label") or result.get("storage"))
     axes.setdefault("scenario", bench.get("scenario") or "")
     axes.setdefault("size", bench.get("size"))
+    # "config": "a/b=1,c/d=2" -> "config:a/b": "1", "config:c/d": "2", so --by can take one setting
+    for part in str(axes.pop("config", "") or "").split(","):
+        name, eq, value = part.partition("=")
+        if eq:
+            axes[f"config:{name}"] = value
     return {k: v for k, v in axes.items() if v not in (None, "")}
+
+
+def _chosen(name: str, by: list[str]) -> bool:
+    """name is one of the --by axes (`config` stands for every setting)."""
+    return name in by or ("config" in by and name.startswith("config:"))
 
 
 def _dps(result: dict) -> float | None:
@@ -63,10 +73,10 @@ def cells(results: list[dict], by: list[str]) -> list[Cell]:
         dps = _dps(r)
         if dps is None:
             continue
-        value = " ".join(f"{k}={axes[k]}" for k in by if k in axes) or "-"
-        rest = " ".join(f"{k}={v}" for k, v in axes.items() if k not in by)
+        value = " ".join(f"{k}={v}" for k, v in axes.items() if _chosen(k, by)) or "-"
+        rest = " ".join(f"{k}={v}" for k, v in axes.items() if not _chosen(k, by))
         out.setdefault((rest, value), Cell(rest, value)).samples.append(dps)
-    missing = [b for b in by if b not in seen]
+    missing = [b for b in by if not any(_chosen(k, [b]) for k in seen)]
     if missing:
         raise UsageError(f"--by {','.join(missing)}: no result varies or records that axis "
                          f"(these do: {', '.join(sorted(seen))})")

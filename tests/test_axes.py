@@ -206,3 +206,19 @@ def test_ddoc_revisions_are_labelled_and_alternate_within_each_round():
     p = bench.plan(["javascript"], 2, ["disk"], axes=AxisOptions(ddoc={"old": None, "new": None}).axes(None))
     assert [(r.repeat, r.axes["ddoc"], r.language) for r in p[:4]] == [
         (0, "old", "erlang_baseline"), (0, "old", "javascript"), (0, "new", "erlang_baseline"), (0, "new", "javascript")]
+
+
+def test_report_by_one_setting_keeps_the_other_settings_apart():
+    from dragnet import report_by
+
+    res = [_result(v, config=f"view_updater/gc_interval_docs={g},view_updater/queue_memory_cap={m}")
+           for g, m, v in (("1", "100000", 250.0), ("1000", "100000", 600.0), ("1", "10485760", 390.0),
+                           ("1000", "10485760", 603.0))]
+    got = report_by.compare(res, ["config:view_updater/gc_interval_docs"])
+    assert sorted(g["group"] for g in got) == [
+        "language=javascript storage=disk config:view_updater/queue_memory_cap=100000",
+        "language=javascript storage=disk config:view_updater/queue_memory_cap=10485760"]
+    assert all([v["value"] for v in g["values"]] == ["config:view_updater/gc_interval_docs=1000",
+                                                     "config:view_updater/gc_interval_docs=1"] for g in got)
+    (whole,) = report_by.compare(res, ["config"])       # every setting together: one group, four values
+    assert len(whole["values"]) == 4
