@@ -133,8 +133,8 @@ def put(couch: Couch, s: Setting, value: str | None) -> None:
         else:
             couch.request("PUT", _path(s), json=value, ok=(200,))
     except CouchError as exc:
-        raise DragnetError(f"--config {s.label(value or '')}: CouchDB refused it ({exc.status} "
-                           f"{exc.error or ''} {exc.reason or ''})".rstrip() + ")") from None
+        why = " ".join(str(x) for x in (exc.status, exc.error, exc.reason) if x)
+        raise DragnetError(f"--config {s.label(value or '')}: CouchDB refused it ({why})") from None
 
 
 class Applied:
@@ -144,9 +144,9 @@ class Applied:
         self.original: dict[str, tuple[Setting, str | None]] = {}
 
     def set(self, couch: Couch, s: Setting, value: str) -> None:
-        if s.name not in self.original:
-            self.original[s.name] = (s, read(couch, s))
-        put(couch, s, value)
+        before = read(couch, s)
+        put(couch, s, value)         # refused: nothing changed, nothing to put back
+        self.original.setdefault(s.name, (s, before))
         now = read(couch, s)
         if now != value:
             raise DragnetError(f"--config {s.label(value)}: the node reads back {now!r}")
