@@ -74,8 +74,13 @@ def test_config_is_put_back_when_sigterm_arrives_mid_sweep(live_url, tmp_path):
         p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path, 400)), "--repeat", "3",
                    "--config", "view_updater/min_writer_items=50,200", wait=False)
         deadline = time.time() + 120
-        while time.time() < deadline:   # wait until the bench has set a value of its own
-            if couch.get("/_node/_local/_config/view_updater").get("min_writer_items") in ("50", "200"):
+        manifest = tmp_path / "out" / "bench.json"
+        while time.time() < deadline:   # wait until a build runs with a value the bench set
+            try:
+                running = any(r["status"] == "running" for r in json.loads(manifest.read_text())["runs"])
+            except (OSError, ValueError):
+                running = False
+            if running and couch.get("/_node/_local/_config/view_updater").get("min_writer_items") in ("50", "200"):
                 break
             time.sleep(0.05)
         else:
