@@ -1,9 +1,9 @@
 """Bench axes: one model for every dimension a bench varies, and the one planner over their product.
 
-An Axis has a name, values, how a value is applied (`how`), and optional callables to apply, check and undo
-a value on the CouchDB under test. Languages, storage, scenarios and sizes are axes that only label runs
-here (the bench applies storage and scenarios itself); couchdb, cpus, q and config come with their own
-modules (dragnet/axis_*.py) that build an Axis with apply/check/undo. The planner takes the product of any
+An Axis has a name, values, how a value is applied (`how`) and how it labels a run. Languages, storage and
+scenarios are axes of the plan (the bench applies storage and scenarios itself); couchdb, cpus, q, config
+and ddoc come with their own modules (dragnet/axis_*.py, ddoc_axis.py) and are applied, checked and undone
+by dragnet.bench_axes. The planner takes the product of any
 axes and interleaves every combination within each round; the Erlang baseline opens every combination, so
 each run has a baseline of the same combination and round (ratios() pairs them).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .errors import UsageError
 
@@ -23,29 +23,18 @@ RESTART = "restart"      # the managed CouchDB restarts (storage, a CouchDB rele
 CONTAINER = "container"  # the container is recreated with other settings (docker scenarios, image, cpuset)
 REFILL = "refill"        # another database filled from the same data (q)
 
-# axes the bench has always had; their values live in PlannedRun's own fields, not in PlannedRun.axes
-BUILTIN = ("storage", "scenario", "language")
-
 
 @dataclass
 class Axis:
-    """One dimension of a bench.
-
-    apply(value, target) makes the CouchDB under test run with value; check(value, target) raises when it
-    does not (after applying); undo(target) puts back what the axis changed (at the end, also on Ctrl-C).
-    For RESTART/CONTAINER axes, restart(value) gives the keyword arguments of the restart instead of apply
-    (several such axes changing at once cost one restart). label(value) names the value in result file
-    names, manifests and reports."""
+    """One dimension of a bench: its values, how a value is applied (`how`, one of the constants above),
+    whether it stays outside the rounds, and how a value names runs (result file names, manifests,
+    reports). Applying, checking and undoing the CouchDB axes is dragnet.bench_axes.AxisSwitcher's, per
+    `how`; storage and scenarios are applied by dragnet.bench.Bench as before."""
 
     name: str
     values: list[str]
     how: str = LABEL
     outer: bool = False        # values stay outside the rounds (each one costs a restart and an import)
-    apply: Callable[[str, Any], None] | None = None
-    check: Callable[[str, Any], None] | None = None
-    undo: Callable[[Any], None] | None = None
-    restart: Callable[[str], dict] | None = None
-    applicable: Callable[[str, Any], str | None] | None = None   # why value does not apply there, or None
     label: Callable[[str], str] = str
 
     def __post_init__(self) -> None:
@@ -109,7 +98,8 @@ def run_axes(run: dict, size: int | None = None) -> dict:
 
 
 def file_stem(run: dict, labels: dict[str, Callable[[str], str]] | None = None) -> str:
-    """A results file's name without .json: index, storage, scenario, the extra axes, round, language."""
+    """A results file's name without .json: index, storage, scenario, the extra axes (named by `labels`,
+    else NAME-VALUE), round, language."""
     from .results import slug
 
     labels = labels or {}

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from .axes import LIVE, Axis
 from .couch import Couch, CouchError
 from .errors import DragnetError, UsageError
 
@@ -189,7 +188,3 @@ def default_ini_of(inst, couchdb_value: str | None = None, env: dict | None = No
 
     return image_file(couchdb_value or inst.image, "/opt/couchdb/etc/default.ini", env=env)
 
-
-def axis(s: Setting, applied: Applied, lacking: list[str] | None = None) -> Axis:
-    """The Axis of one setting: applied live, checked by reading it back, undone by Applied.restore."""
-    return Axis(name=f"config:{s.name}", values=list(s.values), how=LIVE, label=s.label)

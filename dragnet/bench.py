@@ -448,6 +448,7 @@ class Bench:
         self.dir = Path(config.results_dir or Path("results") / self.id)
         self.manifest: dict[str, Any] = {}
         self.reference: str | None = None
+        self.labels: dict[str, Callable[[str], str]] = {}   # axis name -> how its values name result files
 
     # -- manifest
     def _write_manifest(self) -> None:
@@ -459,7 +460,7 @@ class Bench:
     def _write_result(self, run: dict, result: dict) -> Path:
         from .axes import file_stem
 
-        path = self.dir / f"{file_stem(run)}.json"
+        path = self.dir / f"{file_stem(run, self.labels)}.json"
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=str) + "\n")
         tmp.replace(path)
@@ -527,8 +528,10 @@ class Bench:
                              "yet (each recreates the container)")
         switcher = AxisSwitcher(axis_opts, url=cfg.url, db=cfg.db, env=self.env, inst=inst, data=cfg.data, n=cfg.n,
                                 data_size=self._data_size, on_event=self.on_event)
+        extra_axes = axis_opts.axes(inst.backend if inst else None)
+        self.labels = {a.name: a.label for a in extra_axes}
         planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline,
-                       scenarios=list(scenarios) or [""], axes=axis_opts.axes(inst.backend if inst else None))
+                       scenarios=list(scenarios) or [""], axes=extra_axes)
         from .machine import machine_info
 
         self.manifest = {
@@ -547,7 +550,7 @@ class Bench:
             "order": [f"{p.storage}/{p.scenario + '/' if p.scenario else ''}r{p.repeat}/{p.language}"
                       for p in planned],
             "size": cfg.size,
-            "axes": {a.name: a.values for a in axis_opts.axes(inst.backend if inst else None)},
+            "axes": {a.name: a.values for a in extra_axes},
             "runs": [{**asdict(p), "status": "pending", "error": None, "result_file": None,
                       "docs_per_sec_wall": None, "wall_time_s": None, "ratio_to_baseline": None}
                      for p in planned],

@@ -39,13 +39,13 @@ class AxisOptions:
         if self.couchdb:
             out.append(Axis("couchdb", self.couchdb, how=how, label=axis_couchdb.label))
         if self.cpus:
-            out.append(Axis("cpus", self.cpus, how=how))
+            out.append(Axis("cpus", self.cpus, how=how, label=lambda v: f"cpus{v}"))
         if self.q:
             out.append(Axis("q", self.q, how=REFILL, label=lambda v: f"q{v}"))
         for s in self.config:
             out.append(Axis(f"config:{s.name}", list(s.values), how=LIVE, label=s.label))
         if self.ddoc:     # fastest after the language: revisions of a design doc alternate build by build
-            out.append(Axis("ddoc", list(self.ddoc)))
+            out.append(Axis("ddoc", list(self.ddoc), label=lambda v: f"ddoc-{v}"))
         return out
 
 

@@ -63,6 +63,10 @@ def test_result_names_and_contract_axes_come_from_the_axes():
     run = {"index": 7, "storage": "disk", "scenario": "", "repeat": 1, "language": "javascript",
            "axes": {"couchdb": "couchdb:3.5.2-trixie", "config:view_updater/gc_interval_docs": "1000"}}
     assert axes.file_stem(run) == "007-disk-couchdb-couchdb_3.5.2-trixie-gc_interval_docs-1000-r1-javascript"
+    labels = {a.name: a.label for a in AxisOptions(
+        couchdb=["couchdb:3.5.2-trixie"], config=[axis_config.parse("view_updater/gc_interval_docs=1000")]).axes("docker")}
+    assert axes.file_stem(run, labels) == \
+        "007-disk-couchdb_3.5.2-trixie-view_updater_gc_interval_docs_1000-r1-javascript"
     c = contract_axes(run["axes"])
     assert c == {"couchdb": "couchdb:3.5.2-trixie", "config": "view_updater/gc_interval_docs=1000"}
     full = axes.run_axes({**run, "axes": c}, size=None)
