@@ -117,18 +117,22 @@ class PlannedRun:
     repeat: int
     language: str
     scenario: str = ""     # a dragnet.scenario.Scenario label; "" when the bench has no scenario axis
+    axes: dict = field(default_factory=dict)   # the other axes' values (dragnet.axes), e.g. {"q": "8"}
 
 
 def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, baseline: bool = True,
-         baseline_name: str = BASELINE_LABEL, scenarios: Sequence[str] = ("",)) -> list[PlannedRun]:
-    """Every run in order: per storage, per repeat, per scenario, every language once (A B C A B C …).
+         baseline_name: str = BASELINE_LABEL, scenarios: Sequence[str] = ("",),
+         axes: Sequence[Any] = ()) -> list[PlannedRun]:
+    """Every run in order: per storage, per repeat, per combination of scenario and `axes`
+    (dragnet.axes.Axis), every language once (A B C A B C …).
 
-    The Erlang baseline opens each repeat (unless baseline=False), so each language has a baseline measured
-    moments before it in the same repeat. Scenarios alternate within a repeat, as languages do, so a load
-    that drifts over the bench touches every scenario alike (storages stay outermost: each is a restart).
+    The Erlang baseline opens each combination of each repeat (unless baseline=False), so each language has a
+    baseline measured moments before it in the same combination and repeat. Combinations alternate within a
+    repeat, as languages do, so a load that drifts over the bench touches every one alike (storages stay
+    outermost: each is a restart and an import).
     """
-    if repeats < 1:
-        raise UsageError(f"--repeat must be at least 1, got {repeats}")
+    from .axes import Axis, plan_product
+
     if not storages:
         raise UsageError("no storage to benchmark")
     order = [lang for lang in languages if lang != baseline_name]
@@ -136,26 +140,24 @@ def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, bas
         order.insert(0, baseline_name)
     if not order:
         raise UsageError("no language to benchmark")
-    runs = []
-    for st in storages:
-        for r in range(repeats):
-            for sc in scenarios or ("",):
-                for lang in order:
-                    runs.append(PlannedRun(len(runs), st, r, lang, sc))
-    return runs
+    extra = [a.name for a in axes]
+    points = plan_product([Axis("storage", list(storages), outer=True), Axis("scenario", list(scenarios or ("",))),
+                           *axes, Axis("language", order)], repeats)
+    return [PlannedRun(p.index, p.values["storage"], p.repeat, p.values["language"], p.values["scenario"],
+                       {n: p.values[n] for n in extra}) for p in points]
 
 
 def ratios(runs: Iterable[dict], baseline_name: str = BASELINE_LABEL, key: str = "docs_per_sec_wall") -> dict[int, float | None]:
-    """index -> run[key] / the same figure of the successful baseline run of the same storage, scenario and
-    repeat.
+    """index -> run[key] / the same figure of the successful baseline run of the same storage, scenario,
+    other axes' values and repeat.
 
-    runs are manifest entries: {"index", "storage", "repeat", "language", "status", key[, "scenario"]}.
+    runs are manifest entries: {"index", "storage", "repeat", "language", "status", key[, "scenario", "axes"]}.
     """
+    from .axes import pair_baselines
+
     runs = list(runs)
-    base = {(r["storage"], r.get("scenario", ""), r["repeat"]): r.get(key) for r in runs
-            if r["language"] == baseline_name and r.get("status") == "ok"}
-    return {r["index"]: (ratio(r.get(key), base.get((r["storage"], r.get("scenario", ""), r["repeat"])))
-                         if r.get("status") == "ok" else None) for r in runs}
+    base = pair_baselines(runs, baseline_name, key)
+    return {r["index"]: (ratio(r.get(key), base[r["index"]]) if r.get("status") == "ok" else None) for r in runs}
 
 
 # ---------------------------------------------------------------- the data
@@ -324,13 +326,15 @@ def _backend(name: str):
     return mod
 
 
-def start_managed(backend: str, url: str, storage_kind: str, *, data_size: int = 0, env: dict | None = None):
-    """Start a CouchDB with `dragnet couch up`'s backend on the URL's port (for a bench that finds none)."""
+def start_managed(backend: str, url: str, storage_kind: str, *, data_size: int = 0, env: dict | None = None,
+                  **where: Any):
+    """Start a CouchDB with `dragnet couch up`'s backend on the URL's port (for a bench that finds none);
+    where: image= (docker) or home= (local), the first value of a --couchdb axis."""
     from urllib.parse import urlsplit
 
     port = urlsplit(split_credentials(url)[0]).port or 5984
     return _backend(backend).up(port=port, storage_kind=storage_kind, data_size=data_size,
-                                env=_admin_env(url, env))
+                                env=_admin_env(url, env), **where)
 
 
 def stop_managed(inst, env: dict | None = None) -> None:
@@ -356,17 +360,19 @@ _KEEP = object()
 
 
 def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: dict | None = None,
-               limits: Any = _KEEP):
+               limits: Any = _KEEP, home: str | None = None, image: str | None = None, cpus: Any = _KEEP):
     """Stop the managed CouchDB and start it again (same backend, port, limits) with data on storage_kind.
-    docker: `limits` are a scenario's container settings (None: the instance's own --memory only)."""
+    docker: `limits` are a scenario's container settings (None: the instance's own --memory only).
+    home (local release), image (docker) and cpus: another CouchDB or core count (bench axes)."""
     env = _admin_env(url, env)
     mod = _backend(inst.backend)
     mod.stop(inst, env=env)
+    cpus = inst.cpus if cpus is _KEEP else cpus
     if inst.backend == "docker":
-        return mod.up(port=inst.port, storage_kind=storage_kind, image=inst.image, cpus=inst.cpus,
+        return mod.up(port=inst.port, storage_kind=storage_kind, image=image or inst.image, cpus=cpus,
                       memory=str(inst.memory) if inst.memory else None, data_size=data_size, env=env,
                       limits=inst.limits if limits is _KEEP else limits)
-    return mod.up(port=inst.port, storage_kind=storage_kind, home=inst.home, cpus=inst.cpus,
+    return mod.up(port=inst.port, storage_kind=storage_kind, home=home or inst.home, cpus=cpus,
                   data_size=data_size, env=env)
 
 
@@ -422,6 +428,7 @@ class BenchConfig:
     scenarios: list = field(default_factory=list)   # dragnet.scenario.Scenario; empty: no scenario axis
     size: int | None = None       # documents, when this bench is one size of a `--sizes` sweep
     mango_design: Any = None      # --mango: the index's Mango design doc, built by the "mango" language
+    axes: Any = None              # dragnet.bench_axes.AxisOptions: --couchdb, --cpus, --q, --config
 
 
 def _now_iso() -> str:
@@ -442,7 +449,8 @@ class Bench:
         self.dir = Path(config.results_dir or Path("results") / self.id)
         self.manifest: dict[str, Any] = {}
         self.reference: str | None = None
-        self._pool = None       # the reference engine's processes that classify differences
+        self._pool: dict | None = None   # revision -> the reference engine's processes that classify differences
+        self.labels: dict[str, Callable[[str], str]] = {}   # axis name -> how its values name result files
 
     # -- manifest
     def _write_manifest(self) -> None:
@@ -452,9 +460,9 @@ class Bench:
         tmp.replace(self.dir / MANIFEST)
 
     def _write_result(self, run: dict, result: dict) -> Path:
-        sc = f"-{slug(run['scenario'])}" if run.get("scenario") else ""
-        name = f"{run['index']:03d}-{slug(run['storage'])}{sc}-r{run['repeat']}-{slug(run['language'])}.json"
-        path = self.dir / name
+        from .axes import file_stem
+
+        path = self.dir / f"{file_stem(run, self.labels)}.json"
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=str) + "\n")
         tmp.replace(path)
@@ -475,10 +483,16 @@ class Bench:
             raise UsageError(f"--backend {cfg.backend}: the CouchDB dragnet manages on port {inst.port} runs "
                              f"on {inst.backend}")
         started_here = False
+        if cfg.axes is not None and cfg.axes.couchdb and (inst is not None or cfg.backend):
+            from .axis_couchdb import check_values     # before starting anything on one of them
+
+            check_values(cfg.axes.couchdb, inst.backend if inst is not None else cfg.backend, self.env)
         if inst is None and cfg.backend:
             self.on_event("start_couch", {"backend": cfg.backend, "storage": (cfg.storages or ["disk"])[0]})
+            first = cfg.axes.couchdb[0] if cfg.axes is not None and cfg.axes.couchdb else None
+            where = {} if first is None else {"image": first} if cfg.backend == "docker" else {"home": first}
             inst = start_managed(cfg.backend, cfg.url, (cfg.storages or ["disk"])[0],
-                                 data_size=self._data_size(), env=self.env)
+                                 data_size=self._data_size(), env=self.env, **where)
             started_here = True
         if cfg.storages and inst is None:
             raise UsageError(f"--storage {','.join(cfg.storages)} needs a CouchDB started by `dragnet couch up` "
@@ -508,8 +522,18 @@ class Bench:
                              "bench imports it again")
         scenarios = {sc.label: sc for sc in cfg.scenarios}
         prepared: dict = {}
+        from .bench_axes import AxisOptions, AxisSwitcher, contract_axes
+
+        axis_opts = cfg.axes or AxisOptions()
+        if docker_scenarios and (axis_opts.couchdb or axis_opts.cpus):
+            raise UsageError("--memory/--disk-profile/--cache with --couchdb or --cpus on docker: not combinable "
+                             "yet (each recreates the container)")
+        switcher = AxisSwitcher(axis_opts, url=cfg.url, db=cfg.db, env=self.env, inst=inst, data=cfg.data, n=cfg.n,
+                                data_size=self._data_size, on_event=self.on_event)
+        extra_axes = axis_opts.axes(inst.backend if inst else None)
+        self.labels = {a.name: a.label for a in extra_axes}
         planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline,
-                       scenarios=list(scenarios) or [""])
+                       scenarios=list(scenarios) or [""], axes=extra_axes)
         from .machine import machine_info
 
         self.manifest = {
@@ -518,7 +542,9 @@ class Bench:
             "views": str(cfg.views) if cfg.design is None else None,
             "design": None if cfg.design is None else {"id": cfg.design.id, "source": cfg.design.source,
                                                        "views": cfg.design.view_names,
-                                                       "reference": self.reference},
+                                                       "reference": self.reference,
+                                                       "revisions": {label: d.source for label, d in
+                                                                     (cfg.axes.ddoc if cfg.axes else {}).items()}},
             "languages": list(specs), "repeat": cfg.repeat, "storages": storages,
             "scenarios": [sc.to_json() for sc in cfg.scenarios],
             "managed": None if inst is None else {"backend": inst.backend, "port": inst.port},
@@ -526,10 +552,18 @@ class Bench:
             "order": [f"{p.storage}/{p.scenario + '/' if p.scenario else ''}r{p.repeat}/{p.language}"
                       for p in planned],
             "size": cfg.size,
+            "axes": {a.name: a.values for a in extra_axes},
             "runs": [{**asdict(p), "status": "pending", "error": None, "result_file": None,
                       "docs_per_sec_wall": None, "wall_time_s": None, "ratio_to_baseline": None}
                      for p in planned],
         }
+        if axis_opts.any:      # refuse what cannot be applied before anything is written or built
+            try:
+                switcher.check_up_front(connect(cfg.url, env=self.env))
+            except BaseException:
+                if started_here:
+                    stop_managed(inst, env=self.env)
+                raise
         self._write_manifest()
         self.on_event("begin", {"dir": str(self.dir), "runs": len(planned)})
         original_storage = inst.storage if inst is not None else None
@@ -545,17 +579,19 @@ class Bench:
                     # docker scenarios: no limits to import under; each run's own are set before it
                     inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env,
                                       **({"limits": None} if docker_scenarios else {}))
+                    switcher.restarted(inst)
                     stale = False
                     drop_tmpfs_data(old, keep)
                 couch = connect(cfg.url, env=self.env)
-                if cfg.data:
+                if cfg.data and not axis_opts.q:     # with --q N,N each q has its own database
                     imp = ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
                                       progress=lambda m: self.on_event("import", {"message": m}))
                     self.manifest["imports"].append({"storage": st, **imp})
                     self._write_manifest()
-                else:
+                elif not axis_opts.q:
                     couch.get(db_path(cfg.db))  # a one-line error now rather than in every run
-                self.manifest["cluster"] = cluster_of(couch, cfg.db)
+                if not axis_opts.q:
+                    self.manifest["cluster"] = cluster_of(couch, cfg.db)
                 self._write_manifest()
                 if docker_scenarios:
                     from . import scenario_docker as sd
@@ -591,7 +627,22 @@ class Bench:
                                 ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
                                             progress=lambda m: self.on_event("import", {"message": m}))
                         target = sd.DockerTarget(p, inst, env=self.env, c=engine)
-                    self._one(couch, run, specs[run["language"]], sc, target=target)
+                    db = cfg.db
+                    if axis_opts.any:
+                        why = switcher.not_applicable(run["axes"])
+                        if why is not None:
+                            run.update(status="not_applicable", error=why)
+                            self._write_manifest()
+                            self.on_event("done", dict(run))
+                            current = None
+                            continue
+                        couch, db = switcher.switch(run, st, couch)
+                        inst = switcher.inst
+                    self._one(couch, run, specs[run["language"]], sc, target=target, db=db,
+                              axes=contract_axes(run["axes"]), versions=switcher.versions)
+                    if axis_opts.cpus and run["status"] == "ok":
+                        run["cpuset"] = switcher.verify(run)
+                        self._write_manifest()
                     current = None
                     if run["status"] == "oom":
                         if inst is None:
@@ -602,6 +653,7 @@ class Bench:
                             continue
                         self.on_event("restart", {"storage": st})
                         inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env)
+                        switcher.restarted(inst)
                         couch = connect(cfg.url, env=self.env)
         except KeyboardInterrupt:
             self.manifest["interrupted"] = True
@@ -609,8 +661,13 @@ class Bench:
                 current["status"] = "interrupted"
             raise
         finally:
-            if self._pool is not None:
-                self._pool.close()
+            for pool in (self._pool or {}).values():
+                pool.close()
+            inst = switcher.inst if switcher.inst is not None else inst   # it may have restarted it
+            if axis_opts.config:     # also on Ctrl-C/SIGTERM: the node's settings as the bench found them
+                self.manifest["config_restored"] = switcher.finish(lambda: connect(cfg.url, env=self.env))
+            if not started_here and not self.manifest["interrupted"] and inst is not None:
+                inst = switcher.restore_instance(inst.storage)
             self.manifest["finished_at"] = _now_iso()
             self._write_manifest()
             if started_here:
@@ -634,10 +691,12 @@ class Bench:
         return p.stat().st_size * (6 if p.name.endswith(".gz") else 1)
 
     def _one(self, couch: Couch, run: dict, spec: LanguageSpec, sc=None, target=None,
-             failed_start: dict | None = None) -> None:
+             failed_start: dict | None = None, db: str | None = None, axes: dict | None = None,
+             versions: dict | None = None) -> None:
         """One planned run; `target` applies sc's limits (docker), `failed_start` is the result of a run
         whose CouchDB died before the build (its container OOM-killed while starting)."""
         cfg = self.config
+        db = db or cfg.db
         ddoc = f"dragnet_bench_{slug(spec.name)}_{run['index']}_{int(time.time() * 1000)}"
         run.update(status="running", ddoc=f"_design/{ddoc}", started_at=_now_iso())
         self._write_manifest()
@@ -646,31 +705,42 @@ class Bench:
             def build() -> dict:
                 if spec.view_file == DESIGN:
                     rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
-                    design = cfg.mango_design if spec.language == "query" and cfg.mango_design else cfg.design
-                    return self.build(couch, cfg.url, cfg.db, spec, None, ddoc, run["storage"], design=design,
+                    design = cfg.mango_design if spec.language == "query" and cfg.mango_design \
+                        else self._design_of(run)
+                    return self.build(couch, cfg.url, db, spec, None, ddoc, run["storage"], design=design,
                                       rows_dir=str(rows_dir), **({"iostat": False} if sc is not None else {}))
-                return self.build(couch, cfg.url, cfg.db, spec, spec.path(cfg.views), ddoc, run["storage"],
+                return self.build(couch, cfg.url, db, spec, spec.path(cfg.views), ddoc, run["storage"],
                                   **({"iostat": False} if sc is not None else {}))
             if failed_start is not None:
                 result = failed_start
             elif sc is not None:
                 from .scenario import run_in
-                result = run_in(sc, couch, cfg.url, cfg.db, ddoc, build, target=target)
+                result = run_in(sc, couch, cfg.url, db, ddoc, build, target=target)
             else:
                 result = build()
         except KeyboardInterrupt:
-            self._cleanup(couch, run, quick=True)
+            self._cleanup(couch, run, quick=True, db=db)
             raise
         except Exception as exc:  # a failing language is recorded and the matrix goes on
             run.update(status="error", error=_one_line(exc))
-            self._cleanup(couch, run)
+            self._cleanup(couch, run, db=db)
             self._write_manifest()
             self.on_event("done", dict(run))
             return
         summary = result.get("summary") or {}
         result["storage"] = run["storage"]
+        from .axes import run_axes
+
         result["bench"] = {"id": self.id, "index": run["index"], "language": spec.name, "repeat": run["repeat"],
-                           "storage_label": run["storage"], "scenario": run["scenario"], "size": cfg.size}
+                           "storage_label": run["storage"], "scenario": run["scenario"], "size": cfg.size,
+                           "axes": run_axes({**run, "axes": axes or {}}, cfg.size)}
+        from .axis_couchdb import versions_of
+
+        versions = versions or versions_of(result.get("couchdb"))
+        if versions is not None:
+            result.setdefault("couchdb", {})["versions"] = versions
+        if db != cfg.db:
+            result["bench"]["db"] = db
         ok = bool(summary.get("ok"))
         status = "ok" if ok else ("oom" if summary.get("oom_killed") else "error")
         run.update(status=status, error=None if ok else (summary.get("error") or "build failed"),
@@ -683,7 +753,7 @@ class Bench:
             # index size before cleanup deletes it (a scenario build records it itself)
             from .scenario import sizes as _sizes
             try:
-                result["sizes"] = {"after": _sizes(couch, cfg.db, run["ddoc"])}
+                result["sizes"] = {"after": _sizes(couch, db, run["ddoc"])}
             except CouchError:
                 pass
             # a design doc's copy is deleted by the build itself: its index as read right after the build
@@ -698,11 +768,11 @@ class Bench:
         if ok and result.get("rows"):
             run["rows"] = result["rows"]
             from .bench_fault import summary
-            comparison = self._compare(run, couch)
+            comparison = self._compare(run, couch, db)
             if comparison is not None:
                 result["comparison"] = comparison
                 run["comparison"] = summary(comparison)
-            repeats = self._compare_repeats(run, couch)
+            repeats = self._compare_repeats(run, couch, db)
             if repeats is not None:
                 result["repeat_comparison"] = repeats
                 run["repeat_comparison"] = summary(repeats)
@@ -711,27 +781,43 @@ class Bench:
         if status == "oom":       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
             self.on_event("done", dict(run))
             return
-        self._cleanup(couch, run)
+        self._cleanup(couch, run, db=db)
         self.on_event("done", dict(run))
 
-    def _engine_pool(self):
-        """The reference engine's processes for classifying differences (dragnet.bench_fault), kept for
-        the whole bench and closed at its end."""
+    def _design_of(self, run: dict):
+        """The design document a run built: its revision's (--ddoc A --ddoc B), Mango's, or the bench's."""
+        revision = (run.get("axes") or {}).get("ddoc")
+        if revision is not None and self.config.axes is not None and self.config.axes.ddoc:
+            return self.config.axes.ddoc[revision]
+        return self.config.design
+
+    def _engine_pool(self, run: dict):
+        """The reference engine's processes for classifying differences (dragnet.bench_fault), one per
+        design-doc revision, kept for the whole bench and closed at its end."""
+        revision = (run.get("axes") or {}).get("ddoc")
         if self._pool is None:
+            self._pool = {}
+        if revision not in self._pool:
             from .bench_fault import EnginePool
 
             spec = resolve_languages([self.reference], self.config.views, design=True)[0]
             design = self.config.mango_design if spec.language == "query" and self.config.mango_design \
-                else self.config.design
-            self._pool = EnginePool(spec.language, design, self.env)
-        return self._pool
+                else self._design_of(run)
+            self._pool[revision] = EnginePool(spec.language, design, self.env)
+        return self._pool[revision]
 
-    def _compare_repeats(self, run: dict, couch: Couch | None = None) -> dict | None:
+    def _first_with_rows(self, language: str, run: dict) -> list[dict]:
+        """Runs of language with rows, of the same design-doc revision as run, in order."""
+        revision = (run.get("axes") or {}).get("ddoc")
+        return [r for r in self.manifest["runs"] if r["language"] == language and r.get("rows")
+                and (r.get("axes") or {}).get("ddoc") == revision]
+
+    def _compare_repeats(self, run: dict, couch: Couch | None = None, db: str | None = None) -> dict | None:
         """A later build of a non-reference engine against that engine's own first build: what differs
         is the function's fault by definition (the reference's repeats are compared in _compare)."""
         if run["language"] == self.reference:
             return None
-        first = next(r for r in self.manifest["runs"] if r["language"] == run["language"] and r.get("rows"))
+        first = self._first_with_rows(run["language"], run)[0]
         if first is run:
             return None
         from .bench_fault import judge
@@ -739,18 +825,18 @@ class Bench:
 
         return judge({"reference": run["language"], "reference_run": first["index"],
                       **compare_files(first["rows"], run["rows"])}, first["rows"], same_engine=True,
-                     pool=self._engine_pool(), couch=couch, db=self.config.db)
+                     pool=self._engine_pool(run), couch=couch, db=db or self.config.db)
 
-    def _compare(self, run: dict, couch: Couch | None = None) -> dict | None:
-        """This run's rows against the reference language's first successful run (None for that run),
-        each difference classified (dragnet.fault)."""
+    def _compare(self, run: dict, couch: Couch | None = None, db: str | None = None) -> dict | None:
+        """This run's rows against the reference language's first successful run of the same design-doc
+        revision (None for that run), each difference classified (dragnet.fault)."""
+        same = self._first_with_rows(self.reference, run)
         if run["language"] == self.reference:
-            first = next(r for r in self.manifest["runs"] if r["language"] == self.reference and r.get("rows"))
+            first = same[0]
             if first is run:
                 return None
         else:
-            first = next((r for r in self.manifest["runs"] if r["language"] == self.reference and r.get("rows")),
-                         None)
+            first = same[0] if same else None
             if first is None:
                 return {"reference": self.reference, "differences": None, "rows_compared": 0,
                         "note": f"no successful {self.reference} build to compare with"}
@@ -759,12 +845,12 @@ class Bench:
 
         return judge({"reference": self.reference, "reference_run": first["index"],
                       **compare_files(first["rows"], run["rows"])}, first["rows"],
-                     same_engine=run["language"] == self.reference, pool=self._engine_pool(), couch=couch,
-                     db=self.config.db)
+                     same_engine=run["language"] == self.reference, pool=self._engine_pool(run), couch=couch,
+                     db=db or self.config.db)
 
-    def _cleanup(self, couch: Couch, run: dict, quick: bool = False) -> None:
+    def _cleanup(self, couch: Couch, run: dict, quick: bool = False, db: str | None = None) -> None:
         try:
-            info = cleanup(couch, self.config.db, run["ddoc"],
+            info = cleanup(couch, db or self.config.db, run["ddoc"],
                            timeout=5.0 if quick else self.config.settle_timeout)
         except DragnetError as exc:
             info = {"error": _one_line(exc)}

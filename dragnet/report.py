@@ -245,6 +245,11 @@ def to_run(result: dict) -> Run:
     scenario = scenario_label(result)
     if scenario:    # builds in different scenarios are different measurements: never one median
         storage = f"{storage} {scenario}"
+    from .axes import combination_label
+
+    extra = combination_label(bench.get("axes"))
+    if extra:       # nor builds with another CouchDB, setting, core count or q
+        storage = f"{storage} {extra}"
     docs = _num(s.get("docs"))
     wall = _num(s.get("wall_time_s"))
     dps = _num(s.get("docs_per_sec_wall"))

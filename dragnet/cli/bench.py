@@ -19,7 +19,7 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--views", "views", type=click.Path(file_okay=False), default=None,
               help="Folder with the view in every language (map.js, map.es6.js, map.py, map.erl) "
                    "[default: views/income].")
-@click.option("--ddoc", "ddoc_source", default=None, metavar="SOURCE",
+@click.option("--ddoc", "ddoc_sources", multiple=True, metavar="[LABEL=]SOURCE",
               help="Benchmark your own design document instead of --views: a JSON file, a couchapp folder "
                    "(views/<name>/map.js, reduce.js, views/lib/**, language, options.json), "
                    "URL/db/_design/name or git:REF:path (a file or folder at a git ref). Each language builds "
@@ -51,7 +51,16 @@ from .options import db_option, json_option, print_json, url_option
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
               help="Directory for results files and bench.json [default: results/bench-<UTC time>].")
 @click.option("--no-baseline", is_flag=True, help="Do not run the Erlang baseline in each round (no ratios).")
-@click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards when creating the database.")
+@click.option("--q", "q_text", default=None, metavar="N[,N...]", help="Shards when creating the database; "
+              "several (2,8,16) are an axis: one database <db>-q<N> per value, filled once from --data.")
+@click.option("--couchdb", "couchdbs", default=None, metavar="A,B",
+              help="Axis: CouchDB installs, release directories (local backend) or images (docker backend); "
+                   "the managed CouchDB restarts on each.")
+@click.option("--cpus", "cpus_text", default=None, metavar="N,N",
+              help="Axis: cores CouchDB and its query servers may use (a cpuset; restarts CouchDB).")
+@click.option("--config", "configs", multiple=True, metavar="SECTION/KEY=V1,V2",
+              help="Axis, repeatable: a CouchDB setting set through /_node/_local/_config, e.g. "
+                   "view_updater/gc_interval_docs=1,1000,infinity; put back afterwards.")
 @click.option("--n", "n", type=click.IntRange(min=1), default=None, help="Replicas when creating the database "
               "(at most the cluster's nodes).")
 @click.option("--memory", "memories", default=None,
@@ -79,9 +88,9 @@ from .options import db_option, json_option, print_json, url_option
               help="Afterwards compare this run with the baseline saved as NAME (see `dragnet compare`).")
 @store_option
 @json_option
-def bench_cmd(url, db, data, views, ddoc_source, mango_source, view_names, strict, reference, languages, repeat,
-              storages, storage_label, backend, results_dir, no_baseline, q, n, memories, profiles, caches, sizes_text,
-              plot_path, save_baseline, baseline_name, store_dir, as_json):
+def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, strict, reference, languages, repeat,
+              storages, storage_label, backend, results_dir, no_baseline, q_text, couchdbs, cpus_text, configs, n,
+              memories, profiles, caches, sizes_text, plot_path, save_baseline, baseline_name, store_dir, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -100,19 +109,25 @@ def bench_cmd(url, db, data, views, ddoc_source, mango_source, view_names, stric
     if st and storage_label:
         raise UsageError("--storage-label is for a CouchDB dragnet does not manage; --storage sets the label")
     design = None
-    if ddoc_source:
+    revisions: dict = {}
+    if ddoc_sources:
         from .. import design as dsg
+        from ..ddoc_axis import revision_labels
 
         if views:
             raise UsageError("--ddoc and --views: give one of them")
-        design = dsg.load(ddoc_source, views=b.parse_list(view_names, "--view"))
+        labelled = revision_labels(ddoc_sources)
+        loaded = {label: dsg.load(src, views=b.parse_list(view_names, "--view")) for label, src in labelled.items()}
+        design = next(iter(loaded.values()))
+        if len(loaded) > 1:      # two or more: a revision axis, each build labelled with its revision
+            revisions = loaded
     elif view_names or reference:
         raise UsageError("--view and --reference go with --ddoc")
     indexes = None
     if mango_source:
         from .. import mango
 
-        if ddoc_source or views or sizes_text:
+        if ddoc_sources or views or sizes_text:
             raise UsageError("--mango: not with --ddoc, --views or --sizes")
         indexes = mango.load(mango_source)
         languages = languages or "javascript"
@@ -128,10 +143,20 @@ def bench_cmd(url, db, data, views, ddoc_source, mango_source, view_names, stric
     if memories or profiles or caches:
         scenarios = expand(limits.parse_memory_limits(memories or "unlimited"),
                            limits.parse_profiles(profiles or "unlimited"), b.parse_list(caches, "--cache"))
+    from .. import axis_config, axis_cpus, axis_q
+    from ..bench_axes import AxisOptions
+
+    qs = axis_q.parse(q_text)
+    q = int(qs[0]) if len(qs) == 1 else None
+    axis_opts = AxisOptions(couchdb=b.parse_list(couchdbs, "--couchdb"), cpus=axis_cpus.parse(cpus_text),
+                            q=qs if len(qs) > 1 else [], config=axis_config.parse_all(list(configs)),
+                            ddoc=revisions)
+    if axis_opts.any and sizes_text is not None:
+        raise UsageError("--sizes with --couchdb/--cpus/--q N,N/--config: not combinable yet")
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,
                            data=data, views=views or str(b.DEFAULT_VIEWS), results_dir=results_dir,
                            baseline=not no_baseline, q=q, n=n, backend=backend, design=design, reference=reference,
-                           scenarios=scenarios)
+                           scenarios=scenarios, axes=axis_opts)
     console = Console(stderr=True)
     total = {"n": 0}
     if plot_path and not sizes_text:
@@ -146,10 +171,13 @@ def bench_cmd(url, db, data, views, ddoc_source, mango_source, view_names, stric
     def on_event(kind: str, d: dict) -> None:
         if kind == "start":
             console.print(f"[{d['index'] + 1}/{total['n']}] {d['storage']}"
-                          f"{' ' + d['scenario'] if d.get('scenario') else ''} round {d['repeat'] + 1}: "
+                          f"{' ' + d['scenario'] if d.get('scenario') else ''}"
+                          f"{''.join(f' {k}={v}' for k, v in (d.get('axes') or {}).items())} round {d['repeat'] + 1}: "
                           f"{d['language']} …")
         elif kind == "done":
-            if d["status"] == "oom":
+            if d["status"] == "not_applicable":
+                console.print(f"    not applicable: {d['error']}", highlight=False)
+            elif d["status"] == "oom":
                 console.print(f"    [yellow]{d['error']}[/yellow]", markup=True, highlight=False)
             elif d["status"] == "ok":
                 ratio = d.get("ratio_to_baseline")
@@ -169,7 +197,9 @@ def bench_cmd(url, db, data, views, ddoc_source, mango_source, view_names, stric
         elif kind == "stop_couch":
             console.print(f"stopping the CouchDB started for this bench ({d['backend']})")
         elif kind == "restart":
-            if d.get("scenario"):
+            if d.get("axes"):
+                console.print("restarting CouchDB with " + ", ".join(f"{k}={v}" for k, v in d["axes"].items()) + " …")
+            elif d.get("scenario"):
                 console.print(f"recreating the CouchDB container with the limits of {d['scenario']} …")
             else:
                 console.print(f"restarting CouchDB with its data on {d['storage']} …")
@@ -193,7 +223,7 @@ def bench_cmd(url, db, data, views, ddoc_source, mango_source, view_names, stric
         return _sizes(config, counts, on_event, plot_path, as_json)
     bench = b.Bench(config, on_event=on_event)
     total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline,
-                            scenarios=[s.label for s in scenarios] or [""]))
+                            scenarios=[s.label for s in scenarios] or [""], axes=axis_opts.axes(backend)))
     try:
         manifest = bench.run()
     except KeyboardInterrupt as exc:    # Ctrl-C, or SIGTERM/SIGHUP as dragnet.signals.Terminated
@@ -203,7 +233,7 @@ def bench_cmd(url, db, data, views, ddoc_source, mango_source, view_names, stric
         sys.exit(getattr(exc, "exit_code", 130))
 
     runs = manifest["runs"]
-    failed = [r for r in runs if r["status"] not in ("ok", "oom")]
+    failed = [r for r in runs if r["status"] not in ("ok", "oom", "not_applicable")]
     docs = rp.load_results([bench.dir]) if any(r["result_file"] for r in runs) else []
     groups, dgroups = rp.build_report(docs), rp.build_design_report(docs)
     cmp = saved_runs(bench.dir, docs, sdir, save_baseline, baseline_entry)

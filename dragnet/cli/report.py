@@ -86,7 +86,10 @@ def render_disk_matters(rows, ref: str, at: str = "") -> None:
 @click.option("--compare-json", "compare_json", type=click.Path(dir_okay=False), default=None,
               help="With --html: a `dragnet compare --json` output to add as the page's compare section "
                    "(--baseline fills it too).")
-def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_json):
+@click.option("--by", "by", default=None, metavar="AXIS[,AXIS]",
+              help="Compare along bench axes (couchdb, config, cpus, q, storage, …) within each combination of "
+                   "the others: medians and the significance of each adjacent pair.")
+def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_json, by):
     """Summarize RESULTS (addview results files or bench directories): medians per language and storage,
     ratio to the Erlang baseline, spread over repeats, resources per process family. Design-doc benchmarks
     (--ddoc) get their own table per design doc, view, engine and storage: ratio to the reference engine,
@@ -102,6 +105,12 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         from ..html_report import check_compare
         cmp_doc = check_compare(rp._read_json(Path(compare_json)), compare_json)
     docs = rp.load_results(results)
+    by_cmp = None
+    if by:
+        from .. import report_by
+
+        by_names = report_by.parse_by(by)
+        by_cmp = report_by.compare(docs, by_names)
     sc_runs, sc_ref = runs_from_results(docs)
     sc_rows = disk_matters(sc_runs, sc_ref) if sc_ref else []
     groups = rp.build_report(docs)
@@ -175,6 +184,11 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         for n in io_notes:
             click.echo(n)
 
+    if by_cmp is not None:
+        if fmt == "json":
+            out["by"] = {"axes": by_names, "groups": by_cmp}
+        else:
+            click.echo("\n".join(report_by.lines(by_cmp, by_names)))
     if plot_dir:
         from .. import charts
 

@@ -1,0 +1,228 @@
+"""The axis model and planner, and the pure parts of the --config, --cpus, --q and --couchdb axes."""
+
+import pytest
+
+from dragnet import axes, axis_config, axis_cpus, axis_q, axis_couchdb, bench
+from dragnet.bench_axes import AxisOptions, contract_axes
+from dragnet.errors import UsageError
+
+
+# ---- planner
+
+def test_product_interleaves_every_combination_within_each_round():
+    a, b_ = axes.Axis("a", ["1", "2"]), axes.Axis("b", ["x", "y", "z"])
+    pts = axes.plan_product([a, b_], 2)
+    assert len(pts) == 12 and [p.index for p in pts] == list(range(12))
+    first = [(p.values["a"], p.values["b"]) for p in pts if p.repeat == 0]
+    assert first == [("1", "x"), ("1", "y"), ("1", "z"), ("2", "x"), ("2", "y"), ("2", "z")]
+    assert [p.repeat for p in pts] == [0] * 6 + [1] * 6     # each round holds every combination once
+
+
+def test_outer_axes_enclose_the_rounds():
+    pts = axes.plan_product([axes.Axis("s", ["disk", "tmpfs"], outer=True), axes.Axis("l", ["a", "b"])], 2)
+    assert [(p.values["s"], p.repeat, p.values["l"]) for p in pts] == [
+        ("disk", 0, "a"), ("disk", 0, "b"), ("disk", 1, "a"), ("disk", 1, "b"),
+        ("tmpfs", 0, "a"), ("tmpfs", 0, "b"), ("tmpfs", 1, "a"), ("tmpfs", 1, "b")]
+
+
+def test_axis_refuses_no_value_and_duplicates():
+    with pytest.raises(UsageError):
+        axes.Axis("q", [])
+    with pytest.raises(UsageError):
+        axes.Axis("q", ["2", "2"])
+    with pytest.raises(UsageError, match="at least 1"):
+        axes.plan_product([axes.Axis("q", ["2"])], 0)
+
+
+def test_bench_plan_puts_the_baseline_first_in_every_combination_and_round():
+    opts = AxisOptions(q=["2", "8"], config=[axis_config.parse("view_updater/gc_interval_docs=1,1000")])
+    p = bench.plan(["javascript"], 2, ["disk"], axes=opts.axes("local"))
+    assert len(p) == 2 * 2 * 2 * 2
+    combos = {}
+    for r in p:
+        combos.setdefault((r.repeat, tuple(sorted(r.axes.items()))), []).append(r.language)
+    assert len(combos) == 8
+    assert all(langs == ["erlang_baseline", "javascript"] for langs in combos.values())
+    # restart-free axes vary fastest: q changes only every 4 runs within a round
+    assert [r.axes["q"] for r in p[:8]] == ["2"] * 4 + ["8"] * 4
+
+
+def test_ratios_pair_within_the_same_combination_and_round():
+    def run(i, q, lang, dps, r=0):
+        return {"index": i, "storage": "disk", "repeat": r, "language": lang, "status": "ok",
+                "docs_per_sec_wall": dps, "axes": {"q": q}}
+    runs = [run(0, "2", "erlang_baseline", 100.0), run(1, "2", "javascript", 50.0),
+            run(2, "8", "erlang_baseline", 200.0), run(3, "8", "javascript", 50.0),
+            run(4, "8", "javascript", 80.0, r=1)]
+    got = bench.ratios(runs)
+    assert got[1] == 0.5 and got[3] == 0.25    # q=8 pairs with q=8's baseline, not q=2's
+    assert got[4] is None                       # round 1 has no baseline
+
+
+def test_result_names_and_contract_axes_come_from_the_axes():
+    run = {"index": 7, "storage": "disk", "scenario": "", "repeat": 1, "language": "javascript",
+           "axes": {"couchdb": "couchdb:3.5.2-trixie", "config:view_updater/gc_interval_docs": "1000"}}
+    assert axes.file_stem(run) == "007-disk-couchdb-couchdb_3.5.2-trixie-gc_interval_docs-1000-r1-javascript"
+    labels = {a.name: a.label for a in AxisOptions(
+        couchdb=["couchdb:3.5.2-trixie"], config=[axis_config.parse("view_updater/gc_interval_docs=1000")]).axes("docker")}
+    assert axes.file_stem(run, labels) == \
+        "007-disk-couchdb_3.5.2-trixie-view_updater_gc_interval_docs_1000-r1-javascript"
+    c = contract_axes(run["axes"])
+    assert c == {"couchdb": "couchdb:3.5.2-trixie", "config": "view_updater/gc_interval_docs=1000"}
+    full = axes.run_axes({**run, "axes": c}, size=None)
+    assert full["language"] == "javascript" and full["storage"] == "disk" and full["config"].endswith("=1000")
+    assert axes.combination_label(full) == "couchdb=couchdb:3.5.2-trixie config=view_updater/gc_interval_docs=1000"
+
+
+# ---- --config
+
+INI_352 = """
+[view_updater]
+; The maximum queue memory size.
+;queue_memory_cap = 10485760
+;queue_item_cap = 500
+gc_interval_docs = 1000
+
+;[global_changes]
+;max_event_delay = 25
+"""
+INI_350 = """
+;[view_updater]
+;min_writer_items = 100
+;min_writer_size = 16777216
+"""
+
+
+def test_config_parsing():
+    s = axis_config.parse("view_updater/gc_interval_docs=1,1000,infinity")
+    assert (s.section, s.key, s.values) == ("view_updater", "gc_interval_docs", ("1", "1000", "infinity"))
+    assert s.label("1") == "view_updater/gc_interval_docs=1"
+    for bad in ("view_updater=1", "view_updater/gc=", "a/b/c=1", "/k=1", "s/k=1,,2", "s/k=1,1"):
+        with pytest.raises(UsageError, match="--config"):
+            axis_config.parse(bad)
+    with pytest.raises(UsageError, match="given twice"):
+        axis_config.parse_all(["s/k=1", "s/k=2"])
+
+
+def test_known_keys_include_commented_out_settings():
+    keys = axis_config.known_keys(INI_352)
+    assert ("view_updater", "queue_memory_cap") in keys and ("view_updater", "gc_interval_docs") in keys
+    assert ("global_changes", "max_event_delay") in keys
+    assert ("view_updater", "The") not in keys
+    assert ("view_updater", "min_writer_items") in axis_config.known_keys(INI_350)
+
+
+def test_unknown_key_is_refused_with_the_nearest_known_key():
+    s = axis_config.parse("view_updater/gc_interval_doc=1")
+    with pytest.raises(UsageError, match=r"not a setting of CouchDB 3\.5\.2; did you mean view_updater/gc_interval_docs\?"):
+        axis_config.check_known([s], {"3.5.2": axis_config.known_keys(INI_352)})
+
+
+def test_a_setting_one_version_lacks_is_not_applicable_there():
+    s = axis_config.parse("view_updater/gc_interval_docs=1,1000")
+    lacking = axis_config.check_known([s], {"3.5.0": axis_config.known_keys(INI_350),
+                                            "3.5.2": axis_config.known_keys(INI_352)})
+    assert lacking == {"view_updater/gc_interval_docs": ["3.5.0"]}
+    assert "not applicable to CouchDB 3.5.0" in axis_config.not_applicable(s, "3.5.0")
+
+
+# ---- --cpus, --q, --couchdb
+
+def test_cpus_parsing_refuses_more_cores_than_the_machine_has():
+    assert axis_cpus.parse("1,2", available=2) == ["1", "2"]
+    with pytest.raises(UsageError, match="--cpus 3: .*this machine has 2"):
+        axis_cpus.parse("1,3", available=2)
+    with pytest.raises(UsageError, match="--cpus 0"):
+        axis_cpus.parse("0", available=2)
+    assert axis_cpus.parse_cpu_list("0-2,5") == {0, 1, 2, 5}
+
+
+def test_q_values_and_databases():
+    assert axis_q.parse("2,8,16") == ["2", "8", "16"]
+    with pytest.raises(UsageError, match="--q x"):
+        axis_q.parse("2,x")
+    assert axis_q.db_name("decl", "8") == "decl-q8"
+    axis_q.check("8", {"q": 8})
+    with pytest.raises(Exception, match="q=2"):
+        axis_q.check("8", {"q": 2})
+
+
+def test_a_release_directory_that_is_not_one_is_refused(tmp_path):
+    with pytest.raises(UsageError, match=r"--couchdb .*: not a CouchDB release directory"):
+        axis_couchdb.check_release(str(tmp_path))
+
+
+def test_versions_from_the_nodes_answer():
+    server = {"version": "3.5.2", "node_versions": {"erlang": {"version": "27.3"},
+                                                    "javascript_engine": {"name": "spidermonkey", "version": "128"}}}
+    assert axis_couchdb.versions_of(server) == {"couchdb": "3.5.2", "erlang": "27.3",
+                                                "javascript_engine": "spidermonkey 128"}
+    assert axis_couchdb.versions_of({"version": "3.5.0", "node_versions": None})["erlang"] is None
+    assert axis_couchdb.versions_of(None) is None
+
+
+# ---- report --by
+
+def _result(dps, **axes_):
+    return {"summary": {"ok": True, "docs_per_sec_wall": dps},
+            "bench": {"language": "javascript", "storage_label": "disk", "axes": {"language": "javascript",
+                                                                                  "storage": "disk", **axes_}}}
+
+
+def test_report_by_compares_an_axis_within_each_combination_of_the_others():
+    from dragnet import report_by
+
+    res = [_result(v, couchdb=c, q=q) for c, q, v in (
+        ("3.5.0", "8", 480.0), ("3.5.0", "8", 500.0), ("3.5.0", "8", 470.0), ("3.5.0", "8", 490.0),
+        ("3.5.2", "8", 700.0), ("3.5.2", "8", 720.0), ("3.5.2", "8", 690.0), ("3.5.2", "8", 710.0),
+        ("3.5.2", "2", 100.0))]
+    got = report_by.compare(res, ["couchdb"])
+    by_group = {g["group"]: g for g in got}
+    g8 = by_group["language=javascript storage=disk q=8"]
+    assert [v["value"] for v in g8["values"]] == ["couchdb=3.5.2", "couchdb=3.5.0"]
+    assert g8["values"][0]["median_docs_per_s"] == 705.0
+    (pair,) = g8["pairs"]
+    assert pair["decided"] and pair["p"] < 0.05 and pair["ratio"] == pytest.approx(705.0 / 485.0)
+    assert by_group["language=javascript storage=disk q=2"]["pairs"] == []     # one value: nothing to compare
+    with pytest.raises(UsageError, match="--by cpus: no result"):
+        report_by.compare(res, ["cpus"])
+
+
+def test_report_by_reads_older_results_without_bench_axes():
+    from dragnet import report_by
+
+    old = {"summary": {"ok": True, "docs_per_sec_wall": 5.0}, "storage": "tmpfs",
+           "bench": {"language": "python", "storage_label": "tmpfs"}}
+    assert report_by.result_axes(old) == {"language": "python", "storage": "tmpfs"}
+
+
+# ---- design-doc revisions
+
+def test_ddoc_revisions_are_labelled_and_alternate_within_each_round():
+    from dragnet.ddoc_axis import revision_labels
+
+    assert revision_labels(["old=ddocs/a.json", "new=ddocs/b.json"]) == {"old": "ddocs/a.json", "new": "ddocs/b.json"}
+    assert revision_labels(["git:v1:ddoc.json", "git:main:ddoc.json"]) == {"v1": "git:v1:ddoc.json",
+                                                                          "main": "git:main:ddoc.json"}
+    assert list(revision_labels(["x/a.json", "y/b"])) == ["a.json", "b"]
+    with pytest.raises(UsageError, match="given twice"):
+        revision_labels(["x/a.json", "y/a.json"])
+    p = bench.plan(["javascript"], 2, ["disk"], axes=AxisOptions(ddoc={"old": None, "new": None}).axes(None))
+    assert [(r.repeat, r.axes["ddoc"], r.language) for r in p[:4]] == [
+        (0, "old", "erlang_baseline"), (0, "old", "javascript"), (0, "new", "erlang_baseline"), (0, "new", "javascript")]
+
+
+def test_report_by_one_setting_keeps_the_other_settings_apart():
+    from dragnet import report_by
+
+    res = [_result(v, config=f"view_updater/gc_interval_docs={g},view_updater/queue_memory_cap={m}")
+           for g, m, v in (("1", "100000", 250.0), ("1000", "100000", 600.0), ("1", "10485760", 390.0),
+                           ("1000", "10485760", 603.0))]
+    got = report_by.compare(res, ["config:view_updater/gc_interval_docs"])
+    assert sorted(g["group"] for g in got) == [
+        "language=javascript storage=disk config:view_updater/queue_memory_cap=100000",
+        "language=javascript storage=disk config:view_updater/queue_memory_cap=10485760"]
+    assert all([v["value"] for v in g["values"]] == ["config:view_updater/gc_interval_docs=1000",
+                                                     "config:view_updater/gc_interval_docs=1"] for g in got)
+    (whole,) = report_by.compare(res, ["config"])       # every setting together: one group, four values
+    assert len(whole["values"]) == 4

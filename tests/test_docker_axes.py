@@ -1,0 +1,77 @@
+"""Docker: `bench --couchdb couchdb:3.5.0-trixie,couchdb:3.5.2-trixie` builds on both images and records both
+versions; an image that is missing or not CouchDB is a one-line error before anything starts."""
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parent.parent
+IMAGES = ("couchdb:3.5.0-trixie", "couchdb:3.5.2-trixie")
+
+
+@pytest.fixture()
+def docker_env(tmp_path):
+    try:
+        from dragnet.couchdb_docker import client
+
+        c = client()
+        for image in IMAGES:
+            c.images.get(image)
+    except Exception as exc:   # no engine or no base images (../shared/docker/make-base-images)
+        pytest.skip(f"needs a Docker engine with {', '.join(IMAGES)}: {exc}")
+    from tests.conftest import free_port
+
+    port = free_port()
+    yield {**os.environ, "COUCHDB_USER": "admin", "COUCHDB_PASSWORD": secrets.token_hex(8),
+           "DRAGNET_STATE_DIR": str(tmp_path / "state"), "PYTHONPATH": str(ROOT)}, port
+    from docker.errors import NotFound
+
+    from dragnet.couchdb_docker import container_name, volume_name
+
+    for remove in (lambda: c.containers.get(container_name(port)).remove(force=True),
+                   lambda: c.volumes.get(volume_name(port)).remove()):
+        try:     # what a failed test may have left; the bench itself removes the container
+            remove()
+        except NotFound:
+            pass
+
+
+def _bench(env, port, tmp_path, *args):
+    return subprocess.run([sys.executable, "-m", "dragnet", "bench", "--backend", "docker",
+                           "--url", f"http://127.0.0.1:{port}", "--db", "axes", "--results", str(tmp_path / "out"),
+                           *args], env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_couchdb_axis_builds_on_both_images_and_records_two_versions(docker_env, tmp_path):
+    from tests.conftest import normalised_declarations
+
+    env, port = docker_env
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**d, "_id": f"gen:{i}"}) + "\n"
+                            for i, d in enumerate(normalised_declarations(100, 4))))
+    p = _bench(env, port, tmp_path, "--data", str(data), "--languages", "javascript", "--no-baseline",
+               "--repeat", "1", "--couchdb", ",".join(IMAGES))
+    assert p.returncode == 0, p.stdout + p.stderr
+    m = json.loads((tmp_path / "out" / "bench.json").read_text())
+    res = [json.loads((tmp_path / "out" / r["result_file"]).read_text()) for r in m["runs"]]
+    assert [r["bench"]["axes"]["couchdb"] for r in res] == list(IMAGES)
+    assert [r["couchdb"]["versions"]["couchdb"] for r in res] == ["3.5.0", "3.5.2"]
+    from dragnet.couchdb_docker import client
+
+    assert not client().containers.list(all=True, filters={"label": f"org.dragnet.couch.port={port}"})
+
+
+def test_an_image_that_is_missing_or_not_couchdb_is_refused_up_front(docker_env, tmp_path):
+    env, port = docker_env
+    for image, why in (("dragnet/no-such-image:0", "no such image"), ("debian:bookworm-slim", "not a CouchDB image")):
+        p = _bench(env, port, tmp_path, "--languages", "javascript", "--couchdb", f"{IMAGES[0]},{image}")
+        assert p.returncode != 0 and why in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert not (tmp_path / "out" / "bench.json").exists()

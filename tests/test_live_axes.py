@@ -1,0 +1,168 @@
+"""Live: the --config, --q and --cpus axes against a real CouchDB started by `dragnet couch up`."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dragnet.couch import connect, split_credentials
+
+pytestmark = pytest.mark.live
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _data(tmp_path, n=120):
+    from tests.conftest import normalised_declarations
+
+    p = tmp_path / "d.jsonl"
+    p.write_text("".join(json.dumps({**d, "_id": f"gen:{i}"}) + "\n"
+                         for i, d in enumerate(normalised_declarations(n, 3))))
+    return p
+
+
+def _bench(live_url, tmp_path, *args, wait=True):
+    base, user, password = split_credentials(live_url)
+    env = {**os.environ, "COUCHDB_USER": user or "", "COUCHDB_PASSWORD": password or "",
+           "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "dragnet", "bench", "--url", base, "--results", str(tmp_path / "out"),
+            "--languages", "javascript", *args]
+    if not wait:
+        return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _config(couch):
+    return couch.get("/_node/_local/_config")
+
+
+def _drop(couch, *dbs):
+    for db in dbs:
+        couch.request("DELETE", f"/{db}", ok=(200, 202, 404))
+
+
+def test_a_config_sweep_records_each_value_and_puts_config_back(live_url, tmp_path):
+    couch = connect(live_url)
+    before = _config(couch)
+    db = f"dragnet_axcfg_{int(time.time())}"
+    try:
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path)), "--repeat", "1", "--no-baseline",
+                   "--config", "view_updater/min_writer_items=50,200")
+        assert p.returncode == 0, p.stdout + p.stderr
+        m = json.loads((tmp_path / "out" / "bench.json").read_text())
+        assert [r["axes"] for r in m["runs"]] == [{"config:view_updater/min_writer_items": "50"},
+                                                  {"config:view_updater/min_writer_items": "200"}]
+        results = [json.loads((tmp_path / "out" / r["result_file"]).read_text()) for r in m["runs"]]
+        assert [r["bench"]["axes"]["config"] for r in results] == ["view_updater/min_writer_items=50",
+                                                                   "view_updater/min_writer_items=200"]
+        assert results[0]["couchdb"]["versions"]["couchdb"].startswith("3.")
+        assert _config(couch) == before
+    finally:
+        _drop(couch, db)
+
+
+def test_config_is_put_back_when_sigterm_arrives_mid_sweep(live_url, tmp_path):
+    couch = connect(live_url)
+    before = _config(couch)
+    db = f"dragnet_axterm_{int(time.time())}"
+    try:
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path, 400)), "--repeat", "3",
+                   "--config", "view_updater/min_writer_items=50,200", wait=False)
+        deadline = time.time() + 120
+        manifest = tmp_path / "out" / "bench.json"
+        while time.time() < deadline:   # wait until a build runs with a value the bench set
+            try:
+                running = any(r["status"] == "running" for r in json.loads(manifest.read_text())["runs"])
+            except (OSError, ValueError):
+                running = False
+            if running and couch.get("/_node/_local/_config/view_updater").get("min_writer_items") in ("50", "200"):
+                break
+            time.sleep(0.05)
+        else:
+            p.kill()
+            pytest.fail("the bench never set the setting")
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 128 + signal.SIGTERM, out
+        assert _config(couch) == before, out
+        m = json.loads((tmp_path / "out" / "bench.json").read_text())
+        assert m["interrupted"] and m["config_restored"]["restored"] == ["view_updater/min_writer_items"]
+    finally:
+        _drop(couch, db)
+
+
+def test_a_value_couchdb_refuses_and_an_unknown_key_are_one_line_errors_before_any_build(live_url, tmp_path):
+    couch = connect(live_url)
+    before = _config(couch)
+    p = _bench(live_url, tmp_path, "--db", "dragnet_axbad", "--config", "view_updater/gc_interval_doc=1")
+    assert p.returncode != 0 and "did you mean" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    # a section CouchDB will not let _config write (403: blacklisted for the HTTP API)
+    p = _bench(live_url, tmp_path, "--db", "dragnet_axbad", "--config",
+               "native_query_servers/enable_erlang_query_server=false")
+    assert p.returncode != 0 and "CouchDB refused it (403" in p.stderr, p.stdout + p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out" / "bench.json").exists()
+    assert _config(couch) == before
+
+
+def test_q_axis_builds_on_2_and_8_shards(live_url, tmp_path):
+    couch = connect(live_url)
+    db = f"dragnet_axq_{int(time.time())}"
+    try:
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path)), "--repeat", "1", "--no-baseline",
+                   "--q", "2,8")
+        assert p.returncode == 0, p.stdout + p.stderr
+        m = json.loads((tmp_path / "out" / "bench.json").read_text())
+        res = [json.loads((tmp_path / "out" / r["result_file"]).read_text()) for r in m["runs"]]
+        assert [r["bench"]["axes"]["q"] for r in res] == ["2", "8"]
+        assert [couch.get(f"/{r['bench']['db']}")["cluster"]["q"] for r in res] == [2, 8]
+        # indexer tasks seen are per shard: never more than the database's q
+        assert all((r["summary"].get("shards") or 0) <= q for r, q in zip(res, (2, 8)))
+    finally:
+        _drop(couch, f"{db}-q2", f"{db}-q8")
+
+
+def test_cpus_1_holds_beam_and_a_query_server(live_url, tmp_path):
+    from dragnet.bench import managed_instance
+
+    env = {**os.environ}
+    if managed_instance(live_url, env) is None:
+        pytest.skip("--cpus restarts CouchDB: needs one started by `dragnet couch up` (DRAGNET_STATE_DIR)")
+    couch = connect(live_url)
+    db = f"dragnet_axcpu_{int(time.time())}"
+    try:
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path)), "--repeat", "1", "--no-baseline",
+                   "--cpus", "1")
+        assert p.returncode == 0, p.stdout + p.stderr
+        m = json.loads((tmp_path / "out" / "bench.json").read_text())
+        checked = m["runs"][0]["cpuset"]
+        assert checked["cores"] == [sorted(os.sched_getaffinity(0))[0]]
+        names = set(checked["processes"].values())
+        assert "beam.smp" in names and "couchjs" in names, names
+    finally:
+        _drop(couch, db)
+    p = _bench(live_url, tmp_path, "--db", db, "--cpus", "3")
+    if len(os.sched_getaffinity(0)) < 3:
+        assert p.returncode != 0 and "--cpus 3" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_two_ddoc_revisions_are_built_in_every_round_and_labelled(live_url, tmp_path):
+    couch = connect(live_url)
+    db = f"dragnet_axddoc_{int(time.time())}"
+    try:
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path, 60)), "--repeat", "2", "--no-baseline",
+                   "--ddoc", f"file={ROOT / 'tests/ddocs/app.json'}", "--ddoc", f"folder={ROOT / 'tests/ddocs/app'}")
+        assert p.returncode == 0, p.stdout + p.stderr
+        m = json.loads((tmp_path / "out" / "bench.json").read_text())
+        assert [(r["repeat"], r["axes"]["ddoc"]) for r in m["runs"]] == [(0, "file"), (0, "folder"), (1, "file"),
+                                                                         (1, "folder")]
+        res = [json.loads((tmp_path / "out" / r["result_file"]).read_text()) for r in m["runs"]]
+        assert [r["bench"]["axes"]["ddoc"] for r in res] == ["file", "folder", "file", "folder"]
+        assert set(m["design"]["revisions"]) == {"file", "folder"}
+    finally:
+        _drop(couch, db)
