@@ -24,7 +24,7 @@ from . import paths
 from .couch import Couch, CouchError, connect, db_path, mask_url, split_credentials
 from .pidstat import rss_peaks_kb
 from .errors import DragnetError, UsageError
-from .query_servers import LANGUAGES as QS_LANGUAGES
+from .qs_registry import LANGUAGES as QS_LANGUAGES, variants as qs_variants
 from .report import BASELINE_LABEL, ratio
 from .results import slug
 
@@ -53,11 +53,11 @@ class LanguageSpec:
         return Path(views_dir) / self.view_file
 
 
-# one spec per CouchDB language (dragnet.query_servers.LANGUAGES), plus variants running another view file
+# one spec per CouchDB language (dragnet.qs_registry.LANGUAGES), plus variants running another view file
 LANGUAGES: dict[str, LanguageSpec] = {s.name: s for s in (
     LanguageSpec("erlang_baseline", "erlang", "baseline"),
     *(LanguageSpec(lang.name, lang.name, lang.view_file) for lang in QS_LANGUAGES),
-    LanguageSpec("javascript_quickjs_es2015", "javascript_quickjs", "map.es6.js"),
+    *(LanguageSpec(*v) for v in qs_variants()),
 )}
 DEFAULT_LANGUAGES = ("javascript", "javascript_quickjs", "erlang", "python")
 

@@ -15,13 +15,11 @@ arithmetic over the recorded samples, so the table can be recomputed from a resu
 from __future__ import annotations
 
 import gc
-import importlib.metadata
 import json
 import math
 import os
 import re
 import resource
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,7 +29,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from data_prep.nacp import Malformed, Source
 
-from . import stats
+from . import qs_registry, stats
 from .errors import UsageError
 from .machine import machine_info
 from .protocol import ProtocolError, QueryServerProcess, encode
@@ -625,46 +623,13 @@ def run_warnings(rates: dict[str, Sequence[float]]) -> list[str]:
 
 # -- versions and results ---------------------------------------------------------------------
 
-_PY = re.compile(r"^(python|pypy)[0-9.]*$")
 # only arrays laid out by indent= (a raw newline never occurs inside a JSON string)
 _INT_ARRAY = re.compile(r"\[\n\s*-?\d+(?:,\n\s*-?\d+)*\n\s*\]")
 
 
 def server_version(spec: ServerSpec) -> str | None:
     """What is cheaply knowable about the server's version, without speaking the protocol."""
-    version = getattr(spec, "version", None)
-    if version:
-        return str(version)
-    parts = []
-    exe = os.path.basename(spec.argv[0]) if spec.argv else ""
-    for marker, package, label in (("couchpy", "CouchDB", "CouchDB-Python"),
-                                   ("chakra", "PyChakra", "libChakraCore of PyChakra")):
-        if marker in exe or spec.name.startswith(marker):
-            try:
-                parts.append(f"{label} {importlib.metadata.version(package)}")
-            except importlib.metadata.PackageNotFoundError:
-                pass
-    if exe == "couchjs":
-        try:
-            out = subprocess.run([spec.argv[0], "-V"], capture_output=True, text=True, timeout=10,
-                                 stdin=subprocess.DEVNULL)
-            if out.returncode == 0 and out.stdout.strip():
-                parts.append(out.stdout.strip().splitlines()[0])
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    quickjs = re.search(r"couch_quickjs-([0-9][0-9.]*)", spec.argv[0]) if spec.argv else None
-    if quickjs:
-        parts.append(f"QuickJS of CouchDB {quickjs.group(1)}")
-    if _PY.match(exe):
-        try:
-            out = subprocess.run([spec.argv[0], "-c", "import sys; print(sys.implementation.name, "
-                                  "'.'.join(map(str, sys.version_info[:3])))"],
-                                 capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
-            if out.returncode == 0:
-                parts.append(out.stdout.strip())
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    return "; ".join(parts) or None
+    return qs_registry.probe_version(spec)
 
 
 def server_entry(res: ServerResult, row: Row | None, latencies: bool = True) -> dict:

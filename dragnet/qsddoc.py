@@ -23,7 +23,8 @@ from .design import Design
 from .errors import UsageError
 from .machine import machine_info
 from .protocol import ProtocolError, QueryServerProcess
-from .query_servers import LANGUAGE, ServerSpec, Skipped
+from .qs_registry import LANGUAGE
+from .query_servers import ServerSpec, Skipped
 from .reduce_batches import Call, btree_rows, is_builtin, plan_and_reduce
 
 SCHEMA = "dragnet.qsbench-ddoc/1"

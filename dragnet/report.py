@@ -32,7 +32,7 @@ from . import stats
 from .errors import UsageError
 from .pidstat import WATCHERS
 from .scenario import label_of as scenario_label
-from .query_servers import LANGUAGES as QS_LANGUAGES
+from .qs_registry import LANGUAGES as QS_LANGUAGES
 from .stats import Summary, median, summarize
 
 RESULT_SCHEMA = "dragnet.addview/1"
