@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as _dt
 import gzip
 import hashlib
-import json
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,8 +26,10 @@ from .errors import DragnetError, UsageError
 from .qs_registry import LANGUAGES as QS_LANGUAGES, variants as qs_variants
 from .report import BASELINE_LABEL, ratio
 from .results import slug
+from .results_schema import BENCH as BENCH_SCHEMA, Summary, run_figures, schema
+from .results_schema import write as write_results_file
 
-SCHEMA = "dragnet.bench/1"
+SCHEMA = schema(BENCH_SCHEMA)
 MANIFEST = "bench.json"
 REPO = paths.data_root()  # the checkout, or an installed wheel's copy of views/
 DEFAULT_VIEWS = REPO / "views" / "income"
@@ -445,18 +446,12 @@ class Bench:
     # -- manifest
     def _write_manifest(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(self.manifest, indent=1, ensure_ascii=False, default=str) + "\n")
-        tmp.replace(self.dir / MANIFEST)
+        write_results_file(self.dir / MANIFEST, self.manifest)
 
     def _write_result(self, run: dict, result: dict) -> Path:
         sc = f"-{slug(run['scenario'])}" if run.get("scenario") else ""
         name = f"{run['index']:03d}-{slug(run['storage'])}{sc}-r{run['repeat']}-{slug(run['language'])}.json"
-        path = self.dir / name
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=str) + "\n")
-        tmp.replace(path)
-        return path
+        return write_results_file(self.dir / name, result)
 
     def run(self) -> dict:
         cfg = self.config
@@ -661,14 +656,12 @@ class Bench:
             self._write_manifest()
             self.on_event("done", dict(run))
             return
-        summary = result.get("summary") or {}
         result["storage"] = run["storage"]
         result["bench"] = {"id": self.id, "index": run["index"], "language": spec.name, "repeat": run["repeat"],
                            "storage_label": run["storage"], "scenario": run["scenario"], "size": cfg.size}
-        ok = bool(summary.get("ok"))
-        status = "ok" if ok else ("oom" if summary.get("oom_killed") else "error")
-        run.update(status=status, error=None if ok else (summary.get("error") or "build failed"),
-                   docs_per_sec_wall=summary.get("docs_per_sec_wall"), wall_time_s=summary.get("wall_time_s"))
+        fig = Summary.of(result)
+        ok = bool(fig.ok)
+        run.update(status=fig.status, error=None if ok else (fig.error or "build failed"), **run_figures(fig))
         if result.get("iostat"):
             from .scenario import iostat_averages
             run["iostat"] = iostat_averages(result)
@@ -693,7 +686,7 @@ class Bench:
                 run["comparison"] = {k: comparison[k] for k in ("reference", "differences", "rows_compared")}
         run["result_file"] = self._write_result(run, result).name
         self._write_manifest()
-        if status == "oom":       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
+        if fig.status == "oom":       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
             self.on_event("done", dict(run))
             return
         self._cleanup(couch, run)

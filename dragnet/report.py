@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from . import results_schema as rs
 from . import stats
 from .errors import UsageError
 from .pidstat import WATCHERS
@@ -35,7 +34,7 @@ from .scenario import label_of as scenario_label
 from .qs_registry import LANGUAGES as QS_LANGUAGES
 from .stats import Summary, median, summarize
 
-RESULT_SCHEMA = "dragnet.addview/1"
+RESULT_SCHEMA = rs.schema(rs.ADDVIEW)
 BENCH_MANIFEST = "bench.json"
 RECORDING_MARKER = "active_tasks.jsonl"
 BASELINE_LABEL = "erlang_baseline"
@@ -97,13 +96,15 @@ def load_results(paths: Iterable[str | Path]) -> list[dict]:
                     out.extend(failed_runs(_read_json(f), f))
                     continue
                 doc = _read_json(f)
-                if isinstance(doc, dict) and doc.get("schema") == RESULT_SCHEMA:
+                if rs.kind_of(doc) == rs.ADDVIEW:
+                    rs.check_schema(doc, f, [rs.ADDVIEW])   # a newer version is refused, not skipped
                     doc.setdefault("_source", str(f))
                     out.append(doc)
         elif p.is_file():
             doc = _read_json(p)
-            if not (isinstance(doc, dict) and doc.get("schema") == RESULT_SCHEMA):
+            if rs.kind_of(doc) != rs.ADDVIEW:
                 raise UsageError(f"{p}: not a dragnet results file (schema {RESULT_SCHEMA!r} expected)")
+            rs.check_schema(doc, p, [rs.ADDVIEW])
             doc.setdefault("_source", str(p))
             out.append(doc)
         else:
@@ -144,13 +145,7 @@ def _from_recording(folder: Path) -> dict:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
+    return rs.read_json(path)
 
 
 # ---------------------------------------------------------------- one result -> Run
@@ -189,14 +184,7 @@ def started_at(result: dict) -> float:
     return 0.0
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
+_num = rs.number
 
 
 def family_resources(result: dict) -> dict[str, dict[str, float]]:
@@ -228,24 +216,21 @@ def family_resources(result: dict) -> dict[str, dict[str, float]]:
 
 def to_run(result: dict) -> Run:
     s = result.get("summary") or {}
+    fig = rs.Summary.of(result)
     bench = result.get("bench") or {}
     storage = str(bench.get("storage_label") or result.get("storage") or "unknown")
     scenario = scenario_label(result)
     if scenario:    # builds in different scenarios are different measurements: never one median
         storage = f"{storage} {scenario}"
-    docs = _num(s.get("docs"))
-    wall = _num(s.get("wall_time_s"))
-    dps = _num(s.get("docs_per_sec_wall"))
-    if dps is None and docs and wall:
-        dps = docs / wall
-    ok = bool(s.get("ok", s.get("error") is None)) and not bench.get("error")
+    docs, wall, dps = fig.docs, fig.wall_time_s, fig.docs_per_sec
+    ok = fig.succeeded and not bench.get("error")
     return Run(
         label=result_label(result), storage=storage, started_at=started_at(result), ok=ok,
         error=s.get("error") or bench.get("error"),
         repeat=bench.get("repeat") if isinstance(bench.get("repeat"), int) else None,
         bench_id=bench.get("id"),
-        all_cps=_num(s.get("average_all_tasks_cps")), one_cps=_num(s.get("average_one_task_cps")),
-        total_s=_num(s.get("total_time_s")), wall_s=wall, docs=int(docs) if docs is not None else None,
+        all_cps=fig.average_all_tasks_cps, one_cps=fig.average_one_task_cps,
+        total_s=fig.total_time_s, wall_s=wall, docs=int(docs) if docs is not None else None,
         docs_per_s=dps, resources=family_resources(result), source=str(result.get("_source", "")),
         language=str((result.get("view") or {}).get("language") or s.get("language") or ""),
         ddoc=design_id(result), views=tuple(((result.get("view") or {}).get("design") or {}).get("views") or ()),

@@ -297,6 +297,8 @@ def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
     import json
     from pathlib import Path
 
+    from ..results_schema import read as read_results_file
+
     lines = []
     for r in runs:
         cmp = r.get("comparison") or {}
@@ -304,7 +306,7 @@ def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
             continue
         lines.append(f"DIFFERENT: {r['language']} ({r['storage']} round {r['repeat'] + 1}) differs from "
                      f"{cmp['reference']} in {cmp['differences']} places:")
-        full = json.loads((Path(folder) / r["result_file"]).read_text()).get("comparison", {})
+        full = read_results_file(Path(folder) / r["result_file"]).get("comparison", {})
         shown = 0
         for query, q in full.get("queries", {}).items():
             if q.get("missing_in"):
