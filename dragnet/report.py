@@ -158,7 +158,7 @@ def result_label(result: dict) -> str:
     if result.get("label"):
         return str(result["label"])
     view = result.get("view") or {}
-    lang = str(view.get("language") or (result.get("summary") or {}).get("language") or "unknown")
+    lang = str(view.get("language") or rs.Summary.of(result).language or "unknown")
     path = str(view.get("path") or "").lower()
     name = Path(path).name
     if lang == "erlang" and "baseline" in path:
@@ -226,13 +226,13 @@ def to_run(result: dict) -> Run:
     ok = fig.succeeded and not bench.get("error")
     return Run(
         label=result_label(result), storage=storage, started_at=started_at(result), ok=ok,
-        error=s.get("error") or bench.get("error"),
+        error=fig.error or bench.get("error"),
         repeat=bench.get("repeat") if isinstance(bench.get("repeat"), int) else None,
         bench_id=bench.get("id"),
         all_cps=fig.average_all_tasks_cps, one_cps=fig.average_one_task_cps,
         total_s=fig.total_time_s, wall_s=wall, docs=int(docs) if docs is not None else None,
         docs_per_s=dps, resources=family_resources(result), source=str(result.get("_source", "")),
-        language=str((result.get("view") or {}).get("language") or s.get("language") or ""),
+        language=str((result.get("view") or {}).get("language") or fig.language or ""),
         ddoc=design_id(result), views=tuple(((result.get("view") or {}).get("design") or {}).get("views") or ()),
         comparison=result.get("comparison") if isinstance(result.get("comparison"), dict) else None,
         update_lag_s=_num(s.get("update_lag_s", (result.get("update") or {}).get("lag_s"))),

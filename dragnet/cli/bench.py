@@ -7,6 +7,7 @@ import sys
 import click
 
 from .. import bench as b
+from ..results_schema import RunEntry
 from .options import db_option, json_option, print_json, url_option
 
 
@@ -132,7 +133,8 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
                 same = "" if not cmp else (f", rows: {cmp['note']}" if cmp.get("differences") is None else
                                           f", rows vs {cmp['reference']}: {cmp['differences']} differences in "
                                           f"{cmp['rows_compared']}")
-                console.print(f"    wall {d['wall_time_s']:.1f} s, {d['docs_per_sec_wall']:.0f} docs/s"
+                fig = RunEntry.of(d)
+                console.print(f"    wall {fig.wall_time_s:.1f} s, {fig.docs_per_sec_wall:.0f} docs/s"
                               + (f", ×{ratio:.2f} baseline" if ratio is not None else "") + same)
             else:
                 console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)
