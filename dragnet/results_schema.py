@@ -82,7 +82,7 @@ def read_json(path: str | os.PathLike) -> Any:
         end = text.rstrip()
         if exc.pos >= len(end) or not end.endswith(("}", "]")):   # a write cut short (results end in } or ])
             raise ResultsFileError(f"{p}: not valid JSON, truncated (the file ends at line {end.count(chr(10)) + 1}; "
-                                   f"{exc.msg} at line {exc.lineno} column {exc.colno})") from None
+                                   f"{exc.msg}: line {exc.lineno} column {exc.colno})") from None
         raise ResultsFileError(f"{p}: not valid JSON, broken at line {exc.lineno} column {exc.colno} "
                                f"({exc.msg})") from None
 

@@ -73,7 +73,7 @@ def test_truncated_and_corrupt_files_are_named_with_the_place(tmp_path):
     cut.write_text(text[: len(text) // 2])
     line = text[: len(text) // 2].count("\n") + 1
     with pytest.raises(rs.ResultsFileError, match=rf"cut.json: not valid JSON, truncated \(the file ends at line "
-                                                  rf"{line}; .* at line \d+ column \d+\)"):
+                                                  rf"{line}; .*: line \d+ column \d+\)"):
         read_results(cut)
     bad = tmp_path / "bad.json"
     bad.write_text(text.replace('"kind"', '"kind" 1', 1))
