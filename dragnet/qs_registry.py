@@ -46,7 +46,7 @@ class Server:
     name:      display name, unique (qsbench, `dragnet servers`)
     language:  the CouchDB language it serves (a design doc's "language")
     dialect:   key of DIALECT_FILES: which view file it runs
-    discover:  env -> ServerSpec (runs here) or Skipped (why not); None for a server inside beam
+    discover:  env -> Found (its command here) or why it cannot run here
     build:     the dragnet.server_build step that makes it (`dragnet servers --build NAME`), or None
     docker:    its argv inside the Docker image (None: not added by the image, e.g. CouchDB's own)
     processes: pidstat families of its processes, matched in order
@@ -59,7 +59,7 @@ class Server:
     name: str
     language: str
     dialect: str
-    discover: Callable[[dict], ServerSpec | Skipped] | None
+    discover: Callable[[dict], qs.Found | str]
     build: str | None = None
     docker: tuple[str, ...] | None = None
     processes: tuple[Process, ...] = ()
@@ -67,6 +67,14 @@ class Server:
     version: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     source: str = "dragnet"
+
+    def find(self, env: dict) -> ServerSpec | Skipped:
+        """This server as it runs here, or why it cannot."""
+        got = self.discover(env)
+        if isinstance(got, str):
+            return Skipped(self.name, got)
+        return ServerSpec(self.name, self.language, got.argv, self.dialect, source=self.source, env=got.env,
+                          version=got.version)
 
 
 _PY, _PYPY = r"python.*", r"pypy.*"
@@ -105,7 +113,7 @@ SERVERS: tuple[Server, ...] = (
     Server("quickjs", "javascript_quickjs", "es5", qs.discover_quickjs,
            processes=(Process("quickjs", r".*quickjs.*|couchjs_mainjs"),), commands=("quickjs",),
            version=("couchdb-quickjs",), aliases=("quickjs",), source="couchdb"),
-    Server("quickjs-es2015", "javascript_quickjs", "es2015", qs.discover_quickjs_es2015,
+    Server("quickjs-es2015", "javascript_quickjs", "es2015", qs.discover_quickjs,
            processes=(Process("quickjs", r".*quickjs.*|couchjs_mainjs"),), commands=("quickjs",),
            version=("couchdb-quickjs",), source="couchdb"),
 )
@@ -187,7 +195,7 @@ def process_family(exe: str, script: str) -> str | None:
 
 
 def discover_builtin(env: dict) -> list[ServerSpec | Skipped]:
-    return [s.discover(env) for s in SERVERS if s.discover is not None]
+    return [s.find(env) for s in SERVERS]
 
 
 def docker_specs() -> tuple[ServerSpec, ...]:

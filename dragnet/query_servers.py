@@ -152,14 +152,25 @@ def _executable(path: Path) -> bool:
 
 
 # -- built-in servers ----------------------------------------------------------------------------
+# Each finds one server here: Found (its command) or why not (a str); the registry's record
+# (dragnet.qs_registry) adds its name, language and dialect.
 
 
-def discover_chakra(env: dict) -> ServerSpec | Skipped:
+@dataclass(frozen=True)
+class Found:
+    """Where discovery found a server: its command, extra environment, and its runtime's version if known."""
+
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    version: str = ""
+
+
+def discover_chakra(env: dict) -> Found | str:
     if not CHAKRA_QS.exists():
-        return Skipped("chakra", f"{CHAKRA_QS} not built ({BUILD_HINT})")
+        return (f"{CHAKRA_QS} not built ({BUILD_HINT})")
     if not _executable(CHAKRA_QS):
-        return Skipped("chakra", f"{CHAKRA_QS} is not executable")
-    return ServerSpec("chakra", "chakra", (str(CHAKRA_QS),), "es2015")
+        return (f"{CHAKRA_QS} is not executable")
+    return Found((str(CHAKRA_QS),))
 
 
 @functools.lru_cache(maxsize=8)
@@ -176,42 +187,42 @@ def runtime_version(exe: str) -> tuple[str | None, str | None]:
     return text.lstrip("v"), None
 
 
-def discover_node(path: dict) -> ServerSpec | Skipped:
+def discover_node(path: dict) -> Found | str:
     node = shutil.which("node", path=path.get("PATH")) or shutil.which("nodejs", path=path.get("PATH"))
     if not node:
-        return Skipped("node", "node is not on PATH (Debian: apt-get install nodejs; 18 or later)")
+        return ("node is not on PATH (Debian: apt-get install nodejs; 18 or later)")
     version, why = runtime_version(node)
     if why:
-        return Skipped("node", why)
+        return (why)
     if int(version.split(".")[0]) < NODE_MIN_MAJOR:
-        return Skipped("node", f"{node} is Node.js {version}; the node server needs {NODE_MIN_MAJOR} or later")
-    return ServerSpec("node", "node", (node, str(NODE_QS)), "es2015", version=f"Node.js {version}")
+        return (f"{node} is Node.js {version}; the node server needs {NODE_MIN_MAJOR} or later")
+    return Found((node, str(NODE_QS)), version=f"Node.js {version}")
 
 
-def discover_bun(env: dict) -> ServerSpec | Skipped:
+def discover_bun(env: dict) -> Found | str:
     if not BUN_BINARY.exists():
-        return Skipped("bun", f"{BUN_BINARY} not installed ({BUILD_HINT}; it says why when Bun cannot "
+        return (f"{BUN_BINARY} not installed ({BUILD_HINT}; it says why when Bun cannot "
                               "run here)")
     version, why = runtime_version(str(BUN_BINARY))
     if why:
-        return Skipped("bun", why)
-    return ServerSpec("bun", "bun", (str(BUN_BINARY), str(NODE_QS)), "es2015", version=f"Bun {version}")
+        return (why)
+    return Found((str(BUN_BINARY), str(NODE_QS)), version=f"Bun {version}")
 
 
-def discover_python3(env: dict) -> ServerSpec | Skipped:
+def discover_python3(env: dict) -> Found | str:
     python = sys.executable or which("python3")
     if not python:
-        return Skipped("python3", "no python3 found")
+        return ("no python3 found")
     if not PYTHON_QS.is_file():
-        return Skipped("python3", f"{PYTHON_QS} is missing")
-    return ServerSpec("python3", "python3", (python, str(PYTHON_QS)), "python")
+        return (f"{PYTHON_QS} is missing")
+    return Found((python, str(PYTHON_QS)))
 
 
-def discover_pypy3(path: dict) -> ServerSpec | Skipped:
+def discover_pypy3(path: dict) -> Found | str:
     pypy = shutil.which("pypy3", path=path.get("PATH"))
     if not pypy:
-        return Skipped("pypy3", "pypy3 is not on PATH (Debian: apt-get install pypy3)")
-    return ServerSpec("pypy3", "pypy3", (pypy, str(PYTHON_QS)), "python")
+        return ("pypy3 is not on PATH (Debian: apt-get install pypy3)")
+    return Found((pypy, str(PYTHON_QS)))
 
 
 def find_couchpy(path: dict) -> str | None:
@@ -223,11 +234,11 @@ def find_couchpy(path: dict) -> str | None:
     return shutil.which("couchpy", path=path.get("PATH"))
 
 
-def discover_couchpy(path: dict) -> ServerSpec | Skipped:
+def discover_couchpy(path: dict) -> Found | str:
     couchpy = find_couchpy(path)
     if not couchpy:
-        return Skipped("couchpy", "couchpy not found (pip install CouchDB==1.2)")
-    return ServerSpec("couchpy", "python", (couchpy,), "python", source="couchpy")
+        return ("couchpy not found (pip install CouchDB==1.2)")
+    return Found((couchpy,))
 
 
 def couchpy_package_dir() -> Path | None:
@@ -263,26 +274,25 @@ def _pypy_runs_couchpy(pypy: str, pythonpath: str) -> str | None:
     return None
 
 
-def discover_couchpy_pypy(path: dict) -> ServerSpec | Skipped:
+def discover_couchpy_pypy(path: dict) -> Found | str:
     # Discovery only reads: the link and the check that pypy3 runs couchpy through it are made once by
     # build_couchpy_pypy() (`dragnet servers --build`, `make servers`), not on every `dragnet servers`.
     pypy = shutil.which("pypy3", path=path.get("PATH"))
     if not pypy:
-        return Skipped("couchpy-pypy", "pypy3 is not on PATH")
+        return ("pypy3 is not on PATH")
     package = couchpy_package_dir()
     if package is None:
-        return Skipped("couchpy-pypy", "the couchdb package (CouchDB==1.2) is not installed")
+        return ("the couchdb package (CouchDB==1.2) is not installed")
     link = COUCHPY_PYPY_PATH / "couchdb"
     if not (link.is_symlink() and link.resolve() == package.resolve()):
-        return Skipped("couchpy-pypy", f"{COUCHPY_PYPY_PATH} not prepared ({BUILD_HINT})")
+        return (f"{COUCHPY_PYPY_PATH} not prepared ({BUILD_HINT})")
     try:
         checked = (COUCHPY_PYPY_PATH / COUCHPY_PYPY_STAMP).read_text(encoding="utf-8").strip()
     except OSError:
         checked = ""
     if checked != _pypy_identity(pypy):
-        return Skipped("couchpy-pypy", f"{pypy} not checked against {COUCHPY_PYPY_PATH} ({BUILD_HINT})")
-    return ServerSpec("couchpy-pypy", "python", (pypy, "-m", "couchdb.view"), "python", source="couchpy",
-                      env=(("PYTHONPATH", str(COUCHPY_PYPY_PATH)),))
+        return (f"{pypy} not checked against {COUCHPY_PYPY_PATH} ({BUILD_HINT})")
+    return Found((pypy, "-m", "couchdb.view"), env=(("PYTHONPATH", str(COUCHPY_PYPY_PATH)),))
 
 
 def couchdb_home(env: dict | None = None) -> Path:
@@ -297,29 +307,21 @@ def quickjs_binary(home: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def discover_couchjs(env: dict) -> ServerSpec | Skipped:
+def discover_couchjs(env: dict) -> Found | str:
     home = couchdb_home(env)
     couchjs, main_js = home / "bin" / "couchjs", home / "share" / "server" / "main.js"
     if _executable(couchjs) and main_js.is_file():
-        return ServerSpec("couchjs", "javascript", (str(couchjs), str(main_js)), "es5", source="couchdb")
-    return Skipped("couchjs", f"no CouchDB at {home} ({couchjs} and {main_js}; set DRAGNET_COUCHDB_HOME)")
+        return Found((str(couchjs), str(main_js)))
+    return (f"no CouchDB at {home} ({couchjs} and {main_js}; set DRAGNET_COUCHDB_HOME)")
 
 
-def _quickjs(env: dict, name: str, dialect: str) -> ServerSpec | Skipped:
+def discover_quickjs(env: dict) -> Found | str:
+    """CouchDB's QuickJS binary (quickjs and quickjs-es2015 run the same one on different view files)."""
     home = couchdb_home(env)
     quickjs = quickjs_binary(home)
     if quickjs and _executable(quickjs):
-        return ServerSpec(name, "javascript_quickjs", (str(quickjs),), dialect, source="couchdb")
-    return Skipped(name, f"no {home}/lib/couch_quickjs-*/priv/couchjs_mainjs (CouchDB >= 3.4 release)")
-
-
-def discover_quickjs(env: dict) -> ServerSpec | Skipped:
-    return _quickjs(env, "quickjs", "es5")
-
-
-def discover_quickjs_es2015(env: dict) -> ServerSpec | Skipped:
-    """The same binary as quickjs, running the ES2015 view file."""
-    return _quickjs(env, "quickjs-es2015", "es2015")
+        return Found((str(quickjs),))
+    return f"no {home}/lib/couch_quickjs-*/priv/couchjs_mainjs (CouchDB >= 3.4 release)"
 
 
 def builtin_servers(env: dict | None = None) -> tuple[list[ServerSpec], list[Skipped]]:

@@ -19,7 +19,7 @@ def test_names_are_unique_and_dialects_known():
 @pytest.mark.parametrize("server", qs_registry.SERVERS, ids=lambda s: s.name)
 def test_discovery_answers_for_its_own_record(server, tmp_path):
     # an empty PATH and no CouchDB: each answers with its own name, found or skipped with a reason
-    found = server.discover({"PATH": str(tmp_path), "DRAGNET_COUCHDB_HOME": str(tmp_path)})
+    found = server.find({"PATH": str(tmp_path), "DRAGNET_COUCHDB_HOME": str(tmp_path)})
     assert found.name == server.name
     if isinstance(found, ServerSpec):
         assert (found.language, found.dialect) == (server.language, server.dialect)
