@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .errors import DragnetError
+from .errors import UsageError
 
 ADDVIEW, BENCH, SIZES, QSBENCH, QSBENCH_DDOC = ("dragnet.addview", "dragnet.bench", "dragnet.sizes",
                                                 "dragnet.qsbench", "dragnet.qsbench-ddoc")
@@ -41,8 +41,8 @@ def schema(name: str) -> str:
     return f"{name}/{VERSIONS[name]}"
 
 
-class ResultsFileError(DragnetError):
-    """A results file that cannot be read: says which file and why."""
+class ResultsFileError(UsageError):
+    """A results file that cannot be read (bad input: exit 2, as report has always done): which file and why."""
 
 
 def parse_schema(value: Any) -> tuple[str, int] | None:

@@ -80,7 +80,7 @@ def test_truncated_and_corrupt_files_are_named_with_the_place(tmp_path):
     with pytest.raises(rs.ResultsFileError, match=r"bad.json: not valid JSON, broken at line \d+ column \d+"):
         read_results(bad)
     r = CliRunner().invoke(main, ["report", str(tmp_path / "cut.json")])
-    assert r.exit_code != 0 and f"cut.json: not valid JSON, truncated (the file ends at line {line}" in r.output
+    assert r.exit_code == 2 and f"cut.json: not valid JSON, truncated (the file ends at line {line}" in r.output
 
 
 def test_other_kinds_are_refused(tmp_path):
