@@ -5,25 +5,37 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(abspath $(VENV))/bin/python
 STAMPS := .make
-APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc
+APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc git
+# only for `make test`: tests/test_html_report.py opens the HTML report in a headless Chromium
+TEST_APT_PACKAGES := chromium chromium-driver
 PYTEST_ARGS ?=
 
-.PHONY: all deps venv servers test demo clean
+# the Debian packages of $(1) that are not installed yet (as root, or with sudo)
+define apt_install
+@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+if [ -n "$$missing" ]; then \
+  echo "installing Debian packages:" $$missing; \
+  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+fi
+endef
+
+.PHONY: all deps test-deps venv servers test demo clean
 
 all: venv servers
 
 deps: $(STAMPS)/apt
 $(STAMPS)/apt: Makefile
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages:" $$missing; \
-	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
-	fi
+	$(call apt_install,$(APT_PACKAGES))
 	@# npm fetches Bun (query_servers/bun); a nodejs from elsewhere may bring its own npm. Bun is optional.
 	@command -v npm >/dev/null 2>&1 || { SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; echo "installing Debian package: npm"; \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq npm; } || \
 	  echo "npm could not be installed: the bun query server will be listed as skipped"
+	@mkdir -p $(STAMPS) && touch $@
+
+test-deps: $(STAMPS)/apt-test
+$(STAMPS)/apt-test: Makefile
+	$(call apt_install,$(TEST_APT_PACKAGES))
 	@mkdir -p $(STAMPS) && touch $@
 
 venv: $(VENV)/.installed
@@ -36,7 +48,7 @@ $(VENV)/.installed: setup.cfg setup.py pyproject.toml
 servers: deps venv
 	$(MAKE) -C query_servers PYTHON=$(PY)
 
-test: deps venv servers
+test: deps test-deps venv servers
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # every query server found here, over the protocol, on 3,000 generated declarations (cached in cache/)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import couchdb_control as ctl
+from . import image_build
 from . import limits as _limits
 from . import paths
 from . import storage
@@ -262,8 +263,8 @@ def check_tmpfs_fits(data_size: int, memory: int | None, env: dict | None = None
 
 # --- image -----------------------------------------------------------------------------------------
 
-CA_ENV = "DRAGNET_DOCKER_CA_BUNDLE"
-NETWORK_ENV = "DRAGNET_DOCKER_BUILD_NETWORK"
+CA_ENV = image_build.CA_ENV
+NETWORK_ENV = image_build.NETWORK_ENV
 
 
 # A build argument reaches RUN as one environment string, which Linux caps at 128 KiB (MAX_ARG_STRLEN).
@@ -283,50 +284,88 @@ def extra_certificates(bundle: str, public: str) -> str:
     return "".join(c + "\n" for c in _certificates(bundle) if "".join(c.split()) not in known)
 
 
-def build_options(env: dict | None = None) -> dict:
-    """Extra keyword arguments for the engine's build: an extra CA bundle for pip (a build argument
-    of the build stage only) and the network the build's RUN steps use (e.g. host)."""
+def _extra_ca(ca: str) -> str:
+    """The certificates of bundle `ca` beyond the public ones; UsageError when it is no usable bundle."""
+    try:
+        pem = Path(ca).read_text()
+    except OSError as exc:
+        raise UsageError(f"{CA_ENV}={ca}: cannot read the CA bundle ({exc.strerror})") from None
+    if "BEGIN CERTIFICATE" not in pem:
+        raise UsageError(f"{CA_ENV}={ca}: not a PEM certificate bundle")
+    import certifi
+
+    extra = extra_certificates(pem, Path(certifi.where()).read_text())
+    if len(extra) > MAX_BUILD_ARG:
+        raise UsageError(f"{CA_ENV}={ca}: {len(extra)} bytes of certificates beyond the public ones; a "
+                         f"build argument holds at most {MAX_BUILD_ARG}: give only the proxy's CA")
+    return extra
+
+
+def build_options(env: dict | None = None, *, host_bundles: tuple[str, ...] = image_build.HOST_CA_BUNDLES
+                  ) -> tuple[dict, image_build.Settings]:
+    """Extra keyword arguments for the engine's build, and what they amount to (dragnet.image_build): the
+    network of the RUN steps (the host's unless NETWORK_ENV names another) and, for pip and npm, the
+    certificates of a CA bundle beyond the public ones as a build argument of the build stages only (the
+    host's bundle unless CA_ENV names one; a host bundle that is no use is skipped, a named one refused)."""
     env = os.environ if env is None else env
-    kw: dict = {}
-    ca = env.get(CA_ENV)
+    network = image_build.build_network(env)
+    kw: dict = {"network_mode": network}
+    ca, auto = image_build.ca_bundle(env, host_bundles)
+    extra = ""
     if ca:
         try:
-            pem = Path(ca).read_text()
-        except OSError as exc:
-            raise UsageError(f"{CA_ENV}={ca}: cannot read the CA bundle ({exc.strerror})") from None
-        if "BEGIN CERTIFICATE" not in pem:
-            raise UsageError(f"{CA_ENV}={ca}: not a PEM certificate bundle")
-        import certifi
-
-        extra = extra_certificates(pem, Path(certifi.where()).read_text())
-        if len(extra) > MAX_BUILD_ARG:
-            raise UsageError(f"{CA_ENV}={ca}: {len(extra)} bytes of certificates beyond the public ones; a "
-                             f"build argument holds at most {MAX_BUILD_ARG}: give only the proxy's CA")
-        if extra:
-            kw["buildargs"] = {"PIP_EXTRA_CA": extra}
-    if env.get(NETWORK_ENV):
-        kw["network_mode"] = env[NETWORK_ENV]
-    return kw
+            extra = _extra_ca(ca)
+        except UsageError:
+            if not auto:
+                raise
+            ca = None
+    if extra:
+        kw["buildargs"] = {"PIP_EXTRA_CA": extra}
+    return kw, image_build.Settings(network=network, ca_bundle=ca, ca_auto=auto and ca is not None,
+                                    ca_certificates=len(_certificates(extra)))
 
 
 def build_image(c, image: str = DEFAULT_IMAGE, *, env: dict | None = None,
                 progress: Callable[[str], None] | None = None) -> str:
-    """Build docker/Dockerfile as `image` through the SDK; the image's id."""
+    """Build docker/Dockerfile as `image` through the SDK; the image's id. The engine's output goes to a
+    log file in the state directory; a failure is one line naming the step, the likely cause, the fix
+    and that file."""
     from docker.errors import APIError
 
-    try:
-        for chunk in c.api.build(fileobj=build_context(), custom_context=True, dockerfile=DOCKERFILE,
-                                 tag=image, rm=True, forcerm=True, decode=True, **build_options(env)):
-            if "error" in chunk:
-                raise DragnetError(f"building {image} failed: {chunk['error'].strip()}")
-            if progress and chunk.get("stream", "").strip():
-                progress(chunk["stream"].rstrip())
-    except APIError as exc:
-        raise DragnetError(f"building {image} failed: {_short(exc)}") from None
+    env = os.environ if env is None else env
+    kw, settings = build_options(env)
+    if settings.network not in image_build.ENGINE_NETWORKS and not settings.network.startswith("container:") \
+            and not any(n.name == settings.network for n in c.networks.list(names=[settings.network])):
+        raise UsageError(f"{NETWORK_ENV}={settings.network}: the Docker engine has no such network (host, "
+                         "bridge or the name of one of its networks)")
+    log = image_build.log_path(ctl.state_dir(env), image)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    failed = False
+    with open(log, "w") as out:
+        out.write(f"# dragnet: building {image} from {DOCKERFILE}; RUN steps on network {settings.network}; "
+                  f"{settings.ca_certificates} extra CA certificates from {settings.ca_bundle or 'no bundle'}\n")
+        try:
+            for chunk in c.api.build(fileobj=build_context(), custom_context=True, dockerfile=DOCKERFILE,
+                                     tag=image, rm=True, forcerm=True, decode=True, **kw):
+                out.write(image_build.log_line(chunk))
+                if "error" in chunk:
+                    failed = True
+                    break
+                if progress and chunk.get("stream", "").strip():
+                    progress(chunk["stream"].rstrip())
+        except APIError as exc:
+            out.write(image_build.log_line({"error": str(exc.explanation or exc)}))
+            failed = True
+        except KeyboardInterrupt:  # the engine cancels the build and removes its container when we hang up
+            out.write(image_build.log_line({"error": "interrupted"}))
+            raise
+    if failed:
+        raise DragnetError(image_build.message(image, image_build.classify(log.read_text()), settings, log))
     return c.images.get(image).id
 
 
-def ensure_image(c, image: str, *, build: bool, progress: Callable[[str], None] | None = None) -> str:
+def ensure_image(c, image: str, *, build: bool, progress: Callable[[str], None] | None = None,
+                 env: dict | None = None) -> str:
     """The image's id: reused when present; built from docker/Dockerfile for the default tag."""
     from docker.errors import ImageNotFound
 
@@ -339,8 +378,9 @@ def ensure_image(c, image: str, *, build: bool, progress: Callable[[str], None] 
                            f"`docker build -f {DOCKERFILE} -t {image} .` from the repository, "
                            f"or omit --image to let dragnet build {DEFAULT_IMAGE}")
     if progress:
-        progress(f"building {image} from {DOCKERFILE} (first time only; takes minutes)")
-    return build_image(c, image, progress=progress)
+        progress(f"building {image} from {DOCKERFILE} (first time only; takes minutes; log: "
+                 f"{image_build.log_path(ctl.state_dir(env), image)})")
+    return build_image(c, image, env=env, progress=progress)
 
 
 # --- up / down / status ------------------------------------------------------------------------------
@@ -367,7 +407,7 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
                            f"`dragnet couch down --port {port}` first")
     ctl.ensure_port_free(port)
     c = client(env)
-    ensure_image(c, settings["image"], build=image is None, progress=progress)
+    ensure_image(c, settings["image"], build=image is None, progress=progress, env=env)
 
     from docker.errors import APIError
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import glob
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,10 +148,12 @@ def is_url(source: str) -> bool:
     return source.startswith(("http://", "https://"))
 
 
-def load(source: str, *, views: list[str] | None = None, env: dict | None = None) -> Design:
-    """A design document from a JSON file, a couchapp folder or `URL/db/_design/name`."""
+def load(source: str, *, views: list[str] | None = None, env: dict | None = None, cwd: str | None = None) -> Design:
+    """A design document from a JSON file, a couchapp folder, `URL/db/_design/name` or `git:REF:path`."""
     if is_url(source):
         design = from_url(source, env=env)
+    elif source.startswith(GIT_PREFIX):
+        design = from_git(source, cwd=cwd)
     else:
         path = Path(source)
         if path.is_dir():
@@ -282,6 +285,71 @@ def from_folder(folder: Path) -> Design:
     doc["views"] = _expand_tree(views, folder, f"{where}/views")
     doc, dropped = normalise(doc, where)
     return Design(doc=doc, source=where, dropped=dropped)
+
+
+GIT_PREFIX = "git:"
+
+
+def _git(args: list[str], cwd: str | None, what: str) -> bytes:
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=60)
+    except FileNotFoundError:
+        raise UsageError(f"{what}: git is not installed") from None
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, args, proc.stdout, proc.stderr)
+    return proc.stdout
+
+
+def from_git(source: str, cwd: str | None = None) -> Design:
+    """`git:REF:path`: a JSON file or couchapp folder as it is at REF in the repository the command runs in
+    (path relative to the current directory, as `git show REF:./path` reads it)."""
+    import subprocess
+    import tempfile
+
+    spec = source[len(GIT_PREFIX):]
+    ref, sep, path = spec.partition(":")
+    if not sep or not ref or not path:
+        raise UsageError(f"{source}: expected git:REF:path (e.g. git:main:ddocs/app.json)")
+    try:
+        toplevel = _git(["rev-parse", "--show-toplevel"], cwd, source).decode().strip()
+        prefix = _git(["rev-parse", "--show-prefix"], cwd, source).decode().strip()
+    except subprocess.CalledProcessError:
+        raise UsageError(f"{source}: {Path(cwd or '.').resolve()} is not in a git repository") from None
+    try:
+        commit = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd, source).decode().strip()
+    except subprocess.CalledProcessError:
+        raise UsageError(f"{source}: no ref {ref!r} in this repository") from None
+    # the path from the repository's top: '/x' is from the top already, 'x' from the current directory
+    top = os.path.normpath(path.lstrip("/") if path.startswith("/") else prefix + path)
+    if top.startswith(".."):
+        raise UsageError(f"{source}: {path!r} is outside the repository")
+    top = "" if top == "." else top
+    try:
+        kind = _git(["cat-file", "-t", f"{commit}:{top}"], toplevel, source).decode().strip()
+    except subprocess.CalledProcessError:
+        raise UsageError(f"{source}: no path {path!r} at {ref} ({commit[:10]})") from None
+    label = f"{source} ({commit[:10]})"
+    if kind == "blob":
+        text = _git(["show", f"{commit}:{top}"], toplevel, source)
+        try:
+            doc = json.loads(text.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UsageError(f"{label}: not a JSON design document ({exc})") from None
+        doc, dropped = normalise(doc, label)
+        return Design(doc=doc, source=label, dropped=dropped)
+    # a couchapp folder: its files at REF into a temporary folder, read as a folder is
+    listing = _git(["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit, "--", top or "."], toplevel,
+                   source).decode().split("\0")
+    with tempfile.TemporaryDirectory(prefix="dragnet-git-") as tmp:
+        root = Path(tmp) / (Path(top).name or "app")
+        for name in filter(None, listing):
+            dest = root / (Path(name).relative_to(top) if top else Path(name))
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(_git(["show", f"{commit}:{name}"], toplevel, source))
+        design = from_folder(root)
+    return Design(doc=design.doc, source=label, dropped=design.dropped)
 
 
 def split_ddoc_url(url: str) -> tuple[str, str, str]:

@@ -7,7 +7,7 @@ from types import ModuleType
 
 from .errors import DragnetError
 
-EXTRAS = {"docker": "docker", "matplotlib": "plot"}
+EXTRAS = {"docker": "docker", "matplotlib": "plot", "plotly": "plot"}
 
 
 def require(module: str, purpose: str) -> ModuleType:

@@ -30,8 +30,17 @@ def _read(path: str) -> str:
         return ""
 
 
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages now (None where the OS has none): how busy the machine was."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def machine_info() -> dict:
-    """Host facts: name, CPU model, logical cores, memory, kernel, architecture, Python."""
+    """Host facts: name, CPU model, logical cores, memory, kernel, architecture, Python, and the load
+    average when the facts were read (a measurement on a loaded machine says so)."""
     return {
         "hostname": socket.gethostname(),
         "cpu_model": _cpu_model(_read("/proc/cpuinfo")),
@@ -41,4 +50,5 @@ def machine_info() -> dict:
         "arch": platform.machine(),
         "os": platform.system(),
         "python": platform.python_version(),
+        "load_average": load_average(),
     }

@@ -12,9 +12,8 @@ Rules (also in the README):
 - *Ratio to baseline*: docs/s (by wall time) of the result divided by docs/s of the Erlang baseline of the
   same storage and repeat (same bench run when recorded); without a baseline of that repeat, the baseline
   of that storage nearest in start time. The median of the per-repeat ratios is shown.
-- *Changed vs --baseline*: a metric is marked changed when |Δmedian| > max(σ_current, σ_baseline) AND the
-  current median lies outside the baseline's min … max. With a single run on either side there is no
-  measured spread, so nothing is marked (shown as "1 run").
+- *--baseline*: the comparison of dragnet.compare (per cell: ratio of medians with a bootstrap interval,
+  Mann–Whitney U, improved / regressed / no change / undecided).
 """
 
 from __future__ import annotations
@@ -460,62 +459,6 @@ def ranking_lines(groups: Sequence[Group]) -> list[str]:
     return lines
 
 
-# ---------------------------------------------------------------- comparison with an earlier set
-
-COMPARED = (("wall_s", "wall time s", -1), ("total_s", "total time s", -1),
-            ("all_cps", "all-tasks c/s", +1), ("docs_per_s", "docs/s (wall)", +1))
-
-
-@dataclass
-class Delta:
-    label: str
-    storage: str
-    metric: str
-    baseline: Summary
-    current: Summary
-    delta: float
-    delta_pct: float | None
-    changed: bool | None  # None: not decidable (a single run on one side)
-    verdict: str
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def is_change(current: Summary, baseline: Summary) -> bool | None:
-    """The rule for marking a change: see the module docstring."""
-    if current.n < 2 or baseline.n < 2:
-        return None
-    d = abs(current.median - baseline.median)
-    outside = current.median < baseline.min or current.median > baseline.max
-    return d > max(current.stdev, baseline.stdev) and outside
-
-
-def compare(current: Sequence[Group], baseline: Sequence[Group]) -> list[Delta]:
-    """Deltas of the compared metrics for every (language, storage) present in both sets."""
-    base = {g.key: g for g in baseline}
-    out = []
-    for g in current:
-        b = base.get(g.key)
-        if b is None:
-            continue
-        for attr, name, better in COMPARED:
-            c, o = getattr(g, attr), getattr(b, attr)
-            if c is None or o is None:
-                continue
-            delta = c.median - o.median
-            changed = is_change(c, o)
-            if changed is None:
-                verdict = "1 run"
-            elif not changed:
-                verdict = "within noise"
-            else:
-                verdict = "better" if delta * better > 0 else "worse"
-            out.append(Delta(g.label, g.storage, name, o, c, delta,
-                             100.0 * delta / o.median if o.median else None, changed, verdict))
-    return out
-
-
 # ---------------------------------------------------------------- formats
 
 # all-tasks / one-task c/s, total and wall time are medians over the runs; σ and min…max are of wall time;
@@ -578,55 +521,23 @@ def csv_records(groups: Sequence[Group]) -> list[dict]:
     return recs
 
 
-def to_csv(groups: Sequence[Group], deltas: Sequence[Delta] | None = None) -> str:
-    """One CSV: a row per group; with deltas, each compared metric adds baseline/Δ/verdict columns."""
-    metrics = list(dict.fromkeys(d.metric for d in deltas or ()))
-    extra = [f"{m}_{k}" for m in metrics for k in ("baseline_median", "delta", "delta_pct", "changed", "verdict")]
-    by_key = {(d.label, d.storage, d.metric): d for d in deltas or ()}
+def to_csv(groups: Sequence[Group]) -> str:
+    """One CSV: a row per group."""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=[*CSV_COLUMNS, *extra], lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
     w.writeheader()
-    for g, rec in zip(groups, csv_records(groups)):
-        for m in metrics:
-            d = by_key.get((g.label, g.storage, m))
-            if d is not None:
-                rec.update({f"{m}_baseline_median": d.baseline.median, f"{m}_delta": d.delta,
-                            f"{m}_delta_pct": d.delta_pct,
-                            f"{m}_changed": None if d.changed is None else str(d.changed).lower(),
-                            f"{m}_verdict": d.verdict})
+    for rec in csv_records(groups):
         w.writerow({k: ("" if v is None else (repr(v) if isinstance(v, float) else v)) for k, v in rec.items()})
     return buf.getvalue()
 
 
-def to_json(groups: Sequence[Group], deltas: Sequence[Delta] | None = None) -> dict:
+def to_json(groups: Sequence[Group]) -> dict:
     out: dict[str, Any] = {"schema": "dragnet.report/1", "groups": [g.as_dict() for g in groups],
                            "rules": {"ratio": "docs/s of the run / docs/s of the Erlang baseline of the same "
-                                              "storage and repeat; median over repeats",
-                                     "changed": "|Δmedian| > max(σ_current, σ_baseline) and current median "
-                                                "outside the baseline's min…max; needs ≥ 2 runs each side"}}
+                                              "storage and repeat; median over repeats"}}
     out["ranking"] = {"test": RANKING_TEST,
                       "pairs": [dict(v.as_dict(), storage=st) for st, v in ranking(groups)]}
-    if deltas is not None:
-        out["comparison"] = [d.as_dict() for d in deltas]
     return out
-
-
-DELTA_COLUMNS = ("language", "storage", "metric", "baseline median", "current median", "Δ", "Δ %",
-                 "σ base / cur", "verdict")
-
-
-def delta_rows(deltas: Sequence[Delta]) -> list[list[str]]:
-    rows = []
-    for d in deltas:
-        mark = {"better": "▲ better", "worse": "▼ worse"}.get(d.verdict, d.verdict)
-        rows.append([d.label, d.storage, d.metric, f"{d.baseline.median:,.2f}", f"{d.current.median:,.2f}",
-                     f"{d.delta:+,.2f}", "–" if d.delta_pct is None else f"{d.delta_pct:+.1f}%",
-                     f"{d.baseline.stdev:.2f} / {d.current.stdev:.2f}", mark])
-    return rows
-
-
-def deltas_markdown(deltas: Sequence[Delta]) -> str:
-    return md_table(DELTA_COLUMNS, delta_rows(deltas))
 
 
 # ---------------------------------------------------------------- design documents (`--ddoc`)

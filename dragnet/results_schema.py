@@ -62,8 +62,8 @@ def check_schema(data: Any, path: str | os.PathLike, kinds: Iterable[str]) -> st
                                f"{' or '.join(repr(schema(k)) for k in kinds)})")
     name, version = found
     if version > VERSIONS[name]:
-        raise ResultsFileError(f"{path}: schema {name}/{version} is newer than this dragnet reads "
-                               f"({schema(name)}); upgrade dragnet to read it")
+        raise ResultsFileError(f"{path}: schema '{name}/{version}' is newer than this dragnet reads "
+                               f"('{schema(name)}'); upgrade dragnet to read it")
     return name
 
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from dragnet import couchdb_control as ctl
 from dragnet import couchdb_docker as dk
-from dragnet import limits, storage
+from dragnet import image_build, limits, storage
 from dragnet.cli import main
 from dragnet.errors import DragnetError, UsageError
 from dragnet.iostat import BlockDevice
@@ -195,11 +195,11 @@ def test_extra_certificates_keeps_only_what_the_public_bundle_lacks():
 
 
 def test_build_options_from_env(tmp_path):
-    assert dk.build_options({}) == {}
     bundle = tmp_path / "ca.pem"
     bundle.write_text(_pem("PROXYCAONLY"))
-    kw = dk.build_options({dk.CA_ENV: str(bundle), dk.NETWORK_ENV: "host"})
-    assert kw == {"buildargs": {"PIP_EXTRA_CA": _pem("PROXYCAONLY")}, "network_mode": "host"}
+    kw, settings = dk.build_options({dk.CA_ENV: str(bundle), dk.NETWORK_ENV: "bridge"})
+    assert kw == {"buildargs": {"PIP_EXTRA_CA": _pem("PROXYCAONLY")}, "network_mode": "bridge"}
+    assert settings == image_build.Settings("bridge", str(bundle), ca_auto=False, ca_certificates=1)
     (tmp_path / "bad.pem").write_text("not a certificate")
     with pytest.raises(UsageError, match=r"bad.pem: not a PEM"):
         dk.build_options({dk.CA_ENV: str(tmp_path / "bad.pem")})
@@ -208,6 +208,22 @@ def test_build_options_from_env(tmp_path):
     (tmp_path / "big.pem").write_text(_pem("X" * (dk.MAX_BUILD_ARG + 10)))
     with pytest.raises(UsageError, match="at most"):
         dk.build_options({dk.CA_ENV: str(tmp_path / "big.pem")})
+
+
+def test_build_options_default_to_the_hosts_network_and_ca_bundle(tmp_path):
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text(_pem("PROXYCAONLY"))
+    missing = str(tmp_path / "none-here.pem")
+    kw, settings = dk.build_options({}, host_bundles=(missing, str(bundle)))
+    assert kw == {"network_mode": "host", "buildargs": {"PIP_EXTRA_CA": _pem("PROXYCAONLY")}}
+    assert settings == image_build.Settings("host", str(bundle), ca_auto=True, ca_certificates=1)
+    # `none` turns the CA off; a host bundle of no use is skipped, not an error the user never asked for
+    assert dk.build_options({dk.CA_ENV: "none"}, host_bundles=(str(bundle),)) == (
+        {"network_mode": "host"}, image_build.Settings("host", None))
+    (tmp_path / "big.pem").write_text(_pem("X" * (dk.MAX_BUILD_ARG + 10)))
+    assert dk.build_options({}, host_bundles=(str(tmp_path / "big.pem"),)) == (
+        {"network_mode": "host"}, image_build.Settings("host", None))
+    assert dk.build_options({}, host_bundles=(missing,))[1].ca_bundle is None
 
 
 # --- scenario limits as container settings (pure) ------------------------------------------------------

@@ -188,63 +188,35 @@ def test_cli_bad_input(tmp_path, results_dir):
     assert r.exit_code != 0 and "not a dragnet results file" in r.output
 
 
-# ---- --baseline
+# ---- --baseline (the comparison is dragnet.compare's; tested in depth in test_compare.py)
 
-def test_baseline_marks_changes_beyond_spread(recorded):
-    """Current = the disk runs; 'earlier' set = the tmpfs runs relabelled as disk."""
-    def relabel(res):
-        res = json.loads(json.dumps(res))
-        res["storage"] = "disk"
-        return res
-    cur = report.build_report([recorded[n] for n in ("javascript", "javascript_repeat",
-                                                     "erlang_baseline", "erlang_baseline_repeat")])
-    old = report.build_report([relabel(recorded[n]) for n in TMPFS])
-    deltas = {(d.label, d.metric): d for d in report.compare(cur, old)}
-
-    def expected(a, b):  # the documented rule, on raw wall times
-        ma, mb = statistics.median(a), statistics.median(b)
-        return abs(ma - mb) > max(statistics.stdev(a), statistics.stdev(b)) and not (min(b) <= ma <= max(b))
-
-    def walls(names):
-        return [recorded[n]["summary"]["wall_time_s"] for n in names]
-    js = deltas[("javascript", "wall time s")]
-    want = expected(walls(["javascript", "javascript_repeat"]), walls(["javascript_tmpfs", "javascript_tmpfs_repeat"]))
-    assert js.changed is want is True
-    assert js.verdict == "better"  # shorter wall time on disk
-    erl = deltas[("erlang_baseline", "wall time s")]
-    want = expected(walls(["erlang_baseline", "erlang_baseline_repeat"]),
-                    walls(["erlang_baseline_tmpfs", "erlang_baseline_tmpfs_repeat"]))
-    assert erl.changed is want is False and erl.verdict == "within noise"
-    # a set compared with itself changes nothing
-    assert not any(d.changed for d in report.compare(cur, cur))
-
-
-def test_baseline_single_run_is_undecided(recorded):
-    a = report.build_report([recorded["python"]])
-    b = report.build_report([recorded["python"]])
-    assert {d.verdict for d in report.compare(a, b)} == {"1 run"}
-
-
-def test_cli_baseline(results_dir, tmp_path):
+def test_cli_baseline(results_dir, recorded, tmp_path):
+    """The tmpfs builds relabelled as disk are the baseline; the javascript cell's ratio is the medians' ratio
+    of the raw wall times."""
     old = tmp_path / "old"
     old.mkdir()
     for n in TMPFS:
         res = json.loads((results_dir / f"{n}.json").read_text())
         res["storage"] = "disk"
         (old / f"{n}.json").write_text(json.dumps(res))
+    r = CliRunner().invoke(main, ["report", str(results_dir), "--baseline", str(old), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    cmp = json.loads(r.output)["comparison"]
+    js = next(c for c in cmp["cells"] if c["axes"]["language"] == "javascript" and c["axes"]["storage"] == "disk")
+    walls = lambda names: [recorded[n]["summary"]["wall_time_s"] for n in names]  # noqa: E731
+    want = statistics.median(walls(["javascript", "javascript_repeat"])) / statistics.median(
+        walls(["javascript_tmpfs", "javascript_tmpfs_repeat"]))
+    assert js["ratio"] == pytest.approx(want)
+    assert js["label"] == "undecided"          # two builds a side can never be significant
+    assert {"language": "javascript", "storage": "tmpfs"}.items() <= next(
+        a for a in cmp["only_new"] if a["language"] == "javascript").items()
+
     r = CliRunner().invoke(main, ["report", str(results_dir), "--baseline", str(old), "--format", "markdown"])
     assert r.exit_code == 0, r.output
-    assert "▲ better" in r.output and "within noise" in r.output
+    assert "change [95% interval]" in r.output and "verdict:" in r.output
 
     r = CliRunner().invoke(main, ["report", str(results_dir), "--baseline", str(old), "--format", "csv"])
-    assert r.exit_code == 0, r.output
-    lines = r.output.splitlines()
-    assert "" not in lines                                     # one CSV: no blank line, no second header
-    rows = list(csv.reader(io.StringIO(r.output)))
-    assert len({len(row) for row in rows}) == 1                # every row as wide as the header
-    recs = list(csv.DictReader(io.StringIO(r.output)))
-    verdicts = {v for rec in recs for k, v in rec.items() if k.endswith("_verdict")}
-    assert "better" in verdicts and "within noise" in verdicts
+    assert r.exit_code == 2 and "--baseline has no CSV form" in r.output
 
 
 def test_markdown_escapes_pipes(recorded):

@@ -59,12 +59,12 @@ def test_newer_schema_version_is_refused_naming_it(tmp_path):
     data = json.loads(RESULT.read_text())
     data["schema"] = "dragnet.addview/7"
     path = rs.write(tmp_path / "new.json", data)
-    with pytest.raises(rs.ResultsFileError, match=r"new.json: schema dragnet.addview/7 is newer than this dragnet "
-                                                  r"reads \(dragnet.addview/1\)"):
+    with pytest.raises(rs.ResultsFileError, match=r"new.json: schema 'dragnet.addview/7' is newer than this dragnet "
+                                                  r"reads \('dragnet.addview/1'\)"):
         read_results(path)
     # report refuses it too, also when it is found in a folder rather than silently skipping it
     r = CliRunner().invoke(main, ["report", str(tmp_path)])
-    assert r.exit_code != 0 and "dragnet.addview/7 is newer" in r.output
+    assert r.exit_code == 2 and "'dragnet.addview/7' is newer" in r.output
 
 
 def test_truncated_and_corrupt_files_are_named_with_the_place(tmp_path):

@@ -25,6 +25,9 @@ COMMANDS: dict[str, str] = {
     "report": "dragnet.cli.report:report_cmd",
     "addview": "dragnet.cli.addview:addview_cmd",
     "sample": "dragnet.cli.sample:sample_cmd",
+    "compare": "dragnet.cli.compare:compare_cmd",
+    "history": "dragnet.cli.compare:history_cmd",
+    "store": "dragnet.cli.store:store_cmd",
 }
 
 

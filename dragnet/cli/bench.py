@@ -8,6 +8,7 @@ import click
 
 from .. import bench as b
 from ..results_schema import RunEntry
+from .compare import store_option
 from .options import db_option, json_option, print_json, url_option
 
 
@@ -21,9 +22,9 @@ from .options import db_option, json_option, print_json, url_option
                    "[default: views/income].")
 @click.option("--ddoc", "ddoc_source", default=None, metavar="SOURCE",
               help="Benchmark your own design document instead of --views: a JSON file, a couchapp folder "
-                   "(views/<name>/map.js, reduce.js, views/lib/**, language, options.json) or "
-                   "URL/db/_design/name. Each language builds a copy under a fresh name, which is deleted "
-                   "afterwards; the original and its index are never touched. Every view's rows and reduce "
+                   "(views/<name>/map.js, reduce.js, views/lib/**, language, options.json), "
+                   "URL/db/_design/name or git:REF:path (a file or folder at a git ref). Each language builds "
+                   "a copy under a fresh name, which is deleted afterwards; the original and its index are never touched. Every view's rows and reduce "
                    "results are compared with the --reference language's; any difference exits 1.")
 @click.option("--view", "view_names", default=None, metavar="NAME,...", help="With --ddoc: only these views.")
 @click.option("--reference", default=None, help="With --ddoc: the language the others must equal "
@@ -66,17 +67,27 @@ from .options import db_option, json_option, print_json, url_option
                    "log-log slope and, with --memory, the first size whose database exceeds the limit.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="With --sizes: where to draw the log-log chart [default: <results>/sizes.png].")
+@click.option("--save-baseline", "save_baseline", default=None, metavar="NAME",
+              help="Save this run in the results store (--store) under NAME, for `compare NAME …`, "
+                   "`--baseline NAME` and `history`.")
+@click.option("--baseline", "baseline_name", default=None, metavar="NAME",
+              help="Afterwards compare this run with the baseline saved as NAME (see `dragnet compare`).")
+@store_option
 @json_option
 def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, languages, repeat, storages, storage_label,
-              backend, results_dir, no_baseline, q, n, memories, profiles, caches, sizes_text, plot_path, as_json):
+              backend, results_dir, no_baseline, q, n, memories, profiles, caches, sizes_text, plot_path,
+              save_baseline, baseline_name, store_dir, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
 
     from .. import report as rp
     from ..errors import UsageError
+    from .. import store
     from .report import render_design_table, render_table
 
+    sdir = store.default_dir(store_dir)
+    baseline_entry = store.baseline(sdir, baseline_name) if baseline_name else None   # a missing name: now
     st = b.parse_list(storages, "--storage")
     for s in st:
         if s not in ("disk", "tmpfs"):
@@ -175,6 +186,7 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
     failed = [r for r in runs if r["status"] not in ("ok", "oom")]
     docs = rp.load_results([bench.dir]) if any(r["result_file"] for r in runs) else []
     groups, dgroups = rp.build_report(docs), rp.build_design_report(docs)
+    cmp = saved_runs(bench.dir, docs, sdir, save_baseline, baseline_entry)
     if as_json:
         extra = {}
         if scenarios:
@@ -184,6 +196,8 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
         report = rp.to_json(groups)
         if dgroups:
             report["design"] = rp.design_json(dgroups)
+        if cmp is not None:
+            extra["baseline"] = cmp.to_json()
         print_json({"dir": str(bench.dir), "manifest": manifest, "report": report, **extra})
     else:
         # an OOM-killed run is a scenario's result, not a failure, but it is not an ok build either
@@ -203,10 +217,28 @@ def bench_cmd(url, db, data, views, ddoc_source, view_names, reference, language
             click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
         for line in differences_lines(bench.dir, runs):
             click.echo(line)
+        if cmp is not None:
+            from .compare import render
+            render(cmp)
         click.echo(f"results: {bench.dir} (`dragnet report {bench.dir} --plot DIR` for charts)")
     differing = [r for r in runs if (r.get("comparison") or {}).get("differences")]
     if (failed and len(failed) == len(runs)) or differing:
         sys.exit(1)
+
+
+def saved_runs(folder, docs, sdir, save_as, baseline_entry):
+    """--save-baseline: the run into the store; --baseline: its comparison with the saved baseline (or None)."""
+    from .. import compare as c
+    from .. import store
+    from ..report import load_results
+
+    if save_as and docs:     # saved first: a comparison that finds nothing in common loses nothing
+        entry = store.save(sdir, folder, save_as)
+        click.echo(f"saved as baseline {save_as} in {sdir} ({entry['path']})", err=True)
+    if baseline_entry is None or not docs:
+        return None
+    return c.compare(load_results([sdir / baseline_entry["path"]]), docs, old_label=store.label(baseline_entry),
+                     new_label=str(folder))
 
 
 def _sizes(config, counts, on_event, plot_path, as_json) -> None:

@@ -50,20 +50,6 @@ def render_design_table(groups, title: str | None = None) -> None:
         click.echo(line)
 
 
-def render_deltas(deltas) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title="compared with the baseline set (changed: |Δmedian| > max σ and outside its min…max)",
-                  header_style="bold")
-    for col in rp.DELTA_COLUMNS:
-        table.add_column(col)
-    for row in rp.delta_rows(deltas):
-        style = {"▲ better": "green", "▼ worse": "red"}.get(row[-1])
-        table.add_row(*(Text(c) for c in row), style=style)
-    _console(160).print(table)
-
-
 def render_disk_matters(rows, ref: str, at: str = "") -> None:
     """The "disk matters?" table (scenario.disk_matters() rows), its memory lines and verdict; `at` names
     what the table is of (" at 10,000 documents" in a size sweep)."""
@@ -89,30 +75,53 @@ def render_disk_matters(rows, ref: str, at: str = "") -> None:
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
               help="Write PNG charts into this directory.")
 @click.option("--baseline", "baseline", type=click.Path(), multiple=True,
-              help="Earlier results (file or directory, repeatable) to compare with; marks changes beyond "
-                   "the measured spread.")
+              help="Earlier results (file, directory or baseline name; repeatable) to compare with, as "
+                   "`dragnet compare` does.")
 @click.option("--reference", default=None, metavar="ENGINE",
               help="Design-doc benchmarks: the engine '× ref' divides by [default: the one the bench compared "
                    "rows with].")
-def report_cmd(results, fmt, plot_dir, baseline, reference):
+@click.option("--html", "html_dir", type=click.Path(file_okay=False), default=None,
+              help="Write one self-contained page (DIR/index.html, opens offline) with the tables, sortable, "
+                   "interactive charts and links to every number's raw samples (copies in DIR/raw/).")
+@click.option("--compare-json", "compare_json", type=click.Path(dir_okay=False), default=None,
+              help="With --html: a `dragnet compare --json` output to add as the page's compare section "
+                   "(--baseline fills it too).")
+def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_json):
     """Summarize RESULTS (addview results files or bench directories): medians per language and storage,
     ratio to the Erlang baseline, spread over repeats, resources per process family. Design-doc benchmarks
     (--ddoc) get their own table per design doc, view, engine and storage: ratio to the reference engine,
     rows compared and differences, --update lag."""
     from ..scenario import disk_matters, disk_summary, memory_advice, runs_from_results, verdict
 
+    if compare_json and not html_dir:
+        raise UsageError("--compare-json goes with --html DIR")
+    if compare_json and baseline:
+        raise UsageError("--compare-json and --baseline: give one of them (both fill the page's compare section)")
+    cmp_doc = None
+    if compare_json:
+        from ..html_report import check_compare
+        cmp_doc = check_compare(rp._read_json(Path(compare_json)), compare_json)
     docs = rp.load_results(results)
     sc_runs, sc_ref = runs_from_results(docs)
     sc_rows = disk_matters(sc_runs, sc_ref) if sc_ref else []
     groups = rp.build_report(docs)
     dgroups = rp.build_design_report(docs, reference)
-    deltas = rp.compare(groups, rp.build_report(rp.load_results(baseline))) if baseline else None
+    cmp = None
+    if baseline:
+        from .. import compare, store
+
+        old = [r for spec in baseline for r in store.load_side(spec, store.default_dir())[1]]
+        cmp = compare.compare(old, docs, old_label=" ".join(baseline), new_label=" ".join(results))
+    if fmt == "csv" and cmp is not None:
+        raise UsageError("--baseline has no CSV form: use --format table, markdown or json")
     if fmt == "csv" and groups and dgroups:
         raise UsageError("--format csv: view-file and design-doc results have different columns; "
                          "report them separately")
 
     if fmt == "json":
-        out = rp.to_json(groups, deltas)
+        out = rp.to_json(groups)
+        if cmp is not None:
+            out["comparison"] = cmp.to_json()
         if dgroups:
             out["design"] = rp.design_json(dgroups)
         if sc_ref:
@@ -127,9 +136,10 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
             if groups:
                 click.echo()
             click.echo(rp.design_markdown(dgroups), nl=False)
-        if deltas is not None:
+        if cmp is not None:
+            from ..compare import to_markdown
             click.echo()
-            click.echo(rp.deltas_markdown(deltas), nl=False)
+            click.echo(to_markdown(cmp), nl=False)
         if sc_ref:
             from ..scenario import DISK_COLUMNS, disk_rows
             click.echo(f"\n**disk matters?** (× = docs/s against {sc_ref})\n")
@@ -137,7 +147,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
             click.echo("".join(f"\n- memory: {line}" for line in memory_advice(sc_rows, sc_ref)))
             click.echo(f"\n**verdict:** {verdict(sc_rows, sc_ref)}")
     elif fmt == "csv":
-        click.echo(rp.design_csv(dgroups) if dgroups else rp.to_csv(groups, deltas), nl=False)
+        click.echo(rp.design_csv(dgroups) if dgroups else rp.to_csv(groups), nl=False)
     else:
         if groups or not dgroups:
             render_table(groups, title=f"{len(docs)} results")
@@ -146,8 +156,9 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
                     click.echo(f"failed: {g.label} ({g.storage}): {err}")
         if dgroups:
             render_design_table(dgroups, title="design documents")
-        if deltas is not None:
-            render_deltas(deltas)
+        if cmp is not None:
+            from .compare import render
+            render(cmp)
         if sc_ref:
             render_disk_matters(sc_rows, sc_ref)
 
@@ -161,5 +172,14 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
             out["charts"] = [str(c.path) for c in drawn]
         else:
             click.echo(f"charts: {', '.join(str(c.path) for c in drawn)}", err=True)
+    if html_dir:
+        from .. import html_report as hr
+
+        page = hr.write_html(html_dir, hr.Inputs(docs, groups, dgroups, sc_rows, sc_ref, hr.load_sizes(results),
+                                                 cmp.to_json() if cmp is not None else cmp_doc))
+        if fmt == "json":
+            out["html"] = str(page)
+        else:
+            click.echo(f"html: {page}", err=True)
     if fmt == "json":
         print_json(out)

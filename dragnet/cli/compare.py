@@ -1,0 +1,129 @@
+"""`dragnet compare` and `dragnet history`: results sets compared cell by cell, a metric over saved runs."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .options import print_json
+
+
+def store_option(f):
+    return click.option("--store", "store_dir", type=click.Path(file_okay=False), default=None,
+                        help="Results store holding named baselines [default: $DRAGNET_STORE or results/store].")(f)
+
+
+def render(cmp) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .. import compare as c
+    from .report import _console
+
+    table = Table(title=c.title(cmp), header_style="bold")
+    for i, col in enumerate(c.COLUMNS):
+        table.add_column(col, justify="left" if i in (0, 6) else "right")
+    for row in c.table_rows(cmp):
+        style = {c.REGRESSED: "red", c.IMPROVED: "green"}.get(row[-1].split(" ")[0])
+        table.add_row(*(Text(x) for x in row), style=style)
+    _console(160).print(table)
+    for line in c.notes(cmp):
+        click.echo(line)
+
+
+@click.command("compare")
+@click.argument("old")
+@click.argument("new", required=False)
+@click.option("--along", default=None, metavar="AXIS",
+              help="With one results set: the axis to compare along [default: the one with two values].")
+@click.option("--fail-if-slower", "fail_if_slower", default=None, metavar="PCT",
+              help="Exit 1 when a cell is significantly slower by more than PCT (e.g. 5%), or its builds newly "
+                   "fail; noise alone never fails, and cells too noisy to judge are listed.")
+@click.option("--markdown", is_flag=True, help="Print Markdown (for a pull-request comment).")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON object.")
+@click.option("--no-rows", is_flag=True, help="Do not compare the dumped rows of design-doc builds.")
+@store_option
+def compare_cmd(old, new, along, fail_if_slower, markdown, as_json, no_rows, store_dir):
+    """Compare OLD and NEW (results files, bench folders or baseline names in the store) cell by cell: ratio
+    of median build times with a 95% bootstrap interval, Mann-Whitney U, and a verdict (improved, regressed,
+    no change, undecided); views whose rows changed; cells on one side only. With only OLD, compare along
+    the axis that has two values (e.g. two design doc revisions in one bench)."""
+    from .. import compare as c
+    from .. import store
+    from ..errors import UsageError
+
+    sdir = store.default_dir(store_dir)
+    threshold = c.parse_threshold(fail_if_slower) if fail_if_slower is not None else None
+    if markdown and as_json:
+        raise UsageError("--markdown and --json: give one of them")
+    old_label, old_results = store.load_side(old, sdir)
+    if new is None:
+        cmp = c.compare_along(old_results, along, threshold=threshold, rows=not no_rows)
+    else:
+        if along:
+            raise UsageError("--along is for one results set (dragnet compare RESULTS --along AXIS)")
+        new_label, new_results = store.load_side(new, sdir)
+        cmp = c.compare(old_results, new_results, old_label=old_label, new_label=new_label, threshold=threshold,
+                        rows=not no_rows)
+    if as_json:
+        print_json(cmp.to_json())
+    elif markdown:
+        click.echo(c.to_markdown(cmp), nl=False)
+    else:
+        render(cmp)
+    if cmp.failing:
+        sys.exit(1)
+
+
+@click.command("history")
+@click.option("--by", type=click.Choice(["date", "couchdb", "otp", "engine", "ddoc"]), default="date",
+              show_default=True, help="Group the runs: each run, or runs with the same CouchDB/OTP/JS engine "
+                                      "version or design doc hash.")
+@click.option("--metric", type=click.Choice(["docs_s", "index_bytes", "peak_rss"]), default="docs_s",
+              show_default=True, help="The figure to follow.")
+@click.option("--where", "where", multiple=True, metavar="AXIS=VALUE",
+              help="Only cells with this axis value (repeatable), e.g. language=javascript.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the chart (PNG).")
+@click.option("--json", "as_json", is_flag=True, help="Print the series as one JSON object.")
+@store_option
+def history_cmd(by, metric, where, plot_path, as_json, store_dir):
+    """A metric over the runs saved in the results store (bench --save-baseline), per cell, with steps flagged
+    where the runs before and after differ significantly."""
+    from .. import history as h
+    from .. import store
+    from ..errors import UsageError
+
+    sdir = store.default_dir(store_dir)
+    filters = {}
+    for w in where:
+        if "=" not in w:
+            raise UsageError(f"--where {w}: expected AXIS=VALUE")
+        k, v = w.split("=", 1)
+        filters[k] = v
+    entries = store.read_index(sdir)
+    if not entries:
+        raise UsageError(f"{sdir}: no saved runs (bench --save-baseline NAME saves one)")
+    all_series = h.series(entries, metric, by, filters)
+    if not all_series:
+        raise UsageError(f"{sdir}: no cell has {metric} values" + (" matching --where" if filters else ""))
+    drawn = h.chart(all_series, metric, plot_path) if plot_path else None
+    if as_json:
+        print_json({"store": str(sdir), "metric": metric, "by": by, "test": h.STEP_TEST,
+                    "series": [s.as_dict() for s in all_series], "chart": str(drawn.path) if drawn else None})
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    from .report import _console
+
+    table = Table(title=f"{store.METRICS[metric]} by {by}, {len(entries)} saved runs", header_style="bold")
+    for col in h.COLUMNS:
+        table.add_column(col)
+    for row in h.table_rows(all_series, metric):
+        table.add_row(*(Text(x) for x in row), style="red" if row[-1] == "STEP" else None)
+    _console(160).print(table)
+    steps = sum(p.step for s in all_series for p in s.points)
+    click.echo(f"{steps} step(s): {h.STEP_TEST}")
+    if drawn:
+        click.echo(f"chart: {drawn.path}")

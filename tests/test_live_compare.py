@@ -1,0 +1,102 @@
+"""The CI recipe of docs/compare.md, run for real: docs/compare/ci-compare.sh benches two design doc revisions
+in interleaved rounds on a live CouchDB and compares them with --fail-if-slower 5%.
+
+- a revision whose map emits an extra row per document and loops 30,000 times per document must fail (exit 1);
+- a revision that only renames a variable must pass (exit 0).
+
+3,000 small documents and five rounds: the slower revision takes several times as long, so its five builds
+all fall above the base's five (the least the two-sided Mann-Whitney test needs for p < 0.05 is complete
+separation at 4 a side; 5 a side tolerates one overlap). The renamed revision passes unless chance alone makes
+its five builds nearly all slower than the base's and by more than 5%: with no real difference the exact test
+gives p < 0.05 with probability 0.032 at 5 a side, half of it in the faster direction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import live_password
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "docs" / "compare" / "ci-compare.sh"
+DDOCS = REPO / "tests" / "ddocs" / "compare"
+
+
+@pytest.fixture(scope="module")
+def items(live_url, tmp_path_factory):
+    """A data file of 3,000 small documents and a database name (the bench imports it; deleted afterwards)."""
+    from dragnet.couch import connect, db_path
+
+    rng = random.Random(7)
+    data = tmp_path_factory.mktemp("items") / "items.jsonl"
+    with open(data, "w") as fh:
+        for i in range(3000):
+            fh.write(json.dumps({"_id": f"item-{i:05d}", "type": "item", "group": f"g{i % 37}",
+                                 "name": f"name {rng.randrange(10**6)}",
+                                 "values": [rng.randrange(1000) for _ in range(20)]}) + "\n")
+    db = f"dragnet_test_compare_{int(time.time())}"
+    yield data, db
+    connect(live_url).request("DELETE", db_path(db), ok=(200, 202, 404))
+
+
+def _recipe(live_url, items, new: str, out: Path) -> subprocess.CompletedProcess:
+    from urllib.parse import unquote, urlsplit
+
+    from dragnet.couch import split_credentials
+
+    base, _, _ = split_credentials(live_url)
+    parts = urlsplit(live_url)
+    env = {**os.environ, "URL": base, "DB": items[1], "DATA": str(items[0]), "OLD": str(DDOCS / "base.json"),
+           "NEW": str(DDOCS / new), "OUT": str(out), "DRAGNET": f"{sys.executable} -m dragnet",
+           "COUCHDB_USER": unquote(parts.username) if parts.username else os.environ.get("COUCHDB_USER", "admin"),
+           "COUCHDB_PASSWORD": live_password(live_url), "PYTHONPATH": str(REPO)}
+    return subprocess.run(["sh", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.live
+def test_live_recipe_fails_a_slower_revision(live_url, items, tmp_path):
+    r = _recipe(live_url, items, "slower.json", tmp_path / "ci")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "regressed FAIL" in r.stdout and "verdict: FAIL" in r.stdout
+    assert "rows changed: _design/items view by_group" in r.stdout and "3,000 → 6,000 map rows" in r.stdout
+    assert live_password(live_url) not in r.stdout + r.stderr
+    assert len(list((tmp_path / "ci" / "new").rglob("0*-javascript.json"))) == 5
+
+
+@pytest.mark.live
+def test_live_recipe_passes_a_renamed_variable(live_url, items, tmp_path):
+    r = _recipe(live_url, items, "renamed.json", tmp_path / "ci")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "verdict: pass" in r.stdout and "rows changed" not in r.stdout
+
+
+@pytest.mark.live
+def test_live_bench_saves_a_baseline_and_compares_with_it(live_url, items, tmp_path):
+    from click.testing import CliRunner
+
+    from dragnet import store
+    from dragnet.cli import main
+
+    s = tmp_path / "store"
+    common = ["bench", "--url", live_url, "--db", items[1], "--data", str(items[0]), "--languages", "javascript",
+              "--repeat", "1", "--no-baseline", "--store", str(s)]
+    r = CliRunner().invoke(main, [*common, "--ddoc", str(DDOCS / "base.json"), "--results", str(tmp_path / "a"),
+                                  "--save-baseline", "main"])
+    assert r.exit_code == 0, r.output
+    (entry,) = store.read_index(s)
+    assert entry["name"] == "main" and entry["couchdb"] and entry["cells"][0]["docs_s"]
+    r = CliRunner().invoke(main, [*common, "--ddoc", str(DDOCS / "slower.json"), "--results", str(tmp_path / "b"),
+                                  "--baseline", "main", "--json"])
+    assert r.exit_code == 0, r.output
+    cmp = json.loads(r.stdout)["baseline"]
+    assert cmp["old"] == f"baseline main ({entry['date']})" and list(cmp["varied"]) == ["ddoc"]
+    assert cmp["cells"][0]["label"] == "undecided"           # one build a side decides nothing
+    assert [x["view"] for x in cmp["rows_changed"]] == ["by_group"]
