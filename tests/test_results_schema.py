@@ -106,3 +106,23 @@ def test_qsbench_run_round_trips():
     doc = {"schema": rs.schema(rs.QSBENCH), "servers": [{"name": "chakra", "runs": [run.as_dict()]},
                                                          {"name": "bun", "status": "skipped", "runs": []}]}
     assert {k: [r.docs for r in v] for k, v in rs.qsbench_runs(doc).items()} == {"chakra": [22]}
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def test_every_committed_results_file_under_docs_loads():
+    files = sorted(DOCS.rglob("*.json"))
+    kinds = {}
+    for f in files:
+        data = rs.read(f)        # each is some dragnet results file of a version this dragnet reads
+        kinds[rs.kind_of(data)] = kinds.get(rs.kind_of(data), 0) + 1
+        if rs.kind_of(data) == rs.ADDVIEW:
+            raw = data["summary"]
+            build = rs.Build.of(data)
+            assert build.summary.wall_time_s == raw.get("wall_time_s")
+            assert build.axes.get("language")
+        elif rs.kind_of(data) == rs.BENCH:
+            for run in data["runs"]:
+                assert rs.RunEntry.of(run).wall_time_s == run.get("wall_time_s")
+    assert kinds.get(rs.ADDVIEW) and kinds.get(rs.BENCH), kinds
