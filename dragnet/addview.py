@@ -23,6 +23,7 @@ from . import ddoc as _ddoc
 from . import pidstat as _pidstat
 from . import poller
 from . import results as _results
+from . import results_schema as _schema
 from . import views as _views
 from .couch import Couch, CouchError, CouchUnreachable, db_path, mask_url
 from .errors import DragnetError, UsageError
@@ -674,11 +675,12 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
     """The readable end-of-run summary."""
     fig = figures or poller.analyze(res["polls"], res["view"]["ddoc"])
     s = res["summary"]
+    fig_s = _schema.Summary.of(res)
     lines = [poller.format_average(fig), poller.format_total_time(fig)]
-    if s.get("wall_time_s") is not None:
-        dps = s.get("docs_per_sec_wall")
-        lines.append(f"wall time = {s['wall_time_s']:.1f}s (trigger to view answering), "
-                     f"{dps:.1f} docs/s by wall time" if dps else f"wall time = {s['wall_time_s']:.1f}s")
+    if fig_s.wall_time_s is not None:
+        dps = fig_s.docs_per_sec_wall
+        lines.append(f"wall time = {fig_s.wall_time_s:.1f}s (trigger to view answering), "
+                     f"{dps:.1f} docs/s by wall time" if dps else f"wall time = {fig_s.wall_time_s:.1f}s")
     reissued = (res.get("trigger") or {}).get("reissued_at") or []
     if reissued:
         lines.append(f"the view request was sent {len(reissued)} more time(s) after CouchDB's own request "

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as _dt
 import gzip
 import hashlib
-import json
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -24,11 +23,13 @@ from . import paths
 from .couch import Couch, CouchError, connect, db_path, mask_url, split_credentials
 from .pidstat import rss_peaks_kb
 from .errors import DragnetError, UsageError
-from .query_servers import LANGUAGES as QS_LANGUAGES
+from .qs_registry import LANGUAGES as QS_LANGUAGES, variants as qs_variants
 from .report import BASELINE_LABEL, ratio
 from .results import slug
+from .results_schema import BENCH as BENCH_SCHEMA, Summary, run_figures, schema
+from .results_schema import write as write_results_file
 
-SCHEMA = "dragnet.bench/1"
+SCHEMA = schema(BENCH_SCHEMA)
 MANIFEST = "bench.json"
 REPO = paths.data_root()  # the checkout, or an installed wheel's copy of views/
 DEFAULT_VIEWS = REPO / "views" / "income"
@@ -53,11 +54,11 @@ class LanguageSpec:
         return Path(views_dir) / self.view_file
 
 
-# one spec per CouchDB language (dragnet.query_servers.LANGUAGES), plus variants running another view file
+# one spec per CouchDB language (dragnet.qs_registry.LANGUAGES), plus variants running another view file
 LANGUAGES: dict[str, LanguageSpec] = {s.name: s for s in (
     LanguageSpec("erlang_baseline", "erlang", "baseline"),
     *(LanguageSpec(lang.name, lang.name, lang.view_file) for lang in QS_LANGUAGES),
-    LanguageSpec("javascript_quickjs_es2015", "javascript_quickjs", "map.es6.js"),
+    *(LanguageSpec(*v) for v in qs_variants()),
 )}
 DEFAULT_LANGUAGES = ("javascript", "javascript_quickjs", "erlang", "python")
 
@@ -455,18 +456,12 @@ class Bench:
     # -- manifest
     def _write_manifest(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(self.manifest, indent=1, ensure_ascii=False, default=str) + "\n")
-        tmp.replace(self.dir / MANIFEST)
+        write_results_file(self.dir / MANIFEST, self.manifest)
 
     def _write_result(self, run: dict, result: dict) -> Path:
         from .axes import file_stem
 
-        path = self.dir / f"{file_stem(run, self.labels)}.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=str) + "\n")
-        tmp.replace(path)
-        return path
+        return write_results_file(self.dir / f"{file_stem(run, self.labels)}.json", result)
 
     def run(self) -> dict:
         cfg = self.config
@@ -727,7 +722,6 @@ class Bench:
             self._write_manifest()
             self.on_event("done", dict(run))
             return
-        summary = result.get("summary") or {}
         result["storage"] = run["storage"]
         from .axes import run_axes
 
@@ -741,10 +735,9 @@ class Bench:
             result.setdefault("couchdb", {})["versions"] = versions
         if db != cfg.db:
             result["bench"]["db"] = db
-        ok = bool(summary.get("ok"))
-        status = "ok" if ok else ("oom" if summary.get("oom_killed") else "error")
-        run.update(status=status, error=None if ok else (summary.get("error") or "build failed"),
-                   docs_per_sec_wall=summary.get("docs_per_sec_wall"), wall_time_s=summary.get("wall_time_s"))
+        fig = Summary.of(result)
+        ok = bool(fig.ok)
+        run.update(status=fig.status, error=None if ok else (fig.error or "build failed"), **run_figures(fig))
         if result.get("iostat"):
             from .scenario import iostat_averages
             run["iostat"] = iostat_averages(result)
@@ -767,18 +760,18 @@ class Bench:
         result["bench"]["ratio_to_baseline"] = run["ratio_to_baseline"]
         if ok and result.get("rows"):
             run["rows"] = result["rows"]
-            from .bench_fault import summary
+            from .bench_fault import summary as comparison_summary
             comparison = self._compare(run, couch, db)
             if comparison is not None:
                 result["comparison"] = comparison
-                run["comparison"] = summary(comparison)
+                run["comparison"] = comparison_summary(comparison)
             repeats = self._compare_repeats(run, couch, db)
             if repeats is not None:
                 result["repeat_comparison"] = repeats
-                run["repeat_comparison"] = summary(repeats)
+                run["repeat_comparison"] = comparison_summary(repeats)
         run["result_file"] = self._write_result(run, result).name
         self._write_manifest()
-        if status == "oom":       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
+        if fig.status == "oom":       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
             self.on_event("done", dict(run))
             return
         self._cleanup(couch, run, db=db)

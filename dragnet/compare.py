@@ -103,10 +103,12 @@ def sort_axes(names: Iterable[str]) -> list[str]:
 
 def wall_s(result: dict) -> float | None:
     """The build's wall time, or None for a failed build."""
-    s = result.get("summary") or {}
-    ok = bool(s.get("ok", s.get("error") is None)) and not (result.get("bench") or {}).get("error")
-    v = s.get("wall_time_s")
-    return float(v) if ok and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+    from .results_schema import Summary
+
+    s = Summary.of(result)
+    ok = s.succeeded and not (result.get("bench") or {}).get("error")
+    v = s.wall_time_s
+    return v if ok and v is not None and v > 0 else None
 
 
 @dataclass

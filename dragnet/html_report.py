@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from . import report as rp
 from .html_page import Chart, Section, build_page
+from .results_schema import RunEntry
 
 PAGE = "index.html"
 RAW_DIR = "raw"
@@ -158,8 +159,8 @@ def size_sections(inp: Inputs) -> tuple[list[Section], list[Section]]:
                                 SIZE_RAW_COLUMNS,
                                 [[_file_cell(str(Path(sw["folder"]) / f"size-{r['size']}" / r["result_file"]),
                                              inp.hrefs) if r.get("result_file") else "–",
-                                  r.get("repeat", "–"), r.get("status", "–"), _num(r.get("wall_time_s"), 3),
-                                  _num(r.get("docs_per_sec_wall"))] for r in mine],
+                                  r.get("repeat", "–"), r.get("status", "–"), _num(RunEntry.of(r).wall_time_s, 3),
+                                  _num(RunEntry.of(r).docs_per_sec_wall)] for r in mine],
                                 id=anchor))
         notes = [f"{lang}{' ' + sc if sc else ''}: {describe_slope(f)}"
                  for (lang, sc), f in fits(sweep_runs(sw["manifests"])).items()]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .couch import mask_urls_in
-from .query_servers import pidstat_pattern
+from .qs_registry import pidstat_pattern, process_family
 from .sysstat import SysstatRunner
 
 # Matches process names (pidstat -C is a regular expression over the command name).
@@ -86,8 +86,9 @@ def rss_peaks_kb(summary: dict | None) -> dict[str, float]:
 
 def family(command: str) -> str:
     """Command family of a pidstat command line, judged by the executable (and an interpreter's script),
-    never by other arguments: beam, couchjs, quickjs, chakra, dragnet-node, dragnet-bun, couchpy[-pypy],
-    dragnet_qs[-pypy], python, pypy, pidstat, dragnet (this tool and its tests), else the executable's name."""
+    never by other arguments: beam, the query servers' families (dragnet.qs_registry: couchjs, quickjs,
+    chakra, dragnet-node, dragnet-bun, couchpy[-pypy], dragnet_qs[-pypy]), python, pypy, node, bun,
+    pidstat, dragnet (this tool and its tests), else the executable's name."""
     words = command.split()
     if not words:
         return "?"
@@ -96,26 +97,16 @@ def family(command: str) -> str:
         return "pidstat"
     if exe.startswith("beam"):
         return "beam"
-    if "quickjs" in exe or exe == "couchjs_mainjs":
-        return "quickjs"
-    if exe.startswith("couchjs"):
-        return "couchjs"
-    if "chakra" in exe:
-        return "chakra"
-    if exe == "couchpy":
-        return "couchpy"
+    known = process_family(exe, _script(words[1:]))   # a registered query server (dragnet.qs_registry)
+    if known:
+        return known
     if exe in ("node", "nodejs") or exe.startswith("bun"):
-        runtime = "node" if exe.startswith("node") else "bun"
-        return f"dragnet-{runtime}" if _script(words[1:]).startswith("dragnet-node") else runtime
+        return "node" if exe.startswith("node") else "bun"
     if exe in ("dragnet", "pytest", "py.test"):
         return "dragnet"
     if exe.startswith(("python", "pypy")):
         pypy = exe.startswith("pypy")
         script = _script(words[1:])
-        if script in ("couchpy", "-m couchdb.view"):
-            return "couchpy-pypy" if pypy else "couchpy"
-        if script.startswith("dragnet_qs"):
-            return "dragnet_qs-pypy" if pypy else "dragnet_qs"
         if script in ("dragnet", "pytest", "py.test", "-m dragnet", "-m pytest"):
             return "dragnet"
         return "pypy" if pypy else "python"

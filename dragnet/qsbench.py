@@ -15,13 +15,11 @@ arithmetic over the recorded samples, so the table can be recomputed from a resu
 from __future__ import annotations
 
 import gc
-import importlib.metadata
 import json
 import math
 import os
 import re
 import resource
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,13 +29,16 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from data_prep.nacp import Malformed, Source
 
-from . import stats
+from . import qs_registry, stats
+from .results_schema import QSBENCH, schema
+from .results_schema import QsbenchRun as Run, ShardRun
+from .results_schema import write as write_results_file
 from .errors import UsageError
 from .machine import machine_info
 from .protocol import ProtocolError, QueryServerProcess, encode
 from .query_servers import DIALECT_FILES, ServerSpec, Skipped
 
-SCHEMA = "dragnet.qsbench/1"
+SCHEMA = schema(QSBENCH)
 # couch_proc_manager:get_proc_config/0 in CouchDB 3.5.0, with the defaults
 # ([query_server_config] reduce_limit = true, [couchdb] os_process_timeout = 5000).
 RESET_CONFIG = {"reduce_limit": True, "timeout": 5000}
@@ -186,80 +187,7 @@ def generated_docs_path(count: int, seed: int, cache_dir: str | os.PathLike = "c
 
 # -- running ----------------------------------------------------------------------------------
 
-@dataclass
-class ShardRun:
-    """One process over one slice of the documents."""
-
-    shard: int
-    docs: int
-    pid: int
-    startup_ns: int          # spawn to the answer of reset
-    map_ns: int              # first map_doc sent to last answer read (= sum of latencies_ns)
-    reduce_ns: int
-    latencies_ns: list[int]  # per document, in document order
-    cpu_s: float             # user + system of the process (wait4 rusage)
-    peak_rss_kb: int | None  # VmHWM just before closing
-    log_lines: int
-    answers: list[bytes] = field(default_factory=list, repr=False)
-    reduction: Any = None
-
-    @property
-    def wall_ns(self) -> int:
-        return self.map_ns + self.reduce_ns
-
-    def as_dict(self, latencies: bool = True) -> dict:
-        d = {"shard": self.shard, "docs": self.docs, "pid": self.pid, "startup_ns": self.startup_ns,
-             "map_ns": self.map_ns, "reduce_ns": self.reduce_ns, "cpu_s": self.cpu_s,
-             "peak_rss_kb": self.peak_rss_kb, "log_lines": self.log_lines}
-        if latencies:
-            d["latencies_ns"] = self.latencies_ns
-        return d
-
-
-@dataclass
-class Run:
-    index: int
-    warmup: bool
-    shards: list[ShardRun]
-
-    @property
-    def docs(self) -> int:
-        return sum(s.docs for s in self.shards)
-
-    @property
-    def wall_ns(self) -> int:
-        """The slowest shard: the index is built when the last shard is."""
-        return max(s.wall_ns for s in self.shards)
-
-    @property
-    def docs_per_sec(self) -> float:
-        return self.docs / (self.wall_ns / 1e9)
-
-    @property
-    def cpu_s(self) -> float:
-        return sum(s.cpu_s for s in self.shards)
-
-    @property
-    def peak_rss_kb(self) -> int | None:
-        vals = [s.peak_rss_kb for s in self.shards if s.peak_rss_kb is not None]
-        return max(vals) if vals else None
-
-    @property
-    def startup_ns(self) -> int:
-        return max(s.startup_ns for s in self.shards)
-
-    @property
-    def latencies_ns(self) -> list[int]:
-        out: list[int] = []
-        for s in self.shards:
-            out.extend(s.latencies_ns)
-        return out
-
-    def as_dict(self, latencies: bool = True) -> dict:
-        return {"index": self.index, "warmup": self.warmup, "docs": self.docs, "wall_ns": self.wall_ns,
-                "docs_per_sec": self.docs_per_sec, "cpu_s": self.cpu_s, "peak_rss_kb": self.peak_rss_kb,
-                "startup_ns": self.startup_ns, "log_lines": sum(s.log_lines for s in self.shards),
-                "shards": [s.as_dict(latencies) for s in self.shards]}
+# ShardRun and Run are the results schema's records of a qsbench run (dragnet.results_schema)
 
 
 def _expect_true(qs: QueryServerProcess, message: list, what: str) -> None:
@@ -625,46 +553,13 @@ def run_warnings(rates: dict[str, Sequence[float]]) -> list[str]:
 
 # -- versions and results ---------------------------------------------------------------------
 
-_PY = re.compile(r"^(python|pypy)[0-9.]*$")
 # only arrays laid out by indent= (a raw newline never occurs inside a JSON string)
 _INT_ARRAY = re.compile(r"\[\n\s*-?\d+(?:,\n\s*-?\d+)*\n\s*\]")
 
 
 def server_version(spec: ServerSpec) -> str | None:
     """What is cheaply knowable about the server's version, without speaking the protocol."""
-    version = getattr(spec, "version", None)
-    if version:
-        return str(version)
-    parts = []
-    exe = os.path.basename(spec.argv[0]) if spec.argv else ""
-    for marker, package, label in (("couchpy", "CouchDB", "CouchDB-Python"),
-                                   ("chakra", "PyChakra", "libChakraCore of PyChakra")):
-        if marker in exe or spec.name.startswith(marker):
-            try:
-                parts.append(f"{label} {importlib.metadata.version(package)}")
-            except importlib.metadata.PackageNotFoundError:
-                pass
-    if exe == "couchjs":
-        try:
-            out = subprocess.run([spec.argv[0], "-V"], capture_output=True, text=True, timeout=10,
-                                 stdin=subprocess.DEVNULL)
-            if out.returncode == 0 and out.stdout.strip():
-                parts.append(out.stdout.strip().splitlines()[0])
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    quickjs = re.search(r"couch_quickjs-([0-9][0-9.]*)", spec.argv[0]) if spec.argv else None
-    if quickjs:
-        parts.append(f"QuickJS of CouchDB {quickjs.group(1)}")
-    if _PY.match(exe):
-        try:
-            out = subprocess.run([spec.argv[0], "-c", "import sys; print(sys.implementation.name, "
-                                  "'.'.join(map(str, sys.version_info[:3])))"],
-                                 capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
-            if out.returncode == 0:
-                parts.append(out.stdout.strip())
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    return "; ".join(parts) or None
+    return qs_registry.probe_version(spec)
 
 
 def server_entry(res: ServerResult, row: Row | None, latencies: bool = True) -> dict:
@@ -722,8 +617,7 @@ def write_results(doc: dict, results_dir: str | os.PathLike = "results") -> Path
     text = json.dumps(doc, ensure_ascii=False, indent=1, default=str)
     # arrays of integers (the per-document latencies) on one line each, not one number per line
     text = _INT_ARRAY.sub(lambda m: re.sub(r"\s+", "", m.group(0)), text)
-    path.write_text(text + "\n", encoding="utf-8")
-    return path
+    return write_results_file(path, doc, text + "\n")
 
 
 def rows_from_document(doc: dict) -> list[Row]:
@@ -732,17 +626,10 @@ def rows_from_document(doc: dict) -> list[Row]:
     for s in doc["servers"]:
         if s["status"] != "ok":
             continue
-        runs = [_run_from_dict(r) for r in s["runs"] if not r["warmup"]]
+        runs = [Run.from_dict(r) for r in s["runs"] if not r["warmup"]]
         if runs:
             rows.append(summarize_runs(s["name"], runs))
     return rank(rows)
-
-
-def _run_from_dict(d: dict) -> Run:
-    return Run(d["index"], d["warmup"], [
-        ShardRun(shard=s["shard"], docs=s["docs"], pid=s["pid"], startup_ns=s["startup_ns"], map_ns=s["map_ns"],
-                 reduce_ns=s["reduce_ns"], latencies_ns=s.get("latencies_ns", []), cpu_s=s["cpu_s"],
-                 peak_rss_kb=s["peak_rss_kb"], log_lines=s["log_lines"]) for s in d["shards"]])
 
 
 # -- the whole benchmark ----------------------------------------------------------------------

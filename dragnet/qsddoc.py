@@ -23,10 +23,12 @@ from .design import Design
 from .errors import UsageError
 from .machine import machine_info
 from .protocol import ProtocolError, QueryServerProcess
-from .query_servers import LANGUAGE, ServerSpec, Skipped
+from .qs_registry import LANGUAGE
+from .results_schema import QSBENCH_DDOC, schema
+from .query_servers import ServerSpec, Skipped
 from .reduce_batches import Call, btree_rows, is_builtin, plan_and_reduce
 
-SCHEMA = "dragnet.qsbench-ddoc/1"
+SCHEMA = schema(QSBENCH_DDOC)
 _DIALECT_FAMILY = {"es5": "js", "es2015": "js", "python": "python", "erlang": "erlang"}
 # a map function that emits nothing: its time alone is the protocol's own cost, subtracted from each
 # function's time alone before the map time is split between them

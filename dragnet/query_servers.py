@@ -1,7 +1,7 @@
 """Query servers dragnet knows: how to start each one, which CouchDB language it serves, which view file it runs.
 
-This is the single registry used by `dragnet qsbench` (discovery), registration (COUCHDB_QUERY_SERVER_*
-environment variables for CouchDB, see dragnet.registration) and the Docker image.
+The servers themselves are records of dragnet.qs_registry; this module holds how each one is found
+here (its discovery function), external definitions (variables, config files) and discover().
 
 `discover()` offers every server that can run here and says why each other one cannot:
 
@@ -20,8 +20,8 @@ environment variables for CouchDB, see dragnet.registration) and the Docker imag
 
 plus servers from COUCHDB_QUERY_SERVER_<LANG> variables and from a config file (ini or JSON).
 
-`LANGUAGES` below is the one list of CouchDB languages dragnet benchmarks: views (dialect family),
-bench (view file), pidstat (process pattern) and report (process families) all read it.
+`LANGUAGES` (dragnet.qs_registry) is the one list of CouchDB languages dragnet benchmarks: views (dialect
+family), bench (view file), pidstat (process pattern) and report (process families) all read it.
 """
 
 from __future__ import annotations
@@ -99,46 +99,13 @@ class Skipped:
     reason: str
 
 
-@dataclass(frozen=True)
-class Language:
-    """One CouchDB language (a design doc's "language") dragnet benchmarks.
+def __getattr__(name: str):
+    # the language list moved to the registry; older imports of it keep working
+    if name in ("LANGUAGES", "LANGUAGE", "Language", "pidstat_pattern"):
+        from . import qs_registry
 
-    family:    view-file family: js, python or erlang
-    view_file: the file of views/<name>/ that `bench` runs on it
-    processes: pidstat families (dragnet.pidstat.family) of its query-server processes, preferred first
-    commands:  process names pidstat -C must match to see them (beam is always watched)
-    """
-
-    name: str
-    family: str
-    description: str
-    view_file: str
-    processes: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-
-
-LANGUAGES: tuple[Language, ...] = (
-    Language("javascript", "js", "couchjs (SpiderMonkey), CouchDB's default JavaScript server", "map.js",
-             ("couchjs",), ("couchjs",)),
-    Language("javascript_quickjs", "js", "QuickJS, built into CouchDB 3.4+", "map.js", ("quickjs",), ("quickjs",)),
-    Language("erlang", "erlang", "CouchDB's native Erlang query server (in beam)", "map.erl"),
-    Language("python", "python", "couchpy 1.2 (the historical Python query server)", "map.py",
-             ("couchpy", "couchpy-pypy"), ("couchpy", "python", "pypy")),
-    Language("chakra", "js", "dragnet's ChakraCore query server", "map.es6.js", ("chakra",), ("dragnet-chakra",)),
-    Language("node", "js", "dragnet's query server on Node.js (V8)", "map.es6.js", ("dragnet-node",), ("node",)),
-    Language("bun", "js", "dragnet's query server on Bun (JavaScriptCore)", "map.es6.js", ("dragnet-bun",),
-             ("bun",)),
-    Language("python3", "python", "dragnet's Python query server on CPython", "map.py", ("dragnet_qs",),
-             ("python", "dragnet_qs")),
-    Language("pypy3", "python", "dragnet's Python query server on PyPy", "map.py", ("dragnet_qs-pypy",),
-             ("pypy", "dragnet_qs")),
-)
-LANGUAGE = {lang.name: lang for lang in LANGUAGES}
-
-
-def pidstat_pattern() -> str:
-    """pidstat -C pattern matching beam and every query server of LANGUAGES."""
-    return "|".join(dict.fromkeys(["beam", *(c for lang in LANGUAGES for c in lang.commands)]))
+        return getattr(qs_registry, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 ENV_PREFIX = "COUCHDB_QUERY_SERVER_"
@@ -185,14 +152,25 @@ def _executable(path: Path) -> bool:
 
 
 # -- built-in servers ----------------------------------------------------------------------------
+# Each finds one server here: Found (its command) or why not (a str); the registry's record
+# (dragnet.qs_registry) adds its name, language and dialect.
 
 
-def _chakra() -> ServerSpec | Skipped:
+@dataclass(frozen=True)
+class Found:
+    """Where discovery found a server: its command, extra environment, and its runtime's version if known."""
+
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    version: str = ""
+
+
+def discover_chakra(env: dict) -> Found | str:
     if not CHAKRA_QS.exists():
-        return Skipped("chakra", f"{CHAKRA_QS} not built ({BUILD_HINT})")
+        return (f"{CHAKRA_QS} not built ({BUILD_HINT})")
     if not _executable(CHAKRA_QS):
-        return Skipped("chakra", f"{CHAKRA_QS} is not executable")
-    return ServerSpec("chakra", "chakra", (str(CHAKRA_QS),), "es2015")
+        return (f"{CHAKRA_QS} is not executable")
+    return Found((str(CHAKRA_QS),))
 
 
 @functools.lru_cache(maxsize=8)
@@ -209,42 +187,42 @@ def runtime_version(exe: str) -> tuple[str | None, str | None]:
     return text.lstrip("v"), None
 
 
-def _node(path: dict) -> ServerSpec | Skipped:
+def discover_node(path: dict) -> Found | str:
     node = shutil.which("node", path=path.get("PATH")) or shutil.which("nodejs", path=path.get("PATH"))
     if not node:
-        return Skipped("node", "node is not on PATH (Debian: apt-get install nodejs; 18 or later)")
+        return ("node is not on PATH (Debian: apt-get install nodejs; 18 or later)")
     version, why = runtime_version(node)
     if why:
-        return Skipped("node", why)
+        return (why)
     if int(version.split(".")[0]) < NODE_MIN_MAJOR:
-        return Skipped("node", f"{node} is Node.js {version}; the node server needs {NODE_MIN_MAJOR} or later")
-    return ServerSpec("node", "node", (node, str(NODE_QS)), "es2015", version=f"Node.js {version}")
+        return (f"{node} is Node.js {version}; the node server needs {NODE_MIN_MAJOR} or later")
+    return Found((node, str(NODE_QS)), version=f"Node.js {version}")
 
 
-def _bun() -> ServerSpec | Skipped:
+def discover_bun(env: dict) -> Found | str:
     if not BUN_BINARY.exists():
-        return Skipped("bun", f"{BUN_BINARY} not installed ({BUILD_HINT}; it says why when Bun cannot "
+        return (f"{BUN_BINARY} not installed ({BUILD_HINT}; it says why when Bun cannot "
                               "run here)")
     version, why = runtime_version(str(BUN_BINARY))
     if why:
-        return Skipped("bun", why)
-    return ServerSpec("bun", "bun", (str(BUN_BINARY), str(NODE_QS)), "es2015", version=f"Bun {version}")
+        return (why)
+    return Found((str(BUN_BINARY), str(NODE_QS)), version=f"Bun {version}")
 
 
-def _python3() -> ServerSpec | Skipped:
+def discover_python3(env: dict) -> Found | str:
     python = sys.executable or which("python3")
     if not python:
-        return Skipped("python3", "no python3 found")
+        return ("no python3 found")
     if not PYTHON_QS.is_file():
-        return Skipped("python3", f"{PYTHON_QS} is missing")
-    return ServerSpec("python3", "python3", (python, str(PYTHON_QS)), "python")
+        return (f"{PYTHON_QS} is missing")
+    return Found((python, str(PYTHON_QS)))
 
 
-def _pypy3(path: dict) -> ServerSpec | Skipped:
+def discover_pypy3(path: dict) -> Found | str:
     pypy = shutil.which("pypy3", path=path.get("PATH"))
     if not pypy:
-        return Skipped("pypy3", "pypy3 is not on PATH (Debian: apt-get install pypy3)")
-    return ServerSpec("pypy3", "pypy3", (pypy, str(PYTHON_QS)), "python")
+        return ("pypy3 is not on PATH (Debian: apt-get install pypy3)")
+    return Found((pypy, str(PYTHON_QS)))
 
 
 def find_couchpy(path: dict) -> str | None:
@@ -256,11 +234,11 @@ def find_couchpy(path: dict) -> str | None:
     return shutil.which("couchpy", path=path.get("PATH"))
 
 
-def _couchpy(path: dict) -> ServerSpec | Skipped:
+def discover_couchpy(path: dict) -> Found | str:
     couchpy = find_couchpy(path)
     if not couchpy:
-        return Skipped("couchpy", "couchpy not found (pip install CouchDB==1.2)")
-    return ServerSpec("couchpy", "python", (couchpy,), "python", source="couchpy")
+        return ("couchpy not found (pip install CouchDB==1.2)")
+    return Found((couchpy,))
 
 
 def couchpy_package_dir() -> Path | None:
@@ -296,26 +274,25 @@ def _pypy_runs_couchpy(pypy: str, pythonpath: str) -> str | None:
     return None
 
 
-def _couchpy_pypy(path: dict) -> ServerSpec | Skipped:
+def discover_couchpy_pypy(path: dict) -> Found | str:
     # Discovery only reads: the link and the check that pypy3 runs couchpy through it are made once by
     # build_couchpy_pypy() (`dragnet servers --build`, `make servers`), not on every `dragnet servers`.
     pypy = shutil.which("pypy3", path=path.get("PATH"))
     if not pypy:
-        return Skipped("couchpy-pypy", "pypy3 is not on PATH")
+        return ("pypy3 is not on PATH")
     package = couchpy_package_dir()
     if package is None:
-        return Skipped("couchpy-pypy", "the couchdb package (CouchDB==1.2) is not installed")
+        return ("the couchdb package (CouchDB==1.2) is not installed")
     link = COUCHPY_PYPY_PATH / "couchdb"
     if not (link.is_symlink() and link.resolve() == package.resolve()):
-        return Skipped("couchpy-pypy", f"{COUCHPY_PYPY_PATH} not prepared ({BUILD_HINT})")
+        return (f"{COUCHPY_PYPY_PATH} not prepared ({BUILD_HINT})")
     try:
         checked = (COUCHPY_PYPY_PATH / COUCHPY_PYPY_STAMP).read_text(encoding="utf-8").strip()
     except OSError:
         checked = ""
     if checked != _pypy_identity(pypy):
-        return Skipped("couchpy-pypy", f"{pypy} not checked against {COUCHPY_PYPY_PATH} ({BUILD_HINT})")
-    return ServerSpec("couchpy-pypy", "python", (pypy, "-m", "couchdb.view"), "python", source="couchpy",
-                      env=(("PYTHONPATH", str(COUCHPY_PYPY_PATH)),))
+        return (f"{pypy} not checked against {COUCHPY_PYPY_PATH} ({BUILD_HINT})")
+    return Found((pypy, "-m", "couchdb.view"), env=(("PYTHONPATH", str(COUCHPY_PYPY_PATH)),))
 
 
 def couchdb_home(env: dict | None = None) -> Path:
@@ -330,28 +307,28 @@ def quickjs_binary(home: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def _couchjs(env: dict) -> list[ServerSpec | Skipped]:
+def discover_couchjs(env: dict) -> Found | str:
     home = couchdb_home(env)
     couchjs, main_js = home / "bin" / "couchjs", home / "share" / "server" / "main.js"
-    out: list[ServerSpec | Skipped] = []
     if _executable(couchjs) and main_js.is_file():
-        out.append(ServerSpec("couchjs", "javascript", (str(couchjs), str(main_js)), "es5", source="couchdb"))
-    else:
-        out.append(Skipped("couchjs", f"no CouchDB at {home} ({couchjs} and {main_js}; set DRAGNET_COUCHDB_HOME)"))
+        return Found((str(couchjs), str(main_js)))
+    return (f"no CouchDB at {home} ({couchjs} and {main_js}; set DRAGNET_COUCHDB_HOME)")
+
+
+def discover_quickjs(env: dict) -> Found | str:
+    """CouchDB's QuickJS binary (quickjs and quickjs-es2015 run the same one on different view files)."""
+    home = couchdb_home(env)
     quickjs = quickjs_binary(home)
     if quickjs and _executable(quickjs):
-        for name, dialect in (("quickjs", "es5"), ("quickjs-es2015", "es2015")):
-            out.append(ServerSpec(name, "javascript_quickjs", (str(quickjs),), dialect, source="couchdb"))
-    else:
-        reason = f"no {home}/lib/couch_quickjs-*/priv/couchjs_mainjs (CouchDB >= 3.4 release)"
-        out += [Skipped("quickjs", reason), Skipped("quickjs-es2015", reason)]
-    return out
+        return Found((str(quickjs),))
+    return f"no {home}/lib/couch_quickjs-*/priv/couchjs_mainjs (CouchDB >= 3.4 release)"
 
 
 def builtin_servers(env: dict | None = None) -> tuple[list[ServerSpec], list[Skipped]]:
+    from .qs_registry import discover_builtin   # the registry refers to this module's discovery functions
+
     env = os.environ if env is None else env
-    found: list[ServerSpec | Skipped] = [_chakra(), _node(env), _bun(), _python3(), _pypy3(env), _couchpy(env), _couchpy_pypy(env)]
-    found += _couchjs(env)
+    found = discover_builtin(env)
     return [s for s in found if isinstance(s, ServerSpec)], [s for s in found if isinstance(s, Skipped)]
 
 

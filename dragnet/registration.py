@@ -19,6 +19,7 @@ import re
 import shlex
 from typing import Iterable, Mapping
 
+from .qs_registry import docker_specs
 from .query_servers import ENV_PREFIX, ServerSpec, Skipped, discover
 
 # Languages CouchDB serves without a COUCHDB_QUERY_SERVER_* variable from us.
@@ -32,16 +33,7 @@ _LANGUAGE = re.compile(r"^[a-z0-9_]+$")
 
 # Where the Docker image (docker/Dockerfile) puts dragnet's servers.
 DOCKER_ROOT = "/opt/dragnet"
-DOCKER_SPECS = (
-    ServerSpec("chakra", "chakra", (f"{DOCKER_ROOT}/query_servers/chakra/dragnet-chakra",), "es2015"),
-    ServerSpec("node", "node", ("/usr/bin/nodejs", f"{DOCKER_ROOT}/query_servers/node/dragnet-node.js"), "es2015"),
-    ServerSpec("bun", "bun", (f"{DOCKER_ROOT}/query_servers/bun/bun", f"{DOCKER_ROOT}/query_servers/node/dragnet-node.js"),
-               "es2015"),
-    ServerSpec("python3", "python3", ("/usr/bin/python3", f"{DOCKER_ROOT}/query_servers/python/dragnet_qs.py"),
-               "python"),
-    ServerSpec("pypy3", "pypy3", ("/usr/bin/pypy3", f"{DOCKER_ROOT}/query_servers/python/dragnet_qs.py"), "python"),
-    ServerSpec("couchpy", "python", (f"{DOCKER_ROOT}/venv/bin/couchpy",), "python", source="couchpy"),
-)
+DOCKER_SPECS = docker_specs()   # the registry's in-image commands (dragnet.qs_registry)
 
 DEFAULT_OS_PROCESS_TIMEOUT_MS = 60000
 

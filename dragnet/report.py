@@ -20,21 +20,20 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from . import results_schema as rs
 from . import stats
 from .errors import UsageError
 from .pidstat import WATCHERS
 from .scenario import label_of as scenario_label
-from .query_servers import LANGUAGES as QS_LANGUAGES
+from .qs_registry import LANGUAGES as QS_LANGUAGES
 from .stats import Summary, median, summarize
 
-RESULT_SCHEMA = "dragnet.addview/1"
+RESULT_SCHEMA = rs.schema(rs.ADDVIEW)
 BENCH_MANIFEST = "bench.json"
 RECORDING_MARKER = "active_tasks.jsonl"
 BASELINE_LABEL = "erlang_baseline"
@@ -97,15 +96,15 @@ def load_results(paths: Iterable[str | Path]) -> list[dict]:
                     out.extend(failed_runs(_read_json(f), f))
                     continue
                 doc = _read_json(f)
-                check_schema(doc, f)
-                if isinstance(doc, dict) and doc.get("schema") == RESULT_SCHEMA:
+                if rs.kind_of(doc) == rs.ADDVIEW:
+                    rs.check_schema(doc, f, [rs.ADDVIEW])   # a newer version is refused, not skipped
                     doc.setdefault("_source", str(f))
                     out.append(doc)
         elif p.is_file():
             doc = _read_json(p)
-            check_schema(doc, p)
-            if not (isinstance(doc, dict) and doc.get("schema") == RESULT_SCHEMA):
+            if rs.kind_of(doc) != rs.ADDVIEW:
                 raise UsageError(f"{p}: not a dragnet results file (schema {RESULT_SCHEMA!r} expected)")
+            rs.check_schema(doc, p, [rs.ADDVIEW])
             doc.setdefault("_source", str(p))
             out.append(doc)
         else:
@@ -113,15 +112,6 @@ def load_results(paths: Iterable[str | Path]) -> list[dict]:
     if not out:
         raise UsageError("no results found in " + ", ".join(str(p) for p in paths))
     return out
-
-
-def check_schema(doc: Any, path: Path) -> None:
-    """A results file of another version of the results schema is an error naming that version."""
-    schema = doc.get("schema") if isinstance(doc, dict) else None
-    family = RESULT_SCHEMA.rsplit("/", 1)[0] + "/"
-    if isinstance(schema, str) and schema.startswith(family) and schema != RESULT_SCHEMA:
-        raise UsageError(f"{path}: results schema {schema!r} (from a newer dragnet?); this dragnet reads "
-                         f"{RESULT_SCHEMA!r}")
 
 
 def failed_runs(manifest: Any, path: Path) -> list[dict]:
@@ -155,14 +145,7 @@ def _from_recording(folder: Path) -> dict:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}; "
-                         f"truncated or damaged?)") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
+    return rs.read_json(path)
 
 
 # ---------------------------------------------------------------- one result -> Run
@@ -175,7 +158,7 @@ def result_label(result: dict) -> str:
     if result.get("label"):
         return str(result["label"])
     view = result.get("view") or {}
-    lang = str(view.get("language") or (result.get("summary") or {}).get("language") or "unknown")
+    lang = str(view.get("language") or rs.Summary.of(result).language or "unknown")
     path = str(view.get("path") or "").lower()
     name = Path(path).name
     if lang == "erlang" and "baseline" in path:
@@ -201,14 +184,7 @@ def started_at(result: dict) -> float:
     return 0.0
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
+_num = rs.number
 
 
 def family_resources(result: dict) -> dict[str, dict[str, float]]:
@@ -240,6 +216,7 @@ def family_resources(result: dict) -> dict[str, dict[str, float]]:
 
 def to_run(result: dict) -> Run:
     s = result.get("summary") or {}
+    fig = rs.Summary.of(result)
     bench = result.get("bench") or {}
     storage = str(bench.get("storage_label") or result.get("storage") or "unknown")
     scenario = scenario_label(result)
@@ -250,21 +227,17 @@ def to_run(result: dict) -> Run:
     extra = combination_label(bench.get("axes"))
     if extra:       # nor builds with another CouchDB, setting, core count or q
         storage = f"{storage} {extra}"
-    docs = _num(s.get("docs"))
-    wall = _num(s.get("wall_time_s"))
-    dps = _num(s.get("docs_per_sec_wall"))
-    if dps is None and docs and wall:
-        dps = docs / wall
-    ok = bool(s.get("ok", s.get("error") is None)) and not bench.get("error")
+    docs, wall, dps = fig.docs, fig.wall_time_s, fig.docs_per_sec
+    ok = fig.succeeded and not bench.get("error")
     return Run(
         label=result_label(result), storage=storage, started_at=started_at(result), ok=ok,
-        error=s.get("error") or bench.get("error"),
+        error=fig.error or bench.get("error"),
         repeat=bench.get("repeat") if isinstance(bench.get("repeat"), int) else None,
         bench_id=bench.get("id"),
-        all_cps=_num(s.get("average_all_tasks_cps")), one_cps=_num(s.get("average_one_task_cps")),
-        total_s=_num(s.get("total_time_s")), wall_s=wall, docs=int(docs) if docs is not None else None,
+        all_cps=fig.average_all_tasks_cps, one_cps=fig.average_one_task_cps,
+        total_s=fig.total_time_s, wall_s=wall, docs=int(docs) if docs is not None else None,
         docs_per_s=dps, resources=family_resources(result), source=str(result.get("_source", "")),
-        language=str((result.get("view") or {}).get("language") or s.get("language") or ""),
+        language=str((result.get("view") or {}).get("language") or fig.language or ""),
         ddoc=design_id(result), views=tuple(((result.get("view") or {}).get("design") or {}).get("views") or ()),
         comparison=result.get("comparison") if isinstance(result.get("comparison"), dict) else None,
         repeat_comparison=result.get("repeat_comparison") if isinstance(result.get("repeat_comparison"), dict)

@@ -14,9 +14,10 @@ from typing import Any, Iterable
 
 from . import pidstat as _pidstat
 from . import poller
+from . import results_schema as _schema
 from .errors import DragnetError
 
-SCHEMA = "dragnet.addview/1"
+SCHEMA = _schema.schema(_schema.ADDVIEW)
 KIND = "addview"
 
 _LOG_TS = re.compile(r"^\[\w+\]\s+(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?)Z")
@@ -173,24 +174,12 @@ def write_results(results: dict, directory: str | Path) -> Path:
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     name = f"addview-{slug(str(results['db'].get('name')))}-{slug(str(results['view'].get('language')))}-{stamp}.json"
     path = d / name
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(results, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return _schema.write(path, results)
 
 
 def read_results(path: str | Path) -> dict:
-    """Load and check one results file."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DragnetError(f"cannot read results file {p}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise DragnetError(f"{p}: not JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise DragnetError(f"{p}: not a dragnet addview results file (schema {data.get('schema') if isinstance(data, dict) else None!r}, expected {SCHEMA!r})")
-    return data
+    """Load and check one results file (dragnet.results_schema.read)."""
+    return _schema.read(path, _schema.ADDVIEW)
 
 
 def read_polls(path: str | Path) -> list[dict]:

@@ -22,6 +22,7 @@ from . import limits
 from .couch import Couch, CouchError, db_path, split_credentials
 from .errors import DragnetError, UsageError
 from .pidstat import WATCHERS, listening_pid, process_tree, rss_peaks_kb
+from .results_schema import RunEntry, Summary
 from .storage import format_size
 
 
@@ -100,12 +101,11 @@ def runs_from_results(results: Iterable[dict]) -> tuple[list[dict], str | None]:
         label = label_of(r)
         if not label:
             continue
-        s = r.get("summary") or {}
+        s = Summary.of(r)
         b = r.get("bench") or {}
-        status = "ok" if s.get("ok") else ("oom" if s.get("oom_killed") else "error")
-        runs.append({"language": b.get("language") or s.get("language") or "?",
+        runs.append({"language": b.get("language") or s.language or "?",
                      "storage": str(b.get("storage_label") or r.get("storage") or "unknown"),
-                     "scenario": label, "status": status, "docs_per_sec_wall": s.get("docs_per_sec_wall"),
+                     "scenario": label, "status": s.status, "docs_per_sec_wall": s.docs_per_sec_wall,
                      "iostat": iostat_averages(r), "memory": r.get("memory"),
                      "pidstat_peak_rss_kb": rss_peaks_kb((r.get("pidstat") or {}).get("summary"))})
         sc = r["scenario"] if isinstance(r.get("scenario"), dict) else {"label": label}
@@ -328,6 +328,12 @@ class Row:
     own_memory: int | None = None  # largest own_memory() of this row's successful builds
 
 
+def _rates(runs: Iterable[dict]) -> list[float]:
+    """docs/s of the successful runs among manifest run entries."""
+    entries = [RunEntry.of(r) for r in runs]
+    return [e.docs_per_sec_wall for e in entries if e.status == "ok" and e.docs_per_sec_wall]
+
+
 def disk_matters(runs: Iterable[dict], reference: str) -> list[Row]:
     """Rows per (language, storage, scenario) from manifest runs ({"language","storage","scenario",
     "status","docs_per_sec_wall","iostat","memory","pidstat_peak_rss_kb"}); ratio to the reference scenario
@@ -337,9 +343,8 @@ def disk_matters(runs: Iterable[dict], reference: str) -> list[Row]:
         groups.setdefault((r["language"], r["storage"], r.get("scenario") or reference), []).append(r)
     rows = []
     for (lang, st, sc), rs in groups.items():
-        ok = [r["docs_per_sec_wall"] for r in rs if r.get("status") == "ok" and r.get("docs_per_sec_wall")]
-        ref = [r["docs_per_sec_wall"] for r in groups.get((lang, st, reference), [])
-               if r.get("status") == "ok" and r.get("docs_per_sec_wall")]
+        ok = _rates(rs)
+        ref = _rates(groups.get((lang, st, reference), []))
         ratio = statistics.median(ok) / statistics.median(ref) if ok and ref else None
         io = [r["iostat"] for r in rs if r.get("iostat")]
         io_mean = {k: statistics.mean(i[k] for i in io) for k in io[0]} if io else None

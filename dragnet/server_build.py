@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import query_servers as qs
+from .qs_registry import build_steps
 
-STEPS = ("chakra", "couchpy-pypy", "bun")
+STEPS = build_steps()   # the registry's build steps (dragnet.qs_registry)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ which the database first exceeds a memory limit, and the per-size table rows bui
 from __future__ import annotations
 
 import gzip
-import json
 import math
 import statistics
 from dataclasses import asdict, dataclass, replace
@@ -19,12 +18,14 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from . import bench as b
+from . import results_schema as _schema
+from .results_schema import RunEntry, SizeRow  # noqa: F401  (SizeRow: the schema's record of a row)
 from .couch import connect, db_path
 from .errors import DragnetError, UsageError
 from .scenario import own_memory
 from .limits import parse_sizes  # noqa: F401  (re-exported: the CLI parses --sizes here)
 
-SCHEMA = "dragnet.sizes/1"
+SCHEMA = _schema.schema(_schema.SIZES)
 SUMMARY = "sizes.json"
 SEED = 1          # fixed: the same sweep on another day imports the same documents
 
@@ -134,22 +135,6 @@ def peak_memory(run: dict) -> tuple[int | None, str | None]:
     return (own, "pidstat rss") if own is not None else (None, None)
 
 
-@dataclass
-class SizeRow:
-    language: str
-    scenario: str
-    size: int
-    runs: int
-    seconds: list[float]
-    docs_per_sec: list[float]
-    db_file: int | None
-    index_file: int | None
-    peak_memory: int | None
-    peak_source: str | None
-    exceeds_memory: bool           # this size's database is larger than the scenario's memory limit
-    first_exceeding: bool          # … and it is the first size that is
-
-
 def size_rows(runs: Iterable[dict], db_bytes: dict[int, int | None],
               limits_by_scenario: dict[str, int | None] | None = None) -> list[SizeRow]:
     """Rows per (language, scenario, size) from the sweep's runs (manifest entries with a "size")."""
@@ -159,15 +144,16 @@ def size_rows(runs: Iterable[dict], db_bytes: dict[int, int | None],
         groups.setdefault((r["language"], r.get("scenario") or "", r["size"]), []).append(r)
     out = []
     for (lang, sc, n), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2])):
-        ok = [r for r in rs if r.get("status") == "ok" and r.get("wall_time_s")]
+        ok = [r for r in rs if RunEntry.of(r).timed]
+        figs = [RunEntry.of(r) for r in ok]
         idx = [((r.get("sizes") or {}).get("after") or {}).get("index") or {} for r in ok]
         idx_files = [i.get("file") for i in idx if i.get("file")]
         peaks = [peak_memory(r) for r in ok]
         peak = max((p for p in peaks if p[0] is not None), default=(None, None))
         limit = limits_by_scenario.get(sc)
         first = first_exceeding(db_bytes, limit)
-        out.append(SizeRow(lang, sc, n, len(rs), [r["wall_time_s"] for r in ok],
-                           [r["docs_per_sec_wall"] for r in ok if r.get("docs_per_sec_wall")],
+        out.append(SizeRow(lang, sc, n, len(rs), [f.wall_time_s for f in figs],
+                           [f.docs_per_sec_wall for f in figs if f.docs_per_sec_wall],
                            db_bytes.get(n), max(idx_files) if idx_files else None, peak[0], peak[1],
                            bool(limit and db_bytes.get(n) and db_bytes[n] > limit), first == n))
     return out
@@ -179,8 +165,9 @@ def fits(runs: Iterable[dict]) -> dict[tuple[str, str], Fit | None]:
     for r in runs:
         key = (r["language"], r.get("scenario") or "")
         pts.setdefault(key, [])
-        if r.get("status") == "ok" and r.get("wall_time_s"):
-            pts[key].append((r["size"], r["wall_time_s"]))
+        entry = RunEntry.of(r)
+        if entry.timed:
+            pts[key].append((entry.size, entry.wall_time_s))
     return {k: fit_slope(v) for k, v in pts.items()}
 
 
@@ -306,17 +293,14 @@ def analyse(summary: dict, manifests: dict[int, dict]) -> dict:
 def _write(folder: Path, summary: dict, manifests: dict[int, dict]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     out = {**summary, **(analyse(summary, manifests) if manifests else {})}
-    tmp = folder / (SUMMARY + ".tmp")
-    tmp.write_text(json.dumps(out, indent=1, ensure_ascii=False, default=str) + "\n")
-    tmp.replace(folder / SUMMARY)
+    _schema.write(folder / SUMMARY, out)
 
 
 def load(folder: str | Path) -> tuple[dict, dict[int, dict]]:
     """sizes.json and every size's bench.json from a sweep's folder."""
     folder = Path(folder)
-    try:
-        summary = json.loads((folder / SUMMARY).read_text())
-    except FileNotFoundError:
-        raise DragnetError(f"{folder}: no {SUMMARY}") from None
-    manifests = {int(n): json.loads((folder / rel).read_text()) for n, rel in summary["manifests"].items()}
+    if not (folder / SUMMARY).is_file():
+        raise DragnetError(f"{folder}: no {SUMMARY}")
+    summary = _schema.read(folder / SUMMARY, _schema.SIZES)
+    manifests = {int(n): _schema.read(folder / rel, _schema.BENCH) for n, rel in summary["manifests"].items()}
     return summary, manifests

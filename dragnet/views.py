@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
-from .query_servers import LANGUAGES as QS_LANGUAGES
+from .qs_registry import LANGUAGES as QS_LANGUAGES
 
 # CouchDB language name (the design doc's "language") -> (dialect family, what runs it)
 LANGUAGES: dict[str, tuple[str, str]] = {lang.name: (lang.family, lang.description) for lang in QS_LANGUAGES}
@@ -22,8 +22,7 @@ LANGUAGES: dict[str, tuple[str, str]] = {lang.name: (lang.family, lang.descripti
 # convenience spellings accepted by --language and in headers
 ALIASES = {
     "js": "javascript", "es5": "javascript", "es2015": "javascript", "es6": "javascript",
-    "couchjs": "javascript", "spidermonkey": "javascript", "quickjs": "javascript_quickjs",
-    "couchpy": "python", "cpython": "python3", "pypy": "pypy3", "erl": "erlang",
+    **{alias: lang.name for lang in QS_LANGUAGES for alias in lang.aliases},   # couchjs, pypy, erl, ...
 }
 
 # extension -> (language, dialect); longest suffix first

@@ -7,6 +7,7 @@ import sys
 import click
 
 from .. import bench as b
+from ..results_schema import RunEntry
 from .compare import store_option
 from .options import db_option, json_option, print_json, url_option
 
@@ -186,7 +187,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
                                           f", rows vs {cmp['reference']}: {cmp['differences']} differences in "
                                           f"{cmp['rows_compared']}" + (f" ({rp.classes_text(cmp['classes'])})"
                                                                        if cmp.get("classes") else ""))
-                console.print(f"    wall {d['wall_time_s']:.1f} s, {d['docs_per_sec_wall']:.0f} docs/s"
+                fig = RunEntry.of(d)
+                console.print(f"    wall {fig.wall_time_s:.1f} s, {fig.docs_per_sec_wall:.0f} docs/s"
                               + (f", ×{ratio:.2f} baseline" if ratio is not None else "") + same)
             else:
                 console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)
@@ -430,6 +432,7 @@ def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
     from pathlib import Path
 
     from ..fault import describe
+    from ..results_schema import read as read_results_file
 
     lines = []
     for r in runs:
@@ -441,7 +444,7 @@ def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
             whose = "its own first build" if key == "repeat_comparison" else cmp["reference"]
             lines.append(f"DIFFERENT: {r['language']} ({r['storage']} round {r['repeat'] + 1}) differs from "
                          f"{whose} in {cmp['differences']} places" + (f" ({classes})" if classes else "") + ":")
-            full = json.loads((Path(folder) / r["result_file"]).read_text()).get(key, {})
+            full = read_results_file(Path(folder) / r["result_file"]).get(key, {})
             for f in full.get("findings") or []:
                 lines += ["  " + x for x in describe(f)]
             shown = 0
