@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "report": "dragnet.cli.report:report_cmd",
     "addview": "dragnet.cli.addview:addview_cmd",
     "sample": "dragnet.cli.sample:sample_cmd",
+    "forecast": "dragnet.cli.forecast:forecast_cmd",
 }
 
 
