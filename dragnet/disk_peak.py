@@ -59,6 +59,12 @@ def files_bytes(root: Path, db: str, ddoc_sig_dirs: bool = True) -> int:
     return total
 
 
+def view_files(root: Path, db: str) -> list[Path]:
+    """The database's view index files (.shards/<range>/<db>.<suffix>_design/mrview/*)."""
+    base = root / ".shards"
+    return [f for f in base.glob(f"*/{db}.*_design/mrview/*") if f.is_file()] if base.is_dir() else []
+
+
 def reported_bytes(couch: Couch, db: str, ddoc: str) -> int:
     """sizes.file of the database plus the index's (0 while the design document has none yet)."""
     total = int((couch.get(db_path(db)).get("sizes") or {}).get("file") or 0)
@@ -142,6 +148,7 @@ def watched_build(inner: Callable[..., dict]) -> Callable[..., dict]:
               **design: Any) -> dict:
         root = data_dir(couch, couch_pid(url))
         ddoc = ddoc_id(ddoc)
+        before = set(view_files(root, db)) if root is not None else set()
         with Sampler(connect(url), db, ddoc, root) as s:
             result = inner(couch, url, db, spec, view_path, ddoc, storage_label, **design)
         peak = s.as_dict()
@@ -150,6 +157,13 @@ def watched_build(inner: Callable[..., dict]) -> Callable[..., dict]:
             summary = result.setdefault("summary", {})
             summary["ok"] = False
             summary["error"] = full
+            # the failed index's files fill the disk, so CouchDB cannot even delete the design document:
+            # drop the files this build created (its indexer died on the full disk), then the bench cleans up
+            for f in set(view_files(root, db)) - before:
+                try:
+                    f.unlink()
+                except OSError:
+                    pass
         after = None
         if (result.get("summary") or {}).get("ok"):
             try:

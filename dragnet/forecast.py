@@ -22,7 +22,7 @@ SUMMARY = "forecast.json"
 LEVEL = 0.95
 FAR = 10.0            # target beyond this many times the largest measured size: an extrapolation too far
 POOR_R2 = 0.9         # below this the line does not describe the sweep
-LOADED = 0.25         # other processes' share of the CPUs above which the timings are suspect
+LOADED = 1.0          # load average per CPU above which the timings are suspect (runnable tasks queue)
 
 
 # ---------------------------------------------------------------- Student t (no scipy in the project)
@@ -195,7 +195,8 @@ def warnings(*, target_docs: int, measured: Sequence[int], fit: LinearFit | None
     if fit is not None and fit.r2 is not None and fit.r2 < POOR_R2:
         out.append(f"{quantity or 'fit'}: poor fit (r² {fit.r2:.2f} < {POOR_R2}): the sweep is not a straight line")
     if other_load is not None and other_load > LOADED:
-        out.append(f"loaded machine: other processes used {other_load:.0%} of the CPUs during the sweep")
+        out.append(f"loaded machine: load average {other_load:.1f} per CPU during the sweep; times may not hold "
+                   "on a quiet machine")
     return out
 
 

@@ -67,14 +67,15 @@ def data_distribution(path: Path, limit: int | None = None) -> SizeDistribution:
     return dist
 
 
-def check_sizes(counts: Sequence[int], data_docs: int, target_docs: int) -> None:
+def check_sizes(counts: Sequence[int], data_docs: int, target_docs: int, repeat: int = 1) -> None:
     if counts and counts[-1] > data_docs:
         raise UsageError(f"--sizes: {counts[-1]:,} documents, more than the data holds ({data_docs:,})")
     if counts and counts[-1] >= target_docs:
         raise UsageError(f"target {target_docs:,} documents is not larger than the sample's largest size "
                          f"{counts[-1]:,}: build it instead of forecasting it")
-    if len(set(counts)) < 2 and counts:
-        raise UsageError("--sizes: give at least two sizes (better four or more)")
+    if counts and (len(set(counts)) < 2 or len(set(counts)) * repeat < 3):
+        raise UsageError("--sizes: give at least three sizes (or two with --repeat 2; better four or more): "
+                         "the interval needs a residual")
 
 
 def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float, data: Path,
@@ -90,7 +91,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     counts: list[int] = []
     if sizes_text != "auto":
         counts = sz.parse_sizes(sizes_text)
-        check_sizes(counts, data_docs, target_docs)
+        check_sizes(counts, data_docs, target_docs, config.repeat)
     elif min(PROBE_DOCS, data_docs) >= target_docs:
         raise UsageError(f"target {target_docs:,} documents is not larger than the first size {PROBE_DOCS:,}")
     on_event("distribution", {"sample": dist.as_dict(), "target": target})
@@ -114,6 +115,14 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     summary = sz.run_sweep(replace(config, data=str(data), results_dir=str(folder / "sweep")), counts,
                            on_event=on_event, env=env, build=build)
     _, manifests = sz.load(summary["dir"])
+    full = next((r["error"] for r in sz.sweep_runs(manifests) if str(r.get("error") or "").startswith("out of disk")),
+                None)
+    if full:      # the results files are written; stop with the one line
+        left = [c["error"].split(" to DELETE ")[1].split("?")[0] for m in manifests.values()
+                for c in m.get("cleanups") or [] if " to DELETE " in str(c.get("error"))]
+        note = f"; CouchDB could not delete {', '.join(left)} on the full disk: delete it after freeing space" \
+            if left else ""
+        raise DragnetError(f"{full} (results in {summary['dir']}){note}")
     load1 = os.getloadavg()[0]
     return finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
                   load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict())
@@ -167,3 +176,19 @@ def _couchdb_of(folder: Path, manifests: dict[int, dict]) -> dict | None:
 def target_from_docs(docs: int, db_bytes: str | None = None) -> dict:
     return {"url": None, "db": None, "doc_count": int(docs),
             "sizes": {"file": parse_size(db_bytes)} if db_bytes else {}}
+
+
+def find_forecasts(paths: Sequence[str | Path]) -> list[dict]:
+    """forecast.json files given, or at the top of (or one level under) the given folders, for `report`."""
+    found = []
+    for p in map(Path, paths):
+        files = [p] if p.is_file() and p.name == fc.SUMMARY else \
+            sorted([*p.glob(fc.SUMMARY), *p.glob(f"*/{fc.SUMMARY}")]) if p.is_dir() else []
+        for f in files:
+            try:
+                doc = json.loads(f.read_text())
+            except (OSError, ValueError):
+                continue
+            if doc.get("schema") == fc.SCHEMA:
+                found.append(doc)
+    return found

@@ -151,6 +151,16 @@ def report_cmd(results, fmt, plot_dir, baseline, reference):
         if sc_ref:
             render_disk_matters(sc_rows, sc_ref)
 
+    from ..forecast_run import find_forecasts
+    forecasts = find_forecasts(results)
+    if forecasts:   # a forecast among the results: its own section
+        from .forecast import render as render_forecast
+        if fmt == "json":
+            out["forecast"] = forecasts
+        elif fmt != "csv":
+            click.echo(("\n**forecast**\n\n```\n" if fmt == "markdown" else "\nforecast\n")
+                       + "\n\n".join(render_forecast(f) for f in forecasts) + ("\n```" if fmt == "markdown" else ""))
+
     if plot_dir:
         from .. import charts
 
