@@ -161,6 +161,31 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     return out
 
 
+def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weighting: str = "ordinary") -> dict:
+    """Re-forecast a recorded sweep (no builds). Sizes at or above the target are held out; when the sweep
+    built the target size itself, each prediction is compared with those builds (the back-test)."""
+    summary, manifests = sz.load(folder)
+    summary = {**summary, "dir": str(folder)}
+    n = int(target["doc_count"])
+    used = {k: m for k, m in manifests.items() if k < n}
+    if len(used) < 2:
+        raise UsageError(f"{folder}: fewer than two sizes below the target {n:,}")
+    out = finish({**summary, "per_size": {k: v for k, v in summary["per_size"].items() if int(k) < n}}, used,
+                 target=target, folder=out_dir or folder, weighting=weighting)
+    if n in manifests:
+        actual = [r for r in sz.sweep_runs({n: manifests[n]}) if r.get("status") == "ok"]
+        checks = {}
+        for lang, f in out["forecasts"][""].items():
+            for q, e in f["quantities"].items():
+                vals = [v for _, v in fc.points([r for r in actual if r["language"] == lang], q)]
+                if vals and e.get("prediction"):
+                    checks.setdefault(lang, {})[q] = fc.error_against(e["prediction"], sum(vals) / len(vals))
+        out["backtest"] = checks
+        (Path(out_dir or folder) / fc.SUMMARY).write_text(json.dumps(out, indent=1, ensure_ascii=False,
+                                                                      default=str) + "\n")
+    return out
+
+
 def _couchdb_of(folder: Path, manifests: dict[int, dict]) -> dict | None:
     """The CouchDB the sweep ran on (version, settings), as its first results file recorded it."""
     for n, m in sorted(manifests.items()):

@@ -18,7 +18,8 @@ from dragnet import sizes as sz
 from dragnet.cli import main
 from dragnet.errors import UsageError
 
-SWEEP = Path(__file__).parent / "fixtures" / "forecast-sweep"
+# the back-test's sweep (docs/forecast.md): real builds on CouchDB 3.5.0, bench.json per size
+SWEEP = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "bt-income"
 
 
 # ---- Student t and the fit
@@ -62,7 +63,7 @@ def test_warnings_fire_only_when_due():
                        memory_bytes=10 ** 8, db_bytes={8000: 10 ** 7}, target_db_bytes=10 ** 9, other_load=3.0)
     text = "\n".join(loud)
     assert "25× the largest measured" in text and "page cache" in text and "poor fit" in text
-    assert "loaded machine" in text and len(loud) == 4
+    assert "loaded machine: load average 3.0 per CPU" in text and len(loud) == 4
 
 
 def test_auto_sizes_are_geometric_and_fit_the_budget():
@@ -84,7 +85,10 @@ def test_parse_budget_and_check_sizes():
         fr.check_sizes([1000, 5000], data_docs=4000, target_docs=100_000)
     with pytest.raises(UsageError, match="not larger than"):
         fr.check_sizes([1000, 5000], data_docs=10_000, target_docs=5000)
-    fr.check_sizes([1000, 5000], data_docs=5000, target_docs=5001)
+    fr.check_sizes([1000, 3000, 5000], data_docs=5000, target_docs=5001)
+    fr.check_sizes([1000, 5000], data_docs=5000, target_docs=5001, repeat=2)
+    with pytest.raises(UsageError, match="at least three sizes"):
+        fr.check_sizes([1000, 5000], data_docs=5000, target_docs=5001)
 
 
 # ---- peak disk accounting
@@ -114,7 +118,10 @@ def test_out_of_disk_is_one_line_with_filesystem_free_space_and_peak(tmp_path):
 # ---- a recorded sweep (real builds on CouchDB 3.5.0, committed as evidence)
 
 def _recorded():
+    """The sweep's sizes below its largest (the largest is the back-test's target, held out)."""
     summary, manifests = sz.load(SWEEP)
+    manifests = {n: m for n, m in manifests.items() if n < max(manifests)}
+    summary = {**summary, "per_size": {k: v for k, v in summary["per_size"].items() if int(k) in manifests}}
     return summary, manifests, sz.sweep_runs(manifests)
 
 
@@ -140,19 +147,32 @@ def test_recorded_sweep_refits_from_its_own_points():
     _, _, runs = _recorded()
     lang = runs[0]["language"]
     pts = fc.points([r for r in runs if r["language"] == lang], "build_time")
-    assert [p[1] for p in pts] == sorted(r["wall_time_s"] for r in runs if r["language"] == lang
-                                         and r["status"] == "ok") or len(pts) >= 3
+    assert sorted(p[1] for p in pts) == sorted(r["wall_time_s"] for r in runs if r["language"] == lang
+                                               and r["status"] == "ok")
     fit = fc.fit_linear(pts)
     out = fc.forecast_sweep([r for r in runs if r["language"] == lang], 100_000)
     assert out[lang]["quantities"]["build_time"]["fit"]["per_doc"] == pytest.approx(fit.per_doc)
 
 
+def test_from_sweep_backtests_against_the_held_out_size(tmp_path):
+    summary, manifests = sz.load(SWEEP)
+    top = max(manifests)
+    out = fr.from_sweep(SWEEP, fr.target_from_docs(top), out_dir=tmp_path)
+    assert out["sizes"] == sorted(n for n in manifests if n < top)
+    actual = {r["language"]: r["wall_time_s"] for r in sz.sweep_runs({top: manifests[top]}) if r["status"] == "ok"}
+    for lang, t in actual.items():
+        c = out["backtest"][lang]["build_time"]
+        assert c["actual"] == pytest.approx(t)
+        assert c["error"] == pytest.approx((c["predicted"] - t) / t)
+    assert json.loads((tmp_path / "forecast.json").read_text())["backtest"] == json.loads(json.dumps(out["backtest"]))
+
+
 def test_finish_writes_forecast_json(tmp_path):
     summary, manifests, _ = _recorded()
     summary = {**summary, "dir": str(SWEEP)}
-    out = fr.finish(summary, manifests, target=fr.target_from_docs(200_000), folder=tmp_path, load=[0.5, 0.5])
+    out = fr.finish(summary, manifests, target=fr.target_from_docs(400_000), folder=tmp_path, load=[0.5, 0.5])
     on_disk = json.loads((tmp_path / "forecast.json").read_text())
-    assert on_disk["schema"] == fc.SCHEMA and on_disk["target"]["doc_count"] == 200_000
+    assert on_disk["schema"] == fc.SCHEMA and on_disk["target"]["doc_count"] == 400_000
     assert on_disk["target"]["db_bytes"] > max(int(v) for v in on_disk["db_bytes"].values())
     assert on_disk["forecasts"] == json.loads(json.dumps(out["forecasts"]))
     assert any("× the largest measured" in w for f in out["forecasts"][""].values() for w in f["warnings"])
@@ -204,6 +224,12 @@ def test_live_forecast_small(live_url, tmp_path):
             for q in ("build_time", "index_size", "peak_disk"):
                 e = lang["quantities"][q]
                 assert len(e["points"]) == 4 and e["prediction"]["value"] > max(p[1] for p in e["points"])
+        # `report` on the folder: the sweep's tables and a forecast section
+        rep = CliRunner().invoke(main, ["report", str(tmp_path / "fc")])
+        assert rep.exit_code == 0, rep.output
+        assert "forecast for 12,000 documents" in rep.output and "build_time" in rep.output
+        rep = CliRunner().invoke(main, ["report", str(tmp_path / "fc"), "--format", "json"])
+        assert json.loads(rep.output)["forecast"][0]["forecasts"] == out["forecasts"]
         # no design document of the sweep is left behind
         for n in sizes:
             assert couch.get(f"/{db}-{n}/_design_docs")["rows"] == []

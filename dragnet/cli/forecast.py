@@ -34,9 +34,12 @@ from .options import db_option, json_option, print_json, url_option
               help="Least squares weights; 1/n when the spread grows with the documents.")
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
               help="Results folder [default: results/forecast-<UTC time>].")
+@click.option("--from-sweep", "from_sweep", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Re-forecast a recorded sweep (a `bench --sizes` or forecast sweep folder) without building; "
+                   "when it built the target size too, print each prediction's error against it (a back-test).")
 @json_option
 def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_bytes, sizes_text, budget,
-                 languages, no_baseline, repeat, q, weighting, results_dir, as_json):
+                 languages, no_baseline, repeat, q, weighting, results_dir, from_sweep, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
     import datetime as _dt
@@ -57,6 +60,13 @@ def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_
     if ddoc_source and views:
         raise UsageError("--ddoc and --views: give one of them")
     budget_s = fr.parse_budget(budget)
+    if from_sweep:
+        tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes)
+        out = fr.from_sweep(Path(from_sweep), tgt, out_dir=Path(results_dir) if results_dir else None,
+                            weighting=weighting)
+        out["chart"] = str(forecast_chart(out["forecasts"][""], Path(results_dir or from_sweep) / "forecast.png").path)
+        print_json(out) if as_json else click.echo(render(out))
+        return
     if sizes_text != "auto":
         sz.parse_sizes(sizes_text)
     design = None
@@ -134,8 +144,16 @@ def render(out: dict) -> str:
             lines += [f"  warning: {w}" for w in f["warnings"]]
     m, c = out["machine"], out.get("couchdb") or {}
     ver = (c.get("version") or (c.get("versions") or {}).get("couchdb")) if isinstance(c, dict) else None
+    nv = c.get("node_versions") or {} if isinstance(c, dict) else {}
+    erl, js = (nv.get("erlang") or {}).get("version"), (nv.get("javascript_engine") or {})
+    load = out.get("load_average")
     lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "
-                 f"CouchDB {ver or '?'}; load average {out.get('load_average')}; storage "
-                 f"{(out.get('settings') or {}).get('storages')}")
+                 f"CouchDB {ver or '?'} (OTP {erl or '?'}, {js.get('name', '?')} {js.get('version', '')}); "
+                 f"load average {'–' if not load else ' → '.join(f'{x:.1f}' for x in load)}; storage "
+                 f"{(out.get('settings') or {}).get('storages') or 'as found'}")
+    for lang, qs in sorted((out.get("backtest") or {}).items()):
+        for q, c in qs.items():
+            lines.append(f"back-test {lang} {q}: predicted {c['predicted']:,.4g}, built {c['actual']:,.4g}: "
+                         f"error {c['error']:+.1%}, {'inside' if c['inside'] else 'OUTSIDE'} the interval")
     lines.append(f"results: {out['sweep_dir']}, forecast.json and {out.get('chart')}")
     return "\n".join(lines)
