@@ -20,6 +20,7 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from .couch import Couch, CouchError, connect, db_path
+from .errors import DragnetError
 from .poller import ddoc_id
 from .scenario import bytes_written, couch_pid, data_dir, sizes
 
@@ -150,7 +151,13 @@ def watched_build(inner: Callable[..., dict]) -> Callable[..., dict]:
         ddoc = ddoc_id(ddoc)
         before = set(view_files(root, db)) if root is not None else set()
         with Sampler(connect(url), db, ddoc, root) as s:
-            result = inner(couch, url, db, spec, view_path, ddoc, storage_label, **design)
+            try:
+                result = inner(couch, url, db, spec, view_path, ddoc, storage_label, **design)
+            except DragnetError as exc:   # e.g. a 500 on PUT of the design document: the disk is already full
+                full = out_of_disk({"summary": {"ok": False, "error": str(exc)}}, root, s.peak)
+                if full:
+                    raise DragnetError(full) from None
+                raise
         peak = s.as_dict()
         full = out_of_disk(result, root, s.peak)
         if full:

@@ -236,3 +236,51 @@ def test_live_forecast_small(live_url, tmp_path):
     finally:
         for n in sizes:
             couch.request("DELETE", f"/{db}-{n}", ok=(200, 202, 404))
+
+
+# ---- out of disk: a real CouchDB with its data on a small tmpfs this test mounts (root)
+
+@pytest.mark.live
+def test_out_of_disk_build_ends_in_one_line(live_url, tmp_path):
+    import shutil
+    import subprocess
+
+    from conftest import free_port
+
+    from dragnet import couchdb_local as local
+
+    home = os.environ.get("DRAGNET_COUCHDB_HOME")
+    if os.geteuid() != 0 or not home or not shutil.which("mount"):
+        pytest.skip("needs root (to mount a tmpfs) and DRAGNET_COUCHDB_HOME")
+    fs = tmp_path / "fs"
+    fs.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(fs)], check=True)
+    env = {**os.environ, "DRAGNET_STATE_DIR": str(tmp_path / "state"), "COUCHDB_USER": "admin",
+           "COUCHDB_PASSWORD": "oodtest"}
+    from data_prep.generate import generate_file
+
+    data = tmp_path / "d.jsonl.gz"
+    generate_file(str(data), 600, 1)      # declarations: the income view emits rows for them
+    port = free_port()
+    inst = local.up(port=port, storage_kind="tmpfs", data_dir=str(fs), home=home, env=env)
+    url = f"http://admin:oodtest@127.0.0.1:{port}"
+    args = ["forecast", "--url", url, "--db", "ood", "--data", str(data), "--sizes", "200,400,600",
+            "--target-docs", "5000", "--languages", "javascript", "--no-baseline", "--q", "1"]
+    try:
+        first = CliRunner().invoke(main, args + ["--results", str(tmp_path / "r1")])
+        assert first.exit_code == 0, first.output           # imports and builds fit
+        free = shutil.disk_usage(fs).free
+        subprocess.run(["fallocate", "-l", str(free - 64 * 1024), str(fs / "filler")], check=True)
+        r = CliRunner().invoke(main, args + ["--results", str(tmp_path / "r2")])
+        assert r.exit_code == 1, r.output
+        err = [line for line in r.output.splitlines() if line.startswith("dragnet: error:")]
+        assert len(err) == 1 and "Traceback" not in r.output, r.output
+        assert f"out of disk: filesystem {fs}" in err[0] and "MiB free; the build's peak so far" in err[0]
+        # the bench's records are written, the failed build's among them
+        errors = [x["error"] for f in (tmp_path / "r2" / "sweep").glob("size-*/bench.json")
+                  for x in json.loads(f.read_text())["runs"]]
+        assert any(str(e).startswith("out of disk") for e in errors), errors
+    finally:
+        (fs / "filler").unlink(missing_ok=True)
+        local.stop(inst, env=env)
+        subprocess.run(["umount", str(fs)], check=False)
