@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "compare": "dragnet.cli.compare:compare_cmd",
     "history": "dragnet.cli.compare:history_cmd",
     "store": "dragnet.cli.store:store_cmd",
+    "forecast": "dragnet.cli.forecast:forecast_cmd",
 }
 
 

@@ -189,6 +189,17 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
             out["by"] = {"axes": by_names, "groups": by_cmp}
         else:
             click.echo("\n".join(report_by.lines(by_cmp, by_names)))
+
+    from ..forecast_run import find_forecasts
+    forecasts = find_forecasts(results)
+    if forecasts:   # a forecast among the results: its own section
+        from .forecast import render as render_forecast
+        if fmt == "json":
+            out["forecast"] = forecasts
+        elif fmt != "csv":
+            click.echo(("\n**forecast**\n\n```\n" if fmt == "markdown" else "\nforecast\n")
+                       + "\n\n".join(render_forecast(f) for f in forecasts) + ("\n```" if fmt == "markdown" else ""))
+
     if plot_dir:
         from .. import charts
 

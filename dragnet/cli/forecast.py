@@ -1,0 +1,157 @@
+"""`dragnet forecast`: forecast a view build of the target's size from a sweep of smaller builds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .options import db_option, json_option, print_json, url_option
+
+
+@click.command("forecast")
+@url_option
+@db_option
+@click.option("--data", type=click.Path(dir_okay=False), default=None,
+              help="JSON-lines data the sweep's sizes are prefixes of [default: generated at the largest size].")
+@click.option("--views", type=click.Path(file_okay=False), default=None,
+              help="Folder with the view in every language [default: views/income].")
+@click.option("--ddoc", "ddoc_source", default=None, metavar="SOURCE",
+              help="Your design document instead of --views (JSON file, couchapp folder or URL/db/_design/x).")
+@click.option("--target", default=None, metavar="URL/db", help="The database to forecast for (GET /db: its "
+              "documents and file size).")
+@click.option("--target-docs", default=None, help="Documents to forecast for, instead of --target (e.g. 200k).")
+@click.option("--target-bytes", default=None, help="With --target-docs: the target database's file size.")
+@click.option("--sizes", "sizes_text", default="auto", show_default=True, metavar="auto|N,N,...",
+              help="Sweep sizes; auto: at least 4 geometric sizes that fit --budget, from a first small build.")
+@click.option("--budget", default="20m", show_default=True, help="Time for the sweep's builds with --sizes auto.")
+@click.option("--languages", default="javascript", show_default=True,
+              help="Comma-separated languages (the Erlang baseline runs too unless --no-baseline).")
+@click.option("--no-baseline", is_flag=True, help="Do not build the Erlang baseline.")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Builds per size.")
+@click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards of the sweep's databases.")
+@click.option("--weighting", type=click.Choice(["ordinary", "1/n"]), default="ordinary", show_default=True,
+              help="Least squares weights; 1/n when the spread grows with the documents.")
+@click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
+              help="Results folder [default: results/forecast-<UTC time>].")
+@click.option("--from-sweep", "from_sweep", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Re-forecast a recorded sweep (a `bench --sizes` or forecast sweep folder) without building; "
+                   "when it built the target size too, print each prediction's error against it (a back-test).")
+@json_option
+def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_bytes, sizes_text, budget,
+                 languages, no_baseline, repeat, q, weighting, results_dir, from_sweep, as_json):
+    """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
+    bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
+    import datetime as _dt
+
+    from rich.console import Console
+
+    from .. import bench as b
+    from .. import forecast_run as fr
+    from .. import sizes as sz
+    from ..errors import UsageError
+    from ..forecast_plot import forecast_chart
+    from ..limits import parse_count
+
+    if (target is None) == (target_docs is None):
+        raise UsageError("give one of --target URL/db and --target-docs N")
+    if target_bytes and not target_docs:
+        raise UsageError("--target-bytes goes with --target-docs")
+    if ddoc_source and views:
+        raise UsageError("--ddoc and --views: give one of them")
+    budget_s = fr.parse_budget(budget)
+    if from_sweep:
+        tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes)
+        out = fr.from_sweep(Path(from_sweep), tgt, out_dir=Path(results_dir) if results_dir else None,
+                            weighting=weighting)
+        out["chart"] = str(forecast_chart(out["forecasts"][""], Path(results_dir or from_sweep) / "forecast.png").path)
+        print_json(out) if as_json else click.echo(render(out))
+        return
+    if sizes_text != "auto":
+        sz.parse_sizes(sizes_text)
+    design = None
+    if ddoc_source:
+        from .. import design as dsg
+        design = dsg.load(ddoc_source)
+    langs = b.parse_list(languages, "--languages")
+    tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder = Path(results_dir or Path("results") / f"forecast-{stamp}")
+    if data:
+        source = Path(data)
+        if not source.is_file():
+            raise UsageError(f"--data {data}: no such file")
+    else:   # the largest size the forecast can use: below the target
+        source = sz.generate_source(min(tgt["doc_count"] - 1, 40_000), folder / "data")
+    config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, views=views or str(b.DEFAULT_VIEWS),
+                           baseline=not no_baseline, q=q, design=design)
+    console = Console(stderr=True)
+
+    def on_event(kind: str, d: dict) -> None:
+        if kind == "distribution":
+            console.print(_distribution(d["sample"], d["target"]), highlight=False)
+        elif kind == "probe":
+            console.print(f"first build: {d['docs']:,} documents, to size the sweep …")
+        elif kind == "sizes":
+            console.print(f"sizes: {', '.join(f'{n:,}' for n in d['counts'])}")
+        elif kind == "size":
+            console.print(f"size {d['count']:,} ({d['db']}) …")
+        elif kind == "done":
+            msg = f"{d['wall_time_s']:.1f} s" if d["status"] == "ok" else f"[red]{d['status']}[/red]: {d['error']}"
+            console.print(f"    {d['language']}: {msg}", highlight=False)
+
+    out = fr.run(config, target=tgt, sizes_text=sizes_text, budget_s=budget_s, data=source, folder=folder,
+                 on_event=on_event, weighting=weighting)
+    chart = forecast_chart(out["forecasts"][""], folder / "forecast.png")
+    out["chart"] = str(chart.path)
+    if as_json:
+        print_json(out)
+        return
+    click.echo(render(out))
+
+
+def _distribution(sample: dict, target: dict) -> str:
+    t_docs = target["doc_count"]
+    t_ext = (target.get("sizes") or {}).get("external")
+    t_mean = f"{t_ext / t_docs:,.1f}" if t_ext else "–"
+    return "\n".join([
+        f"{'bytes/doc':<9} {'docs':>10} {'mean':>10} {'p50':>9} {'p90':>9} {'p99':>9} {'max':>10}",
+        f"{'sample':<9} {sample['docs']:>10,} {sample['mean']:>10,.1f} {sample['p50']:>9,} {sample['p90']:>9,} "
+        f"{sample['p99']:>9,} {sample['max']:>10,}",
+        f"{'target':<9} {t_docs:>10,} {t_mean:>10} {'–':>9} {'–':>9} {'–':>9} {'–':>10}",
+        "(target: GET /db sizes.external / doc_count; the sample: its data file's lines)"])
+
+
+def render(out: dict) -> str:
+    lines = [f"forecast for {out['target']['doc_count']:,} documents"
+             + (f" ({out['target']['url']})" if out['target'].get('url') else "")
+             + f" from sizes {', '.join(f'{n:,}' for n in out['sizes'])}"]
+    for label, per_lang in out["forecasts"].items():
+        for lang, f in sorted(per_lang.items()):
+            lines.append(f"{(label + ' ') if label else ''}{lang}:")
+            for q, e in f["quantities"].items():
+                if not e.get("fit"):
+                    lines.append(f"  {q:<14} no fit ({len(e['points'])} points)")
+                    continue
+                p, fit = e["prediction"], e["fit"]
+                fmt = (lambda v: f"{v:,.0f} s") if e["unit"] == "s" else (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
+                r2 = "–" if fit["r2"] is None else f"{fit['r2']:.3f}"
+                lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] "
+                             f"r² {r2}, {fit['points']} builds")
+                lines += [f"  warning: {w}" for w in e.get("warnings") or []]
+            lines += [f"  warning: {w}" for w in f["warnings"]]
+    m, c = out["machine"], out.get("couchdb") or {}
+    ver = (c.get("version") or (c.get("versions") or {}).get("couchdb")) if isinstance(c, dict) else None
+    nv = c.get("node_versions") or {} if isinstance(c, dict) else {}
+    erl, js = (nv.get("erlang") or {}).get("version"), (nv.get("javascript_engine") or {})
+    load = out.get("load_average")
+    lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "
+                 f"CouchDB {ver or '?'} (OTP {erl or '?'}, {js.get('name', '?')} {js.get('version', '')}); "
+                 f"load average {'–' if not load else ' → '.join(f'{x:.1f}' for x in load)}; storage "
+                 f"{(out.get('settings') or {}).get('storages') or 'as found'}")
+    for lang, qs in sorted((out.get("backtest") or {}).items()):
+        for q, c in qs.items():
+            lines.append(f"back-test {lang} {q}: predicted {c['predicted']:,.4g}, built {c['actual']:,.4g}: "
+                         f"error {c['error']:+.1%}, {'inside' if c['inside'] else 'OUTSIDE'} the interval")
+    lines.append(f"results: {out['sweep_dir']}, forecast.json and {out.get('chart')}")
+    return "\n".join(lines)

@@ -1,0 +1,287 @@
+"""`dragnet forecast`: the linear fit with its prediction interval, the warnings, --sizes auto, peak-disk
+accounting, the recorded sweep's forecast, bad input before any build, and a small live forecast."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dragnet import disk_peak as dp
+from dragnet import forecast as fc
+from dragnet import forecast_run as fr
+from dragnet import sizes as sz
+from dragnet.cli import main
+from dragnet.errors import UsageError
+
+# the back-test's sweep (docs/forecast.md): real builds on CouchDB 3.5.0, bench.json per size
+SWEEP = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "bt-income"
+
+
+# ---- Student t and the fit
+
+@pytest.mark.parametrize("df,expected", [(1, 12.7062), (2, 4.3027), (5, 2.5706), (30, 2.0423)])
+def test_t_quantile_matches_tables(df, expected):
+    assert fc.t_quantile(0.975, df) == pytest.approx(expected, abs=1e-3)
+    assert fc.t_quantile(0.025, df) == pytest.approx(-expected, abs=1e-3)
+
+
+def test_fit_recovers_an_exact_line_and_interval_grows_with_distance():
+    exact = fc.fit_linear([(n, 3.0 + 0.002 * n) for n in (1000, 2000, 4000, 8000)])
+    assert exact.fixed == pytest.approx(3.0) and exact.per_doc == pytest.approx(0.002) and exact.r2 == pytest.approx(1)
+    rng = random.Random(7)
+    pts = [(n, 3.0 + 0.002 * n + rng.gauss(0, 0.5)) for n in (1000, 2000, 4000, 8000) for _ in range(3)]
+    fit = fc.fit_linear(pts)
+    near, far = fc.predict(fit, 5000), fc.predict(fit, 100_000)
+    assert near.low < near.value < near.high
+    assert (far.high - far.low) > 3 * (near.high - near.low)
+    # the interval is t × se: rebuilt by hand at the far point
+    se = fit.resid_sd * (1 + 1 / fit.points + (100_000 - fit.mean_x) ** 2 / fit.sxx) ** 0.5
+    assert far.high - far.value == pytest.approx(fc.t_quantile(0.975, fit.points - 2) * se)
+
+
+def test_weighted_fit_and_too_few_points():
+    assert fc.fit_linear([(1000, 1.0), (2000, 2.0)]) is None          # no residual left
+    assert fc.fit_linear([(1000, 1.0), (1000, 1.1), (1000, 0.9)]) is None  # one size
+    w = fc.fit_linear([(1000, 2.0), (2000, 3.1), (4000, 4.9), (8000, 9.2)], "1/n")
+    o = fc.fit_linear([(1000, 2.0), (2000, 3.1), (4000, 4.9), (8000, 9.2)])
+    assert w.weighting == "1/n" and w.per_doc != pytest.approx(o.per_doc)
+    with pytest.raises(ValueError):
+        fc.fit_linear([(1, 1)], "squares")
+
+
+def test_warnings_fire_only_when_due():
+    fit = fc.fit_linear([(1000, 1.0), (2000, 5.0), (4000, 2.0), (8000, 9.0)])
+    quiet = fc.warnings(target_docs=50_000, measured=[1000, 8000], memory_bytes=10 ** 9,
+                        db_bytes={8000: 10 ** 7}, target_db_bytes=10 ** 8, other_load=0.1)
+    assert quiet == []
+    loud = fc.warnings(target_docs=200_000, measured=[1000, 8000], fit=fit, quantity="build_time",
+                       memory_bytes=10 ** 8, db_bytes={8000: 10 ** 7}, target_db_bytes=10 ** 9, other_load=3.0)
+    text = "\n".join(loud)
+    assert "25× the largest measured" in text and "page cache" in text and "poor fit" in text
+    assert "loaded machine: load average 3.0 per CPU" in text and len(loud) == 4
+
+
+def test_auto_sizes_are_geometric_and_fit_the_budget():
+    s = fc.auto_sizes(first_docs=1000, first_seconds=2.0, budget_s=200, max_docs=1_000_000)
+    assert len(s) >= 4 and s[0] == 1000
+    assert all(b / a == pytest.approx(2.0) for a, b in zip(s, s[1:]))
+    assert sum(n * 2.0 / 1000 for n in s) <= 200
+    capped = fc.auto_sizes(first_docs=1000, first_seconds=2.0, budget_s=10_000, max_docs=5000)
+    assert max(capped) <= 5000 and len(capped) >= 3
+    assert len(fc.auto_sizes(first_docs=1000, first_seconds=60.0, budget_s=100, max_docs=10 ** 6)) < 2
+
+
+def test_parse_budget_and_check_sizes():
+    assert fr.parse_budget("20m") == 1200 and fr.parse_budget("90s") == 90 and fr.parse_budget("1h") == 3600
+    for bad in ("soon", "-5m", "0"):
+        with pytest.raises(UsageError):
+            fr.parse_budget(bad)
+    with pytest.raises(UsageError, match="more than the data holds"):
+        fr.check_sizes([1000, 5000], data_docs=4000, target_docs=100_000)
+    with pytest.raises(UsageError, match="not larger than"):
+        fr.check_sizes([1000, 5000], data_docs=10_000, target_docs=5000)
+    fr.check_sizes([1000, 3000, 5000], data_docs=5000, target_docs=5001)
+    fr.check_sizes([1000, 5000], data_docs=5000, target_docs=5001, repeat=2)
+    with pytest.raises(UsageError, match="at least three sizes"):
+        fr.check_sizes([1000, 5000], data_docs=5000, target_docs=5001)
+
+
+# ---- peak disk accounting
+
+def test_files_bytes_counts_shards_indexes_and_compact_files(tmp_path):
+    (tmp_path / "shards" / "00-7f").mkdir(parents=True)
+    (tmp_path / "shards" / "00-7f" / "db.123.couch").write_bytes(b"x" * 100)
+    (tmp_path / "shards" / "00-7f" / "db.123.couch.compact.data").write_bytes(b"x" * 30)
+    (tmp_path / "shards" / "00-7f" / "other.9.couch").write_bytes(b"x" * 1000)
+    view = tmp_path / ".shards" / "00-7f" / "db.123_design" / "mrview"
+    view.mkdir(parents=True)
+    (view / "abc.view").write_bytes(b"x" * 50)
+    (view / "abc.compact.view").write_bytes(b"x" * 7)
+    assert dp.files_bytes(tmp_path, "db") == 187
+    assert dp.files_bytes(tmp_path, "other") == 1000
+
+
+def test_out_of_disk_is_one_line_with_filesystem_free_space_and_peak(tmp_path):
+    failed = {"summary": {"ok": False, "error": "{error,enospc}"}}
+    msg = dp.out_of_disk(failed, tmp_path, 5 * 1024 ** 2)
+    mount, _ = dp.filesystem(tmp_path)
+    assert msg.startswith("out of disk: filesystem " + mount) and "5.0 MiB" in msg and "\n" not in msg
+    assert dp.out_of_disk({"summary": {"ok": True}}, tmp_path, 1) is None
+    assert dp.out_of_disk({"summary": {"ok": False, "error": "badarg"}}, tmp_path, 1, low=0) is None
+
+
+# ---- a recorded sweep (real builds on CouchDB 3.5.0, committed as evidence)
+
+def _recorded():
+    """The sweep's sizes below its largest (the largest is the back-test's target, held out)."""
+    summary, manifests = sz.load(SWEEP)
+    manifests = {n: m for n, m in manifests.items() if n < max(manifests)}
+    summary = {**summary, "per_size": {k: v for k, v in summary["per_size"].items() if int(k) in manifests}}
+    return summary, manifests, sz.sweep_runs(manifests)
+
+
+def test_recorded_sweep_forecast_structure_and_direction():
+    summary, manifests, runs = _recorded()
+    top = max(manifests)
+    out = fc.forecast({"": runs}, 10 * top)[""]
+    assert set(out) == {r["language"] for r in runs}
+    for lang, f in out.items():
+        for q in ("build_time", "index_size", "peak_disk", "bytes_written"):
+            e = f["quantities"][q]
+            pts = fc.points([r for r in runs if r["language"] == lang], q)
+            assert e["points"] == [list(p) for p in pts] and len(pts) >= 3
+            p = e["prediction"]
+            assert p["low"] <= p["value"] <= p["high"]
+            # more documents cost more: the forecast lies above every measured value
+            assert p["value"] > max(y for _, y in pts), (lang, q)
+        # peak disk during a build holds at least the index it ends with
+        assert f["quantities"]["peak_disk"]["prediction"]["value"] >= f["quantities"]["index_size"]["prediction"]["value"]
+
+
+def test_recorded_sweep_refits_from_its_own_points():
+    _, _, runs = _recorded()
+    lang = runs[0]["language"]
+    pts = fc.points([r for r in runs if r["language"] == lang], "build_time")
+    assert sorted(p[1] for p in pts) == sorted(r["wall_time_s"] for r in runs if r["language"] == lang
+                                               and r["status"] == "ok")
+    fit = fc.fit_linear(pts)
+    out = fc.forecast_sweep([r for r in runs if r["language"] == lang], 100_000)
+    assert out[lang]["quantities"]["build_time"]["fit"]["per_doc"] == pytest.approx(fit.per_doc)
+
+
+def test_from_sweep_backtests_against_the_held_out_size(tmp_path):
+    summary, manifests = sz.load(SWEEP)
+    top = max(manifests)
+    out = fr.from_sweep(SWEEP, fr.target_from_docs(top), out_dir=tmp_path)
+    assert out["sizes"] == sorted(n for n in manifests if n < top)
+    actual = {r["language"]: r["wall_time_s"] for r in sz.sweep_runs({top: manifests[top]}) if r["status"] == "ok"}
+    for lang, t in actual.items():
+        c = out["backtest"][lang]["build_time"]
+        assert c["actual"] == pytest.approx(t)
+        assert c["error"] == pytest.approx((c["predicted"] - t) / t)
+    assert json.loads((tmp_path / "forecast.json").read_text())["backtest"] == json.loads(json.dumps(out["backtest"]))
+
+
+def test_finish_writes_forecast_json(tmp_path):
+    summary, manifests, _ = _recorded()
+    summary = {**summary, "dir": str(SWEEP)}
+    out = fr.finish(summary, manifests, target=fr.target_from_docs(400_000), folder=tmp_path, load=[0.5, 0.5])
+    on_disk = json.loads((tmp_path / "forecast.json").read_text())
+    assert on_disk["schema"] == fc.SCHEMA and on_disk["target"]["doc_count"] == 400_000
+    assert on_disk["target"]["db_bytes"] > max(int(v) for v in on_disk["db_bytes"].values())
+    assert on_disk["forecasts"] == json.loads(json.dumps(out["forecasts"]))
+    assert any("× the largest measured" in w for f in out["forecasts"][""].values() for w in f["warnings"])
+    from dragnet.forecast_plot import forecast_chart
+    chart = forecast_chart(out["forecasts"][""], tmp_path / "forecast.png")
+    assert chart.path.stat().st_size > 0 and chart.series
+
+
+# ---- bad input: one line, non-zero, before any build
+
+@pytest.mark.parametrize("args,needle", [
+    (["--target", "http://127.0.0.1:9/big"], "127.0.0.1:9"),
+    (["--target-docs", "200k", "--target", "http://127.0.0.1:9/x"], "one of --target"),
+    (["--target-docs", "3000", "--sizes", "1000,5000"], "not larger than"),
+    (["--target-docs", "200k", "--sizes", "100,10000"], "more than the data holds"),
+    (["--target-docs", "200k", "--budget", "soon"], "--budget"),
+])
+def test_cli_bad_input_is_one_line(tmp_path, args, needle):
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"_id": f"d{i}", "v": i}) + "\n" for i in range(5000)))
+    r = CliRunner().invoke(main, ["forecast", "--url", "http://127.0.0.1:9", "--db", "x", "--data", str(data),
+                                  "--results", str(tmp_path / "out"), *args])
+    assert r.exit_code != 0
+    assert len(r.output.strip().splitlines()) == 1 and needle in r.output, r.output
+    assert not (tmp_path / "out" / "sweep").exists()
+
+
+# ---- live: a small forecast end to end
+
+@pytest.mark.live
+def test_live_forecast_small(live_url, tmp_path):
+    from dragnet.couch import connect
+
+    couch = connect(live_url)
+    db = f"dragnet_test_forecast_{os.getpid()}"
+    sizes = [300, 600, 900, 1200]
+    try:
+        r = CliRunner().invoke(main, ["forecast", "--url", live_url, "--db", db, "--target-docs", "12000",
+                                      "--sizes", ",".join(map(str, sizes)), "--languages", "javascript",
+                                      "--results", str(tmp_path / "fc"), "--json"])
+        assert r.exit_code == 0, r.output
+        out = json.loads(r.output.strip().splitlines()[-1])
+        assert out["sizes"] == sizes and (tmp_path / "fc" / "forecast.json").is_file()
+        assert Path(out["chart"]).stat().st_size > 0
+        f = out["forecasts"][""]
+        assert set(f) == {"erlang_baseline", "javascript"}
+        for lang in f.values():
+            assert lang["measured_sizes"] == sizes
+            for q in ("build_time", "index_size", "peak_disk"):
+                e = lang["quantities"][q]
+                assert len(e["points"]) == 4 and e["prediction"]["value"] > max(p[1] for p in e["points"])
+        # `report` on the folder: the sweep's tables and a forecast section
+        rep = CliRunner().invoke(main, ["report", str(tmp_path / "fc")])
+        assert rep.exit_code == 0, rep.output
+        assert "forecast for 12,000 documents" in rep.output and "build_time" in rep.output
+        rep = CliRunner().invoke(main, ["report", str(tmp_path / "fc"), "--format", "json"])
+        assert json.loads(rep.output)["forecast"][0]["forecasts"] == out["forecasts"]
+        # no design document of the sweep is left behind
+        for n in sizes:
+            assert couch.get(f"/{db}-{n}/_design_docs")["rows"] == []
+    finally:
+        for n in sizes:
+            couch.request("DELETE", f"/{db}-{n}", ok=(200, 202, 404))
+
+
+# ---- out of disk: a real CouchDB with its data on a small tmpfs this test mounts (root)
+
+@pytest.mark.live
+def test_out_of_disk_build_ends_in_one_line(live_url, tmp_path):
+    import shutil
+    import subprocess
+
+    from conftest import free_port
+
+    from dragnet import couchdb_local as local
+
+    home = os.environ.get("DRAGNET_COUCHDB_HOME")
+    if os.geteuid() != 0 or not home or not shutil.which("mount"):
+        pytest.skip("needs root (to mount a tmpfs) and DRAGNET_COUCHDB_HOME")
+    fs = tmp_path / "fs"
+    fs.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(fs)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (no CAP_SYS_ADMIN)")
+    env = {**os.environ, "DRAGNET_STATE_DIR": str(tmp_path / "state"), "COUCHDB_USER": "admin",
+           "COUCHDB_PASSWORD": "oodtest"}
+    from data_prep.generate import generate_file
+
+    data = tmp_path / "d.jsonl.gz"
+    generate_file(str(data), 600, 1)      # declarations: the income view emits rows for them
+    port = free_port()
+    inst = local.up(port=port, storage_kind="tmpfs", data_dir=str(fs), home=home, env=env)
+    url = f"http://admin:oodtest@127.0.0.1:{port}"
+    args = ["forecast", "--url", url, "--db", "ood", "--data", str(data), "--sizes", "200,400,600",
+            "--target-docs", "5000", "--languages", "javascript", "--no-baseline", "--q", "1"]
+    try:
+        first = CliRunner().invoke(main, args + ["--results", str(tmp_path / "r1")])
+        assert first.exit_code == 0, first.output           # imports and builds fit
+        free = shutil.disk_usage(fs).free
+        subprocess.run(["fallocate", "-l", str(free - 64 * 1024), str(fs / "filler")], check=True)
+        r = CliRunner().invoke(main, args + ["--results", str(tmp_path / "r2")])
+        assert r.exit_code == 1, r.output
+        err = [line for line in r.output.splitlines() if line.startswith("dragnet: error:")]
+        assert len(err) == 1 and "Traceback" not in r.output, r.output
+        assert f"out of disk: filesystem {fs}" in err[0] and "MiB free; the build's peak so far" in err[0]
+        # the bench's records are written, the failed build's among them
+        errors = [x["error"] for f in (tmp_path / "r2" / "sweep").glob("size-*/bench.json")
+                  for x in json.loads(f.read_text())["runs"]]
+        assert any(str(e).startswith("out of disk") for e in errors), errors
+    finally:
+        (fs / "filler").unlink(missing_ok=True)
+        local.stop(inst, env=env)
+        subprocess.run(["umount", str(fs)], check=False)
