@@ -12,6 +12,7 @@ I/O: loads nothing itself, copies the results files and writes the page.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
@@ -488,4 +489,82 @@ def write_html(outdir: str | Path, inp: Inputs, *, extra: Sequence[Section | dic
 
 
 __all__ = ["Inputs", "report_sections", "figure", "meta_section", "compare_sections", "load_sizes",
-           "chart_figures", "copy_sources", "write_html"]
+           "chart_figures", "copy_sources", "write_html", "forecast_sections", "by_axis_sections"]
+
+
+# ---------------------------------------------------------------- sections other stages add
+
+def _si(value: float | None, unit: str) -> str:
+    if value is None:
+        return "–"
+    return f"{value / 1024 ** 2:,.1f} MiB" if unit == "bytes" else f"{value:,.1f} {unit}"
+
+
+def forecast_sections(doc: dict) -> list[Section]:
+    """A forecast.json as a table (per axis value, engine and quantity: the fit, the forecast and its
+    interval, the warnings) and one chart per quantity: measured points, the fitted line to the target and the
+    interval there."""
+    target = (doc.get("target") or {}).get("doc_count")
+    rows, warnings, charts = [], [], {}
+    for label, per_lang in (doc.get("forecasts") or {}).items():
+        for lang, f in sorted(per_lang.items()):
+            name = f"{label} {lang}".strip()
+            for q, e in (f.get("quantities") or {}).items():
+                fit, p, unit = e.get("fit") or {}, e.get("prediction") or {}, e.get("unit", "")
+                rows.append([name, q, {"text": _si(p.get("value"), unit), "sort": p.get("value")},
+                             {"text": f"{_si(p.get('low'), unit)} … {_si(p.get('high'), unit)}", "sort": p.get("low")},
+                             {"text": f"{fit['r2']:.3f}" if fit.get("r2") is not None else "–", "sort": fit.get("r2")},
+                             {"text": _si(fit.get("fixed"), unit), "sort": fit.get("fixed")},
+                             {"text": f"{fit['per_doc']:.4g}" if fit.get("per_doc") is not None else "–",
+                              "sort": fit.get("per_doc")},
+                             len(e.get("points") or []),
+                             "; ".join(e.get("warnings") or []) or "–"])
+                warnings += [f"{name} {q}: {w}" for w in e.get("warnings") or []]
+                if not fit or not e.get("points"):
+                    continue
+                div = 1024 ** 2 if unit == "bytes" else 1.0
+                xs = [pt[0] for pt in e["points"]]
+                traces = charts.setdefault(q, ([], "MiB" if unit == "bytes" else unit))[0]
+                traces.append({"type": "scatter", "mode": "markers", "name": f"{name} measured", "x": xs,
+                               "y": [pt[1] / div for pt in e["points"]]})
+                end = p.get("docs") or max(xs)
+                line_x = [0, max(xs), end]
+                traces.append({"type": "scatter", "mode": "lines", "name": f"{name} fit",
+                               "x": line_x, "y": [(fit["fixed"] + fit["per_doc"] * x) / div for x in line_x]})
+                if p.get("value") is not None:
+                    traces.append({"type": "scatter", "mode": "markers", "name": f"{name} forecast",
+                                   "x": [end], "y": [p["value"] / div],
+                                   "error_y": {"type": "data", "symmetric": False,
+                                               "array": [(p["high"] - p["value"]) / div],
+                                               "arrayminus": [(p["value"] - p["low"]) / div]}})
+    notes = [f"target: {target:,} documents" if target else "target: not recorded",
+             f"measured sizes: {', '.join(f'{n:,}' for n in doc.get('sizes') or [])}; model: fixed + per-document "
+             f"cost ({doc.get('weighting', 'ordinary')} least squares), {int(100 * (doc.get('level') or 0.95))}% "
+             "prediction interval",
+             *warnings]
+    bt = doc.get("backtest")
+    if isinstance(bt, dict) and bt:
+        notes.append("back-test: " + json.dumps(bt, ensure_ascii=False)[:400])
+    section = Section("forecast", ("engine", "quantity", "forecast", "interval", "r²", "fixed", "per document",
+                                   "points", "warnings"), rows, notes,
+                      [Chart(f"{q} ({unit})", traces, {"xaxis": {"title": "documents"}, "yaxis": {"title": unit}})
+                       for q, (traces, unit) in charts.items()], id="forecast")
+    return [section]
+
+
+def by_axis_sections(comparison: list[dict], by: Sequence[str]) -> list[Section]:
+    """`report --by`'s comparison: per group of the other axes, the values' medians and each adjacent pair's
+    verdict."""
+    rows = []
+    for g in comparison:
+        verdicts = {p["faster"]: p for p in g.get("pairs") or []}
+        for v in g["values"]:
+            p = verdicts.get(v["value"])
+            rows.append([g["group"] or "–", v["value"], v["runs"],
+                         {"text": f"{v['median_docs_per_s']:,.1f}", "sort": v["median_docs_per_s"]},
+                         "–" if p is None else
+                         f"×{p['ratio']:.2f} [{p['ci_low']:.2f} … {p['ci_high']:.2f}] vs {p['slower']}, "
+                         f"p={p['p']:.3f}, {'significant' if p['decided'] else 'NOT significant'}"])
+    return [Section(f"by {', '.join(by)}", ("other axes", "value", "runs", "docs/s median", "against the next"),
+                    rows, ("adjacent pairs: two-sided Mann-Whitney U, alpha 0.05, ratio of medians with a 95% "
+                           "bootstrap interval",), id="by-axis")]

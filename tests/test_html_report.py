@@ -215,3 +215,29 @@ def test_page_in_headless_chromium(tmp_path):
     if art:
         Path(art).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, Path(art) / "html-report.png")
+
+
+def test_a_forecast_becomes_a_table_and_a_chart_per_quantity():
+    from dragnet.html_report import forecast_sections
+
+    doc = json.loads((Path(__file__).parent.parent / "docs/forecast/backtest-40k/forecast.json").read_text())
+    [sec] = forecast_sections(doc)
+    per_lang = doc["forecasts"][""]
+    expected = sum(len(f["quantities"]) for f in per_lang.values())
+    assert len(sec.rows) == expected
+    row = next(r for r in sec.rows if r[0] == "javascript" and r[1] == "build_time")
+    p = per_lang["javascript"]["quantities"]["build_time"]["prediction"]
+    assert row[2]["sort"] == p["value"] and row[3]["sort"] == p["low"]
+    assert {c.title.split(" (")[0] for c in sec.charts} <= set(per_lang["javascript"]["quantities"])
+    assert any(t.get("error_y") for c in sec.charts for t in c.data)   # the interval at the target
+
+
+def test_report_by_becomes_a_section_with_each_pair_verdict():
+    from dragnet import report_by
+    from dragnet.html_report import by_axis_sections
+
+    docs = rp.load_results([FIXTURE])
+    cmp = report_by.compare(docs, ["scenario"])
+    [sec] = by_axis_sections(cmp, ["scenario"])
+    assert len(sec.rows) == sum(len(g["values"]) for g in cmp)
+    assert sum(1 for r in sec.rows if "Mann" not in r[4] and r[4] != "–") == sum(len(g["pairs"]) for g in cmp)

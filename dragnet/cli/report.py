@@ -213,8 +213,11 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
     if html_dir:
         from .. import html_report as hr
 
+        extra = [s for f in forecasts for s in hr.forecast_sections(f)]
+        if by_cmp is not None:
+            extra += hr.by_axis_sections(by_cmp, by_names)
         page = hr.write_html(html_dir, hr.Inputs(docs, groups, dgroups, sc_rows, sc_ref, hr.load_sizes(results),
-                                                 cmp.to_json() if cmp is not None else cmp_doc))
+                                                 cmp.to_json() if cmp is not None else cmp_doc), extra=extra)
         if fmt == "json":
             out["html"] = str(page)
         else:
