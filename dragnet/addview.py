@@ -602,7 +602,7 @@ def _poll_until_done(couch: Couch, request: ViewRequest, tracker: poller.Tracker
     while True:
         t = time.time()
         try:
-            tasks = couch.get("/_active_tasks", timeout=max(5.0, 5 * interval))
+            tasks = couch.get("/_active_tasks", timeout=max(30.0, 5 * interval))  # 5 s timed out at load 80
         except CouchUnreachable as exc:
             return DragnetError(f"CouchDB stopped answering during the build: {exc}")
         except CouchError as exc:

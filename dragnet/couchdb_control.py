@@ -223,9 +223,20 @@ def server_info(inst: Instance, timeout: float = 5) -> dict:
         return {"up": False, "error": str(exc)}
 
 
-def ensure_system_dbs(url: str, user: str, password: str) -> list[str]:
+def ensure_system_dbs(url: str, user: str, password: str, *, auth_grace: float = 60.0) -> list[str]:
     """Create _users and _replicator when missing (single node); returns the ones created."""
     couch = connect(url, user=user, password=password, env={})
+    # /_up can answer before the admin from the image's ini is active (a 401 for a moment; seconds on a
+    # loaded machine): wait for it rather than fail the start.
+    deadline = time.monotonic() + auth_grace
+    while True:
+        try:
+            couch.request("HEAD", "/_users", ok=(200, 404))
+            break
+        except CouchError as exc:
+            if exc.status != 401 or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
     created = []
     for db in ("_users", "_replicator"):
         try:
