@@ -1,3 +1,3 @@
-from .cli import main
+from dragnet.cli import main
 
 main()

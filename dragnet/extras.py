@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .errors import DragnetError
+from dragnet.errors import DragnetError
 
 EXTRAS = {"docker": "docker", "matplotlib": "plot", "plotly": "plot"}
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import __version__
+from dragnet import __version__
 
 PACKAGE = Path(__file__).resolve().parent
 PACKAGED = PACKAGE / "_data"

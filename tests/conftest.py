@@ -31,14 +31,14 @@ QS_COUNT, QS_SEED = 60, 11
 
 @pytest.fixture(scope="session")
 def sample(tmp_path_factory) -> Path:
-    from dragnet import qsbench
+    from dragnet.qsbench import run as qsbench
 
     return qsbench.generated_docs_path(QS_COUNT, QS_SEED, tmp_path_factory.mktemp("cache"))
 
 
 @pytest.fixture(scope="session")
 def docs(sample):
-    from dragnet import qsbench
+    from dragnet.qsbench import run as qsbench
 
     return qsbench.load_docs(sample)
 
@@ -55,7 +55,7 @@ def live_url() -> str:
 @pytest.fixture()
 def live_db(live_url):
     """A fresh database name on the live CouchDB, deleted afterwards."""
-    from dragnet.couch import connect, db_path
+    from dragnet.couchdb.client import connect, db_path
 
     couch = connect(live_url)
     name = f"dragnet_test_{uuid.uuid4().hex[:10]}"
@@ -136,8 +136,8 @@ def generated_db(live_url: str, prefix: str, n: int, seed: int, q: int = 2):
     yields (couch, name, docs); the database is deleted afterwards."""
     import time
 
-    from dragnet import importer
-    from dragnet.couch import connect, db_path
+    from dragnet.data import importer as importer
+    from dragnet.couchdb.client import connect, db_path
 
     couch = connect(live_url)
     name = f"{prefix}_{int(time.time())}"
@@ -154,7 +154,7 @@ def generated_db(live_url: str, prefix: str, n: int, seed: int, q: int = 2):
 def cluster_build(runner, env: dict, url: str, data: Path, q: int, n: int, out: Path, secret: str):
     """Import data into a fresh `cluster_q{q}_n{n}` with q shards and n replicas, then build the income view on
     it with `addview --benchmark`: (results dict, output, poller figures); the secret is in neither."""
-    from dragnet import poller
+    from dragnet.measure import poller as poller
     from dragnet.cli import main
 
     db = f"cluster_q{q}_n{n}"
@@ -184,7 +184,7 @@ def engine():
     """A Docker SDK client of an engine that answers, for tests of dragnet's image in DRAGNET_TEST_DOCKER_IMAGE."""
     if not os.environ.get("DRAGNET_TEST_DOCKER_IMAGE"):
         pytest.skip("DRAGNET_TEST_DOCKER_IMAGE is not set (run .ci/docker-engine start)")
-    from dragnet import couchdb_docker
+    from dragnet.couchdb import docker as couchdb_docker
 
     try:
         return couchdb_docker.client()

@@ -12,9 +12,12 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import live_password, normalised_declarations, serve_json
 
-from dragnet import addview, ddoc, results, views
-from dragnet import pidstat as _pidstat
-from dragnet.couch import connect, db_path
+from dragnet.build import addview as addview
+from dragnet.build import ddoc as ddoc
+from dragnet.results import build as results
+from dragnet.build import views as views
+from dragnet.measure import pidstat as _pidstat
+from dragnet.couchdb.client import connect, db_path
 from dragnet.errors import DragnetError, UsageError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -126,7 +129,7 @@ N_DOCS = 4000
 
 def _import(couch, db: str, docs: list[dict]) -> None:
     try:
-        from dragnet import importer
+        from dragnet.data import importer as importer
     except ImportError:
         importer = None
     if importer is not None:
@@ -194,7 +197,7 @@ def test_live_benchmark_es5_view(loaded_db, tmp_path):
     assert polls_seen and polls_seen == sorted(polls_seen)
     # the results file holds the raw polls and the rates are reproducible from them
     saved = results.read_results(out.path)
-    from dragnet import poller
+    from dragnet.measure import poller as poller
 
     fig = poller.analyze(saved["polls"], saved["view"]["ddoc"])
     assert fig.average_all_tasks_cps == pytest.approx(s["average_all_tasks_cps"])

@@ -2,8 +2,13 @@
 
 import pytest
 
-from dragnet import axes, axis_config, axis_cpus, axis_q, axis_couchdb, bench
-from dragnet.bench_axes import AxisOptions, contract_axes
+from dragnet.axes import model as axes
+from dragnet.axes import config as axis_config
+from dragnet.axes import cpus as axis_cpus
+from dragnet.axes import q as axis_q
+from dragnet.axes import couchdb as axis_couchdb
+from dragnet.bench import run as bench
+from dragnet.bench.switch import AxisOptions, contract_axes
 from dragnet.errors import UsageError
 
 
@@ -170,7 +175,7 @@ def _result(dps, **axes_):
 
 
 def test_report_by_compares_an_axis_within_each_combination_of_the_others():
-    from dragnet import report_by
+    from dragnet.report import by_axis as report_by
 
     res = [_result(v, couchdb=c, q=q) for c, q, v in (
         ("3.5.0", "8", 480.0), ("3.5.0", "8", 500.0), ("3.5.0", "8", 470.0), ("3.5.0", "8", 490.0),
@@ -189,7 +194,7 @@ def test_report_by_compares_an_axis_within_each_combination_of_the_others():
 
 
 def test_report_by_reads_older_results_without_bench_axes():
-    from dragnet import report_by
+    from dragnet.report import by_axis as report_by
 
     old = {"summary": {"ok": True, "docs_per_sec_wall": 5.0}, "storage": "tmpfs",
            "bench": {"language": "python", "storage_label": "tmpfs"}}
@@ -199,7 +204,7 @@ def test_report_by_reads_older_results_without_bench_axes():
 # ---- design-doc revisions
 
 def test_ddoc_revisions_are_labelled_and_alternate_within_each_round():
-    from dragnet.ddoc_axis import revision_labels
+    from dragnet.axes.ddoc import revision_labels
 
     assert revision_labels(["old=ddocs/a.json", "new=ddocs/b.json"]) == {"old": "ddocs/a.json", "new": "ddocs/b.json"}
     assert revision_labels(["git:v1:ddoc.json", "git:main:ddoc.json"]) == {"v1": "git:v1:ddoc.json",
@@ -213,7 +218,7 @@ def test_ddoc_revisions_are_labelled_and_alternate_within_each_round():
 
 
 def test_report_by_one_setting_keeps_the_other_settings_apart():
-    from dragnet import report_by
+    from dragnet.report import by_axis as report_by
 
     res = [_result(v, config=f"view_updater/gc_interval_docs={g},view_updater/queue_memory_cap={m}")
            for g, m, v in (("1", "100000", 250.0), ("1000", "100000", 600.0), ("1", "10485760", 390.0),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet import bench
+from dragnet.bench import run as bench
 from dragnet.cli import main
 from dragnet.errors import UsageError
 
@@ -190,7 +190,7 @@ def test_bench_starts_local_couchdb_on_disk_and_tmpfs_then_report(tmp_path):
 
     from conftest import couch_env, free_port
 
-    from dragnet import couchdb_control as ctl
+    from dragnet.couchdb import control as ctl
 
     home = os.environ.get("DRAGNET_COUCHDB_HOME")
     if not home or not (Path(home) / "bin" / "couchdb").exists():

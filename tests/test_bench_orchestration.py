@@ -7,8 +7,8 @@ import json
 import pytest
 from loopback import Loopback
 
-from dragnet import bench
-from dragnet.couch import connect
+from dragnet.bench import run as bench
+from dragnet.couchdb.client import connect
 from dragnet.errors import DragnetError
 
 DB = "decl"

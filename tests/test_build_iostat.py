@@ -1,10 +1,10 @@
-"""dragnet.build_iostat: iostat on every build whose data device is known, and why it is absent."""
+"""dragnet.measure.build_iostat: iostat on every build whose data device is known, and why it is absent."""
 
 from __future__ import annotations
 
 import pytest
 
-from dragnet import build_iostat
+from dragnet.measure import build_iostat as build_iostat
 
 
 def _result(label, storage, device, r_s, util, *, absent=None, scenario=None, ddoc="_design/app"):
@@ -33,14 +33,14 @@ def test_io_rows_medians_per_group_and_reasons():
 
 
 def test_remote_couchdb_has_no_device(monkeypatch):
-    from dragnet.couch import connect
+    from dragnet.couchdb.client import connect
 
     dev, data, why = build_iostat.data_device(connect("http://couch.example:5984"), "http://couch.example:5984")
     assert dev is None and data is None and why == "CouchDB at couch.example is not on this machine"
 
 
 def test_live_addview_benchmark_records_iostat_or_why_not(live_url, live_db, tmp_path):
-    from dragnet import addview
+    from dragnet.build import addview as addview
 
     couch, db = live_db
     couch.put(f"/{db}?q=1")

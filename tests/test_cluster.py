@@ -1,4 +1,4 @@
-"""dragnet.cluster: the plan of nodes, the _cluster_setup calls, the record `couch down` reads; and, with a
+"""dragnet.couchdb.cluster: the plan of nodes, the _cluster_setup calls, the record `couch down` reads; and, with a
 CouchDB release (DRAGNET_COUCHDB_HOME), a real 3-node local cluster."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import serve_json
 
-from dragnet import cluster
+from dragnet.couchdb import cluster as cluster
 from dragnet.errors import DragnetError, UsageError
 
 
@@ -45,7 +45,7 @@ def test_record_is_found_from_any_node_and_forgotten(tmp_path):
 # --- per-node process scope and report (pure; the processes are faked) ----------------------------------
 
 def test_process_scope_keeps_each_nodes_processes_apart(tmp_path, monkeypatch):
-    from dragnet import addview
+    from dragnet.build import addview as addview
 
     env = {"DRAGNET_STATE_DIR": str(tmp_path)}
     nodes = cluster.plan(3, 15930)
@@ -67,7 +67,10 @@ def test_process_scope_keeps_each_nodes_processes_apart(tmp_path, monkeypatch):
 
 
 def test_report_shows_the_work_and_every_nodes_resources(fixtures_dir):
-    from dragnet import addview, pidstat, poller, results
+    from dragnet.build import addview as addview
+    from dragnet.measure import pidstat as pidstat
+    from dragnet.measure import poller as poller
+    from dragnet.results import build as results
 
     res = results.from_recording(fixtures_dir / "javascript")
     samples = [{"time": "10:00:01", "pid": 100, "command": "beam.smp", "cpu_pct": 50.0, "rss_kb": 1000},
@@ -86,7 +89,8 @@ def test_report_shows_the_work_and_every_nodes_resources(fixtures_dir):
 
 
 def test_build_work_line_without_a_warning_when_every_replica_was_seen():
-    from dragnet import addview, poller
+    from dragnet.build import addview as addview
+    from dragnet.measure import poller as poller
 
     polls = [{"t": float(i), "tasks": [{"pid": f"<0.{r}.0>", "node": n, "changes_done": 0, "total_changes": 10,
                                         "started_on": 0, "updated_on": 0, "type": "indexer",
@@ -99,7 +103,7 @@ def test_build_work_line_without_a_warning_when_every_replica_was_seen():
 
 
 def test_lone_cluster_needs_no_port_and_nodes_know_their_place(tmp_path):
-    from dragnet import couchdb_control as ctl
+    from dragnet.couchdb import control as ctl
 
     env = {"DRAGNET_STATE_DIR": str(tmp_path)}
     nodes = cluster.plan(3, 15940)
@@ -118,8 +122,8 @@ def test_lone_cluster_needs_no_port_and_nodes_know_their_place(tmp_path):
 def test_bench_records_q_n_and_the_nodes():
     from conftest import serve_json
 
-    from dragnet import bench
-    from dragnet.couch import connect
+    from dragnet.bench import run as bench
+    from dragnet.couchdb.client import connect
 
     srv, seen = serve_json([(200, {"db_name": "d", "cluster": {"q": 8, "n": 3, "w": 2, "r": 2}}),
                             (200, {"all_nodes": ["a@h", "b@h"], "cluster_nodes": ["a@h", "b@h", "c@h"]})])
@@ -132,7 +136,7 @@ def test_bench_records_q_n_and_the_nodes():
 
 
 def test_query_server_counters_of_the_nodes_are_summed():
-    from dragnet import results
+    from dragnet.results import build as results
 
     def body(maps, us):
         return {"calls": {"map": {"value": maps, "type": "counter", "desc": "map_doc"}},

@@ -18,11 +18,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet import compare as c
-from dragnet import design, history, stats, store
+from dragnet.results import compare as c
+from dragnet.build import design as design
+from dragnet.results import history as history
+from dragnet.measure import stats as stats
+from dragnet.results import store as store
 from dragnet.cli import main
 from dragnet.errors import UsageError
-from dragnet.report import load_results
+from dragnet.report.tables import load_results
 
 REPO = Path(__file__).resolve().parent.parent
 CI = REPO / "docs" / "compare" / "ci"
@@ -106,7 +109,7 @@ def test_same_results_no_change_and_cells_on_one_side(ci):
 
 
 def test_nothing_in_common_is_exit_2(ci, fixtures_dir, tmp_path):
-    from dragnet.results import from_recording
+    from dragnet.results.build import from_recording
 
     (tmp_path / "rec.json").write_text(json.dumps(from_recording(fixtures_dir / "python")))
     r = CliRunner().invoke(main, ["compare", str(CI / "base"), str(tmp_path / "rec.json")])

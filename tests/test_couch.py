@@ -1,8 +1,8 @@
 
 import pytest
 
-from dragnet.couch import CouchError, CouchUnreachable, connect, db_path, mask_url, split_credentials
-from dragnet.stats import percentile, summarize
+from dragnet.couchdb.client import CouchError, CouchUnreachable, connect, db_path, mask_url, split_credentials
+from dragnet.measure.stats import percentile, summarize
 from conftest import free_port, serve_json
 
 

@@ -14,12 +14,14 @@ import stat
 import pytest
 from click.testing import CliRunner
 
-from dragnet import couchdb_control as ctl
-from dragnet import couchdb_docker as dk
-from dragnet import image_build, limits, storage
+from dragnet.couchdb import control as ctl
+from dragnet.couchdb import docker as dk
+from dragnet.couchdb import image_build as image_build
+from dragnet.couchdb import limits as limits
+from dragnet.couchdb import storage as storage
 from dragnet.cli import main
 from dragnet.errors import DragnetError, UsageError
-from dragnet.iostat import BlockDevice
+from dragnet.measure.iostat import BlockDevice
 from conftest import couch_env, free_port
 
 SECRET = "d0cker-Secret-pw"
@@ -76,7 +78,7 @@ def test_settings_of_a_cluster_node_keep_its_secrets_in_the_environment():
 
 
 def test_docker_cluster_plan_names_nodes_by_their_network_alias():
-    from dragnet import cluster
+    from dragnet.couchdb import cluster as cluster
 
     nodes = cluster.plan(3, 16000, "docker")
     assert [(n.port, n.name) for n in nodes] == [(16000, "couchdb@n16000.dragnet"),

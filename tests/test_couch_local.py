@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet import couchdb_control as ctl
-from dragnet import couchdb_local as local
+from dragnet.couchdb import control as ctl
+from dragnet.couchdb import local as local
 from dragnet.cli import main
-from dragnet.couch import connect
+from dragnet.couchdb.client import connect
 from dragnet.errors import DragnetError, UsageError
 from conftest import couch_env, free_port
 
@@ -347,7 +347,7 @@ def test_local_tmpfs_storage_on_a_real_release(env):
     home = _release_home()
     if ctl.port_in_use(TEST_PORT):
         pytest.skip(f"port {TEST_PORT} is busy")
-    from dragnet import storage
+    from dragnet.couchdb import storage as storage
 
     if storage.find_tmpfs() is None:
         pytest.skip("no tmpfs at /dev/shm")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dragnet import design
+from dragnet.build import design as design
 from dragnet.errors import UsageError
 
 APP = Path(__file__).resolve().parent / "ddocs" / "app"

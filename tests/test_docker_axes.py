@@ -19,7 +19,7 @@ IMAGES = ("couchdb:3.5.0-trixie", "couchdb:3.5.2-trixie")
 @pytest.fixture()
 def docker_env(tmp_path):
     try:
-        from dragnet.couchdb_docker import client
+        from dragnet.couchdb.docker import client
 
         c = client()
         for image in IMAGES:
@@ -33,7 +33,7 @@ def docker_env(tmp_path):
            "DRAGNET_STATE_DIR": str(tmp_path / "state"), "PYTHONPATH": str(ROOT)}, port
     from docker.errors import NotFound
 
-    from dragnet.couchdb_docker import container_name, volume_name
+    from dragnet.couchdb.docker import container_name, volume_name
 
     for remove in (lambda: c.containers.get(container_name(port)).remove(force=True),
                    lambda: c.volumes.get(volume_name(port)).remove()):
@@ -63,9 +63,9 @@ def test_couchdb_axis_builds_on_both_images_and_records_two_versions(docker_env,
     res = [json.loads((tmp_path / "out" / r["result_file"]).read_text()) for r in m["runs"]]
     assert [r["bench"]["axes"]["couchdb"] for r in res] == list(IMAGES)
     assert [r["couchdb"]["versions"]["couchdb"] for r in res] == ["3.5.0", "3.5.2"]
-    from dragnet.couchdb_docker import client
+    from dragnet.couchdb.docker import client
 
-    assert not client().containers.list(all=True, filters={"label": f"org.dragnet.couch.port={port}"})
+    assert not client().containers.list(all=True, filters={"label": f"org.dragnet.couchdb.client.port={port}"})
 
 
 def test_an_image_that_is_missing_or_not_couchdb_is_refused_up_front(docker_env, tmp_path):

@@ -27,11 +27,11 @@ from click.testing import CliRunner
 from conftest import DOCKER_REPORT, cluster_build, couch_env
 from test_docker_image import IMAGE, SECRET, _down_leaves_nothing, _free_port
 
-from dragnet import cluster
-from dragnet import couchdb_control as ctl
-from dragnet import couchdb_docker as dk
+from dragnet.couchdb import cluster as cluster
+from dragnet.couchdb import control as ctl
+from dragnet.couchdb import docker as dk
 from dragnet.cli import main
-from dragnet.couch import CouchError, connect, db_path
+from dragnet.couchdb.client import CouchError, connect, db_path
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -140,7 +140,7 @@ def test_compose_file_runs_a_three_node_cluster(engine, tmp_path):
         assert SECRET not in up and cookie not in up
         for p in range(port, port + 3):
             ctl.wait_up(f"http://127.0.0.1:{p}", 120)
-        # the calls the docs' curl lines make (dragnet.cluster.join makes the same)
+        # the calls the docs' curl lines make (dragnet.couchdb.cluster.join makes the same)
         names = [f"couchdb@couchdb{i}.dragnet" for i in (1, 2, 3)]
         nodes = [cluster.Node(i + 1, port + i, name) for i, name in enumerate(names)]
         assert cluster.join(f"http://127.0.0.1:{port}", nodes, "admin", SECRET) == names

@@ -3,7 +3,7 @@ benchmarked inside it with beam and query-server resources measured, tmpfs, and 
 nothing (clusters of the image: tests/test_docker_cluster.py).
 
 Needs a Docker engine and the image in DRAGNET_TEST_DOCKER_IMAGE (built by `.ci/docker-engine start`, or by
-`python -m dragnet.couchdb_docker build TAG`); skips otherwise.
+`python -m dragnet.couchdb.docker build TAG`); skips otherwise.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import DOCKER_REPORT, couch_env, normalised_declarations
 
-from dragnet import addview, results
-from dragnet import couchdb_docker as dk
+from dragnet.build import addview as addview
+from dragnet.results import build as results
+from dragnet.couchdb import docker as dk
 from dragnet.cli import main
-from dragnet.couch import connect, db_path
+from dragnet.couchdb.client import connect, db_path
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -179,9 +180,9 @@ def test_bench_scenarios_recreate_the_container_with_its_limits_and_report_an_oo
     each scenario's container holds its limits (the engine's HostConfig and the kernel's cgroup, read
     here during the build), the tiny limit is reported as an OOM kill, and the container gets its own
     limits back after the bench."""
-    from dragnet import bench as b
-    from dragnet import limits
-    from dragnet.scenario import Scenario
+    from dragnet.bench import run as b
+    from dragnet.couchdb import limits as limits
+    from dragnet.bench.scenario import Scenario
 
     if os.geteuid() != 0:
         pytest.skip("a cold cache drops the host's page cache: needs root")

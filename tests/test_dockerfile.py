@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dragnet import couchdb_docker
+from dragnet.couchdb import docker as couchdb_docker
 
 REPO = Path(__file__).resolve().parent.parent
 DOCKERFILE = REPO / "docker" / "Dockerfile"
@@ -222,8 +222,8 @@ def test_query_servers_registered_through_env(instructions):
 
 
 def test_env_agrees_with_registration(instructions):
-    """The image registers exactly what dragnet.registration generates for its in-image paths."""
-    from dragnet.registration import docker_environment
+    """The image registers exactly what dragnet.servers.registration generates for its in-image paths."""
+    from dragnet.servers.registration import docker_environment
 
     env = _image_env(instructions)
     assert {k: v for k, v in env.items() if k.startswith("COUCHDB_QUERY_SERVER_")} == docker_environment()
@@ -266,7 +266,7 @@ def _ini_settings(text: str) -> set[tuple[str, str, str]]:
 
 
 def test_image_ini_agrees_with_registration():
-    from dragnet.registration import ini_for
+    from dragnet.servers.registration import ini_for
 
     image = _ini_settings((REPO / "docker" / "20-dragnet.ini").read_text())
     assert _ini_settings(ini_for()) == image

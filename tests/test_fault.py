@@ -1,7 +1,7 @@
-"""dragnet.fault: whose fault a difference is, decided by re-running the functions in the reference engine.
+"""dragnet.build.fault: whose fault a difference is, decided by re-running the functions in the reference engine.
 
 The engine here is a real query-server process (dragnet's Python server, which runs anywhere); the rows
-are recorded dumps of the shape dragnet.rows writes, with ties in the reduced field."""
+are recorded dumps of the shape dragnet.build.rows writes, with ties in the reduced field."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from dragnet import fault
-from dragnet.query_servers import PYTHON_QS, ServerSpec
-from dragnet.reference_engine import ProcessEngine
+from dragnet.build import fault as fault
+from dragnet.servers.discovery import PYTHON_QS, ServerSpec
+from dragnet.servers.reference_engine import ProcessEngine
 
 # keeps the value with the latest date, replacing it only when a date is strictly greater: ties are won
 # by whichever value comes first, so the result depends on the order
@@ -198,12 +198,12 @@ def _tie_docs(n: int = 120) -> list[dict]:
 
 
 def test_live_bench_classifies_the_functions_faults(live_url, live_db, tmp_path):
-    from dragnet.bench import Bench, BenchConfig
+    from dragnet.bench.run import Bench, BenchConfig
     from dragnet.cli.bench import blocking_runs
-    from dragnet.design import Design
+    from dragnet.build.design import Design
     from dragnet.errors import DragnetError
-    from dragnet.reference_engine import spec_for
-    from dragnet.rows import read_rows
+    from dragnet.servers.reference_engine import spec_for
+    from dragnet.build.rows import read_rows
 
     try:
         couchjs = spec_for("javascript")

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet import disk_peak as dp
-from dragnet import forecast as fc
-from dragnet import forecast_run as fr
-from dragnet import sizes as sz
+from dragnet.measure import disk_peak as dp
+from dragnet.forecast import model as fc
+from dragnet.forecast import run as fr
+from dragnet.bench import sizes as sz
 from dragnet.cli import main
 from dragnet.errors import UsageError
 
@@ -176,7 +176,7 @@ def test_finish_writes_forecast_json(tmp_path):
     assert on_disk["target"]["db_bytes"] > max(int(v) for v in on_disk["db_bytes"].values())
     assert on_disk["forecasts"] == json.loads(json.dumps(out["forecasts"]))
     assert any("× the largest measured" in w for f in out["forecasts"][""].values() for w in f["warnings"])
-    from dragnet.forecast_plot import forecast_chart
+    from dragnet.forecast.plot import forecast_chart
     chart = forecast_chart(out["forecasts"][""], tmp_path / "forecast.png")
     assert chart.path.stat().st_size > 0 and chart.series
 
@@ -204,7 +204,7 @@ def test_cli_bad_input_is_one_line(tmp_path, args, needle):
 
 @pytest.mark.live
 def test_live_forecast_small(live_url, tmp_path):
-    from dragnet.couch import connect
+    from dragnet.couchdb.client import connect
 
     couch = connect(live_url)
     db = f"dragnet_test_forecast_{os.getpid()}"
@@ -247,7 +247,7 @@ def test_out_of_disk_build_ends_in_one_line(live_url, tmp_path):
 
     from conftest import free_port
 
-    from dragnet import couchdb_local as local
+    from dragnet.couchdb import local as local
 
     home = os.environ.get("DRAGNET_COUCHDB_HOME")
     if os.geteuid() != 0 or not home or not shutil.which("mount"):

@@ -13,7 +13,7 @@ from data_prep.generate import (CONFIDENTIAL, EMPTY_SECTION, ITEM_SECTIONS, TARG
                                 declarations, generate_file)
 from data_prep.normalise import normalise
 from dragnet.cli import main
-from dragnet.stats import mean, percentile
+from dragnet.measure.stats import mean, percentile
 
 N = 2000
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet import html_page as hp
-from dragnet import report as rp
+from dragnet.report import html_page as hp
+from dragnet.report import tables as rp
 from dragnet.cli import main
-from dragnet.scenario import DISK_COLUMNS, disk_matters, disk_rows, runs_from_results
+from dragnet.bench.scenario import DISK_COLUMNS, disk_matters, disk_rows, runs_from_results
 
 import browser
 
@@ -53,7 +53,7 @@ def test_cli_refuses_compare_json_without_html_and_a_wrong_compare_file(tmp_path
 
 
 def test_every_linked_number_lands_on_a_raw_block_holding_each_build_once():
-    from dragnet.html_report import Inputs, report_sections
+    from dragnet.report.html import Inputs, report_sections
 
     docs = rp.load_results([FIXTURE])
     sc_runs, ref = runs_from_results(docs)
@@ -68,7 +68,7 @@ def test_every_linked_number_lands_on_a_raw_block_holding_each_build_once():
 
 
 def test_meta_counts_values_that_differ_between_files():
-    from dragnet.html_report import meta_section
+    from dragnet.report.html import meta_section
 
     docs = rp.load_results([FIXTURE])
     rows = dict(meta_section(docs).rows)
@@ -96,7 +96,7 @@ def test_baseline_fills_the_compare_section_and_excludes_compare_json(tmp_path):
 
 def compare_doc(docs: list[dict]) -> dict:
     """`dragnet compare`'s JSON over the fixture's builds (along its scenario axis)."""
-    from dragnet.compare import compare_along
+    from dragnet.results.compare import compare_along
 
     return compare_along(docs).to_json()
 
@@ -218,7 +218,7 @@ def test_page_in_headless_chromium(tmp_path):
 
 
 def test_a_forecast_becomes_a_table_and_a_chart_per_quantity():
-    from dragnet.html_report import forecast_sections
+    from dragnet.report.html import forecast_sections
 
     doc = json.loads((Path(__file__).parent.parent / "docs/forecast/backtest-40k/forecast.json").read_text())
     [sec] = forecast_sections(doc)
@@ -233,8 +233,8 @@ def test_a_forecast_becomes_a_table_and_a_chart_per_quantity():
 
 
 def test_report_by_becomes_a_section_with_each_pair_verdict():
-    from dragnet import report_by
-    from dragnet.html_report import by_axis_sections
+    from dragnet.report import by_axis as report_by
+    from dragnet.report.html import by_axis_sections
 
     docs = rp.load_results([FIXTURE])
     cmp = report_by.compare(docs, ["scenario"])

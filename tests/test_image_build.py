@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import DOCKER_REPORT
 
-from dragnet import couchdb_docker as dk
-from dragnet import image_build as ib
+from dragnet.couchdb import docker as dk
+from dragnet.couchdb import image_build as ib
 from dragnet.errors import DragnetError, UsageError
 
 LOGS = Path(__file__).parent / "fixtures" / "docker-build"

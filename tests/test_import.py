@@ -13,10 +13,8 @@ from loopback import Loopback, bulk_docs_ok
 from data_prep.generate import declaration_lines, generate_file
 from data_prep.nacp import Malformed, Source, json_stream_records
 from dragnet.cli import main
-from dragnet.couch import connect, db_path
-from dragnet.importer import (Batcher, ImportAborted, ImportOptions, Prepared, Rejected, RetryPolicy, batches,
-                              classify_bulk_answer, derived_id, id_problem, import_documents, is_transient,
-                              max_document_size, prepare, request_body)
+from dragnet.couchdb.client import connect, db_path
+from dragnet.data.importer import (Batcher, ImportAborted, ImportOptions, Prepared, Rejected, RetryPolicy, batches, classify_bulk_answer, derived_id, id_problem, import_documents, is_transient, max_document_size, prepare, request_body)
 
 # ---------------------------------------------------------------------------------------------- readers
 
@@ -168,7 +166,7 @@ TRICKY = [
 
 
 def test_valid_lines_are_posted_as_read_without_a_parse(monkeypatch):
-    from dragnet import importer
+    from dragnet.data import importer as importer
 
     def no_parse(*_):
         raise AssertionError("a valid line with an _id was parsed")
@@ -182,7 +180,7 @@ def test_valid_lines_are_posted_as_read_without_a_parse(monkeypatch):
 
 
 def test_passthrough_and_full_parse_agree_on_every_line(monkeypatch):
-    from dragnet import importer
+    from dragnet.data import importer as importer
 
     lines = TRICKY + [line.encode() for line in declaration_lines(30, 3)]
     limits = (8_000_000, 120)   # also the same "too large" for the same lines
@@ -237,7 +235,7 @@ def test_retry_after_seconds_and_http_date():
     from email.utils import format_datetime
     from datetime import datetime, timezone
 
-    from dragnet.importer import _retry_after
+    from dragnet.data.importer import _retry_after
 
     class R:
         def __init__(self, v):

@@ -19,8 +19,8 @@ import requests
 from conftest import couch_env, free_port
 
 from data_prep.generate import generate_file
-from dragnet import couchdb_control as ctl
-from dragnet.bench import MANIFEST
+from dragnet.couchdb import control as ctl
+from dragnet.bench.run import MANIFEST
 
 PORT = int(os.environ.get("DRAGNET_TEST_INTERRUPT_PORT") or free_port())
 PASSWORD = "pw-interrupt-test"

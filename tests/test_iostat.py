@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dragnet import iostat
+from dragnet.measure import iostat as iostat
 
 HERE = Path(__file__).resolve().parent
 RECORDING = HERE / "fixtures" / "iostat" / "loop_appears.txt"

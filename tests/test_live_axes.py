@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dragnet.couch import connect, split_credentials
+from dragnet.couchdb.client import connect, split_credentials
 
 pytestmark = pytest.mark.live
 
@@ -128,7 +128,7 @@ def test_q_axis_builds_on_2_and_8_shards(live_url, tmp_path):
 
 
 def test_cpus_1_holds_beam_and_a_query_server(live_url, tmp_path):
-    from dragnet.bench import managed_instance
+    from dragnet.bench.run import managed_instance
 
     env = {**os.environ}
     if managed_instance(live_url, env) is None:

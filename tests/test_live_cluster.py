@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import cluster_build, couch_env, free_port
 
-from dragnet import couchdb_control as ctl
+from dragnet.couchdb import control as ctl
 from dragnet.cli import main
 
 REPO = Path(__file__).resolve().parent.parent

@@ -33,7 +33,7 @@ DDOCS = REPO / "tests" / "ddocs" / "compare"
 @pytest.fixture(scope="module")
 def items(live_url, tmp_path_factory):
     """A data file of 3,000 small documents and a database name (the bench imports it; deleted afterwards)."""
-    from dragnet.couch import connect, db_path
+    from dragnet.couchdb.client import connect, db_path
 
     rng = random.Random(7)
     data = tmp_path_factory.mktemp("items") / "items.jsonl"
@@ -50,7 +50,7 @@ def items(live_url, tmp_path_factory):
 def _recipe(live_url, items, new: str, out: Path) -> subprocess.CompletedProcess:
     from urllib.parse import unquote, urlsplit
 
-    from dragnet.couch import split_credentials
+    from dragnet.couchdb.client import split_credentials
 
     base, _, _ = split_credentials(live_url)
     parts = urlsplit(live_url)
@@ -82,7 +82,7 @@ def test_live_recipe_passes_a_renamed_variable(live_url, items, tmp_path):
 def test_live_bench_saves_a_baseline_and_compares_with_it(live_url, items, tmp_path):
     from click.testing import CliRunner
 
-    from dragnet import store
+    from dragnet.results import store as store
     from dragnet.cli import main
 
     s = tmp_path / "store"

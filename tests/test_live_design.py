@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import generated_db, live_password
 
 from dragnet.cli import main
-from dragnet.couch import db_path
+from dragnet.couchdb.client import db_path
 
 APP_JSON = Path(__file__).resolve().parent / "ddocs" / "app.json"
 N_DOCS = 200

@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 from conftest import generated_db
 
-from dragnet import addview, ddoc, qsbench, views
-from dragnet.query_servers import LANGUAGES
+from dragnet.build import addview as addview
+from dragnet.build import ddoc as ddoc
+from dragnet.qsbench import run as qsbench
+from dragnet.build import views as views
+from dragnet.servers.discovery import LANGUAGES
 
 REPO = Path(__file__).resolve().parent.parent
 INCOME = REPO / "views" / "income"

@@ -2,7 +2,7 @@
 
 import os
 
-from dragnet.machine import load_average, machine_info
+from dragnet.measure.machine import load_average, machine_info
 
 
 def test_machine_info_records_the_load_average():

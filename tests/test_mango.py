@@ -1,4 +1,4 @@
-"""dragnet.mango: index definitions, and the JavaScript map that emits what the Mango index holds.
+"""dragnet.build.mango: index definitions, and the JavaScript map that emits what the Mango index holds.
 
 The generated map runs in a real JavaScript engine (dragnet's Node.js query server) over documents whose
 expected rows follow CouchDB 3.5's mango_selector/mango_doc rules; the live test builds an index with
@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from dragnet import mango, mango_bench
+from dragnet.build import mango as mango
+from dragnet.bench import mango as mango_bench
 from dragnet.errors import DragnetError, UsageError
 
 
@@ -80,7 +81,7 @@ EXPECTED = {"1": [[1, 2]], "3": [["s", None]], "6": [[[1], {"d": 1}]]}
 
 
 def _node_engine(map_source):
-    from dragnet.reference_engine import ProcessEngine, spec_for
+    from dragnet.servers.reference_engine import ProcessEngine, spec_for
 
     try:
         spec = spec_for("node")
@@ -124,7 +125,7 @@ def test_selector_operators(selector, ids):
 
 
 def test_live_mango_and_javascript_give_the_same_rows(live_url, live_db, tmp_path):
-    from dragnet.bench import BenchConfig
+    from dragnet.bench.run import BenchConfig
 
     couch, db = live_db
     couch.put(f"/{db}")
@@ -165,7 +166,7 @@ def test_live_selectors_match_couchdbs_own_find(live_url, live_db):
 
 
 def test_report_puts_mango_builds_inside_beam():
-    from dragnet.report import Run, qs_family_of
+    from dragnet.report.tables import Run, qs_family_of
 
     leftover = {"beam": {"cpu_mean": 60.0}, "quickjs": {"cpu_mean": 3.0}}   # idle servers of earlier builds
     assert qs_family_of([Run("mango", "disk", 0.0, True, language="query", resources=leftover)]) is None

@@ -11,8 +11,8 @@ from urllib.parse import quote
 import pytest
 from loopback import Loopback
 
-from dragnet import addview
-from dragnet.couch import connect
+from dragnet.build import addview as addview
+from dragnet.couchdb.client import connect
 from dragnet.errors import DragnetError
 
 REPO = Path(__file__).resolve().parent.parent

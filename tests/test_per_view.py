@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dragnet import per_view as pv
+from dragnet.build import per_view as pv
 
 
 def res(wall, tasks=None, dps=None):
@@ -28,7 +28,7 @@ def test_missing_figures_show_as_na_and_no_saving():
 
 def test_run_builds_whole_then_each_view_alone():
     from pathlib import Path
-    from dragnet import design
+    from dragnet.build import design as design
 
     d = design.load(str(Path(__file__).parent / "ddocs" / "app"))
     built = []

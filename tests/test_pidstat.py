@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from dragnet import pidstat
+from dragnet.measure import pidstat as pidstat
 
 RECORDED = ["javascript", "javascript_quickjs", "python", "erlang", "erlang_baseline", "js_syntax_error"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dragnet import poller
+from dragnet.measure import poller as poller
 
 BUILDS = ["erlang", "erlang_baseline", "erlang_baseline_repeat", "erlang_baseline_tmpfs",
           "erlang_baseline_tmpfs_repeat", "javascript", "javascript_quickjs", "javascript_quickjs_es2015",

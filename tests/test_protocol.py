@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dragnet.protocol import (BadAnswer, ProtocolError, QueryServerDied, QueryServerError, QueryServerProcess,
-                              QueryServerTimeout, encode)
+from dragnet.servers.protocol import (BadAnswer, ProtocolError, QueryServerDied, QueryServerError, QueryServerProcess, QueryServerTimeout, encode)
 
 COUCHPY = str(Path(sys.executable).with_name("couchpy"))
 TESTSERVER = [sys.executable, str(Path(__file__).with_name("qs_testserver.py"))]

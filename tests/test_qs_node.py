@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from dragnet import query_servers as qs
+from dragnet.servers import discovery as qs
 from qs_conformance import CHECKS, JS, QueryServer, check_id, couchjs_argv, couchjs_session, run_check, transcript
 
 RUNTIMES = ("node", "bun")
@@ -121,8 +121,8 @@ def income_db(live_url):
 
 
 def _build_rows(couch, db: str, view_file, language: str, tmp_path) -> tuple[dict, list]:
-    from dragnet import addview
-    from dragnet.ddoc import ddoc_path
+    from dragnet.build import addview as addview
+    from dragnet.build.ddoc import ddoc_path
 
     cfg = addview.Config(view_path=str(view_file), db=db, language=language, timeout=300, pidstat=False,
                          results_dir=str(tmp_path / language), argv=["dragnet", "addview", "--language", language])
@@ -193,9 +193,9 @@ def test_bun_that_cannot_run_is_skipped_with_the_reason(tmp_path, monkeypatch):
 def test_registered_for_couchdb_and_watched_by_pidstat():
     from click.testing import CliRunner
 
-    from dragnet import pidstat
+    from dragnet.measure import pidstat as pidstat
     from dragnet.cli import main
-    from dragnet.report import QS_FAMILIES
+    from dragnet.report.tables import QS_FAMILIES
 
     specs, _ = qs.builtin_servers()
     out = CliRunner().invoke(main, ["servers", "--env"])

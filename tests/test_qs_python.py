@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from dragnet.query_servers import PYTHON_QS, REPO, discover, find_couchpy
+from dragnet.servers.discovery import PYTHON_QS, REPO, discover, find_couchpy
 
 INTERPRETERS = [pytest.param(sys.executable, id="cpython")]
 if shutil.which("pypy3"):
@@ -499,7 +499,7 @@ def test_couchpy_conformance_subset(check):
 @pytest.mark.live
 @pytest.mark.parametrize("language", ["python3", "pypy3"])
 def test_live_couchdb_runs_dragnet_qs(live_db, language):
-    from dragnet.couch import CouchError, db_path
+    from dragnet.couchdb.client import CouchError, db_path
 
     couch, name = live_db
     db = db_path(name)

@@ -6,8 +6,12 @@ import sys
 
 import pytest
 
-from dragnet import pidstat, qs_registry, registration, server_build, views
-from dragnet.query_servers import DIALECT_FILES, ServerSpec, Skipped, builtin_servers
+from dragnet.measure import pidstat as pidstat
+from dragnet.servers import registry as qs_registry
+from dragnet.servers import registration as registration
+from dragnet.servers import build as server_build
+from dragnet.build import views as views
+from dragnet.servers.discovery import DIALECT_FILES, ServerSpec, Skipped, builtin_servers
 
 
 def test_names_are_unique_and_dialects_known():

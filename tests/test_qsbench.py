@@ -17,10 +17,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import QS_COUNT
 
-from dragnet import qsbench, views
+from dragnet.qsbench import run as qsbench
+from dragnet.build import views as views
 from dragnet.cli import main
-from dragnet.qsbench_plot import bars, plot
-from dragnet.query_servers import ServerSpec, discover
+from dragnet.qsbench.plot import bars, plot
+from dragnet.servers.discovery import ServerSpec, discover
 
 REPO = Path(__file__).resolve().parent.parent
 VIEW = REPO / "views" / "income"

@@ -20,11 +20,12 @@ import pytest
 from click.testing import CliRunner
 from conftest import QS_COUNT
 
-from dragnet import design as dsg
-from dragnet import qsbench, qsddoc
+from dragnet.build import design as dsg
+from dragnet.qsbench import run as qsbench
+from dragnet.qsbench import ddoc as qsddoc
 from dragnet.cli import main
-from dragnet.query_servers import ServerSpec, Skipped, discover
-from dragnet.reduce_batches import (Atom, Call, btree_rows, chunkify, expand, plan_and_reduce, term_size)
+from dragnet.servers.discovery import ServerSpec, Skipped, discover
+from dragnet.qsbench.reduce_batches import Atom, Call, btree_rows, chunkify, expand, plan_and_reduce, term_size
 
 REPO = Path(__file__).resolve().parent.parent
 APP = REPO / "tests" / "ddocs" / "app"
@@ -155,7 +156,7 @@ def _record(reductions):
 
 
 def test_reduce_batches_have_couchdb_35_shape():
-    # Shape from CouchDB 3.5.0 (see dragnet/reduce_batches.py for each rule):
+    # Shape from CouchDB 3.5.0 (see dragnet/qsbench/reduce_batches.py for each rule):
     #   couch_btree.erl:458-459   a kv node -> R(reduce, KVs); couch_btree.erl:456-457 a kp node -> R(rereduce, Reds)
     #   couch_mrview_util.erl:1246-1264  reduce over detupled [[Key, DocId], Value]; rereduce over child results
     #   couch_query_servers.erl:127-161  one ["reduce", OsRedSrcs, KVs] for all non-built-in functions

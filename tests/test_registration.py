@@ -1,5 +1,5 @@
-"""The query-server registry (dragnet.query_servers.discover) and the generated CouchDB registration
-(dragnet.registration): environment variables, ini fragment, Docker paths, `dragnet servers`."""
+"""The query-server registry (dragnet.servers.discovery.discover) and the generated CouchDB registration
+(dragnet.servers.registration): environment variables, ini fragment, Docker paths, `dragnet servers`."""
 
 from __future__ import annotations
 
@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet import registration as reg
+from dragnet.servers import registration as reg
 from dragnet.cli import main as cli
 from dragnet.errors import DragnetError
-from dragnet.query_servers import (DIALECT_FILES, PYTHON_QS, REPO, ServerSpec, discover, from_environment,
-                                   load_config)
+from dragnet.servers.discovery import (DIALECT_FILES, PYTHON_QS, REPO, ServerSpec, discover, from_environment, load_config)
 
 
 def _env(**extra):

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet import charts, report
+from dragnet.report import charts as charts
+from dragnet.report import tables as report
 from dragnet.cli import main
 
 DISK = ["javascript", "javascript_repeat", "erlang_baseline", "erlang_baseline_repeat",
@@ -26,7 +27,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def _recorded(folder: Path) -> dict:
-    from dragnet.results import from_recording
+    from dragnet.results.build import from_recording
     return from_recording(folder)
 
 

@@ -1,7 +1,7 @@
 """`dragnet report` over design-doc benchmarks (`bench --ddoc`, `addview --update`, `--per-view`).
 
 No real results of a design-doc bench are stored under tests/, so the results here are made by
-dragnet.results.build_results from raw /_active_tasks polls, as addview makes them, then given the
+dragnet.results.build.build_results from raw /_active_tasks polls, as addview makes them, then given the
 fields bench adds ("bench", "comparison"). Expected figures are computed in the tests from the numbers put in.
 """
 
@@ -14,9 +14,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from dragnet import report
+from dragnet.report import tables as report
 from dragnet.cli import main
-from dragnet.results import build_results
+from dragnet.results.build import build_results
 
 DDOC = "_design/app"
 VIEWS = ["by_year", "income_by_person", "name_words"]

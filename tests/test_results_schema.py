@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet import results_schema as rs
+from dragnet.results import schema as rs
 from dragnet.cli import main
-from dragnet.qsbench import Run, ShardRun
-from dragnet.results import from_recording, read_results
+from dragnet.qsbench.run import Run, ShardRun
+from dragnet.results.build import from_recording, read_results
 
 BENCH = Path(__file__).parent / "fixtures" / "scenario-bench"   # a committed bench (scenarios, size sweep)
 RESULT = BENCH / "000-disk-mem-160.0MiB_unlimited_cold-r0-erlang_baseline.json"

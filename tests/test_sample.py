@@ -9,10 +9,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from loopback import Loopback
 
-from dragnet.couch import connect, db_path
+from dragnet.couchdb.client import connect, db_path
 from dragnet.errors import UsageError
-from dragnet.sample import (SizeDistribution, bottom_k_threshold, draw_sample, score, selected, split_db_url,
-                            strip_doc)
+from dragnet.data.sample import (SizeDistribution, bottom_k_threshold, draw_sample, score, selected, split_db_url, strip_doc)
 
 IDS = [f"doc{i:06d}" for i in range(20_000)]
 
@@ -271,7 +270,7 @@ def test_live_cli_sample_then_bench_design_doc(live_url, tmp_path):
     from click.testing import CliRunner
     from conftest import normalised_declarations
 
-    from dragnet import importer
+    from dragnet.data import importer as importer
     from dragnet.cli import main
 
     couch = connect(live_url)
@@ -309,7 +308,7 @@ def test_live_cli_sample_then_bench_design_doc(live_url, tmp_path):
 
 
 def test_cache_path_is_keyed_without_credentials(tmp_path):
-    from dragnet.sample import cache_path
+    from dragnet.data.sample import cache_path
 
     a = cache_path("http://admin:pw1@h:5984/big", count=100, fraction=None, seed=1, cache_dir=tmp_path)
     b = cache_path("http://other:pw2@h:5984/big", count=100, fraction=None, seed=1, cache_dir=tmp_path)
@@ -322,7 +321,7 @@ def test_cache_path_is_keyed_without_credentials(tmp_path):
 
 @pytest.mark.live
 def test_live_qsbench_docs_from_db_is_cached(live_db, live_url, tmp_path):
-    from dragnet.sample import cached_sample
+    from dragnet.data.sample import cached_sample
 
     couch, db = live_db
     _fill(couch, db, 300)
@@ -339,7 +338,7 @@ def test_live_qsbench_cli_reads_a_database_sample(live_db, live_url, tmp_path):
     from click.testing import CliRunner
     from conftest import normalised_declarations
 
-    from dragnet import importer
+    from dragnet.data import importer as importer
     from dragnet.cli import main
 
     couch, db = live_db

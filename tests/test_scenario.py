@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from dragnet import bench, limits, pidstat, scenario
+from dragnet.bench import run as bench
+from dragnet.couchdb import limits as limits
+from dragnet.measure import pidstat as pidstat
+from dragnet.bench import scenario as scenario
 from dragnet.errors import UsageError
 
 REF = "mem-unlimited/unlimited/warm"
@@ -96,7 +99,7 @@ def _live_env():
 @pytest.mark.live
 def test_refused_up_front_when_data_is_not_on_a_block_device(tmp_path):
     url = _live_env()
-    from dragnet.couch import connect
+    from dragnet.couchdb.client import connect
     couch = connect(url)
     sc = scenario.Scenario(None, limits.PROFILES["hdd-150iops"], "cold")
     ddir = scenario.data_dir(couch, scenario.couch_pid(url))
@@ -117,7 +120,7 @@ def _dragnet_groups(ctrl) -> set[str]:
 
 def test_memory_limit_and_hdd_throttle_cold_is_slower_and_reads_the_device(tmp_path):
     url = _live_env()
-    from dragnet.couch import connect
+    from dragnet.couchdb.client import connect
     couch = connect(url)
     pid = scenario.couch_pid(url)
     ddir = scenario.data_dir(couch, pid) if pid else None
@@ -182,7 +185,7 @@ SCENARIO_BENCH = Path(__file__).parent / "fixtures" / "scenario-bench"   # a rea
 def test_report_reads_the_disk_matters_table_from_results_files_as_the_bench_printed_it():
     import json
 
-    from dragnet import report
+    from dragnet.report import tables as report
 
     docs = report.load_results([SCENARIO_BENCH])
     runs, ref = scenario.runs_from_results(docs)
@@ -205,7 +208,8 @@ def test_report_reads_the_disk_matters_table_from_results_files_as_the_bench_pri
 
 def test_disk_matters_chart_draws_the_rows(tmp_path):
     pytest.importorskip("matplotlib")
-    from dragnet import charts, report
+    from dragnet.report import charts as charts
+    from dragnet.report import tables as report
 
     runs, ref = scenario.runs_from_results(report.load_results([SCENARIO_BENCH]))
     rows = scenario.disk_matters(runs, ref)

@@ -11,9 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from dragnet import couchdb_control as ctl
-from dragnet import iostat, limits, scenario
-from dragnet import scenario_docker as sd
+from dragnet.couchdb import control as ctl
+from dragnet.measure import iostat as iostat
+from dragnet.couchdb import limits as limits
+from dragnet.bench import scenario as scenario
+from dragnet.bench import scenario_docker as sd
 from dragnet.errors import DragnetError
 
 MIB = 1024**2

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet import sizes as sz
+from dragnet.bench import sizes as sz
 from dragnet.cli import main
 from dragnet.errors import UsageError
 
@@ -157,7 +157,7 @@ def test_analyse_reads_the_raw_runs_of_every_size():
 
 def test_chart_draws_the_runs_and_the_fit(tmp_path):
     pytest.importorskip("matplotlib")
-    from dragnet.sizes_plot import size_chart
+    from dragnet.report.sizes_plot import size_chart
 
     runs = [_run(n, "js", 0.01 * n) for n in (100, 100, 400)]
     summary = {"per_size": {"100": {"db_sizes": {"file": 1}}, "400": {"db_sizes": {"file": 10}}},
@@ -175,7 +175,7 @@ def test_chart_draws_the_runs_and_the_fit(tmp_path):
 @pytest.mark.live
 @pytest.mark.slow
 def test_live_sizes_sweep(live_url, tmp_path):
-    from dragnet.couch import connect
+    from dragnet.couchdb.client import connect
 
     couch = connect(live_url)
     db = f"dragnet_test_sizes_{os.getpid()}"

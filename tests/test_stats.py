@@ -1,6 +1,6 @@
 import pytest
 
-from dragnet import stats
+from dragnet.measure import stats as stats
 
 
 def test_ranks_average_ties():

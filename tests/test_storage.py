@@ -1,4 +1,4 @@
-"""dragnet.storage on this machine's real mount table and memory, plus the pure fit checks."""
+"""dragnet.couchdb.storage on this machine's real mount table and memory, plus the pure fit checks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dragnet import storage
+from dragnet.couchdb import storage as storage
 from dragnet.errors import DragnetError, UsageError
 
 MOUNTS = r"""proc /proc proc rw,relatime 0 0

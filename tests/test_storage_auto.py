@@ -7,9 +7,9 @@ from urllib.parse import urlsplit
 import pytest
 from loopback import Loopback
 
-from dragnet import couchdb_control as ctl
-from dragnet.addview import detect_storage
-from dragnet.couch import connect
+from dragnet.couchdb import control as ctl
+from dragnet.build.addview import detect_storage
+from dragnet.couchdb.client import connect
 
 
 @pytest.fixture()

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import normalised_declarations
 
-from dragnet import update
+from dragnet.build import update as update
 from dragnet.errors import UsageError
 
 APP = Path(__file__).resolve().parent / "ddocs" / "app"
@@ -39,9 +39,10 @@ def test_plan_mix_and_bad_input():
 
 @pytest.mark.live
 def test_live_update_reports_a_lag_and_undoes_its_writes(live_url, tmp_path):
-    from dragnet import bench, importer
+    from dragnet.bench import run as bench
+    from dragnet.data import importer as importer
     from dragnet.cli import main
-    from dragnet.couch import connect, db_path
+    from dragnet.couchdb.client import connect, db_path
 
     couch = connect(live_url)
     db = f"dragnet_test_update_{int(time.time())}"

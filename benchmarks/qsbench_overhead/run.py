@@ -23,8 +23,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 
-from dragnet import qsbench  # noqa: E402
-from dragnet.query_servers import ServerSpec  # noqa: E402
+from dragnet.qsbench import run as qsbench  # noqa: E402
+from dragnet.servers.discovery import ServerSpec  # noqa: E402
 
 TARGET = 5.0
 

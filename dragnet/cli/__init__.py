@@ -11,8 +11,8 @@ import sys
 
 import click
 
-from .. import __version__
-from ..errors import DragnetError
+from dragnet import __version__
+from dragnet.errors import DragnetError
 
 # name -> "module:attribute"; loaded only when the command runs, so `dragnet --help` stays fast.
 COMMANDS: dict[str, str] = {
@@ -44,7 +44,7 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attr)
 
     def invoke(self, ctx: click.Context):
-        from ..signals import Terminated, install
+        from dragnet.signals import Terminated, install
 
         install()
         try:

@@ -6,11 +6,11 @@ import sys
 
 import click
 
-from .. import addview as av
-from .. import pidstat as ps
-from ..couch import connect
-from ..views import LANGUAGES
-from .options import db_option, json_option, print_json, url_option
+from dragnet.build import addview as av
+from dragnet.measure import pidstat as ps
+from dragnet.couchdb.client import connect
+from dragnet.build.views import LANGUAGES
+from dragnet.cli.options import db_option, json_option, print_json, url_option
 
 
 @click.command("addview")
@@ -68,7 +68,7 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
     afterwards: the original design document and its index are never touched, and nothing else is
     written to the database. --per-view also builds each view alone, in its own fresh copy.
     """
-    from ..errors import UsageError
+    from dragnet.errors import UsageError
 
     design = None
     if mango_source:
@@ -80,7 +80,7 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
     if view_path is None:
         if not ddoc:
             raise UsageError("give a VIEW_PATH, or a whole design document with --ddoc SOURCE")
-        from .. import design as dsg
+        from dragnet.build import design as dsg
 
         design = dsg.load(ddoc, views=[v.strip() for v in view.split(",") if v.strip()] if view else None)
         ddoc = view = None
@@ -140,7 +140,7 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
     if per_view:
         import dataclasses
 
-        from .. import per_view as pv
+        from dragnet.build import per_view as pv
 
         def build(sub, label):
             progress.update(bar, completed=0, total=None, counts=f"{label}: waiting for indexer tasks")
@@ -172,10 +172,10 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
 def _mango(url, db, source, language, interval, timeout, no_pidstat, pidstat_pattern, couchdb_log, storage,
            results_dir, as_json) -> None:
     """addview --mango --benchmark: each index built by Mango (or, with --language, as JavaScript)."""
-    from .. import mango
-    from ..errors import UsageError
+    from dragnet.build import mango as mango
+    from dragnet.errors import UsageError
 
-    from ..views import canonical_language
+    from dragnet.build.views import canonical_language
 
     indexes = mango.load(source)
     couch = connect(url)

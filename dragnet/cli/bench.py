@@ -6,10 +6,10 @@ import sys
 
 import click
 
-from .. import bench as b
-from ..results_schema import RunEntry
-from .compare import store_option
-from .options import db_option, json_option, print_json, url_option
+from dragnet.bench import run as b
+from dragnet.results.schema import RunEntry
+from dragnet.cli.compare import store_option
+from dragnet.cli.options import db_option, json_option, print_json, url_option
 
 
 @click.command("bench")
@@ -96,10 +96,10 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     plus bench.json, then print the report table."""
     from rich.console import Console
 
-    from .. import report as rp
-    from ..errors import UsageError
-    from .. import store
-    from .report import render_design_table, render_table
+    from dragnet.report import tables as rp
+    from dragnet.errors import UsageError
+    from dragnet.results import store as store
+    from dragnet.cli.report import render_design_table, render_table
 
     sdir = store.default_dir(store_dir)
     baseline_entry = store.baseline(sdir, baseline_name) if baseline_name else None   # a missing name: now
@@ -112,8 +112,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     design = None
     revisions: dict = {}
     if ddoc_sources:
-        from .. import design as dsg
-        from ..ddoc_axis import revision_labels
+        from dragnet.build import design as dsg
+        from dragnet.axes.ddoc import revision_labels
 
         if views:
             raise UsageError("--ddoc and --views: give one of them")
@@ -126,7 +126,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         raise UsageError("--view and --reference go with --ddoc")
     indexes = None
     if mango_source:
-        from .. import mango
+        from dragnet.build import mango as mango
 
         if ddoc_sources or views or sizes_text:
             raise UsageError("--mango: not with --ddoc, --views or --sizes")
@@ -137,15 +137,17 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     langs = b.parse_list(languages, "--languages")
     if not langs:
         raise UsageError("--languages: no language given")
-    from .. import limits
-    from ..scenario import expand
+    from dragnet.couchdb import limits as limits
+    from dragnet.bench.scenario import expand
 
     scenarios = []
     if memories or profiles or caches:
         scenarios = expand(limits.parse_memory_limits(memories or "unlimited"),
                            limits.parse_profiles(profiles or "unlimited"), b.parse_list(caches, "--cache"))
-    from .. import axis_config, axis_cpus, axis_q
-    from ..bench_axes import AxisOptions
+    from dragnet.axes import config as axis_config
+    from dragnet.axes import cpus as axis_cpus
+    from dragnet.axes import q as axis_q
+    from dragnet.bench.switch import AxisOptions
 
     qs = axis_q.parse(q_text)
     q = int(qs[0]) if len(qs) == 1 else None
@@ -163,7 +165,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     if plot_path and not sizes_text:
         raise UsageError("--plot goes with --sizes (for a bench's charts: dragnet report DIR --plot)")
     if sizes_text is not None:
-        from .. import sizes as sz
+        from dragnet.bench import sizes as sz
 
         counts = sz.parse_sizes(sizes_text)    # a bad size is a one-line error before anything runs
         if st:
@@ -242,7 +244,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     if as_json:
         extra = {}
         if scenarios:
-            from ..scenario import disk_matters, disk_summary, reference_label
+            from dragnet.bench.scenario import disk_matters, disk_summary, reference_label
             ref = reference_label(scenarios)
             extra = disk_summary(disk_matters(runs, ref), ref)
         report = rp.to_json(groups)
@@ -261,8 +263,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         if dgroups:
             render_design_table(dgroups, title=title)
         if scenarios:
-            from ..scenario import disk_matters, reference_label
-            from .report import render_disk_matters
+            from dragnet.bench.scenario import disk_matters, reference_label
+            from dragnet.cli.report import render_disk_matters
             ref = reference_label(scenarios)
             render_disk_matters(disk_matters(runs, ref), ref)
         for r in failed:
@@ -270,7 +272,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         for line in differences_lines(bench.dir, runs):
             click.echo(line)
         if cmp is not None:
-            from .compare import render
+            from dragnet.cli.compare import render
             render(cmp)
         click.echo(f"results: {bench.dir} (`dragnet report {bench.dir} --plot DIR` for charts)")
     if (failed and len(failed) == len(runs)) or blocking_runs(runs, strict):
@@ -280,7 +282,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
 def blocking_runs(runs: list[dict], strict: bool = False) -> list[dict]:
     """Runs whose differences fail the bench: the engine's always, the function's own with --strict
     (results without classes, from before classification, count as the engine's)."""
-    from ..fault import blocking
+    from dragnet.build.fault import blocking
 
     out = []
     for r in runs:
@@ -294,9 +296,9 @@ def blocking_runs(runs: list[dict], strict: bool = False) -> list[dict]:
 
 def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
     """bench --mango: one bench per index, then the design table and Mango against each engine."""
-    from .. import mango_bench as mb
-    from .. import report as rp
-    from .report import render_design_table
+    from dragnet.bench import mango as mb
+    from dragnet.report import tables as rp
+    from dragnet.cli.report import render_design_table
 
     total["n"] = len(b.plan(["mango", *config.languages], config.repeat, config.storages or ["x"], baseline=False))
     try:
@@ -327,9 +329,9 @@ def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
 
 def saved_runs(folder, docs, sdir, save_as, baseline_entry):
     """--save-baseline: the run into the store; --baseline: its comparison with the saved baseline (or None)."""
-    from .. import compare as c
-    from .. import store
-    from ..report import load_results
+    from dragnet.results import compare as c
+    from dragnet.results import store as store
+    from dragnet.report.tables import load_results
 
     if save_as and docs:     # saved first: a comparison that finds nothing in common loses nothing
         entry = store.save(sdir, folder, save_as)
@@ -344,7 +346,7 @@ def _sizes(config, counts, on_event, plot_path, as_json) -> None:
     """The size sweep: run it, print the per-size table, the slopes and the memory marks, draw the chart."""
     from pathlib import Path
 
-    from .. import sizes as sz
+    from dragnet.bench import sizes as sz
 
     try:
         summary = sz.run_sweep(config, counts, on_event=on_event)
@@ -358,8 +360,8 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
     """Table, per-size "disk matters?", slopes, memory marks and chart, from a sweep's folder alone."""
     from pathlib import Path
 
-    from .. import sizes as sz
-    from ..errors import DragnetError
+    from dragnet.bench import sizes as sz
+    from dragnet.errors import DragnetError
 
     folder = Path(folder)
     saved, manifests = sz.load(folder)
@@ -369,7 +371,7 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
     try:
         if not any(r["seconds"] for r in an["rows"]):
             raise DragnetError("no successful build to draw")
-        from ..sizes_plot import size_chart
+        from dragnet.report.sizes_plot import size_chart
 
         size_chart(an["rows"], an["fits"], an["first_exceeding_memory"], png)
         chart_note = f"chart: {png}"
@@ -381,7 +383,7 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
     n_ok = sum(1 for r in runs if r["status"] == "ok")
     disk = {}
     scs = next((m.get("scenarios") for m in manifests.values() if m.get("scenarios")), None)
-    from ..scenario import disk_matters, disk_summary, reference_of
+    from dragnet.bench.scenario import disk_matters, disk_summary, reference_of
     ref = reference_of(scs) if scs else None
     if ref:     # "disk matters?" per size: sizes are never mixed in one comparison
         disk = {n: disk_matters(m["runs"], ref) for n, m in sorted(manifests.items())}
@@ -403,7 +405,7 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
         for cells in sz.table_cells(rows):
             table.add_row(*(Text(c) for c in cells))
         Console(width=200).print(table)
-        from .report import render_disk_matters
+        from dragnet.cli.report import render_disk_matters
         for n, rows_ in disk.items():
             render_disk_matters(rows_, ref, at=f" at {n:,} documents")
         for f in an["fits"]:
@@ -412,7 +414,7 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
             click.echo(f"slope {f['language']}{' ' + f['scenario'] if f['scenario'] else ''}: "
                        f"{sz.describe_slope(fit)}")
         for limit, n in an["first_exceeding_memory"].items():
-            from ..storage import format_size
+            from dragnet.couchdb.storage import format_size
 
             click.echo(f"memory limit {format_size(int(limit))}: " + (
                 f"the database first exceeds it at {n:,} documents" if n is not None
@@ -431,8 +433,8 @@ def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
     import json
     from pathlib import Path
 
-    from ..fault import describe
-    from ..results_schema import read as read_results_file
+    from dragnet.build.fault import describe
+    from dragnet.results.schema import read as read_results_file
 
     lines = []
     for r in runs:

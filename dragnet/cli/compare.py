@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .options import print_json
+from dragnet.cli.options import print_json
 
 
 def store_option(f):
@@ -18,8 +18,8 @@ def render(cmp) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .. import compare as c
-    from .report import _console
+    from dragnet.results import compare as c
+    from dragnet.cli.report import _console
 
     table = Table(title=c.title(cmp), header_style="bold")
     for i, col in enumerate(c.COLUMNS):
@@ -49,9 +49,9 @@ def compare_cmd(old, new, along, fail_if_slower, markdown, as_json, no_rows, sto
     of median build times with a 95% bootstrap interval, Mann-Whitney U, and a verdict (improved, regressed,
     no change, undecided); views whose rows changed; cells on one side only. With only OLD, compare along
     the axis that has two values (e.g. two design doc revisions in one bench)."""
-    from .. import compare as c
-    from .. import store
-    from ..errors import UsageError
+    from dragnet.results import compare as c
+    from dragnet.results import store as store
+    from dragnet.errors import UsageError
 
     sdir = store.default_dir(store_dir)
     threshold = c.parse_threshold(fail_if_slower) if fail_if_slower is not None else None
@@ -90,9 +90,9 @@ def compare_cmd(old, new, along, fail_if_slower, markdown, as_json, no_rows, sto
 def history_cmd(by, metric, where, plot_path, as_json, store_dir):
     """A metric over the runs saved in the results store (bench --save-baseline), per cell, with steps flagged
     where the runs before and after differ significantly."""
-    from .. import history as h
-    from .. import store
-    from ..errors import UsageError
+    from dragnet.results import history as h
+    from dragnet.results import store as store
+    from dragnet.errors import UsageError
 
     sdir = store.default_dir(store_dir)
     filters = {}
@@ -115,7 +115,7 @@ def history_cmd(by, metric, where, plot_path, as_json, store_dir):
     from rich.table import Table
     from rich.text import Text
 
-    from .report import _console
+    from dragnet.cli.report import _console
 
     table = Table(title=f"{store.METRICS[metric]} by {by}, {len(entries)} saved runs", header_style="bold")
     for col in h.COLUMNS:

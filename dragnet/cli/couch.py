@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import click
 
-from .options import json_option, print_json
+from dragnet.cli.options import json_option, print_json
 
 BACKENDS = ("docker", "local")
 
 
 def _backend_module(name: str):
     if name == "docker":
-        from .. import couchdb_docker as mod
+        from dragnet.couchdb import docker as mod
     else:
-        from .. import couchdb_local as mod
+        from dragnet.couchdb import local as mod
     return mod
 
 
@@ -51,8 +51,8 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
     """Start CouchDB and wait until it answers /_up."""
     from rich.console import Console
 
-    from .. import storage
-    from ..errors import UsageError
+    from dragnet.couchdb import storage as storage
+    from dragnet.errors import UsageError
 
     size = storage.parse_size(data_size)
     if backend == "local" and image:
@@ -67,17 +67,17 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
         return
     with console.status(f"starting CouchDB ({backend}) on port {port}") as spinner:
         if backend == "docker":
-            from .. import couchdb_docker
+            from dragnet.couchdb import docker as couchdb_docker
 
             inst = couchdb_docker.up(port=port, storage_kind=storage_kind, data_dir=data_dir, image=image,
                                      cpus=cpus, memory=memory, data_size=size, timeout=timeout,
                                      progress=lambda line: spinner.update(line[-100:]))
         else:
-            from .. import couchdb_local
+            from dragnet.couchdb import local as couchdb_local
 
             inst = couchdb_local.up(port=port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
                                     cpus=cpus, memory=memory, data_size=size, timeout=timeout)
-    from ..couchdb_control import server_info
+    from dragnet.couchdb.control import server_info
 
     report = {**_describe(inst), **server_info(inst)}
     if as_json:
@@ -88,9 +88,9 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
 
 
 def _cluster_up(console, backend, nodes, port, *, data_dir, as_json, image=None, **options) -> None:
-    from .. import cluster
-    from ..couchdb_control import admin_credentials, server_info
-    from ..errors import UsageError
+    from dragnet.couchdb import cluster as cluster
+    from dragnet.couchdb.control import admin_credentials, server_info
+    from dragnet.errors import UsageError
 
     if data_dir:
         raise UsageError("--data-dir names one directory: a cluster's nodes each get their own under the state dir")
@@ -121,9 +121,9 @@ def _cluster_up(console, backend, nodes, port, *, data_dir, as_json, image=None,
 @json_option
 def down_cmd(port, timeout, purge, as_json) -> None:
     """Stop a CouchDB started by `dragnet couch up` (the data stays unless --purge)."""
-    from ..couchdb_control import select_state
+    from dragnet.couchdb.control import select_state
 
-    from .. import cluster
+    from dragnet.couchdb import cluster as cluster
 
     inst = select_state(port if port is not None else cluster.sole_cluster_port())
     if cluster.recorded(inst.port) is not None:
@@ -157,8 +157,8 @@ def down_cmd(port, timeout, purge, as_json) -> None:
 @json_option
 def status_cmd(port, as_json) -> None:
     """Show the CouchDBs dragnet started: backend, URL, process or container, storage, version."""
-    from .. import cluster
-    from ..couchdb_control import list_states, select_state
+    from dragnet.couchdb import cluster as cluster
+    from dragnet.couchdb.control import list_states, select_state
 
     # --port on a cluster's node shows every node of that cluster
     instances = cluster.instances(select_state(port).port) if port is not None else list_states()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .options import db_option, json_option, print_json, url_option
+from dragnet.cli.options import db_option, json_option, print_json, url_option
 
 
 @click.command("forecast")
@@ -46,12 +46,12 @@ def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_
 
     from rich.console import Console
 
-    from .. import bench as b
-    from .. import forecast_run as fr
-    from .. import sizes as sz
-    from ..errors import UsageError
-    from ..forecast_plot import forecast_chart
-    from ..limits import parse_count
+    from dragnet.bench import run as b
+    from dragnet.forecast import run as fr
+    from dragnet.bench import sizes as sz
+    from dragnet.errors import UsageError
+    from dragnet.forecast.plot import forecast_chart
+    from dragnet.couchdb.limits import parse_count
 
     if (target is None) == (target_docs is None):
         raise UsageError("give one of --target URL/db and --target-docs N")
@@ -71,7 +71,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_
         sz.parse_sizes(sizes_text)
     design = None
     if ddoc_source:
-        from .. import design as dsg
+        from dragnet.build import design as dsg
         design = dsg.load(ddoc_source)
     langs = b.parse_list(languages, "--languages")
     tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes)

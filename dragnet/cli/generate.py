@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .options import print_json
+from dragnet.cli.options import print_json
 
 
 @click.command("generate")
@@ -23,7 +23,7 @@ def generate_cmd(count: int, seed: int, output: str, normalise: bool, stats: boo
     """Write COUNT synthetic declarations shaped like the public NACP asset declarations."""
     from data_prep.generate import generate_file
 
-    from ..stats import mean, percentile
+    from dragnet.measure.stats import mean, percentile
 
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

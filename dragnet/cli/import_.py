@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..couch import connect, mask_url
-from ..errors import DragnetError
-from .options import db_option, json_option, print_json, url_option
+from dragnet.couchdb.client import connect, mask_url
+from dragnet.errors import DragnetError
+from dragnet.cli.options import db_option, json_option, print_json, url_option
 
 
 @click.command("import")
@@ -34,7 +34,7 @@ def import_cmd(path: str, url: str, db: str, q: int | None, n: int | None, purge
     status is 1 when anything was rejected."""
     from data_prep.nacp import Source
 
-    from ..importer import ImportAborted, ImportOptions, import_documents
+    from dragnet.data.importer import ImportAborted, ImportOptions, import_documents
 
     if rejects_path is None:
         rejects_path = f"rejects-{db.replace('/', '_')}.jsonl"

@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .. import qsbench
-from ..errors import DragnetError, UsageError
-from ..query_servers import REPO
-from .options import json_option, print_json
+from dragnet.qsbench import run as qsbench
+from dragnet.errors import DragnetError, UsageError
+from dragnet.servers.discovery import REPO
+from dragnet.cli.options import json_option, print_json
 
 
 def _default_view() -> str:
@@ -64,7 +64,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
     err = Console(stderr=True)
     out = Console() if sys.stdout.isatty() else Console(width=160)  # a pipe must not squeeze the table
-    from ..sample import is_db_url
+    from dragnet.data.sample import is_db_url
 
     from_db = bool(docs_file) and is_db_url(docs_file)
     if docs_file and count is not None and not from_db:
@@ -136,7 +136,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
     path = qsbench.write_results(doc, results_dir)
     chart = None
     if plot_file is not None and bench.rows:
-        from ..qsbench_plot import plot
+        from dragnet.qsbench.plot import plot
 
         chart = plot(doc, plot_file or path.with_suffix(".png"))
 
@@ -207,7 +207,7 @@ def _print_ranking(out: Console, bench: qsbench.Benchmark) -> None:
 
 
 def _docs(err: Console, docs_file, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:
-    from ..sample import is_db_url
+    from dragnet.data.sample import is_db_url
 
     if docs_file and is_db_url(docs_file):
         return _db_sample(err, docs_file, count, fraction, seed, cache_dir, as_json)
@@ -224,13 +224,13 @@ def _docs(err: Console, docs_file, count, fraction, seed, cache_dir, as_json) ->
 
 def _db_sample(err: Console, spec, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:
     """A sample of the database spec (dragnet sample's draw), drawn once into cache_dir and read from there."""
-    from ..couch import mask_url
-    from ..sample import cached_sample
+    from dragnet.couchdb.client import mask_url
+    from dragnet.data.sample import cached_sample
 
     if as_json:
         path, drawn = cached_sample(spec, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir)
     else:
-        from .sample import with_progress
+        from dragnet.cli.sample import with_progress
 
         path, drawn = with_progress(lambda show: cached_sample(spec, count=count, fraction=fraction, seed=seed,
                                                                cache_dir=cache_dir, progress=show))
@@ -242,8 +242,8 @@ def _db_sample(err: Console, spec, count, fraction, seed, cache_dir, as_json) ->
 
 def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, repeat, warmup, timeout, config_file,
           results_dir, as_json, docs, check_reduce=False, strict=False) -> None:
-    from .. import design as dsg
-    from .. import qsddoc
+    from dragnet.build import design as dsg
+    from dragnet.qsbench import ddoc as qsddoc
 
     views = [v.strip() for v in view_names.split(",") if v.strip()] if view_names else None
     design = dsg.load(source, views=views)
@@ -309,7 +309,7 @@ def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, r
 def _reduce_checks(bench, docs, check_all: bool, timeout: float) -> dict:
     """The reference engine's order checks: every reduce with --check-reduce, else those whose results
     differ between servers."""
-    from .. import qsddoc
+    from dragnet.qsbench import ddoc as qsddoc
 
     ref = next((r for r in bench.results if r.spec.name == bench.reference and r.error is None), None)
     differing = {v for r in bench.results for v, c in r.mismatch_counts.items() if c["reduce"]}
@@ -320,7 +320,7 @@ def _reduce_checks(bench, docs, check_all: bool, timeout: float) -> dict:
 
 
 def _reduce_check_lines(checks: dict, reference: str | None) -> list[str]:
-    from ..fault import ORDER, describe
+    from dragnet.build.fault import ORDER, describe
 
     lines = []
     for view, c in checks.items():

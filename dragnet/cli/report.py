@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from .. import report as rp
-from ..errors import UsageError
-from .options import print_json
+from dragnet.report import tables as rp
+from dragnet.errors import UsageError
+from dragnet.cli.options import print_json
 
 
 def _console(min_width: int):
@@ -56,7 +56,7 @@ def render_disk_matters(rows, ref: str, at: str = "") -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..scenario import DISK_COLUMNS, disk_rows, memory_advice, verdict
+    from dragnet.bench.scenario import DISK_COLUMNS, disk_rows, memory_advice, verdict
     table = Table(title=f"disk matters?{at} (× = docs/s against {ref})", header_style="bold")
     for col in DISK_COLUMNS:
         table.add_column(col)
@@ -94,7 +94,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
     ratio to the Erlang baseline, spread over repeats, resources per process family. Design-doc benchmarks
     (--ddoc) get their own table per design doc, view, engine and storage: ratio to the reference engine,
     rows compared and differences, --update lag."""
-    from ..scenario import disk_matters, disk_summary, memory_advice, runs_from_results, verdict
+    from dragnet.bench.scenario import disk_matters, disk_summary, memory_advice, runs_from_results, verdict
 
     if compare_json and not html_dir:
         raise UsageError("--compare-json goes with --html DIR")
@@ -102,12 +102,12 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         raise UsageError("--compare-json and --baseline: give one of them (both fill the page's compare section)")
     cmp_doc = None
     if compare_json:
-        from ..html_report import check_compare
+        from dragnet.report.html import check_compare
         cmp_doc = check_compare(rp._read_json(Path(compare_json)), compare_json)
     docs = rp.load_results(results)
     by_cmp = None
     if by:
-        from .. import report_by
+        from dragnet.report import by_axis as report_by
 
         by_names = report_by.parse_by(by)
         by_cmp = report_by.compare(docs, by_names)
@@ -117,7 +117,8 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
     dgroups = rp.build_design_report(docs, reference)
     cmp = None
     if baseline:
-        from .. import compare, store
+        from dragnet.results import compare as compare
+        from dragnet.results import store as store
 
         old = [r for spec in baseline for r in store.load_side(spec, store.default_dir())[1]]
         cmp = compare.compare(old, docs, old_label=" ".join(baseline), new_label=" ".join(results))
@@ -146,11 +147,11 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
                 click.echo()
             click.echo(rp.design_markdown(dgroups), nl=False)
         if cmp is not None:
-            from ..compare import to_markdown
+            from dragnet.results.compare import to_markdown
             click.echo()
             click.echo(to_markdown(cmp), nl=False)
         if sc_ref:
-            from ..scenario import DISK_COLUMNS, disk_rows
+            from dragnet.bench.scenario import DISK_COLUMNS, disk_rows
             click.echo(f"\n**disk matters?** (× = docs/s against {sc_ref})\n")
             click.echo(rp.md_table(DISK_COLUMNS, disk_rows(sc_rows)), nl=False)
             click.echo("".join(f"\n- memory: {line}" for line in memory_advice(sc_rows, sc_ref)))
@@ -166,12 +167,12 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         if dgroups:
             render_design_table(dgroups, title="design documents")
         if cmp is not None:
-            from .compare import render
+            from dragnet.cli.compare import render
             render(cmp)
         if sc_ref:
             render_disk_matters(sc_rows, sc_ref)
 
-    from ..build_iostat import IO_COLUMNS, io_rows
+    from dragnet.measure.build_iostat import IO_COLUMNS, io_rows
 
     io, io_notes = io_rows(docs)
     if fmt == "json":
@@ -190,10 +191,10 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         else:
             click.echo("\n".join(report_by.lines(by_cmp, by_names)))
 
-    from ..forecast_run import find_forecasts
+    from dragnet.forecast.run import find_forecasts
     forecasts = find_forecasts(results)
     if forecasts:   # a forecast among the results: its own section
-        from .forecast import render as render_forecast
+        from dragnet.cli.forecast import render as render_forecast
         if fmt == "json":
             out["forecast"] = forecasts
         elif fmt != "csv":
@@ -201,7 +202,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
                        + "\n\n".join(render_forecast(f) for f in forecasts) + ("\n```" if fmt == "markdown" else ""))
 
     if plot_dir:
-        from .. import charts
+        from dragnet.report import charts as charts
 
         drawn = charts.write_charts(docs, groups, plot_dir)
         if sc_ref:
@@ -211,7 +212,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         else:
             click.echo(f"charts: {', '.join(str(c.path) for c in drawn)}", err=True)
     if html_dir:
-        from .. import html_report as hr
+        from dragnet.report import html as hr
 
         extra = [s for f in forecasts for s in hr.forecast_sections(f)]
         if by_cmp is not None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..couch import connect, mask_url
-from ..errors import UsageError
-from .options import json_option, print_json
+from dragnet.couchdb.client import connect, mask_url
+from dragnet.errors import UsageError
+from dragnet.cli.options import json_option, print_json
 
 
 @click.command("sample")
@@ -29,7 +29,7 @@ def sample_cmd(source: str, target: str, count: int | None, fraction: float | No
     space (not its first N ids), and the same seed draws the same documents. Design and deleted documents
     are excluded; attachments are left out and counted. Memory stays flat; the whole source is read to
     report its size distribution (mean, percentiles, max, bytes) next to the sample's."""
-    from ..sample import draw_sample, is_db_url, split_db_url
+    from dragnet.data.sample import draw_sample, is_db_url, split_db_url
 
     if (count is None) == (fraction is None):
         raise UsageError("give --count N or --fraction F (one of them)")
@@ -55,7 +55,7 @@ def sample_cmd(source: str, target: str, count: int | None, fraction: float | No
 
 
 def with_progress(run):
-    """run(show) under a progress bar on stderr; show takes a dragnet.sample.Progress."""
+    """run(show) under a progress bar on stderr; show takes a dragnet.data.sample.Progress."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from .. import registration as reg
-from ..errors import UsageError
-from ..query_servers import discover
-from .options import print_json
+from dragnet.servers import registration as reg
+from dragnet.errors import UsageError
+from dragnet.servers.discovery import discover
+from dragnet.cli.options import print_json
 
 
 @click.command("servers")
@@ -25,7 +25,7 @@ from .options import print_json
 def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: int, build: str | None) -> None:
     """List query servers and print how to register them with CouchDB 3.5."""
     if build:
-        from .. import server_build
+        from dragnet.servers import build as server_build
 
         names = server_build.STEPS if build == "all" else tuple(n.strip() for n in build.split(",") if n.strip())
         unknown = [n for n in names if n not in server_build.BUILDERS]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .compare import store_option
-from .options import print_json
+from dragnet.cli.compare import store_option
+from dragnet.cli.options import print_json
 
 
 @click.group("store")
@@ -19,7 +19,7 @@ def store_cmd() -> None:
 @store_option
 def save_cmd(folder, name, store_dir):
     """Copy a bench FOLDER (or a folder of rounds) into the store under NAME."""
-    from .. import store
+    from dragnet.results import store as store
 
     sdir = store.default_dir(store_dir)
     entry = store.save(sdir, folder, name)
@@ -31,7 +31,7 @@ def save_cmd(folder, name, store_dir):
 @store_option
 def list_cmd(as_json, store_dir):
     """The saved runs: date, name, versions, design doc hashes, machine."""
-    from .. import store
+    from dragnet.results import store as store
 
     sdir = store.default_dir(store_dir)
     runs = store.read_index(sdir)

@@ -1,0 +1,190 @@
+"""The `--config SECTION/KEY=V1,V2` bench axis: CouchDB settings set through /_node/_local/_config.
+
+Pure parts: parsing, the keys a default.ini knows (its commented-out examples included: most settings ship
+commented), the nearest known key for a typo, and whether a key applies to a version. The rest sets a value
+on the running node, reads it back, and puts the value found before back afterwards (deleting a key that
+was not set), which the bench does in a finally block, so also on Ctrl-C and SIGTERM (dragnet.signals).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from dragnet.couchdb.client import Couch, CouchError
+from dragnet.errors import DragnetError, UsageError
+
+_SECTION = re.compile(r"^\s*;?\s*\[([^\]\s]+)\]\s*$")
+_KEY = re.compile(r"^\s*;?\s*([A-Za-z0-9_.\-]+)\s*=")
+
+
+@dataclass(frozen=True)
+class Setting:
+    section: str
+    key: str
+    values: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.section}/{self.key}"
+
+    def label(self, value: str) -> str:
+        return f"{self.name}={value}"
+
+
+def parse(text: str) -> Setting:
+    """'view_updater/gc_interval_docs=1,1000,infinity' -> Setting; a one-line UsageError otherwise."""
+    where = f"--config {text}"
+    name, eq, values = text.partition("=")
+    section, slash, key = name.strip().partition("/")
+    if not eq or not slash or not section or not key or "/" in key:
+        raise UsageError(f"{where}: expected SECTION/KEY=V1,V2,… (e.g. view_updater/gc_interval_docs=1,1000)")
+    vals = [v.strip() for v in values.split(",")]
+    if not all(vals):
+        raise UsageError(f"{where}: an empty value")
+    if len(set(vals)) != len(vals):
+        raise UsageError(f"{where}: a value given twice")
+    return Setting(section.strip(), key.strip(), tuple(vals))
+
+
+def parse_all(texts: list[str]) -> list[Setting]:
+    out = [parse(t) for t in texts]
+    names = [s.name for s in out]
+    for n in names:
+        if names.count(n) > 1:
+            raise UsageError(f"--config {n} given twice: list its values in one --config")
+    return out
+
+
+def known_keys(default_ini: str) -> set[tuple[str, str]]:
+    """(section, key) of every setting default.ini names, set or commented out (';key = value')."""
+    keys: set[tuple[str, str]] = set()
+    section = None
+    for line in default_ini.splitlines():
+        m = _SECTION.match(line)
+        if m:
+            section = m.group(1)
+            continue
+        m = _KEY.match(line)
+        if m and section is not None and not line.lstrip(";").lstrip().startswith(";"):
+            keys.add((section, m.group(1)))
+    return keys
+
+
+def node_keys(couch: Couch) -> set[tuple[str, str]]:
+    """(section, key) of every setting the node has now."""
+    return {(sec, k) for sec, kv in couch.get("/_node/_local/_config").items() for k in kv}
+
+
+def suggestion(setting: Setting, keys: set[tuple[str, str]]) -> str:
+    """' did you mean view_updater/gc_interval_docs?' for the nearest known key, or ''."""
+    same = [k for s, k in keys if s == setting.section]
+    near = difflib.get_close_matches(setting.key, same, n=1, cutoff=0.6)
+    if near:
+        return f"; did you mean {setting.section}/{near[0]}?"
+    near = difflib.get_close_matches(setting.name, [f"{s}/{k}" for s, k in keys], n=1, cutoff=0.6)
+    return f"; did you mean {near[0]}?" if near else ""
+
+
+def check_known(settings: list[Setting], versions: dict[str, set[tuple[str, str]]]) -> dict[str, list[str]]:
+    """Refuse a key no version knows (with the nearest known key); name -> versions lacking it (for those
+    the setting is "not applicable"). versions: a version's label -> its known_keys()."""
+    lacking: dict[str, list[str]] = {}
+    for s in settings:
+        missing = [v for v, keys in versions.items() if (s.section, s.key) not in keys]
+        if len(missing) == len(versions):
+            every = set().union(*versions.values()) if versions else set()
+            raise UsageError(f"--config {s.name} is not a setting of CouchDB {', '.join(versions)}"
+                             f"{suggestion(s, every)}")
+        if missing:
+            lacking[s.name] = missing
+    return lacking
+
+
+def not_applicable(setting: Setting, version: str) -> str:
+    return f"{setting.name} is not applicable to CouchDB {version} (its default.ini has no such setting)"
+
+
+# ---------------------------------------------------------------- on a node
+
+def _path(s: Setting) -> str:
+    return f"/_node/_local/_config/{quote(s.section, safe='')}/{quote(s.key, safe='')}"
+
+
+def read(couch: Couch, s: Setting) -> str | None:
+    """The node's value, None when not set."""
+    try:
+        return couch.get(_path(s))
+    except CouchError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def put(couch: Couch, s: Setting, value: str | None) -> None:
+    """Set (None: delete) the value; a refusal is a one-line DragnetError."""
+    try:
+        if value is None:
+            couch.request("DELETE", _path(s), ok=(200, 404))
+        else:
+            couch.request("PUT", _path(s), json=value, ok=(200,))
+    except CouchError as exc:
+        why = " ".join(str(x) for x in (exc.status, exc.error, exc.reason) if x)
+        raise DragnetError(f"--config {s.label(value or '')}: CouchDB refused it ({why})") from None
+
+
+class Applied:
+    """What the bench changed on the node: the first value found per setting, to put back."""
+
+    def __init__(self) -> None:
+        self.original: dict[str, tuple[Setting, str | None]] = {}
+
+    def set(self, couch: Couch, s: Setting, value: str) -> None:
+        before = read(couch, s)
+        put(couch, s, value)         # refused: nothing changed, nothing to put back
+        self.original.setdefault(s.name, (s, before))
+        now = read(couch, s)
+        if now != value:
+            raise DragnetError(f"--config {s.label(value)}: the node reads back {now!r}")
+
+    def forget(self) -> None:
+        """The node was restarted with a fresh configuration: nothing of ours is left on it."""
+        self.original.clear()
+
+    def restore(self, couch: Couch) -> list[str]:
+        """Put every original back; the names restored."""
+        done = []
+        for name, (s, value) in list(self.original.items()):
+            put(couch, s, value)
+            done.append(name)
+            del self.original[name]
+        return done
+
+
+def validate(couch: Couch, settings: list[Setting], skip: dict[str, list[str]] | None = None) -> None:
+    """Before any build: set each value once and put the original back, so a value the node refuses is a
+    one-line error now, not halfway through the bench."""
+    applied = Applied()
+    try:
+        for s in settings:
+            for v in s.values:
+                applied.set(couch, s, v)
+    finally:
+        applied.restore(couch)
+
+
+def default_ini_of(inst, couchdb_value: str | None = None, env: dict | None = None) -> str | None:
+    """The default.ini of the CouchDB a managed instance runs (local: its release; docker: read from the
+    image); None when dragnet does not know (a server it does not manage)."""
+    if inst is None:
+        return None
+    if inst.backend == "local":
+        p = Path(couchdb_value or inst.home) / "etc" / "default.ini"
+        return p.read_text() if p.is_file() else None
+    from dragnet.axes.couchdb import image_file
+
+    return image_file(couchdb_value or inst.image, "/opt/couchdb/etc/default.ini", env=env)
+

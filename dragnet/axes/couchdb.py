@@ -1,0 +1,95 @@
+"""The `--couchdb A,B` bench axis: CouchDB installs, each value a release directory (local backend) or an
+image (docker backend). A value is applied by restarting the managed CouchDB on it; every build records
+the node's versions (GET /_node/_local/_versions), which is also the check that the value is running."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+from dragnet.errors import DragnetError, UsageError
+
+IMAGE_DEFAULT_INI = "/opt/couchdb/etc/default.ini"
+
+
+def label(value: str) -> str:
+    """How a value names runs: an image as it is, a release directory by its path's last two parts."""
+    if "/" in value and Path(value).exists():
+        p = Path(value).resolve()
+        return f"{p.parent.name}/{p.name}"
+    return value
+
+
+def check_release(value: str) -> str:
+    """The release directory's absolute path, or a one-line UsageError."""
+    from dragnet.couchdb.local import find_release
+
+    try:
+        return str(find_release(value).home)
+    except (DragnetError, OSError) as exc:
+        raise UsageError(f"--couchdb {value}: not a CouchDB release directory ({str(exc).splitlines()[0]})") from None
+
+
+def image_file(image: str, path: str, env: dict | None = None) -> str | None:
+    """A text file of an image (read from a created, never started container), None when it has none."""
+    from docker.errors import APIError, ImageNotFound, NotFound
+
+    from dragnet.couchdb.docker import client
+
+    c = client(env)
+    try:
+        container = c.containers.create(image, command=["true"], entrypoint=[])
+    except ImageNotFound:
+        raise UsageError(f"--couchdb {image}: no such image in the Docker engine") from None
+    except APIError as exc:
+        raise UsageError(f"--couchdb {image}: {str(exc).splitlines()[0]}") from None
+    try:
+        stream, _ = container.get_archive(path)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            f = tar.extractfile(member) if member is not None else None
+            return f.read().decode(errors="replace") if f is not None else None
+    except NotFound:
+        return None
+    finally:
+        container.remove(force=True)
+
+
+def check_image(image: str, env: dict | None = None) -> str:
+    """The image's default.ini, or a one-line UsageError when it is missing or not a CouchDB image."""
+    text = image_file(image, IMAGE_DEFAULT_INI, env=env)
+    if text is None:
+        raise UsageError(f"--couchdb {image}: not a CouchDB image (no {IMAGE_DEFAULT_INI})")
+    return text
+
+
+def check_values(values: list[str], backend: str, env: dict | None = None) -> dict[str, str]:
+    """value -> its default.ini text, every value checked before any build."""
+    out = {}
+    for v in values:
+        if backend == "docker":
+            out[v] = check_image(v, env)
+        else:
+            out[v] = (Path(check_release(v)) / "etc" / "default.ini").read_text()
+    return out
+
+
+def restart_settings(value: str, backend: str) -> dict:
+    return {"image": value} if backend == "docker" else {"home": check_release(value)}
+
+
+def versions(couch) -> dict:
+    """CouchDB, Erlang/OTP and JS engine of the node (dragnet.couchdb.client.Couch.version)."""
+    return versions_of(couch.version())
+
+
+def versions_of(server: dict | None) -> dict | None:
+    """{"couchdb", "erlang", "javascript_engine"} from Couch.version()'s answer (None when unknown)."""
+    if not isinstance(server, dict) or not server.get("version"):
+        return None
+    nv = server.get("node_versions") or {}
+    erl = nv.get("erlang_version") or (nv.get("erlang") or {}).get("version")
+    js = nv.get("javascript_engine") or {}
+    return {"couchdb": server.get("version"), "erlang": erl,
+            "javascript_engine": f"{js.get('name', '')} {js.get('version', '')}".strip() if js else None}

@@ -1,0 +1,92 @@
+"""The `--cpus 1,2` bench axis: the cores CouchDB (beam and its query servers) may run on.
+
+Local backend: the release starts under `taskset` (dragnet.couchdb.local), so beam and every query server it
+spawns inherit the cpuset; docker: the container's cpuset_cpus. Applied by a restart; checked by reading
+Cpus_allowed_list of beam and of its running descendants (query servers) from /proc.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dragnet.errors import DragnetError, UsageError
+
+
+def parse(text: str | None, available: int | None = None) -> list[str]:
+    """'1,2' -> ['1','2']; a count that is not a whole number from 1 to the cores here is refused."""
+    from dragnet.bench.run import parse_list
+
+    available = available if available is not None else len(os.sched_getaffinity(0))
+    out = parse_list(text, "--cpus")
+    for v in out:
+        if not v.isdigit() or not 1 <= int(v) <= available:
+            raise UsageError(f"--cpus {v}: a whole number of cores from 1 to {available} (this machine has "
+                             f"{available})")
+    return out
+
+
+def cpuset(count: int) -> list[int]:
+    """The first `count` cores this process may use (the ones couchdb_local pins to)."""
+    return sorted(os.sched_getaffinity(0))[:count]
+
+
+def cpuset_text(count: int) -> str:
+    return ",".join(map(str, cpuset(count)))
+
+
+def restart_settings(value: str, backend: str, limits: dict | None) -> dict:
+    if backend == "docker":
+        return {"cpus": None, "limits": {**(limits or {}), "cpuset_cpus": cpuset_text(int(value))}}
+    return {"cpus": float(value)}
+
+
+def parse_cpu_list(text: str) -> set[int]:
+    """'0-2,5' -> {0,1,2,5} (Cpus_allowed_list)."""
+    out: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def allowed(pid: int, proc: str = "/proc") -> set[int] | None:
+    try:
+        for line in Path(proc, str(pid), "status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                return parse_cpu_list(line.split(":", 1)[1])
+    except OSError:
+        return None
+    return None
+
+
+def processes(root: int) -> dict[int, str]:
+    """pid -> command name of root and its descendants."""
+    from dragnet.couchdb.local import descendants
+
+    out = {}
+    for pid in [root, *descendants(root)]:
+        try:
+            out[pid] = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            pass
+    return out
+
+
+def check(value: str, root_pid: int | None) -> dict:
+    """Every process of the CouchDB tree runs on the value's cores; what was checked, or DragnetError."""
+    if root_pid is None:
+        raise DragnetError(f"--cpus {value}: cannot find CouchDB's processes to check the cpuset")
+    want = set(cpuset(int(value)))
+    seen = {}
+    for pid, comm in processes(root_pid).items():
+        got = allowed(pid)
+        if got is None:
+            continue
+        if got != want:
+            raise DragnetError(f"--cpus {value}: {comm} (pid {pid}) may run on cores {sorted(got)}, not "
+                               f"{sorted(want)}")
+        seen[pid] = comm
+    return {"cores": sorted(want), "processes": seen}

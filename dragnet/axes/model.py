@@ -1,0 +1,121 @@
+"""Bench axes: one model for every dimension a bench varies, and the one planner over their product.
+
+An Axis has a name, values, how a value is applied (`how`) and how it labels a run. Languages, storage and
+scenarios are axes of the plan (the bench applies storage and scenarios itself); couchdb, cpus, q, config
+and ddoc come with their own modules (dragnet/axis_*.py, ddoc_axis.py) and are applied, checked and undone
+by dragnet.bench.switch. The planner takes the product of any
+axes and interleaves every combination within each round; the Erlang baseline opens every combination, so
+each run has a baseline of the same combination and round (ratios() pairs them).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from dragnet.errors import UsageError
+
+# how a value is applied
+LABEL = "label"          # nothing to apply: the value only names the run (language, size)
+LIVE = "live"            # set on the running CouchDB (a _config setting)
+RESTART = "restart"      # the managed CouchDB restarts (storage, a CouchDB release, a cpuset)
+CONTAINER = "container"  # the container is recreated with other settings (docker scenarios, image, cpuset)
+REFILL = "refill"        # another database filled from the same data (q)
+
+
+@dataclass
+class Axis:
+    """One dimension of a bench: its values, how a value is applied (`how`, one of the constants above),
+    whether it stays outside the rounds, and how a value names runs (result file names, manifests,
+    reports). Applying, checking and undoing the CouchDB axes is dragnet.bench.switch.AxisSwitcher's, per
+    `how`; storage and scenarios are applied by dragnet.bench.run.Bench as before."""
+
+    name: str
+    values: list[str]
+    how: str = LABEL
+    outer: bool = False        # values stay outside the rounds (each one costs a restart and an import)
+    label: Callable[[str], str] = str
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            raise UsageError(f"axis {self.name}: no value")
+        if len(set(self.values)) != len(self.values):
+            raise UsageError(f"axis {self.name}: a value given twice")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One planned build: its round and the value of every axis."""
+
+    index: int
+    repeat: int
+    values: dict = field(default_factory=dict)
+
+
+def plan_product(axes: Sequence[Axis], repeats: int) -> list[Point]:
+    """Every build in order. Outer axes (in their order) enclose the rounds; inside each round every
+    combination of the other axes comes once, the last axis varying fastest (A B C A B C …)."""
+    if repeats < 1:
+        raise UsageError(f"--repeat must be at least 1, got {repeats}")
+    names = [a.name for a in axes]
+    if len(set(names)) != len(names):
+        raise UsageError(f"axes named twice: {names}")
+    outer = [a for a in axes if a.outer]
+    inner = [a for a in axes if not a.outer]
+    points: list[Point] = []
+    for o in itertools.product(*(a.values for a in outer)):
+        for r in range(repeats):
+            for i in itertools.product(*(a.values for a in inner)):
+                values = dict(zip([a.name for a in outer], o)) | dict(zip([a.name for a in inner], i))
+                points.append(Point(len(points), r, {n: values[n] for n in names}))
+    return points
+
+
+def combination_key(run: dict, exclude: str = "language") -> tuple:
+    """What a run shares with its baseline: every axis value but `exclude`, and the round.
+    run is a manifest entry (storage, scenario, repeat and the extra axes under "axes")."""
+    extra = run.get("axes") or {}
+    return (run.get("storage"), run.get("scenario", ""), run.get("repeat"),
+            tuple(sorted((k, str(v)) for k, v in extra.items() if k != exclude)))
+
+
+def pair_baselines(runs: Iterable[dict], baseline_name: str, key: str) -> dict[int, float | None]:
+    """index -> run[key] of the successful baseline of the same combination and round (None when it has
+    none)."""
+    runs = list(runs)
+    base = {combination_key(r): r.get(key) for r in runs
+            if r.get("language") == baseline_name and r.get("status") == "ok"}
+    return {r["index"]: base.get(combination_key(r)) for r in runs}
+
+
+def run_axes(run: dict, size: int | None = None) -> dict:
+    """The `bench.axes` of a manifest entry (the results contract): every axis value that labels the run."""
+    out: dict = {"language": run.get("language"), "storage": run.get("storage"),
+                 "scenario": run.get("scenario", ""), "size": size}
+    out.update(run.get("axes") or {})
+    return out
+
+
+def file_stem(run: dict, labels: dict[str, Callable[[str], str]] | None = None) -> str:
+    """A results file's name without .json: index, storage, scenario, the extra axes (named by `labels`,
+    else NAME-VALUE), round, language."""
+    from dragnet.results.build import slug
+
+    labels = labels or {}
+    parts = [f"{run['index']:03d}", slug(run["storage"])]
+    if run.get("scenario"):
+        parts.append(slug(run["scenario"]))
+    for name, value in (run.get("axes") or {}).items():
+        short = name.rsplit("/", 1)[-1].rsplit(":", 1)[-1]     # config:view_updater/gc_interval_docs
+        parts.append(slug(labels[name](str(value)) if name in labels else f"{short}-{value}"))
+    parts += [f"r{run['repeat']}", slug(run["language"])]
+    return "-".join(parts)
+
+
+
+def combination_label(axes: dict | None, skip: Sequence[str] = ("language", "storage", "scenario", "size")) -> str:
+    """'couchdb=couchdb:3.5.2-trixie q=8' for a result's bench.axes (the axes beyond the built-in ones)."""
+    if not isinstance(axes, dict):
+        return ""
+    return " ".join(f"{k}={v}" for k, v in axes.items() if k not in skip and v not in (None, ""))

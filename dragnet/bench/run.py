@@ -1,0 +1,860 @@
+"""`dragnet bench`: the whole comparison matrix (languages × repeats × storages) in one go.
+
+Pure parts (tested without a server): the language table, the plan (order, interleaving, baseline in every
+repeat) and the ratios to the baseline of the same repeat. The rest drives a CouchDB: import the data once
+per storage, run the addview benchmark for each planned run with a fresh design document, clean up after
+each run, and keep a manifest (bench.json) that is rewritten after every run so an interrupted bench keeps
+every finished result.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gzip
+import hashlib
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+from urllib.parse import quote
+
+from dragnet import paths
+from dragnet.couchdb.client import Couch, CouchError, connect, db_path, mask_url, split_credentials
+from dragnet.measure.pidstat import rss_peaks_kb
+from dragnet.errors import DragnetError, UsageError
+from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES, variants as qs_variants
+from dragnet.report.tables import BASELINE_LABEL, ratio
+from dragnet.results.build import slug
+from dragnet.results.schema import BENCH as BENCH_SCHEMA, Summary, run_figures, schema
+from dragnet.results.schema import write as write_results_file
+
+SCHEMA = schema(BENCH_SCHEMA)
+MANIFEST = "bench.json"
+REPO = paths.data_root()  # the checkout, or an installed wheel's copy of views/
+DEFAULT_VIEWS = REPO / "views" / "income"
+BASELINE_VIEW = REPO / "views" / "baseline" / "map.erl"
+IMPORT_MARKER = "_local/dragnet-import"
+
+
+# ---------------------------------------------------------------- languages
+
+@dataclass(frozen=True)
+class LanguageSpec:
+    """A bench language: its name in reports, the CouchDB language it runs on and its view file."""
+
+    name: str
+    language: str
+    view_file: str   # a file name inside the views folder, or "baseline" for the Erlang baseline map
+
+    def path(self, views_dir: str | Path) -> Path:
+        if self.view_file == "baseline":
+            own = Path(views_dir).parent / "baseline" / "map.erl"
+            return own if own.is_file() else BASELINE_VIEW
+        return Path(views_dir) / self.view_file
+
+
+# one spec per CouchDB language (dragnet.servers.registry.LANGUAGES), plus variants running another view file
+LANGUAGES: dict[str, LanguageSpec] = {s.name: s for s in (
+    LanguageSpec("erlang_baseline", "erlang", "baseline"),
+    *(LanguageSpec(lang.name, lang.name, lang.view_file) for lang in QS_LANGUAGES),
+    *(LanguageSpec(*v) for v in qs_variants()),
+)}
+DEFAULT_LANGUAGES = ("javascript", "javascript_quickjs", "erlang", "python")
+
+
+def parse_list(text: str | Sequence[str] | None, what: str) -> list[str]:
+    """'a,b, c' -> ['a','b','c'] without duplicates, order kept."""
+    if text is None:
+        return []
+    items = text.split(",") if isinstance(text, str) else [x for t in text for x in t.split(",")]
+    out: list[str] = []
+    for it in (x.strip() for x in items):
+        if not it:
+            continue
+        if it in out:
+            raise UsageError(f"{what}: {it!r} given twice")
+        out.append(it)
+    return out
+
+
+DESIGN = "design"   # view_file of a language that runs the user's design document
+
+
+def resolve_languages(names: Sequence[str], views_dir: str | Path, *, design: bool = False) -> list[LanguageSpec]:
+    """Specs for names; every unknown name and missing view file is reported at once. With a design
+    document every name but the baseline is a CouchDB language that runs that document as it is."""
+    problems = []
+    specs = []
+    for n in names:
+        if design and n != BASELINE_LABEL:
+            from dragnet.build.views import _NAME, canonical_language
+
+            lang = "query" if n == "mango" else canonical_language(n)   # dragnet.mango's builds
+            if not _NAME.match(lang):
+                problems.append(f"{n!r} is not a language name")
+            else:
+                specs.append(LanguageSpec(n, lang, DESIGN))
+            continue
+        spec = LANGUAGES.get(n)
+        if spec is None:
+            problems.append(f"unknown language {n!r} (known: {', '.join(LANGUAGES)})")
+            continue
+        if not spec.path(views_dir).is_file():
+            problems.append(f"{n}: view file {spec.path(views_dir)} not found")
+            continue
+        specs.append(spec)
+    if problems:
+        raise UsageError("; ".join(problems))
+    return specs
+
+
+# ---------------------------------------------------------------- the plan (pure)
+
+@dataclass(frozen=True)
+class PlannedRun:
+    index: int
+    storage: str
+    repeat: int
+    language: str
+    scenario: str = ""     # a dragnet.bench.scenario.Scenario label; "" when the bench has no scenario axis
+    axes: dict = field(default_factory=dict)   # the other axes' values (dragnet.axes.model), e.g. {"q": "8"}
+
+
+def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, baseline: bool = True,
+         baseline_name: str = BASELINE_LABEL, scenarios: Sequence[str] = ("",),
+         axes: Sequence[Any] = ()) -> list[PlannedRun]:
+    """Every run in order: per storage, per repeat, per combination of scenario and `axes`
+    (dragnet.axes.model.Axis), every language once (A B C A B C …).
+
+    The Erlang baseline opens each combination of each repeat (unless baseline=False), so each language has a
+    baseline measured moments before it in the same combination and repeat. Combinations alternate within a
+    repeat, as languages do, so a load that drifts over the bench touches every one alike (storages stay
+    outermost: each is a restart and an import).
+    """
+    from dragnet.axes.model import Axis, plan_product
+
+    if not storages:
+        raise UsageError("no storage to benchmark")
+    order = [lang for lang in languages if lang != baseline_name]
+    if baseline or baseline_name in languages:
+        order.insert(0, baseline_name)
+    if not order:
+        raise UsageError("no language to benchmark")
+    extra = [a.name for a in axes]
+    points = plan_product([Axis("storage", list(storages), outer=True), Axis("scenario", list(scenarios or ("",))),
+                           *axes, Axis("language", order)], repeats)
+    return [PlannedRun(p.index, p.values["storage"], p.repeat, p.values["language"], p.values["scenario"],
+                       {n: p.values[n] for n in extra}) for p in points]
+
+
+def ratios(runs: Iterable[dict], baseline_name: str = BASELINE_LABEL, key: str = "docs_per_sec_wall") -> dict[int, float | None]:
+    """index -> run[key] / the same figure of the successful baseline run of the same storage, scenario,
+    other axes' values and repeat.
+
+    runs are manifest entries: {"index", "storage", "repeat", "language", "status", key[, "scenario", "axes"]}.
+    """
+    from dragnet.axes.model import pair_baselines
+
+    runs = list(runs)
+    base = pair_baselines(runs, baseline_name, key)
+    return {r["index"]: (ratio(r.get(key), base[r["index"]]) if r.get("status") == "ok" else None) for r in runs}
+
+
+# ---------------------------------------------------------------- the data
+
+def file_fingerprint(path: str | Path) -> dict:
+    """sha256 and document count of a JSON-lines file (gzip or plain)."""
+    p = Path(path)
+    h = hashlib.sha256()
+    count = 0
+    opener = gzip.open if p.name.endswith(".gz") else open
+    try:
+        with open(p, "rb") as raw:
+            for chunk in iter(lambda: raw.read(1 << 20), b""):
+                h.update(chunk)
+        with opener(p, "rb") as fh:
+            for line in fh:
+                if line.strip():
+                    count += 1
+    except FileNotFoundError:
+        raise UsageError(f"data file not found: {p}") from None
+    except (OSError, EOFError) as exc:
+        raise UsageError(f"cannot read data file {p}: {exc}") from None
+    return {"sha256": h.hexdigest(), "count": count, "file": p.name, "bytes": p.stat().st_size}
+
+
+def import_needed(marker: dict | None, db_info: dict | None, fingerprint: dict) -> str | None:
+    """Why the data must be (re)imported, or None when the database already holds this file's documents.
+
+    The marker (`_local/dragnet-import`) records the file's sha256 and line count and the database's
+    doc_count right after the import; fewer documents now means some were lost or deleted.
+    """
+    if db_info is None:
+        return "the database does not exist"
+    if not marker:
+        return "the database was not imported by dragnet"
+    if marker.get("sha256") != fingerprint["sha256"] or marker.get("count") != fingerprint["count"]:
+        return f"the database holds another data file ({marker.get('file')})"
+    now, then = int(db_info.get("doc_count") or 0), int(marker.get("doc_count") or 0)
+    if now < then:
+        return f"the database holds {now} documents, {then} after the import"
+    return None
+
+
+def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None, n: int | None = None,
+                progress: Callable[[str], None] | None = None) -> dict:
+    """Import data into db unless the `_local/dragnet-import` marker says it is already there."""
+    fp = file_fingerprint(data)
+    try:
+        info = couch.get(db_path(db))
+    except CouchError as exc:
+        if exc.status != 404:
+            raise
+        info = None
+    marker = None
+    if info is not None:
+        try:
+            marker = couch.get(f"{db_path(db)}/{IMPORT_MARKER}")
+        except CouchError as exc:
+            if exc.status != 404:
+                raise
+    if info is not None and not marker and int(info.get("doc_count") or 0) > 0:
+        # never drop a database dragnet did not fill
+        raise DragnetError(f"database {db} already holds {info.get('doc_count')} documents that dragnet did not "
+                           f"import: choose another --db, or leave out --data to benchmark it as it is")
+    why = import_needed(marker, info, fp)
+    if why is None:
+        return {"imported": False, "reason": "already imported", **fp}
+    if progress:
+        progress(f"importing {fp['count']} documents into {db}: {why}")
+    if info is not None:
+        couch.delete(db_path(db))
+    t0 = time.monotonic()
+    summary = _import(couch, db, data, q, n)
+    seconds = time.monotonic() - t0
+    doc_count = int(couch.get(db_path(db)).get("doc_count") or 0)
+    couch.put(f"{db_path(db)}/{IMPORT_MARKER}", {**fp, "doc_count": doc_count, "seconds": seconds,
+                                                   "at": _now_iso()})
+    return {"imported": True, "reason": why, "seconds": seconds, "doc_count": doc_count, **summary, **fp}
+
+
+def _import(couch: Couch, db: str, data: str | Path, q: int | None, n: int | None = None) -> dict:
+    """Load the file with dragnet.data.importer (creates the database with q shards, n replicas); returns its counts."""
+    from dragnet.data import importer as importer
+
+    summary = importer.import_documents(couch, db, str(data), importer.ImportOptions(q=q, n=n))
+    if summary.rejected:
+        raise DragnetError(f"import of {data} into {db}: {summary.rejected} documents refused "
+                           f"({', '.join(f'{k}: {v}' for k, v in summary.reasons.items())})")
+    return {"read": summary.read, "rejected": summary.rejected}
+
+
+# ---------------------------------------------------------------- between runs
+
+def db_tasks(tasks: Iterable[dict], db: str) -> list[dict]:
+    """Active tasks working on db (shards/<range>/<db>.<suffix> or the db itself)."""
+    out = []
+    for t in tasks:
+        name = str(t.get("database") or t.get("source") or "")
+        if name == db or (name.startswith("shards/") and name.split("/", 2)[-1].rsplit(".", 1)[0] == db):
+            out.append(t)
+    return out
+
+
+def cleanup(couch: Couch, db: str, ddoc_id: str, *, timeout: float = 300.0, interval: float = 1.0) -> dict:
+    """Delete the run's design doc, ask CouchDB to drop unused index files, wait for db's tasks to end."""
+    t0 = time.monotonic()
+    path = f"{db_path(db)}/{quote(ddoc_id, safe='/')}"
+    deleted = False
+    try:
+        rev = couch.get(path)["_rev"]
+        couch.request("DELETE", f"{path}?rev={rev}", ok=(200, 202, 404))
+        deleted = True
+    except CouchError as exc:
+        if exc.status != 404:
+            raise
+    couch.request("POST", f"{db_path(db)}/_view_cleanup", json={}, ok=(200, 202))
+    remaining = wait_settled(couch, db, timeout=timeout, interval=interval)
+    return {"ddoc_deleted": deleted, "seconds": time.monotonic() - t0, "tasks_left": remaining}
+
+
+def wait_settled(couch: Couch, db: str, *, timeout: float, interval: float = 1.0) -> int:
+    """Poll /_active_tasks until no task of db runs (at most timeout s); returns how many were left."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = len(db_tasks(couch.get("/_active_tasks"), db))
+        if left == 0 or time.monotonic() >= deadline:
+            return left
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------- storages
+
+def managed_instance(url: str, env: dict | None = None):
+    """The instance `dragnet couch up` recorded for url's port (same host), or None."""
+    from urllib.parse import urlsplit
+
+    from dragnet.couchdb import control as ctl
+
+    parts = urlsplit(split_credentials(url)[0])
+    port = parts.port or 5984
+    inst = ctl.load_state(port, env)
+    if inst is None:
+        return None
+    local = {"127.0.0.1", "localhost", "::1"}
+    if parts.hostname != inst.host and not (parts.hostname in local and inst.host in local):
+        return None
+    return inst
+
+
+def _admin_env(url: str, env: dict | None) -> dict:
+    """The environment for `dragnet couch up`: its admin is the one in the URL when the URL names one."""
+    env = dict(os.environ if env is None else env)
+    _, user, password = split_credentials(url)
+    if user:
+        env["COUCHDB_USER"] = user
+    if password:
+        env["COUCHDB_PASSWORD"] = password
+    return env
+
+
+def _backend(name: str):
+    if name == "docker":
+        from dragnet.couchdb import docker as mod
+    else:
+        from dragnet.couchdb import local as mod
+    return mod
+
+
+def start_managed(backend: str, url: str, storage_kind: str, *, data_size: int = 0, env: dict | None = None,
+                  **where: Any):
+    """Start a CouchDB with `dragnet couch up`'s backend on the URL's port (for a bench that finds none);
+    where: image= (docker) or home= (local), the first value of a --couchdb axis."""
+    from urllib.parse import urlsplit
+
+    port = urlsplit(split_credentials(url)[0]).port or 5984
+    return _backend(backend).up(port=port, storage_kind=storage_kind, data_size=data_size,
+                                env=_admin_env(url, env), **where)
+
+
+def stop_managed(inst, env: dict | None = None) -> None:
+    _backend(inst.backend).stop(inst, env=env)
+
+
+def drop_tmpfs_data(inst, keep: str | None) -> bool:
+    """Remove the data a stopped CouchDB left on a tmpfs (it holds memory) when the bench put it there:
+    only a dragnet/couch-<port> directory on a tmpfs, never `keep` (the data the bench found)."""
+    import shutil
+
+    from dragnet.couchdb.storage import is_tmpfs
+
+    d = Path(inst.data_dir) if inst.data_dir else None
+    if (d is None or inst.storage != "tmpfs" or inst.mounted_tmpfs or str(d) == keep
+            or d.parent.name != "dragnet" or not d.name.startswith("couch-") or not d.is_dir() or not is_tmpfs(d)):
+        return False
+    shutil.rmtree(d, ignore_errors=True)
+    return True
+
+
+_KEEP = object()
+
+
+def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: dict | None = None,
+               limits: Any = _KEEP, home: str | None = None, image: str | None = None, cpus: Any = _KEEP):
+    """Stop the managed CouchDB and start it again (same backend, port, limits) with data on storage_kind.
+    docker: `limits` are a scenario's container settings (None: the instance's own --memory only).
+    home (local release), image (docker) and cpus: another CouchDB or core count (bench axes)."""
+    env = _admin_env(url, env)
+    mod = _backend(inst.backend)
+    mod.stop(inst, env=env)
+    cpus = inst.cpus if cpus is _KEEP else cpus
+    if inst.backend == "docker":
+        return mod.up(port=inst.port, storage_kind=storage_kind, image=image or inst.image, cpus=cpus,
+                      memory=str(inst.memory) if inst.memory else None, data_size=data_size, env=env,
+                      limits=inst.limits if limits is _KEEP else limits)
+    return mod.up(port=inst.port, storage_kind=storage_kind, home=home or inst.home, cpus=cpus,
+                  data_size=data_size, env=env)
+
+
+# ---------------------------------------------------------------- one run
+
+def container_limits(inst) -> dict:
+    """The limits a managed container runs with, as scenario settings compare them (docker backend)."""
+    if inst.limits is not None:
+        return inst.limits
+    return {"mem_limit": inst.memory} if inst.memory else {}
+
+
+def default_build(couch: Couch, url: str, db: str, spec: LanguageSpec, view_path: Path | None, ddoc: str,
+                  storage_label: str, **design: Any) -> dict:
+    """One addview --benchmark build through the addview library; returns its results dict.
+    design: `design=` (a dragnet.build.design.Design) and `rows_dir=` for a design document's build."""
+    from dragnet.build import addview as addview
+
+    return addview.benchmark(url=url, db=db, view_path=str(view_path or ""), language=spec.language, ddoc=ddoc,
+                             storage=storage_label, **design)
+
+
+def cluster_of(couch: Couch, db: str) -> dict:
+    """The database's shards (q) and replicas (n) and the cluster's nodes, as the bench records them."""
+    info = couch.get(db_path(db)).get("cluster") or {}
+    try:
+        nodes = couch.get("/_membership").get("cluster_nodes")
+    except CouchError:
+        nodes = None
+    return {"q": info.get("q"), "n": info.get("n"), "nodes": nodes}
+
+
+# ---------------------------------------------------------------- the bench
+
+@dataclass
+class BenchConfig:
+    url: str
+    db: str
+    languages: list[str]
+    repeat: int = 3
+    storages: list[str] = field(default_factory=list)   # empty: the storage found (no restarts)
+    storage_label: str | None = None
+    data: str | None = None
+    views: str = str(DEFAULT_VIEWS)
+    results_dir: str | None = None
+    baseline: bool = True
+    q: int | None = None
+    n: int | None = None          # replicas when creating the database (a cluster)
+    settle_timeout: float = 300.0
+    backend: str | None = None   # start a CouchDB with this `dragnet couch` backend when none is managed
+    design: Any = None           # a dragnet.build.design.Design run on every language instead of the views folder
+    reference: str | None = None  # the language whose rows the others must equal [default: the first]
+    scenarios: list = field(default_factory=list)   # dragnet.bench.scenario.Scenario; empty: no scenario axis
+    size: int | None = None       # documents, when this bench is one size of a `--sizes` sweep
+    mango_design: Any = None      # --mango: the index's Mango design doc, built by the "mango" language
+    axes: Any = None              # dragnet.bench.switch.AxisOptions: --couchdb, --cpus, --q, --config
+
+
+def _now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Bench:
+    """Runs a BenchConfig; events go to on_event(kind, data) for progress display."""
+
+    def __init__(self, config: BenchConfig, *, build: Callable[..., dict] = default_build,
+                 on_event: Callable[[str, dict], None] | None = None, env: dict | None = None):
+        self.config = config
+        self.build = build
+        self.on_event = on_event or (lambda kind, data: None)
+        self.env = os.environ if env is None else env
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        self.id = f"bench-{stamp}"
+        self.dir = Path(config.results_dir or Path("results") / self.id)
+        self.manifest: dict[str, Any] = {}
+        self.reference: str | None = None
+        self._pool: dict | None = None   # revision -> the reference engine's processes that classify differences
+        self.labels: dict[str, Callable[[str], str]] = {}   # axis name -> how its values name result files
+
+    # -- manifest
+    def _write_manifest(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        write_results_file(self.dir / MANIFEST, self.manifest)
+
+    def _write_result(self, run: dict, result: dict) -> Path:
+        from dragnet.axes.model import file_stem
+
+        return write_results_file(self.dir / f"{file_stem(run, self.labels)}.json", result)
+
+    def run(self) -> dict:
+        cfg = self.config
+        specs = {s.name: s for s in resolve_languages(
+            list(dict.fromkeys(([BASELINE_LABEL] if cfg.baseline else []) + cfg.languages)), cfg.views,
+            design=cfg.design is not None)}
+        if cfg.design is not None:
+            self.reference = cfg.reference or next(n for n in cfg.languages if n != BASELINE_LABEL)
+            if self.reference not in cfg.languages or self.reference == BASELINE_LABEL:
+                raise UsageError(f"--reference {self.reference}: not one of --languages "
+                                 f"({', '.join(cfg.languages)})")
+        inst = managed_instance(cfg.url, self.env)
+        if inst is not None and cfg.backend and inst.backend != cfg.backend:
+            raise UsageError(f"--backend {cfg.backend}: the CouchDB dragnet manages on port {inst.port} runs "
+                             f"on {inst.backend}")
+        started_here = False
+        if cfg.axes is not None and cfg.axes.couchdb and (inst is not None or cfg.backend):
+            from dragnet.axes.couchdb import check_values     # before starting anything on one of them
+
+            check_values(cfg.axes.couchdb, inst.backend if inst is not None else cfg.backend, self.env)
+        if inst is None and cfg.backend:
+            self.on_event("start_couch", {"backend": cfg.backend, "storage": (cfg.storages or ["disk"])[0]})
+            first = cfg.axes.couchdb[0] if cfg.axes is not None and cfg.axes.couchdb else None
+            where = {} if first is None else {"image": first} if cfg.backend == "docker" else {"home": first}
+            inst = start_managed(cfg.backend, cfg.url, (cfg.storages or ["disk"])[0],
+                                 data_size=self._data_size(), env=self.env, **where)
+            started_here = True
+        if cfg.storages and inst is None:
+            raise UsageError(f"--storage {','.join(cfg.storages)} needs a CouchDB started by `dragnet couch up` "
+                             f"(none recorded for {mask_url(cfg.url)}); to label this server's storage use "
+                             f"--storage-label")
+        if cfg.storages and inst is not None:
+            from dragnet.couchdb import cluster as cluster
+
+            if cluster.recorded(inst.port, self.env) is not None:
+                raise UsageError("--storage restarts one CouchDB between storages; on a cluster dragnet started "
+                                 "use --storage-label (restart the cluster yourself)")
+        if cfg.storages:
+            storages = cfg.storages
+        else:
+            storages = [cfg.storage_label or (inst.storage if inst is not None else "unknown")]
+        # docker: each scenario's limits are the container's own, so it is recreated when they change
+        docker_scenarios = bool(cfg.scenarios) and inst is not None and inst.backend == "docker"
+        if docker_scenarios:
+            from dragnet.couchdb import cluster as cluster
+
+            if cluster.recorded(inst.port, self.env) is not None:
+                raise UsageError("--memory/--disk-profile/--cache recreate the container per scenario; on a "
+                                 "cluster dragnet started that would take one node away: use a single node")
+        if docker_scenarios and "tmpfs" in (cfg.storages or [inst.storage]) and not cfg.data:
+            raise UsageError("--memory/--disk-profile/--cache with a docker CouchDB on tmpfs: each scenario "
+                             "recreates the container, which loses the data on its tmpfs; give --data so the "
+                             "bench imports it again")
+        scenarios = {sc.label: sc for sc in cfg.scenarios}
+        prepared: dict = {}
+        from dragnet.bench.switch import AxisOptions, AxisSwitcher, contract_axes
+
+        axis_opts = cfg.axes or AxisOptions()
+        if docker_scenarios and (axis_opts.couchdb or axis_opts.cpus):
+            raise UsageError("--memory/--disk-profile/--cache with --couchdb or --cpus on docker: not combinable "
+                             "yet (each recreates the container)")
+        switcher = AxisSwitcher(axis_opts, url=cfg.url, db=cfg.db, env=self.env, inst=inst, data=cfg.data, n=cfg.n,
+                                data_size=self._data_size, on_event=self.on_event)
+        extra_axes = axis_opts.axes(inst.backend if inst else None)
+        self.labels = {a.name: a.label for a in extra_axes}
+        planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline,
+                       scenarios=list(scenarios) or [""], axes=extra_axes)
+        from dragnet.measure.machine import machine_info
+
+        self.manifest = {
+            "schema": SCHEMA, "id": self.id, "started_at": _now_iso(), "finished_at": None, "interrupted": False,
+            "url": mask_url(cfg.url), "db": cfg.db, "data": cfg.data,
+            "views": str(cfg.views) if cfg.design is None else None,
+            "design": None if cfg.design is None else {"id": cfg.design.id, "source": cfg.design.source,
+                                                       "views": cfg.design.view_names,
+                                                       "reference": self.reference,
+                                                       "revisions": {label: d.source for label, d in
+                                                                     (cfg.axes.ddoc if cfg.axes else {}).items()}},
+            "languages": list(specs), "repeat": cfg.repeat, "storages": storages,
+            "scenarios": [sc.to_json() for sc in cfg.scenarios],
+            "managed": None if inst is None else {"backend": inst.backend, "port": inst.port},
+            "machine": machine_info(), "imports": [], "cleanups": [],
+            "order": [f"{p.storage}/{p.scenario + '/' if p.scenario else ''}r{p.repeat}/{p.language}"
+                      for p in planned],
+            "size": cfg.size,
+            "axes": {a.name: a.values for a in extra_axes},
+            "runs": [{**asdict(p), "status": "pending", "error": None, "result_file": None,
+                      "docs_per_sec_wall": None, "wall_time_s": None, "ratio_to_baseline": None}
+                     for p in planned],
+        }
+        if axis_opts.any:      # refuse what cannot be applied before anything is written or built
+            try:
+                switcher.check_up_front(connect(cfg.url, env=self.env))
+            except BaseException:
+                if started_here:
+                    stop_managed(inst, env=self.env)
+                raise
+        self._write_manifest()
+        self.on_event("begin", {"dir": str(self.dir), "runs": len(planned)})
+        original_storage = inst.storage if inst is not None else None
+        original_limits = inst.limits if inst is not None else None
+        keep = None if inst is None or started_here else inst.data_dir   # the user's data is never removed
+        current = None
+        stale = False       # docker scenarios: the container died in the last run; recreate it before the next
+        try:
+            for st in storages:
+                if inst is not None and cfg.storages and inst.storage != st:
+                    self.on_event("restart", {"storage": st})
+                    old = inst
+                    # docker scenarios: no limits to import under; each run's own are set before it
+                    inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env,
+                                      **({"limits": None} if docker_scenarios else {}))
+                    switcher.restarted(inst)
+                    stale = False
+                    drop_tmpfs_data(old, keep)
+                couch = connect(cfg.url, env=self.env)
+                if cfg.data and not axis_opts.q:     # with --q N,N each q has its own database
+                    imp = ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
+                                      progress=lambda m: self.on_event("import", {"message": m}))
+                    self.manifest["imports"].append({"storage": st, **imp})
+                    self._write_manifest()
+                elif not axis_opts.q:
+                    couch.get(db_path(cfg.db))  # a one-line error now rather than in every run
+                if not axis_opts.q:
+                    self.manifest["cluster"] = cluster_of(couch, cfg.db)
+                self._write_manifest()
+                if docker_scenarios:
+                    from dragnet.bench import scenario_docker as sd
+                    from dragnet.couchdb.docker import ContainerOOMKilled, client
+                    engine = client(self.env)
+                    # refuse what cannot be enforced before any build
+                    prepared = {label: sd.prepare(sc, inst, env=self.env, c=engine) for label, sc in scenarios.items()}
+                    self.manifest["scenario_settings"] = {label: p.settings for label, p in prepared.items()}
+                    self._write_manifest()
+                elif scenarios:
+                    from dragnet.bench.scenario import prepare
+                    for sc in scenarios.values():       # refuse what cannot be enforced before any build
+                        prepare(sc, couch, cfg.url)
+                for run in (r for r in self.manifest["runs"] if r["storage"] == st):
+                    current = run
+                    sc = scenarios.get(run["scenario"])
+                    target = None
+                    if docker_scenarios:
+                        p = prepared[run["scenario"]]
+                        if stale or container_limits(inst) != p.settings:
+                            self.on_event("restart", {"storage": st, "scenario": run["scenario"]})
+                            try:
+                                inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env,
+                                                  limits=p.settings)
+                            except ContainerOOMKilled as exc:
+                                self._one(couch, run, specs[run["language"]], sc,
+                                          failed_start=sd.oom_at_start(p, exc))
+                                stale, current = True, None
+                                continue
+                            stale = False
+                            couch = connect(cfg.url, env=self.env)
+                            if cfg.data and st == "tmpfs":      # the container's tmpfs went with it
+                                ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
+                                            progress=lambda m: self.on_event("import", {"message": m}))
+                        target = sd.DockerTarget(p, inst, env=self.env, c=engine)
+                    db = cfg.db
+                    if axis_opts.any:
+                        why = switcher.not_applicable(run["axes"])
+                        if why is not None:
+                            run.update(status="not_applicable", error=why)
+                            self._write_manifest()
+                            self.on_event("done", dict(run))
+                            current = None
+                            continue
+                        couch, db = switcher.switch(run, st, couch)
+                        inst = switcher.inst
+                    self._one(couch, run, specs[run["language"]], sc, target=target, db=db,
+                              axes=contract_axes(run["axes"]), versions=switcher.versions)
+                    if axis_opts.cpus and run["status"] == "ok":
+                        run["cpuset"] = switcher.verify(run)
+                        self._write_manifest()
+                    current = None
+                    if run["status"] == "oom":
+                        if inst is None:
+                            raise DragnetError(f"{run['error']}; it is not managed by dragnet, so the bench "
+                                               "cannot restart it: remaining runs not done")
+                        if docker_scenarios:
+                            stale = True
+                            continue
+                        self.on_event("restart", {"storage": st})
+                        inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env)
+                        switcher.restarted(inst)
+                        couch = connect(cfg.url, env=self.env)
+        except KeyboardInterrupt:
+            self.manifest["interrupted"] = True
+            if current is not None and current["status"] == "running":
+                current["status"] = "interrupted"
+            raise
+        finally:
+            for pool in (self._pool or {}).values():
+                pool.close()
+            inst = switcher.inst if switcher.inst is not None else inst   # it may have restarted it
+            if axis_opts.config:     # also on Ctrl-C/SIGTERM: the node's settings as the bench found them
+                self.manifest["config_restored"] = switcher.finish(lambda: connect(cfg.url, env=self.env))
+            if not started_here and not self.manifest["interrupted"] and inst is not None:
+                inst = switcher.restore_instance(inst.storage)
+            self.manifest["finished_at"] = _now_iso()
+            self._write_manifest()
+            if started_here:
+                self.on_event("stop_couch", {"backend": inst.backend})
+                stop_managed(inst, env=self.env)
+                drop_tmpfs_data(inst, keep)
+            elif inst is not None and not self.manifest["interrupted"] and (
+                    (cfg.storages and original_storage and inst.storage != original_storage)
+                    or (docker_scenarios and (stale or inst.limits != original_limits))):
+                # the CouchDB the bench found goes back to its own storage and limits
+                self.on_event("restart", {"storage": original_storage or inst.storage})
+                restart_on(inst, original_storage or inst.storage, cfg.url, env=self.env, limits=original_limits)
+                drop_tmpfs_data(inst, keep)
+        return self.manifest
+
+    def _data_size(self) -> int:
+        # room to ask for on a tmpfs: the file's size (×6 for gzip, roughly the JSON it expands to)
+        if not self.config.data:
+            return 0
+        p = Path(self.config.data)
+        return p.stat().st_size * (6 if p.name.endswith(".gz") else 1)
+
+    def _one(self, couch: Couch, run: dict, spec: LanguageSpec, sc=None, target=None,
+             failed_start: dict | None = None, db: str | None = None, axes: dict | None = None,
+             versions: dict | None = None) -> None:
+        """One planned run; `target` applies sc's limits (docker), `failed_start` is the result of a run
+        whose CouchDB died before the build (its container OOM-killed while starting)."""
+        cfg = self.config
+        db = db or cfg.db
+        ddoc = f"dragnet_bench_{slug(spec.name)}_{run['index']}_{int(time.time() * 1000)}"
+        run.update(status="running", ddoc=f"_design/{ddoc}", started_at=_now_iso())
+        self._write_manifest()
+        self.on_event("start", dict(run))
+        try:
+            def build() -> dict:
+                if spec.view_file == DESIGN:
+                    rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
+                    design = cfg.mango_design if spec.language == "query" and cfg.mango_design \
+                        else self._design_of(run)
+                    return self.build(couch, cfg.url, db, spec, None, ddoc, run["storage"], design=design,
+                                      rows_dir=str(rows_dir), **({"iostat": False} if sc is not None else {}))
+                return self.build(couch, cfg.url, db, spec, spec.path(cfg.views), ddoc, run["storage"],
+                                  **({"iostat": False} if sc is not None else {}))
+            if failed_start is not None:
+                result = failed_start
+            elif sc is not None:
+                from dragnet.bench.scenario import run_in
+                result = run_in(sc, couch, cfg.url, db, ddoc, build, target=target)
+            else:
+                result = build()
+        except KeyboardInterrupt:
+            self._cleanup(couch, run, quick=True, db=db)
+            raise
+        except Exception as exc:  # a failing language is recorded and the matrix goes on
+            run.update(status="error", error=_one_line(exc))
+            self._cleanup(couch, run, db=db)
+            self._write_manifest()
+            self.on_event("done", dict(run))
+            return
+        result["storage"] = run["storage"]
+        from dragnet.axes.model import run_axes
+
+        result["bench"] = {"id": self.id, "index": run["index"], "language": spec.name, "repeat": run["repeat"],
+                           "storage_label": run["storage"], "scenario": run["scenario"], "size": cfg.size,
+                           "axes": run_axes({**run, "axes": axes or {}}, cfg.size)}
+        from dragnet.axes.couchdb import versions_of
+
+        versions = versions or versions_of(result.get("couchdb"))
+        if versions is not None:
+            result.setdefault("couchdb", {})["versions"] = versions
+        if db != cfg.db:
+            result["bench"]["db"] = db
+        fig = Summary.of(result)
+        ok = bool(fig.ok)
+        run.update(status=fig.status, error=None if ok else (fig.error or "build failed"), **run_figures(fig))
+        if result.get("iostat"):
+            from dragnet.bench.scenario import iostat_averages
+            run["iostat"] = iostat_averages(result)
+        run["memory"] = result.get("memory")
+        if ok and not result.get("sizes"):
+            # index size before cleanup deletes it (a scenario build records it itself)
+            from dragnet.bench.scenario import sizes as _sizes
+            try:
+                result["sizes"] = {"after": _sizes(couch, db, run["ddoc"])}
+            except CouchError:
+                pass
+            # a design doc's copy is deleted by the build itself: its index as read right after the build
+            built = (result.get("index") or {}).get("sizes")
+            if result.get("sizes") and not result["sizes"]["after"].get("index") and built:
+                result["sizes"]["after"]["index"] = built
+        run["sizes"] = result.get("sizes")
+        run["pidstat_peak_rss_kb"] = rss_peaks_kb((result.get("pidstat") or {}).get("summary")) or None
+        for idx, value in ratios(self.manifest["runs"]).items():
+            self.manifest["runs"][idx]["ratio_to_baseline"] = value
+        result["bench"]["ratio_to_baseline"] = run["ratio_to_baseline"]
+        if ok and result.get("rows"):
+            run["rows"] = result["rows"]
+            from dragnet.bench.fault import summary as comparison_summary
+            comparison = self._compare(run, couch, db)
+            if comparison is not None:
+                result["comparison"] = comparison
+                run["comparison"] = comparison_summary(comparison)
+            repeats = self._compare_repeats(run, couch, db)
+            if repeats is not None:
+                result["repeat_comparison"] = repeats
+                run["repeat_comparison"] = comparison_summary(repeats)
+        run["result_file"] = self._write_result(run, result).name
+        self._write_manifest()
+        if fig.status == "oom":       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
+            self.on_event("done", dict(run))
+            return
+        self._cleanup(couch, run, db=db)
+        self.on_event("done", dict(run))
+
+    def _design_of(self, run: dict):
+        """The design document a run built: its revision's (--ddoc A --ddoc B), Mango's, or the bench's."""
+        revision = (run.get("axes") or {}).get("ddoc")
+        if revision is not None and self.config.axes is not None and self.config.axes.ddoc:
+            return self.config.axes.ddoc[revision]
+        return self.config.design
+
+    def _engine_pool(self, run: dict):
+        """The reference engine's processes for classifying differences (dragnet.bench.fault), one per
+        design-doc revision, kept for the whole bench and closed at its end."""
+        revision = (run.get("axes") or {}).get("ddoc")
+        if self._pool is None:
+            self._pool = {}
+        if revision not in self._pool:
+            from dragnet.bench.fault import EnginePool
+
+            spec = resolve_languages([self.reference], self.config.views, design=True)[0]
+            design = self.config.mango_design if spec.language == "query" and self.config.mango_design \
+                else self._design_of(run)
+            self._pool[revision] = EnginePool(spec.language, design, self.env)
+        return self._pool[revision]
+
+    def _first_with_rows(self, language: str, run: dict) -> list[dict]:
+        """Runs of language with rows, of the same design-doc revision as run, in order."""
+        revision = (run.get("axes") or {}).get("ddoc")
+        return [r for r in self.manifest["runs"] if r["language"] == language and r.get("rows")
+                and (r.get("axes") or {}).get("ddoc") == revision]
+
+    def _compare_repeats(self, run: dict, couch: Couch | None = None, db: str | None = None) -> dict | None:
+        """A later build of a non-reference engine against that engine's own first build: what differs
+        is the function's fault by definition (the reference's repeats are compared in _compare)."""
+        if run["language"] == self.reference:
+            return None
+        first = self._first_with_rows(run["language"], run)[0]
+        if first is run:
+            return None
+        from dragnet.bench.fault import judge
+        from dragnet.build.rows import compare_files
+
+        return judge({"reference": run["language"], "reference_run": first["index"],
+                      **compare_files(first["rows"], run["rows"])}, first["rows"], same_engine=True,
+                     pool=self._engine_pool(run), couch=couch, db=db or self.config.db)
+
+    def _compare(self, run: dict, couch: Couch | None = None, db: str | None = None) -> dict | None:
+        """This run's rows against the reference language's first successful run of the same design-doc
+        revision (None for that run), each difference classified (dragnet.build.fault)."""
+        same = self._first_with_rows(self.reference, run)
+        if run["language"] == self.reference:
+            first = same[0]
+            if first is run:
+                return None
+        else:
+            first = same[0] if same else None
+            if first is None:
+                return {"reference": self.reference, "differences": None, "rows_compared": 0,
+                        "note": f"no successful {self.reference} build to compare with"}
+        from dragnet.bench.fault import judge
+        from dragnet.build.rows import compare_files
+
+        return judge({"reference": self.reference, "reference_run": first["index"],
+                      **compare_files(first["rows"], run["rows"])}, first["rows"],
+                     same_engine=run["language"] == self.reference, pool=self._engine_pool(run), couch=couch,
+                     db=db or self.config.db)
+
+    def _cleanup(self, couch: Couch, run: dict, quick: bool = False, db: str | None = None) -> None:
+        try:
+            info = cleanup(couch, db or self.config.db, run["ddoc"],
+                           timeout=5.0 if quick else self.config.settle_timeout)
+        except DragnetError as exc:
+            info = {"error": _one_line(exc)}
+        self.manifest["cleanups"].append({"index": run["index"], **info})
+        self._write_manifest()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text if isinstance(exc, DragnetError) else f"{type(exc).__name__}: {text}"
+
+
+def run_bench(config: BenchConfig, **kw: Any) -> dict:
+    return Bench(config, **kw).run()

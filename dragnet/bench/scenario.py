@@ -1,0 +1,420 @@
+"""Bench scenarios (memory limit x disk profile x cache state): measuring one build inside one, and the
+"disk matters?" table and verdict computed from the runs.
+
+A build in a scenario: refuse what cannot be enforced, set the cache state, put CouchDB's process tree
+in the cgroup plan, record iostat and the db/index sizes around the build, read the group's memory
+use and OOM counters, then always remove the groups.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+from urllib.parse import quote, urlsplit
+
+from dragnet.measure import iostat as _iostat
+from dragnet.couchdb import limits as limits
+from dragnet.couchdb.client import Couch, CouchError, db_path, split_credentials
+from dragnet.errors import DragnetError, UsageError
+from dragnet.measure.pidstat import WATCHERS, listening_pid, process_tree, rss_peaks_kb
+from dragnet.results.schema import RunEntry, Summary
+from dragnet.couchdb.storage import format_size
+
+
+@dataclass(frozen=True)
+class Scenario:
+    memory: int | None = None
+    profile: limits.DiskProfile = limits.PROFILES["unlimited"]
+    cache: str | None = None          # cold | warm | None (left as it is)
+
+    @property
+    def label(self) -> str:
+        mem = "mem-unlimited" if self.memory is None else f"mem-{format_size(self.memory).replace(' ', '')}"
+        return f"{mem}/{self.profile.name}/{self.cache or 'cache-asis'}"
+
+    @property
+    def is_reference(self) -> bool:
+        """The unthrottled, unlimited, warm run every other scenario is compared with."""
+        return self.memory is None and self.profile.unlimited and self.cache in ("warm", None)
+
+    @property
+    def limited(self) -> bool:
+        return self.memory is not None or not self.profile.unlimited
+
+    def to_json(self) -> dict:
+        p = self.profile
+        return {"label": self.label, "memory_limit": self.memory, "cache": self.cache,
+                "disk_profile": {"name": p.name, "r_iops": p.r_iops, "w_iops": p.w_iops, "r_bps": p.r_bps,
+                                 "w_bps": p.w_bps}}
+
+
+def expand(memories: list[int | None], profiles: list[limits.DiskProfile], caches: list[str]) -> list[Scenario]:
+    """Every combination, in the order given (the first is the one the others are compared with)."""
+    for c in caches:
+        if c not in ("cold", "warm"):
+            raise UsageError(f"--cache {c}: expected cold or warm")
+    return [Scenario(m, p, c) for m, p, c in
+            itertools.product(memories or [None], profiles or [limits.PROFILES["unlimited"]], caches or [None])]
+
+
+def reference_label(scenarios: list[Scenario]) -> str:
+    """The scenario the others are compared with: unlimited memory, unthrottled, warm (else the first)."""
+    return next((s.label for s in scenarios if s.is_reference), scenarios[0].label)
+
+
+IOSTAT_AVERAGES = ("r_s", "rkb_s", "r_await", "util_pct")
+
+
+def iostat_averages(result: dict) -> dict | None:
+    """A scenario build's iostat averages on the data's device, as the "disk matters?" table shows them."""
+    io = result.get("iostat") or {}
+    dev = (io.get("summary") or {}).get(io.get("device") or "") or {}
+    return {k: (dev.get(k) or {}).get("avg") for k in IOSTAT_AVERAGES} if dev else None
+
+
+def reference_of(scenarios: list[dict]) -> str:
+    """reference_label() from scenarios as JSON (a manifest's, or the results' in the bench's order):
+    unlimited memory, unthrottled, warm or as-is; else the first."""
+    return next((sc["label"] for sc in scenarios if sc.get("memory_limit") is None
+                 and sc["disk_profile"]["name"] == "unlimited" and sc.get("cache") in ("warm", None)),
+                scenarios[0]["label"])
+
+
+def label_of(result: dict) -> str | None:
+    """The scenario a results file's build ran in, or None."""
+    sc = result.get("scenario")
+    return (result.get("bench") or {}).get("scenario") or (sc.get("label") if isinstance(sc, dict) else None) \
+        or None
+
+
+def runs_from_results(results: Iterable[dict]) -> tuple[list[dict], str | None]:
+    """Scenario builds' results files as the rows disk_matters() reads (what the bench's manifest holds
+    of each run), and the reference scenario's label as the bench chose it (reference_of() over the
+    scenarios in the order their first builds started). ([], None) when no result ran in a scenario."""
+    runs, first = [], {}
+    for r in results:
+        label = label_of(r)
+        if not label:
+            continue
+        s = Summary.of(r)
+        b = r.get("bench") or {}
+        runs.append({"language": b.get("language") or s.language or "?",
+                     "storage": str(b.get("storage_label") or r.get("storage") or "unknown"),
+                     "scenario": label, "status": s.status, "docs_per_sec_wall": s.docs_per_sec_wall,
+                     "iostat": iostat_averages(r), "memory": r.get("memory"),
+                     "pidstat_peak_rss_kb": rss_peaks_kb((r.get("pidstat") or {}).get("summary"))})
+        sc = r["scenario"] if isinstance(r.get("scenario"), dict) else {"label": label}
+        first.setdefault(label, (str(r.get("started_at") or ""), {"disk_profile": {"name": "unlimited"}, **sc}))
+    if not runs:
+        return [], None
+    return runs, reference_of([sc for _, sc in sorted(first.values(), key=lambda v: v[0])])
+
+
+# ---------------------------------------------------------------- where CouchDB keeps its data
+
+def couch_pid(url: str) -> int | None:
+    """beam's pid when the URL is a CouchDB on this machine (it listens on the port)."""
+    parts = urlsplit(split_credentials(url)[0])
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    return listening_pid(parts.port or 5984)
+
+
+def data_dir(couch: Couch, pid: int | None) -> Path | None:
+    """CouchDB's database_dir (config; relative to beam's working directory), or None when not local."""
+    try:
+        d = couch.get("/_node/_local/_config/couchdb/database_dir")
+    except CouchError:
+        return None
+    p = Path(str(d))
+    if not p.is_absolute():
+        if pid is None:
+            return None
+        try:
+            p = Path(os.readlink(f"/proc/{pid}/cwd")) / p
+        except OSError:
+            return None
+    return p if p.is_dir() else None
+
+
+def sizes(couch: Couch, db: str, ddoc: str | None = None) -> dict:
+    """File/active/external sizes of the database (GET /db) and of the design doc's index (_info)."""
+    out: dict = {}
+    info = couch.get(db_path(db))
+    out["db"] = {**(info.get("sizes") or {}), "doc_count": info.get("doc_count")}
+    if ddoc:
+        try:
+            vi = couch.get(f"{db_path(db)}/{quote(ddoc, safe='/')}/_info").get("view_index") or {}
+            out["index"] = vi.get("sizes") or {}
+        except CouchError as exc:
+            if exc.status != 404:
+                raise
+            out["index"] = None
+    return out
+
+
+def bytes_written(pidstat_samples: Iterable[dict] | None, families: tuple[str, ...] = ("beam",)) -> int | None:
+    """Bytes CouchDB wrote: pidstat kB_wr/s of its processes summed over the 1 s intervals."""
+    if not pidstat_samples:
+        return None
+    kb = sum(s.get("kb_wr_s") or 0 for s in pidstat_samples if s.get("family") in families
+             and isinstance(s.get("kb_wr_s"), (int, float)))
+    return int(kb * 1024)
+
+
+def write_amplification(written: int | None, index_file_size: int | None) -> float | None:
+    if not written or not index_file_size:
+        return None
+    return written / index_file_size
+
+
+# ---------------------------------------------------------------- one build in a scenario
+
+def prepare(sc: Scenario, couch: Couch, url: str) -> tuple[limits.Plan | None, int | None, Path | None]:
+    """Refuse up front what cannot be enforced (not local, not root, no controller, no block device)."""
+    pid = couch_pid(url)
+    ddir = data_dir(couch, pid) if pid else None
+    if not sc.limited:
+        return None, pid, ddir
+    if pid is None:
+        raise DragnetError(f"scenario {sc.label}: limits need a CouchDB on this machine (none listens on the "
+                           "URL's port here)")
+    if ddir is None:
+        raise DragnetError(f"scenario {sc.label}: cannot find CouchDB's database_dir")
+    return limits.check_enforceable(ddir, memory=sc.memory, profile=sc.profile), pid, ddir
+
+
+@dataclass
+class Measured:
+    """What a target read after a build: the memory group's use, the group's own IO on the device,
+    kernel OOM lines, and whether CouchDB was OOM-killed."""
+
+    use: limits.MemoryUse | None = None
+    io: dict | None = None
+    oom_lines: list[str] = field(default_factory=list)
+    oom: bool = False
+
+
+class LocalTarget:
+    """A scenario on a CouchDB running on this machine: a cgroup plan applied to its process tree for the
+    build and removed after it. (The docker backend's is dragnet.bench.scenario_docker.DockerTarget.)"""
+
+    def __init__(self, sc: Scenario, couch: Couch, url: str):
+        self.sc = sc
+        self.plan, self.pid, self.ddir = prepare(sc, couch, url)
+        self.device = None
+        if self.ddir is not None:
+            try:
+                self.device = _iostat.device_of(self.ddir)
+            except _iostat.NoBlockDevice:
+                pass
+        self.enforced = self.plan.enforced if self.plan else []
+        self.cgroup_version = self.plan.layout.version if self.plan else None
+
+    def set_cache(self, state: str | None) -> str:
+        if not state:
+            return "left as it is"
+        if self.ddir is None:
+            return "not set: CouchDB's data directory is not on this machine"
+        return limits.set_cache(state, [self.ddir])
+
+    def start(self) -> None:
+        if self.plan is not None:
+            limits.apply(self.plan, sorted(process_tree(self.pid)))
+
+    def finish(self, t0: float, failed: bool) -> Measured:
+        if self.plan is None:
+            return Measured()
+        try:
+            use, io = limits.memory_use(self.plan), limits.io_use(self.plan)
+            memcg = limits.memcg_path(self.plan) if self.sc.memory else None
+            lines = limits.kernel_oom_lines(t0, memcg) if memcg else []
+        finally:
+            limits.remove(self.plan)
+        return Measured(use, io, lines, bool(use.oom_kills or any("beam" in ln for ln in lines)))
+
+    def record(self) -> dict:
+        return {}
+
+
+def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Callable[[], dict],
+           target=None) -> dict:
+    """One build in scenario sc: its results dict with "scenario", "iostat", "sizes", "memory" and, when
+    CouchDB was OOM-killed, summary.oom_killed with "CouchDB was OOM-killed at limit X" as the outcome.
+    target applies the limits (default: a LocalTarget, cgroups on this machine's CouchDB)."""
+    target = target if target is not None else LocalTarget(sc, couch, url)
+    device = target.device
+    runner = _iostat.IostatRunner() if _iostat.IostatRunner.available() else None
+    t0 = time.time()
+    error = None
+    result: dict = {}
+    before: dict | None = None
+    cache_note = None
+    m = Measured()
+    try:
+        # inside the try: an interrupt at any point still removes the limits and stops iostat, and a
+        # container that dies at its limit before the build (reading sizes) is judged like one during it
+        target.start()
+        before = sizes(couch, db)
+        cache_note = target.set_cache(sc.cache)
+        if runner is not None:
+            runner.start()
+        result = build()
+    except Exception as exc:       # beam killed mid-build drops the connection: judged below
+        error = exc
+    finally:
+        text = runner.stop() if runner else ""
+        m = target.finish(t0, error is not None or not (result.get("summary") or {}).get("ok", True))
+        t1 = time.time()
+    if error is not None and not m.oom:
+        raise error
+    use, group_io = m.use, m.io
+    parsed = _iostat.parse(text)
+    devices = {device.name} if device else None
+    result.setdefault("summary", {})
+    result["scenario"] = {**sc.to_json(), "cache_state": cache_note, "enforced": target.enforced,
+                          "device": None if device is None else {"name": device.name, "majmin": device.majmin,
+                                                                  "kind": device.kind, "backing": device.backing},
+                          "cgroup_version": target.cgroup_version, **target.record()}
+    result["iostat"] = {"argv": runner.argv if runner else None, "device": device.name if device else None,
+                        "samples": parsed.samples, "skipped": parsed.skipped,
+                        "summary": _iostat.summarize(parsed.samples, devices, t_from=t0)}
+    # the group's own IO: on a shared machine iostat's device figures include other processes
+    result["iostat"]["cgroup"] = None if not group_io else {
+        **group_io, "seconds": t1 - t0, "read_ios_per_s": group_io["read_ios"] / max(t1 - t0, 1e-9)}
+    result["memory"] = None if use is None else {"limit": sc.memory, "peak": use.peak, "anon": use.anon,
+                                                 "oom_kills": use.oom_kills, "failcnt": use.failcnt,
+                                                 "kernel_log": m.oom_lines[-5:]}
+    if m.oom:
+        msg = limits.oom_message(sc.memory) if sc.memory else "CouchDB was OOM-killed"
+        result["summary"].update(ok=False, oom_killed=True, outcome=msg, error=msg)
+        result["sizes"] = {"before": before, "after": None}
+        return result
+    after = sizes(couch, db, f"_design/{ddoc}")
+    written = bytes_written((result.get("pidstat") or {}).get("samples"))
+    index_file = ((after.get("index") or {}).get("file"))
+    result["sizes"] = {"before": before, "after": after, "bytes_written": written,
+                       "write_amplification": write_amplification(written, index_file)}
+    return result
+
+
+# ---------------------------------------------------------------- disk matters? (pure)
+
+def own_memory(peaks_kb: dict | None) -> int | None:
+    """CouchDB's own memory in one build, bytes: the sum over beam and the query servers of their RSS
+    peaks (pidstat.rss_peaks_kb(), as a bench run keeps them in "pidstat_peak_rss_kb"). The page cache is not
+    in it, so a memory limit must be at least this, plus whatever page cache it means to leave, or the
+    kernel kills beam instead of the build reading from disk."""
+    peaks = [v for fam, v in (peaks_kb or {}).items() if fam not in WATCHERS]
+    return int(sum(peaks) * 1024) if peaks else None
+
+
+@dataclass
+class Row:
+    language: str
+    storage: str
+    scenario: str
+    docs_per_sec: list[float]
+    ratio: float | None            # median docs/s over the reference's median
+    slower_every_round: bool       # every run slower than every reference run
+    oom: int = 0
+    iostat: dict | None = None     # mean of per-run averages: r_s, rkb_s, r_await, util_pct
+    memory_limit: int | None = None
+    own_memory: int | None = None  # largest own_memory() of this row's successful builds
+
+
+def _rates(runs: Iterable[dict]) -> list[float]:
+    """docs/s of the successful runs among manifest run entries."""
+    entries = [RunEntry.of(r) for r in runs]
+    return [e.docs_per_sec_wall for e in entries if e.status == "ok" and e.docs_per_sec_wall]
+
+
+def disk_matters(runs: Iterable[dict], reference: str) -> list[Row]:
+    """Rows per (language, storage, scenario) from manifest runs ({"language","storage","scenario",
+    "status","docs_per_sec_wall","iostat","memory","pidstat_peak_rss_kb"}); ratio to the reference scenario
+    of the same language and storage."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        groups.setdefault((r["language"], r["storage"], r.get("scenario") or reference), []).append(r)
+    rows = []
+    for (lang, st, sc), rs in groups.items():
+        ok = _rates(rs)
+        ref = _rates(groups.get((lang, st, reference), []))
+        ratio = statistics.median(ok) / statistics.median(ref) if ok and ref else None
+        io = [r["iostat"] for r in rs if r.get("iostat")]
+        io_mean = {k: statistics.mean(i[k] for i in io) for k in io[0]} if io else None
+        limit = next((r["memory"]["limit"] for r in rs if (r.get("memory") or {}).get("limit")), None)
+        own = [m for m in (own_memory(r.get("pidstat_peak_rss_kb")) for r in rs if r.get("status") == "ok") if m]
+        rows.append(Row(lang, st, sc, ok, ratio, bool(ok and ref and max(ok) < min(ref)),
+                        sum(1 for r in rs if r.get("status") == "oom"), io_mean, limit, max(own, default=None)))
+    return rows
+
+
+def memory_advice(rows: list[Row], reference: str) -> list[str]:
+    """What a memory limit must leave CouchDB, from the builds without one: per language, its own memory
+    (own_memory()) in the reference scenario, and each limited scenario whose limit is below it (an OOM
+    kill there says nothing about the disk)."""
+    from dragnet.couchdb.storage import format_size
+    own = {(r.language, r.storage): r.own_memory for r in rows
+           if r.scenario == reference and r.own_memory and r.memory_limit is None}
+    lines = []
+    for (lang, st), m in own.items():
+        lines.append(f"CouchDB's own memory in {reference} ({lang}, {st}): {format_size(m)} "
+                     "(beam + query servers, RSS peaks); a memory limit must hold this plus the page cache it "
+                     "means to leave")
+    for r in rows:
+        m = own.get((r.language, r.storage))
+        if r.memory_limit and m and r.memory_limit < m:
+            lines.append(f"{r.scenario} ({r.language}): the limit {format_size(r.memory_limit)} is below "
+                         f"CouchDB's own {format_size(m)}"
+                         + (f"; its {r.oom} OOM kill(s) say nothing about the disk" if r.oom else
+                            "; builds that finished under it had less page cache than the limit suggests"))
+    return lines
+
+
+def disk_summary(rows: list[Row], reference: str) -> dict:
+    """The "disk matters?" rows, memory lines and verdict, as --json gives them."""
+    from dataclasses import asdict
+    return {"disk_matters": [asdict(r) for r in rows], "memory_advice": memory_advice(rows, reference),
+            "verdict": verdict(rows, reference)}
+
+
+def verdict(rows: list[Row], reference: str, *, threshold: float = 0.9) -> str:
+    """One line from the numbers: the slowest scenario when it was slower than the reference in every
+    round and by more than 1-threshold, else that the runs show no disk effect."""
+    ooms = [r for r in rows if r.oom]
+    cands = [r for r in rows if r.scenario != reference and r.ratio is not None]
+    head = ""
+    if ooms:
+        head = "; ".join(f"OOM-killed in {r.scenario} ({r.language})" for r in ooms) + "; "
+    if not cands:
+        return head + "no scenario to compare with the reference"
+    worst = min(cands, key=lambda r: r.ratio)
+    if worst.ratio < threshold and worst.slower_every_round:
+        return head + f"disk-bound in {worst.scenario} ({worst.language}, {worst.storage}): ×{worst.ratio:.2f}"
+    return head + (f"disk does not matter in these runs: slowest scenario {worst.scenario} ({worst.language}) "
+                   f"×{worst.ratio:.2f}, not slower in every round by more than {1 - threshold:.0%}")
+
+
+DISK_COLUMNS = ("language", "storage", "scenario", "runs", "docs/s median", "× reference", "slower every round",
+                "OOM", "r/s", "rkB/s", "r_await ms", "%util")
+
+
+def disk_rows(rows: list[Row]) -> list[list[str]]:
+    """Table cells for the "disk matters?" table (iostat: per-build averages on the data's device)."""
+    def f(v, fmt):
+        return "–" if v is None else format(v, fmt)
+    out = []
+    for r in rows:
+        io = r.iostat or {}
+        out.append([r.language, r.storage, r.scenario, str(len(r.docs_per_sec)),
+                    f(statistics.median(r.docs_per_sec) if r.docs_per_sec else None, ".0f"),
+                    f(r.ratio, ".2f"), "yes" if r.slower_every_round else "no", str(r.oom),
+                    f(io.get("r_s"), ".0f"), f(io.get("rkb_s"), ".0f"), f(io.get("r_await"), ".2f"),
+                    f(io.get("util_pct"), ".1f")])
+    return out

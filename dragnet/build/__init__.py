@@ -1,0 +1,1 @@
+"""One index build: views and design documents, the addview benchmark, rows and their comparison."""

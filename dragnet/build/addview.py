@@ -1,0 +1,733 @@
+"""`dragnet addview`: put a view into a design document, or benchmark building it from scratch.
+
+Benchmark flow: a fresh design document (never indexed, `"autoupdate": false`) is saved — CouchDB 3.5
+compiles the map function then, so a syntax error ends the run here — then a view request in a
+background thread starts the build and blocks until it is done, while the main thread polls
+`/_active_tasks` every `interval` seconds and pidstat records the processes. Done means: the view
+request answered 200 and no indexer task of this design document is left. Any error answer of the view
+request ends the run at once with CouchDB's message; `timeout` bounds the whole run.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import quote, urlsplit
+
+from dragnet.build import ddoc as _ddoc
+from dragnet.measure import pidstat as _pidstat
+from dragnet.measure import poller as poller
+from dragnet.results import build as _results
+from dragnet.results import schema as _schema
+from dragnet.build import views as _views
+from dragnet.couchdb.client import Couch, CouchError, CouchUnreachable, db_path, mask_url
+from dragnet.errors import DragnetError, UsageError
+from dragnet.measure.machine import machine_info
+
+DEFAULT_TIMEOUT = 6 * 3600.0
+STORAGE_CHOICES = ("disk", "tmpfs", "auto")
+_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+# after the view answered, how long tasks may linger in /_active_tasks before we stop waiting
+LINGER_S = 10.0
+
+
+@dataclass
+class Config:
+    view_path: str
+    db: str
+    ddoc: str | None = None
+    view: str | None = None
+    language: str | None = None
+    reduce: str | None = None
+    interval: float = 1.0
+    timeout: float | None = None
+    pidstat: bool = True
+    pidstat_pattern: str = _pidstat.DEFAULT_PATTERN
+    couchdb_log: str | None = None
+    storage: str = "auto"
+    results_dir: str | None = "results"
+    argv: list[str] = field(default_factory=list)
+    # a whole design document (dragnet.build.design.Design) instead of view_path's single view
+    design: Any = None
+    # save every view's rows (and reduce results) here after the build, for comparing engines
+    rows_dir: str | None = None
+    # --update N after the build (dragnet.build.update): changes, edit share, batch size, --allow-writes
+    update: int = 0
+    update_edits: float = 0.5
+    update_batch: int = 50
+    allow_writes: bool = False
+    # iostat on the data's disk during the build (dragnet.measure.build_iostat); off where a scenario records its own
+    iostat: bool = True
+
+
+# ------------------------------------------------------------------ helpers (pure)
+
+def mask_argv(argv: list[str]) -> list[str]:
+    """The command line as it may be recorded: passwords in URLs replaced by ***."""
+    out = []
+    for a in argv:
+        if "://" in a and "@" in a:
+            key, sep, val = a.partition("=") if a.startswith("--") else ("", "", a)
+            a = f"{key}{sep}{mask_url(val)}"
+        out.append(a)
+    return out
+
+
+def is_local(url: str) -> bool:
+    return (urlsplit(url).hostname or "") in _LOCAL_HOSTS
+
+
+def view_query_path(db: str, ddoc: str, view: str, reduce: bool) -> str:
+    from urllib.parse import quote
+
+    q = "limit=1" + ("&reduce=false" if reduce else "")
+    return f"{_ddoc.ddoc_path(db, ddoc)}/_view/{quote(view, safe='')}?{q}"
+
+
+# ------------------------------------------------------------------ plain add
+
+def add_view(couch: Couch, cfg: Config) -> dict:
+    """Create or update the design document (keeping its other views); returns what was saved."""
+    view = _views.load(cfg.view_path, cfg.language)
+    view_name = cfg.view or _views.default_view_name(cfg.view_path)
+    ddoc_name = cfg.ddoc or view_name
+    reduce = _views.load_reduce(cfg.reduce)
+    _require_db(couch, cfg.db)
+    saved = _ddoc.create_or_update(couch, cfg.db, ddoc_name, view_name, view, reduce=reduce)
+    return {"db": cfg.db, "ddoc": saved.ddoc, "view": view_name, "rev": saved.rev, "created": saved.created,
+            "views": saved.views, "language": view.language, "known_language": view.known,
+            "detected_from": view.detected_from}
+
+
+def put_design(couch: Couch, cfg: Config) -> dict:
+    """Create or replace cfg.design's document in cfg.db (the whole document, as loaded)."""
+    design = cfg.design
+    _require_db(couch, cfg.db)
+    doc = dict(design.doc)
+    if cfg.language:
+        doc["language"] = _views.design_view(design, cfg.language).language
+    existing = _ddoc.get(couch, cfg.db, design.id)
+    if existing is not None:
+        doc["_rev"] = existing["_rev"]
+    try:
+        rev = couch.put(_ddoc.ddoc_path(cfg.db, design.id), doc)["rev"]
+    except CouchError as exc:
+        raise _ddoc.save_error(exc, cfg.db, design.id) from None
+    return {"db": cfg.db, "ddoc": design.id, "rev": rev, "created": existing is None, "views": design.view_names,
+            "language": doc["language"], "source": design.source}
+
+
+def _require_db(couch: Couch, db: str) -> dict:
+    try:
+        return couch.get(db_path(db))
+    except CouchError as exc:
+        if exc.status == 404:
+            raise DragnetError(f"database {db!r} does not exist") from None
+        raise
+
+
+# ------------------------------------------------------------------ environment
+
+def couchdb_home(env: dict | None = None) -> str | None:
+    env = os.environ if env is None else env
+    return env.get("DRAGNET_COUCHDB_HOME") or None
+
+
+def _config(couch: Couch, section: str, key: str) -> str | None:
+    try:
+        resp = couch.request("GET", f"/_node/_local/_config/{section}/{key}", ok=(200, 404), timeout=10)
+    except (CouchError, CouchUnreachable):
+        return None
+    return resp.json() if resp.status_code == 200 else None
+
+
+def _resolve(path: str, home: str | None) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() or not home else Path(home) / p
+
+
+def detect_storage(couch: Couch, given: str, env: dict | None = None) -> str:
+    """The given label; else what the backend that started this CouchDB recorded (`dragnet couch up`: a local
+    data dir, a Docker volume or a tmpfs); else, for a local CouchDB, the filesystem of its database_dir;
+    else "unknown"."""
+    if given in ("disk", "tmpfs"):
+        return given
+    if not is_local(couch.url):
+        return "unknown"
+    recorded = _managed_storage(couch.url, env)
+    if recorded:
+        return recorded
+    from dragnet.couchdb.storage import storage_label
+
+    home = couchdb_home(env)
+    candidates = []
+    configured = _config(couch, "couchdb", "database_dir")
+    if configured:
+        candidates.append(_resolve(configured, home))
+    if home:
+        candidates.append(Path(home) / "data")
+    for c in candidates:
+        if c.is_dir():
+            try:
+                return storage_label(c)
+            except DragnetError:
+                return "unknown"
+    return "unknown"
+
+
+def find_log(couch: Couch, explicit: str | None, env: dict | None = None) -> Path | None:
+    """CouchDB's log file: --couchdb-log; else, for a local CouchDB, the log of one started by
+    `dragnet couch up`, the configured [log] file, DRAGNET_COUCHDB_HOME/var/log/couchdb.log or couchdb.log."""
+    if explicit:
+        p = Path(explicit)
+        if not p.is_file():
+            raise UsageError(f"CouchDB log not found: {p}")
+        return p
+    if not is_local(couch.url):
+        return None
+    home = couchdb_home(env)
+    candidates = []
+    managed = _managed_log(couch.url, env)       # a CouchDB started by `dragnet couch up` logs to a file
+    if managed:
+        candidates.append(managed)
+    if _config(couch, "log", "writer") == "file":
+        f = _config(couch, "log", "file")
+        if f:
+            candidates.append(_resolve(f, home))
+    if home:
+        candidates += [Path(home) / "var" / "log" / "couchdb.log", Path(home) / "couchdb.log"]
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def _managed_storage(url: str, env: dict | None) -> str | None:
+    from dragnet.couchdb import control as ctl
+
+    try:
+        inst = ctl.load_state(urlsplit(url).port or 5984, env)
+    except DragnetError:
+        return None
+    return inst.storage if inst is not None and inst.storage in ("disk", "tmpfs") else None
+
+
+def _managed_log(url: str, env: dict | None) -> Path | None:
+    from dragnet.couchdb import control as ctl
+
+    port = urlsplit(url).port or 5984
+    try:
+        inst = ctl.load_state(port, env)
+    except DragnetError:
+        return None
+    return Path(inst.log) if inst is not None and inst.backend == "local" and inst.log else None
+
+
+class LogWatch:
+    """Reads what CouchDB appends to its log from now on."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.offset = 0
+        if path is not None:
+            try:
+                self.offset = path.stat().st_size
+            except OSError:
+                self.path = None
+
+    def new_lines(self) -> list[str] | None:
+        if self.path is None:
+            return None
+        try:
+            with open(self.path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                fh.seek(self.offset if size >= self.offset else 0)   # rotated: read the new file whole
+                data = fh.read()
+        except OSError:
+            return None
+        return data.decode("utf-8", errors="replace").splitlines()
+
+
+def couchdb_root_pid(port: int) -> int | None:
+    """The local CouchDB's root process: the port's listener, or, when that is Docker's port proxy, the
+    init process of the container dragnet published on the port (so beam and query servers are seen)."""
+    pid = _pidstat.listening_pid(port)
+    if pid is not None and _pidstat.process_name(pid) == "docker-proxy":
+        from dragnet.couchdb import docker as couchdb_docker
+
+        return couchdb_docker.container_root_pid(port)
+    return pid
+
+
+class ProcessScope:
+    """The local CouchDB's processes (beam and its descendants), gathered at every poll so query servers
+    that come and go are caught; pidstat's summary is limited to them on a shared machine. On a local
+    cluster dragnet started (dragnet.couchdb.cluster), every node's processes, kept apart per node."""
+
+    def __init__(self, url: str, env: dict | None = None):
+        from dragnet.couchdb import cluster as cluster
+
+        port = urlsplit(url).port or 5984
+        self.root = couchdb_root_pid(port) if is_local(url) else None
+        recorded = cluster.recorded(port, env) if self.root is not None else None
+        self.roots: dict[str, int] = {}
+        for node in (recorded or {}).get("nodes", []):
+            pid = couchdb_root_pid(node["port"])
+            if pid is not None:
+                self.roots[node["name"]] = pid
+        self.by_node: dict[str, set[int]] = {name: set() for name in self.roots}
+        self.pids: set[int] = set()
+        self.refresh()
+
+    def refresh(self) -> None:
+        for name, root in ([("", self.root)] if self.root is not None else []) + list(self.roots.items()):
+            try:
+                tree = _pidstat.process_tree(root)
+            except OSError:
+                continue
+            self.pids |= tree
+            if name:
+                self.by_node[name] |= tree
+
+    def as_dict(self) -> dict | None:
+        if self.root is None:
+            return None
+        out: dict = {"root_pid": self.root, "pids": sorted(self.pids)}
+        if self.roots:
+            out["nodes"] = {name: {"root_pid": self.roots[name], "pids": sorted(pids)}
+                            for name, pids in self.by_node.items()}
+        return out
+
+
+# ------------------------------------------------------------------ the view request
+
+def is_request_timeout(exc: CouchError) -> bool:
+    """CouchDB's own answer when a view request outlives [fabric] request_timeout while the index builds."""
+    return exc.status == 500 and exc.error == "timeout"
+
+
+class ViewRequest(threading.Thread):
+    """GET _view/<v>?limit=1 in the background: it returns only once the index is built."""
+
+    def __init__(self, couch: Couch, path: str, timeout: float):
+        super().__init__(daemon=True, name="dragnet-view-request")
+        # a session of its own: requests sessions are not shared across threads
+        self.couch = Couch(url=couch.url, user=couch.user, timeout=timeout)
+        self.couch.session.auth = couch.session.auth
+        self.couch.session.headers.update(couch.session.headers)
+        self.path, self.timeout = path, timeout
+        self.t_trigger: float | None = None
+        self.t_return: float | None = None
+        self.status: int | None = None
+        self.body: dict | None = None
+        self.error: DragnetError | None = None
+        # times CouchDB gave up waiting for the index (fabric's request timeout, 60 s by default) and
+        # the request was sent again: the indexer goes on regardless, so a long build is not a failure
+        self.reissued_at: list[float] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        self.t_trigger = time.time()
+        deadline = self.t_trigger + self.timeout
+        try:
+            while True:
+                try:
+                    resp = self.couch.request("GET", self.path, ok=(200,),
+                                              timeout=max(1.0, deadline - time.time()))
+                except CouchError as exc:
+                    if is_request_timeout(exc) and time.time() < deadline - 1:
+                        self.reissued_at.append(time.time())
+                        continue
+                    raise
+                self.status = resp.status_code
+                self.body = resp.json()
+                break
+        except CouchError as exc:
+            self.status, self.error = exc.status, exc
+        except CouchUnreachable as exc:
+            self.error = exc
+        except Exception as exc:     # noqa: BLE001 - any failure must end the run, not hang it
+            self.error = DragnetError(f"view request failed: {exc}")
+        finally:
+            self.t_return = time.time()
+            self.done.set()
+
+
+# ------------------------------------------------------------------ benchmark
+
+PollCallback = Callable[[poller.Tracker, dict], None]
+
+
+@dataclass
+class Outcome:
+    results: dict
+    path: Path | None
+    figures: poller.BuildFigures
+
+
+class BuildFailed(DragnetError):
+    """The build started but failed; .results holds everything recorded up to the failure."""
+
+    def __init__(self, message: str, results: dict, path: Path | None):
+        super().__init__(message)
+        self.results, self.path = results, path
+
+
+def benchmark(*, url: str, db: str, view_path: str, language: str | None = None, ddoc: str | None = None,
+              view: str | None = None, reduce: str | None = None, storage: str = "auto", interval: float = 1.0,
+              timeout: float | None = None, pidstat: bool = True, pidstat_pattern: str = _pidstat.DEFAULT_PATTERN,
+              couchdb_log: str | None = None, results_dir: str | None = None,
+              argv: list[str] | None = None, design: Any = None, rows_dir: str | None = None,
+              iostat: bool = True) -> dict:
+    """One benchmark build as a library call: the results dict, also for a build that failed midway
+    (summary.ok false). Errors before the build starts (bad file, compilation error) raise DragnetError."""
+    from dragnet.couchdb.client import connect
+
+    cfg = Config(view_path=view_path, db=db, ddoc=ddoc, view=view, language=language, reduce=reduce,
+                 interval=interval, timeout=timeout, pidstat=pidstat, pidstat_pattern=pidstat_pattern,
+                 couchdb_log=couchdb_log, storage=storage if storage in STORAGE_CHOICES else "auto",
+                 results_dir=results_dir, argv=argv or ["dragnet.build.addview.benchmark", view_path], design=design,
+                 rows_dir=rows_dir, iostat=iostat)
+    try:
+        out = run_benchmark(connect(url), cfg)
+    except BuildFailed as exc:
+        return exc.results
+    if storage not in STORAGE_CHOICES and storage != "unknown":     # a caller's own label is kept as given
+        out.results["storage"] = out.results["summary"]["storage"] = storage
+    return out.results
+
+
+def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = None,
+                  on_note: Callable[[str], None] | None = None, env: dict | None = None) -> Outcome:
+    """Build the view from scratch and measure it. Raises BuildFailed (after writing the results file)
+    when the build started and failed, DragnetError when it could not start."""
+    note = on_note or (lambda _msg: None)
+    if cfg.update:
+        from dragnet.build import update as _update
+
+        _update.check_allowed(couch, cfg.db, cfg.allow_writes)    # before the build, not after it
+    if cfg.interval <= 0:
+        raise UsageError(f"--interval must be positive, got {cfg.interval}")
+    if cfg.storage not in STORAGE_CHOICES:
+        raise UsageError(f"--storage must be one of {', '.join(STORAGE_CHOICES)}, got {cfg.storage!r}")
+    timeout = cfg.timeout if cfg.timeout else DEFAULT_TIMEOUT
+    t_begin = time.time()
+    deadline = t_begin + timeout
+
+    design = cfg.design
+    if design is not None:
+        view = _views.design_view(design, cfg.language)
+        view_name = cfg.view or design.view_names[0]     # querying one view builds all of them
+        reduce = design.reduce_of(view_name)
+    else:
+        view = _views.load(cfg.view_path, cfg.language)
+        view_name = cfg.view or _views.default_view_name(cfg.view_path)
+        reduce = _views.load_reduce(cfg.reduce)
+    ddoc_name = cfg.ddoc or _ddoc.unique_name(view.language, view_name if design is None
+                                              else design.id[len("_design/"):])
+    ident = _ddoc.ddoc_id(ddoc_name)
+    if not view.known:
+        note(f"language {view.language!r} is not one dragnet knows; CouchDB will judge it")
+
+    server = couch.version()
+    db_info = _require_db(couch, cfg.db)
+    storage = detect_storage(couch, cfg.storage, env)
+    log = LogWatch(find_log(couch, cfg.couchdb_log, env))
+
+    nonce = f"{time.time():.6f}-{os.getpid()}-{ident}"
+    if design is not None:
+        from dragnet.build import design as _design
+
+        doc = _design.benchmark_copy(design, ident, language=view.language, nonce=nonce)
+    else:
+        doc = _ddoc.build(ident, view_name, view, reduce=reduce, autoupdate=False, nonce=nonce)
+    qs_before = _qs_stats(couch)
+    saved = _ddoc.create_fresh(couch, cfg.db, doc)      # compilation errors end the run here
+    runner: _pidstat.PidstatRunner | None = None
+    io = None
+    try:
+        if log.path is None:   # said only once the ddoc compiled, so an error stays the first line
+            note("CouchDB's log is not visible here: exceptions raised by the map function are not counted "
+                 "(give --couchdb-log FILE)")
+        info_before = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
+        seq_before = (info_before.get("view_index") or {}).get("update_seq")
+        if seq_before not in (None, 0, "0"):
+            raise DragnetError(f"the index of {ident} is not new (update_seq {seq_before}): CouchDB shares it with "
+                               f"another design doc; nothing to measure")
+
+        pidstat_note = None
+        scope = ProcessScope(couch.url) if cfg.pidstat else None
+        if cfg.pidstat:
+            if _pidstat.PidstatRunner.available():
+                # bound before it starts, so an interrupt at any point after finds it to stop
+                runner = _pidstat.PidstatRunner(cfg.pidstat_pattern, max(1, round(cfg.interval)))
+                runner.start()
+            else:
+                pidstat_note = "pidstat not found (install sysstat): no process resources recorded"
+                note(pidstat_note)
+        else:
+            pidstat_note = "disabled (--no-pidstat)"
+
+        if cfg.iostat:
+            from dragnet.measure.build_iostat import BuildIostat
+
+            io = BuildIostat(couch, couch.url, env).start()
+        path = view_query_path(cfg.db, ident, view_name, reduce is not None)
+        request = ViewRequest(couch, path, timeout=max(1.0, deadline - time.time()))
+        tracker = poller.Tracker(ident)
+        polls: list[dict] = []
+        error: DragnetError | None = None
+        request.start()
+        try:
+            error = _poll_until_done(couch, request, tracker, polls, cfg.interval, deadline, timeout, on_poll,
+                                     scope.refresh if scope else None)
+        finally:
+            t_end = time.time()
+            text = runner.stop() if runner else None     # pidstat covers exactly the build
+            io_text = io.stop() if io else ""
+        qs_after = _qs_stats(couch)
+
+        samples = summary_ps = None
+        per_node_ps: dict = {}
+        if text is not None:
+            parsed = _pidstat.parse(text)
+            samples = parsed.samples
+            scope.refresh()
+            summary_ps = _pidstat.summarize(samples, exclude_pids={os.getpid(), runner.pid or -1},
+                                            only_pids=scope.pids if scope.root is not None else None)
+            per_node_ps = {name: _pidstat.summarize(samples, only_pids=pids)
+                           for name, pids in scope.by_node.items()}
+            if not samples:
+                pidstat_note = f"pidstat saw no process matching {cfg.pidstat_pattern!r}"
+
+        rows = (request.body or {}).get("total_rows") if request.status == 200 else None
+        after = _safe_get(couch, db_path(cfg.db)) or {}
+        info = _safe_get(couch, f"{_ddoc.ddoc_path(cfg.db, ident)}/_info") or {}
+        lines = log.new_lines()
+        exceptions = (_results.count_logged_exceptions(lines, (request.t_trigger or t_begin) - 1, t_end + 1)
+                      if lines is not None else None)
+        ok = error is None
+        wall = (request.t_return - request.t_trigger) if ok and request.t_return and request.t_trigger else None
+        res = _results.build_results(
+            started_at=_dt.datetime.fromtimestamp(request.t_trigger or t_begin, _dt.timezone.utc).isoformat(),
+            command=mask_argv(cfg.argv),
+            couchdb=server,
+            machine=machine_info(),
+            storage=storage,
+            db={"name": cfg.db, "doc_count": after.get("doc_count", db_info.get("doc_count")),
+                "shards": (db_info.get("cluster") or {}).get("q"), "replicas": (db_info.get("cluster") or {}).get("n"),
+                "nodes": (_safe_get(couch, "/_membership") or {}).get("cluster_nodes"), "url": couch.url},
+            view={"path": design.source if design is not None else cfg.view_path, "language": view.language,
+                  "ddoc": ident, "view": view_name, "reduce": reduce, "source": view.source, "dialect": view.dialect,
+                  "detected_from": view.detected_from, "rev": saved.rev,
+                  **({"design": {"id": design.id, "source": design.source, "views": design.view_names,
+                                 "reduces": {v: design.reduce_of(v) for v in design.view_names},
+                                 "lib": design.has_lib(), "options": design.doc.get("options"),
+                                 "language": design.language, "doc": design.doc}}
+                     if design is not None else {})},
+            polls=polls,
+            wall_time_s=wall,
+            docs=after.get("doc_count") if ok else None,
+            rows=rows,
+            ok=ok,
+            error=str(error) if error else None,
+            pidstat_samples=samples,
+            pidstat_summary=summary_ps,
+            pidstat_note=pidstat_note,
+            qs_before=qs_before,
+            qs_after=qs_after,
+            exceptions_logged=exceptions,
+            extra={"trigger": {"path": path, "t_trigger": request.t_trigger, "t_return": request.t_return,
+                               "status": request.status, "t_end": t_end, "reissued_at": request.reissued_at},
+                   "index": info.get("view_index"),
+                   "pidstat_command": runner.argv if runner else None,
+                   "pidstat_scope": scope.as_dict() if scope else None,
+                   "couchdb_log": str(log.path) if log.path else None},
+        )
+        if io is not None:
+            res["iostat"] = io.record(io_text)
+        if per_node_ps and res.get("pidstat") is not None:
+            res["pidstat"]["per_node"] = per_node_ps
+        if error:
+            # a failed build's design doc is of no use and would hold a half-built index: remove it
+            res["view"]["deleted_after_failure"] = _delete_ddoc(couch, cfg.db, ident, saved.rev)
+        if not error and cfg.rows_dir:
+            from dragnet.build import rows as _rows
+
+            res["rows"] = _rows.dump(couch, db_path(cfg.db), ident, doc["views"], Path(cfg.rows_dir))
+        if not error and cfg.update:
+            from dragnet.build import update as _update
+
+            upd = _update.run(couch, cfg.db, ident, [v for v in doc["views"] if v != "lib"], cfg.update,
+                              edit_share=cfg.update_edits, batch=cfg.update_batch, allow_writes=cfg.allow_writes,
+                              on_note=on_note)
+            res["update"] = upd.as_dict()
+            res["summary"]["update_lag_s"] = upd.lag_s
+            res["summary"]["incremental_docs_per_sec"] = upd.incremental_docs_per_sec
+        if design is not None:
+            # a design document's benchmark copy is deleted once measured: the database keeps only what it had
+            if not error:
+                res["view"]["deleted_after_benchmark"] = _delete_ddoc(couch, cfg.db, ident, saved.rev)
+    except BaseException:
+        # interrupted (Ctrl-C, SIGTERM, SIGHUP) or crashed mid-build: pidstat and the fresh design doc go too
+        if runner is not None:
+            runner.stop(first_report=False)
+        if io is not None:
+            io.stop(first_report=False)
+        _delete_ddoc(couch, cfg.db, ident, saved.rev)
+        raise
+    out = _results.write_results(res, cfg.results_dir) if cfg.results_dir else None
+    if error:
+        where = f" (results in {out})" if out else ""
+        raise BuildFailed(f"{error}{where}", res, out)
+    return Outcome(results=res, path=out, figures=poller.analyze(polls, ident))
+
+
+def _delete_ddoc(couch: Couch, db: str, ident: str, rev: str) -> bool:
+    """Delete the design doc dragnet created; False when CouchDB could not be told."""
+    try:
+        couch.request("DELETE", f"{_ddoc.ddoc_path(db, ident)}?rev={rev}", ok=(200, 202, 404, 409), timeout=30)
+        return True
+    except (CouchError, CouchUnreachable):
+        return False
+
+
+def _poll_until_done(couch: Couch, request: ViewRequest, tracker: poller.Tracker, polls: list[dict],
+                     interval: float, deadline: float, timeout: float,
+                     on_poll: PollCallback | None, each_poll: Callable[[], None] | None = None) -> DragnetError | None:
+    answered_at: float | None = None
+    next_poll = time.time()
+    while True:
+        t = time.time()
+        try:
+            tasks = couch.get("/_active_tasks", timeout=max(30.0, 5 * interval))  # 5 s timed out at load 80
+        except CouchUnreachable as exc:
+            return DragnetError(f"CouchDB stopped answering during the build: {exc}")
+        except CouchError as exc:
+            return exc
+        poll = {"t": t, "tasks": tasks if isinstance(tasks, list) else []}
+        polls.append(poll)
+        tracker.add(poll)
+        if each_poll:
+            each_poll()
+        if on_poll:
+            on_poll(tracker, poll)
+        ours = poller.indexer_tasks(poll["tasks"], tracker.ddoc)
+        if request.done.is_set():
+            if request.error is not None:
+                return request.error
+            answered_at = answered_at or time.time()
+            if not ours or time.time() - answered_at > LINGER_S:
+                return None
+        now = time.time()
+        if now >= deadline:
+            return DragnetError(f"the build did not finish within --timeout {timeout:g} s "
+                                f"({tracker.changes_done} of {tracker.total_changes} changes done)")
+        next_poll += interval
+        if next_poll < now:
+            next_poll = now
+        # wake early when the view answers, so the end is seen at once
+        if not request.done.is_set():
+            request.done.wait(max(0.0, min(next_poll, deadline) - now))
+        else:
+            time.sleep(max(0.0, min(next_poll, deadline) - now))
+
+
+def _qs_stats(couch: Couch) -> dict | None:
+    """Query-server counters as recorded: {"t", "status", "body"}; None when the node does not answer.
+    On a cluster, every node's counters summed in "body" (each node's own under "per_node")."""
+    t = time.time()
+    try:
+        nodes = (_safe_get(couch, "/_membership") or {}).get("cluster_nodes") or []
+        if len(nodes) > 1:
+            per_node = {n: couch.get(f"/_node/{quote(n, safe='@.')}/_stats/couchdb/query_server", timeout=10)
+                        for n in nodes}
+            return {"t": t, "status": 200, "body": _results.sum_counters(list(per_node.values())),
+                    "per_node": per_node}
+        resp = couch.request("GET", "/_node/_local/_stats/couchdb/query_server", ok=(200,), timeout=10)
+    except (CouchError, CouchUnreachable):
+        return None
+    return {"t": t, "status": resp.status_code, "body": resp.json()}
+
+
+def _safe_get(couch: Couch, path: str) -> dict | None:
+    try:
+        got = couch.get(path, timeout=30)
+    except (CouchError, CouchUnreachable):
+        return None
+    return got if isinstance(got, dict) else None
+
+
+def build_work_line(fig: poller.BuildFigures, q: int | None, n: int | None, nodes: list | None) -> str:
+    """The indexing work of the build: changes done over the shard replicas (q x n of them), and a warning
+    when fewer replicas' tasks were seen than there are (they finished between two polls)."""
+    where = f"q={q} n={n}" + (f" on {len(nodes)} nodes" if nodes else "") if q and n else "q/n unknown"
+    line = f"indexing work = {fig.done} changes done by {fig.tasks_seen} tasks ({where})"
+    if q and n and fig.tasks_seen < q * n:
+        line += (f"; only {fig.tasks_seen} of {q * n} shard replicas' tasks were seen: the rest finished "
+                 f"between polls (lower --interval)")
+    return line
+
+
+def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list[str]:
+    """The readable end-of-run summary."""
+    fig = figures or poller.analyze(res["polls"], res["view"]["ddoc"])
+    s = res["summary"]
+    fig_s = _schema.Summary.of(res)
+    lines = [poller.format_average(fig), poller.format_total_time(fig)]
+    if fig_s.wall_time_s is not None:
+        dps = fig_s.docs_per_sec_wall
+        lines.append(f"wall time = {fig_s.wall_time_s:.1f}s (trigger to view answering), "
+                     f"{dps:.1f} docs/s by wall time" if dps else f"wall time = {fig_s.wall_time_s:.1f}s")
+    reissued = (res.get("trigger") or {}).get("reissued_at") or []
+    if reissued:
+        lines.append(f"the view request was sent {len(reissued)} more time(s) after CouchDB's own request "
+                     f"timeout ([fabric] request_timeout); the build went on meanwhile")
+    lines.append(f"docs = {s.get('docs')}  rows emitted = {s.get('rows')}  "
+                 f"changes seen = {fig.changes} over {fig.tasks_seen} indexer tasks, {fig.shards} shards")
+    db = res.get("db") or {}
+    lines.append(build_work_line(fig, db.get("shards"), db.get("replicas"), db.get("nodes")))
+    if s.get("exceptions_logged") is not None:
+        lines.append(f"exceptions logged by the map function = {s['exceptions_logged']}")
+    if s.get("map_calls") == 0:
+        lines.append("query server: no map calls counted (native Erlang views run inside beam)")
+    elif s.get("map_calls") is not None:
+        per = s.get("map_us_per_call")
+        lines.append(f"query server: {s['map_calls']} map calls" + (f", {per:.0f} µs per call" if per else ""))
+    if fig.other_tasks_ignored:
+        lines.append(f"(ignored {fig.other_tasks_ignored} observations of compaction tasks on this design doc)")
+    if fig.per_shard:
+        lines.append("")
+        # the node column only on a cluster (a single node reports nonode@nohost or its one name)
+        width = max(len(sh.node) for sh in fig.per_shard) if len({sh.node for sh in fig.per_shard}) > 1 else 0
+        node = (lambda n: f"{n:<{width}} ") if width else (lambda n: "")
+        lines.append(f"{node('node')}{'shard':<19} {'tasks':>5} {'changes':>8} {'done':>8} {'seconds':>8} "
+                     f"{'c/s':>9}")
+        for sh in fig.per_shard:
+            cps = f"{sh.cps:.1f}" if sh.cps is not None else "n/a"
+            lines.append(f"{node(sh.node)}{sh.shard:<19} {len(sh.pids):>5} {sh.changes:>8} {sh.done:>8} "
+                         f"{sh.seconds:>8.0f} {cps:>9}")
+    if res.get("update"):
+        from dragnet.build import update as _update
+
+        lines.append(_update.format_result(res["update"]))
+    io = res.get("iostat") or {}
+    if io.get("summary"):
+        from dragnet.measure.iostat import format_summary
+
+        lines.append(f"iostat on the data's disk ({io.get('data_dir')}):")
+        lines += ["  " + x for x in format_summary(io["summary"])]
+    elif io.get("absent"):
+        lines.append(f"iostat: none recorded: {io['absent']}")
+    ps = (res.get("pidstat") or {}).get("summary")
+    if ps:
+        lines.append("")
+        lines += _pidstat.format_summary(ps)
+    elif (res.get("pidstat") or {}).get("note"):
+        lines.append(f"pidstat: {res['pidstat']['note']}")
+    for name, node_ps in ((res.get("pidstat") or {}).get("per_node") or {}).items():
+        lines.append(f"node {name}:")
+        lines += ["  " + line for line in _pidstat.format_summary(node_ps)]
+    return lines

@@ -1,0 +1,47 @@
+"""The forecast chart: one panel per quantity, measured points, the fitted line out to the target, the
+prediction interval there and the target marked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dragnet.report.charts import DPI, Chart, _save, plt
+from dragnet.forecast.model import QUANTITIES
+
+SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
+
+
+def forecast_chart(fc: dict, path: Path, label: str = "") -> Chart:
+    """fc: forecast.json's "forecasts"[label] (per language); quantities without a fit are left out."""
+    shown = [q for q in QUANTITIES if any((lang["quantities"].get(q) or {}).get("fit") for lang in fc.values())]
+    fig, axes = plt.subplots(1, max(1, len(shown)), figsize=(4.2 * max(1, len(shown)), 4), dpi=DPI, squeeze=False)
+    series: dict = {}
+    target = None
+    for ax, q in zip(axes[0], shown):
+        for i, (lang, f) in enumerate(sorted(fc.items())):
+            e = f["quantities"].get(q) or {}
+            if not e.get("fit"):
+                continue
+            div, unit = SCALE[e["unit"]]
+            color = plt.rcParams["axes.prop_cycle"].by_key()["color"][i % 10]
+            xs = [p[0] for p in e["points"]]
+            ys = [p[1] / div for p in e["points"]]
+            ax.scatter(xs, ys, color=color, s=12, label=lang)
+            p, fit = e["prediction"], e["fit"]
+            target = p["docs"]
+            ax.plot([0, target], [fit["fixed"] / div, (fit["fixed"] + fit["per_doc"] * target) / div],
+                    color=color, linewidth=1)
+            ax.errorbar([target], [p["value"] / div], yerr=[[(p["value"] - p["low"]) / div],
+                                                            [(p["high"] - p["value"]) / div]],
+                        color=color, capsize=4, marker="D", markersize=4)
+            series[f"{lang} {q}"] = {"points": e["points"], "prediction": p}
+            ax.set_ylabel(f"{q.replace('_', ' ')} ({unit})")
+        if target:
+            ax.axvline(target, color="grey", linestyle="--", linewidth=1)
+        ax.set_xlabel("documents")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    title = f"forecast at {target:,} documents{' ' + label if label else ''}" if target else "forecast"
+    fig.suptitle(title)
+    _save(fig, path)
+    return Chart(path, title, series)

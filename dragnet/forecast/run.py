@@ -1,0 +1,219 @@
+"""`dragnet forecast` orchestration: check the target and the sizes, run the sweep with peak-disk sampling,
+fit (dragnet.forecast.model) and write forecast.json beside the sweep's results.
+
+Every check on the input happens before the first build; the only check that needs a build is the budget of
+`--sizes auto` (estimated from one small build), which fails in one line before the sweep starts.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+from dragnet.bench import run as b
+from dragnet.forecast import model as fc
+from dragnet.bench import sizes as sz
+from dragnet.couchdb.client import CouchError, connect, db_path, mask_url
+from dragnet.measure.disk_peak import watched_build
+from dragnet.errors import DragnetError, UsageError
+from dragnet.couchdb.storage import parse_size
+from dragnet.measure.machine import machine_info
+from dragnet.data.sample import SizeDistribution, split_db_url
+
+PROBE_DOCS = 1000      # the first build of --sizes auto
+
+
+def parse_budget(text: str) -> float:
+    """'20m', '90s', '1h', '300' (seconds) -> seconds."""
+    t = str(text).strip().lower()
+    mult = {"s": 1, "m": 60, "h": 3600}.get(t[-1:], None)
+    try:
+        v = float(t[:-1] if mult else t) * (mult or 1)
+    except ValueError:
+        raise UsageError(f"--budget {text}: expected e.g. 20m, 90s or 1h") from None
+    if v <= 0:
+        raise UsageError(f"--budget {text}: must be positive")
+    return v
+
+
+def read_target(spec: str, env: dict | None = None) -> dict:
+    """GET /db of the target (URL/db): its doc count and sizes; one line when unreachable or empty."""
+    base, db = split_db_url(spec)
+    try:
+        info = connect(base, env=env).get(db_path(db))
+    except CouchError as exc:
+        raise DragnetError(f"--target {mask_url(spec)}: {exc}") from None
+    docs = int(info.get("doc_count") or 0)
+    if docs == 0:
+        raise UsageError(f"--target {mask_url(spec)}: the database is empty")
+    return {"url": mask_url(spec), "db": db, "doc_count": docs, "sizes": info.get("sizes") or {}}
+
+
+def data_distribution(path: Path, limit: int | None = None) -> SizeDistribution:
+    """Sizes of the data file's documents (the sample), the first `limit` lines."""
+    dist = SizeDistribution()
+    with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as fh:
+        for line in fh:
+            line = line.strip()
+            if line:
+                dist.add(len(line))
+                if limit and dist.docs >= limit:
+                    break
+    return dist
+
+
+def check_sizes(counts: Sequence[int], data_docs: int, target_docs: int, repeat: int = 1) -> None:
+    if counts and counts[-1] > data_docs:
+        raise UsageError(f"--sizes: {counts[-1]:,} documents, more than the data holds ({data_docs:,})")
+    if counts and counts[-1] >= target_docs:
+        raise UsageError(f"target {target_docs:,} documents is not larger than the sample's largest size "
+                         f"{counts[-1]:,}: build it instead of forecasting it")
+    if counts and (len(set(counts)) < 2 or len(set(counts)) * repeat < 3):
+        raise UsageError("--sizes: give at least three sizes (or two with --repeat 2; better four or more): "
+                         "the interval needs a residual")
+
+
+def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float, data: Path,
+        folder: Path, on_event: Callable[[str, dict], None] | None = None, env: dict | None = None,
+        label: str = "", weighting: str = "ordinary") -> dict:
+    """The whole forecast; returns (and writes to folder/forecast.json) its JSON."""
+    on_event = on_event or (lambda kind, d: None)
+    target_docs = int(target["doc_count"])
+    dist = data_distribution(data)
+    data_docs = dist.docs
+    folder.mkdir(parents=True, exist_ok=True)
+    build = watched_build(b.default_build)
+    counts: list[int] = []
+    if sizes_text != "auto":
+        counts = sz.parse_sizes(sizes_text)
+        check_sizes(counts, data_docs, target_docs, config.repeat)
+    elif min(PROBE_DOCS, data_docs) >= target_docs:
+        raise UsageError(f"target {target_docs:,} documents is not larger than the first size {PROBE_DOCS:,}")
+    on_event("distribution", {"sample": dist.as_dict(), "target": target})
+    load0, t0 = os.getloadavg()[0], time.time()
+    if sizes_text == "auto":
+        probe = min(PROBE_DOCS, data_docs)
+        on_event("probe", {"docs": probe})
+        summary = sz.run_sweep(replace(config, data=str(data), results_dir=str(folder / "probe")), [probe],
+                               on_event=on_event, env=env, build=build)
+        _, manifests = sz.load(summary["dir"])
+        times = [r["wall_time_s"] for r in sz.sweep_runs(manifests) if r.get("status") == "ok"]
+        if not times:
+            raise DragnetError(f"the first build ({probe:,} documents) failed; see {folder / 'probe'}")
+        per_round = sum(times)       # every language of one round at the probe size
+        counts = fc.auto_sizes(first_docs=probe, first_seconds=per_round * config.repeat, budget_s=budget_s,
+                               max_docs=min(data_docs, target_docs - 1))
+        if len(counts) < 2:
+            raise UsageError(f"--budget {budget_s:.0f} s is too small for two sizes (one round of {probe:,} "
+                             f"documents took {per_round:.0f} s)")
+        on_event("sizes", {"counts": counts})
+    summary = sz.run_sweep(replace(config, data=str(data), results_dir=str(folder / "sweep")), counts,
+                           on_event=on_event, env=env, build=build)
+    _, manifests = sz.load(summary["dir"])
+    full = next((r["error"] for r in sz.sweep_runs(manifests) if str(r.get("error") or "").startswith("out of disk")),
+                None)
+    if full:      # the results files are written; stop with the one line
+        left = [c["error"].split(" to DELETE ")[1].split("?")[0] for m in manifests.values()
+                for c in m.get("cleanups") or [] if " to DELETE " in str(c.get("error"))]
+        note = f"; CouchDB could not delete {', '.join(left)} on the full disk: delete it after freeing space" \
+            if left else ""
+        raise DragnetError(f"{full} (results in {summary['dir']}){note}")
+    load1 = os.getloadavg()[0]
+    return finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
+                  load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict())
+
+
+def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: Path, label: str = "",
+           weighting: str = "ordinary", load: list[float] | None = None, seconds: float | None = None,
+           sample: dict | None = None) -> dict:
+    """Fit the sweep and write forecast.json (also used to re-forecast a recorded sweep)."""
+    machine = machine_info()
+    runs = sz.sweep_runs(manifests)
+    db_bytes = {int(n): (p.get("db_sizes") or {}).get("file") for n, p in summary["per_size"].items()}
+    db_bytes = {n: v for n, v in db_bytes.items() if v}
+    target_docs = int(target["doc_count"])
+    target_db = (target.get("sizes") or {}).get("file")
+    if not target_db and len(db_bytes) >= 3:     # --target-docs: the database's own line
+        f = fc.fit_linear(db_bytes.items())
+        target_db = int(f.value(target_docs)) if f else None
+    mem = (machine.get("mem_total_kb") or 0) * 1024
+    limits = [m for m in (summary.get("memory_limits") or []) if m]
+    memory = min(limits) if limits else mem
+    per_cpu = max(load) / (machine.get("cpu_count") or 1) if load else None
+    first = next(iter(manifests.values()), {})
+    couchdb = _couchdb_of(Path(summary["dir"]), manifests)
+    out = {"schema": fc.SCHEMA, "target": {**target, "db_bytes": target_db}, "sample": sample,
+           "sweep_dir": summary["dir"], "sizes": sorted(int(n) for n in manifests), "weighting": weighting,
+           "level": fc.LEVEL, "machine": machine, "load_average": load, "seconds": seconds,
+           "couchdb": couchdb, "settings": {"storages": first.get("storages"), "managed": first.get("managed"),
+                                            "scenarios": first.get("scenarios"), "languages": first.get("languages"),
+                                            "repeat": first.get("repeat")},
+           "memory_bytes": memory, "db_bytes": {str(k): v for k, v in db_bytes.items()},
+           "forecasts": fc.forecast({label: runs}, target_docs, weighting=weighting, memory_bytes=memory,
+                                    db_bytes=db_bytes, target_db_bytes=target_db, other_load=per_cpu)}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / fc.SUMMARY).write_text(json.dumps(out, indent=1, ensure_ascii=False, default=str) + "\n")
+    return out
+
+
+def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weighting: str = "ordinary") -> dict:
+    """Re-forecast a recorded sweep (no builds). Sizes at or above the target are held out; when the sweep
+    built the target size itself, each prediction is compared with those builds (the back-test)."""
+    summary, manifests = sz.load(folder)
+    summary = {**summary, "dir": str(folder)}
+    n = int(target["doc_count"])
+    used = {k: m for k, m in manifests.items() if k < n}
+    if len(used) < 2:
+        raise UsageError(f"{folder}: fewer than two sizes below the target {n:,}")
+    out = finish({**summary, "per_size": {k: v for k, v in summary["per_size"].items() if int(k) < n}}, used,
+                 target=target, folder=out_dir or folder, weighting=weighting)
+    if n in manifests:
+        actual = [r for r in sz.sweep_runs({n: manifests[n]}) if r.get("status") == "ok"]
+        checks = {}
+        for lang, f in out["forecasts"][""].items():
+            for q, e in f["quantities"].items():
+                vals = [v for _, v in fc.points([r for r in actual if r["language"] == lang], q)]
+                if vals and e.get("prediction"):
+                    checks.setdefault(lang, {})[q] = fc.error_against(e["prediction"], sum(vals) / len(vals))
+        out["backtest"] = checks
+        (Path(out_dir or folder) / fc.SUMMARY).write_text(json.dumps(out, indent=1, ensure_ascii=False,
+                                                                      default=str) + "\n")
+    return out
+
+
+def _couchdb_of(folder: Path, manifests: dict[int, dict]) -> dict | None:
+    """The CouchDB the sweep ran on (version, settings), as its first results file recorded it."""
+    for n, m in sorted(manifests.items()):
+        for r in m.get("runs", []):
+            if r.get("result_file"):
+                try:
+                    return json.loads((folder / f"size-{n}" / r["result_file"]).read_text()).get("couchdb")
+                except (OSError, ValueError):
+                    continue
+    return None
+
+
+def target_from_docs(docs: int, db_bytes: str | None = None) -> dict:
+    return {"url": None, "db": None, "doc_count": int(docs),
+            "sizes": {"file": parse_size(db_bytes)} if db_bytes else {}}
+
+
+def find_forecasts(paths: Sequence[str | Path]) -> list[dict]:
+    """forecast.json files given, or at the top of (or one level under) the given folders, for `report`."""
+    found = []
+    for p in map(Path, paths):
+        files = [p] if p.is_file() and p.name == fc.SUMMARY else \
+            sorted([*p.glob(fc.SUMMARY), *p.glob(f"*/{fc.SUMMARY}")]) if p.is_dir() else []
+        for f in files:
+            try:
+                doc = json.loads(f.read_text())
+            except (OSError, ValueError):
+                continue
+            if doc.get("schema") == fc.SCHEMA:
+                found.append(doc)
+    return found

@@ -1,0 +1,1 @@
+"""Measuring a build: the _active_tasks poller, sysstat (pidstat, iostat), statistics and the machine."""

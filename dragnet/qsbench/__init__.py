@@ -1,0 +1,1 @@
+"""Query servers head to head over the protocol, with no CouchDB."""

@@ -1,0 +1,1 @@
+"""Reports: tables, charts and the HTML page, from results files."""

@@ -1,0 +1,795 @@
+"""Tables from addview results: medians over repeats, ratios to the Erlang baseline, spread, resources.
+
+Everything here is pure except load_results(): it reads results files (dragnet.addview/1) and bench
+directories, and the rest turns those dicts into rows, formats and comparisons.
+
+Rules (also in the README):
+- A result's *label* is the bench language name (javascript, javascript_quickjs_es2015, erlang_baseline …)
+  recorded by `dragnet bench`; for a result made elsewhere it is derived from the view (language, plus
+  `_es2015` for an ES2015 source and `erlang_baseline` for the baseline map).
+- *Repeat*: the repeat index recorded by the bench; otherwise the rank of the result by start time among
+  results of the same label and storage.
+- *Ratio to baseline*: docs/s (by wall time) of the result divided by docs/s of the Erlang baseline of the
+  same storage and repeat (same bench run when recorded); without a baseline of that repeat, the baseline
+  of that storage nearest in start time. The median of the per-repeat ratios is shown.
+- *--baseline*: the comparison of dragnet.results.compare (per cell: ratio of medians with a bootstrap interval,
+  Mann–Whitney U, improved / regressed / no change / undecided).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from dragnet.results import schema as rs
+from dragnet.measure import stats as stats
+from dragnet.errors import UsageError
+from dragnet.measure.pidstat import WATCHERS
+from dragnet.bench.scenario import label_of as scenario_label
+from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES
+from dragnet.measure.stats import Summary, median, summarize
+
+RESULT_SCHEMA = rs.schema(rs.ADDVIEW)
+BENCH_MANIFEST = "bench.json"
+RECORDING_MARKER = "active_tasks.jsonl"
+BASELINE_LABEL = "erlang_baseline"
+# pidstat command families that are not a query server
+INFRA_FAMILIES = WATCHERS | {"beam"}
+
+
+@dataclass
+class Run:
+    """One view build as the report sees it (numbers taken from a results file)."""
+
+    label: str
+    storage: str
+    started_at: float
+    ok: bool
+    error: str | None = None
+    repeat: int | None = None
+    bench_id: str | None = None
+    all_cps: float | None = None
+    one_cps: float | None = None
+    total_s: float | None = None
+    wall_s: float | None = None
+    docs: int | None = None
+    docs_per_s: float | None = None
+    # family -> {"cpu_mean": %, "rss_peak_mb": MB, "kb_wr": kB written in total}
+    resources: dict[str, dict[str, float]] = field(default_factory=dict)
+    source: str = ""
+    ratio: float | None = None  # filled by assign_ratios()
+    language: str = ""          # CouchDB language of the view
+    # a design document's benchmark (`--ddoc`); None for a view file's
+    ddoc: str | None = None
+    views: tuple[str, ...] = ()
+    comparison: dict | None = None       # rows against the reference engine, as the bench recorded it
+    repeat_comparison: dict | None = None   # rows against the same engine's first build (dragnet.bench.run)
+    update_lag_s: float | None = None    # --update: last write answered to every view fresh
+    incremental_dps: float | None = None
+    scenario: str | None = None          # bench --memory/--disk-profile/--cache: part of the storage label
+
+
+# ---------------------------------------------------------------- reading
+
+def load_results(paths: Iterable[str | Path]) -> list[dict]:
+    """Results dicts from files and directories (searched recursively for *.json results, and for recorded
+    build folders holding active_tasks.jsonl, read with dragnet.results.build.from_recording).
+
+    A directory's bench.json manifest is not a result; other JSON files that are not
+    dragnet.addview/1 results are skipped inside directories and refused when named directly.
+    """
+    out: list[dict] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            # folders recorded by a harness (active_tasks.jsonl, meta.json, pidstat.txt …) become results too
+            for rec in sorted(x.parent for x in p.rglob(RECORDING_MARKER)):
+                out.append(_from_recording(rec))
+            for f in sorted(p.rglob("*.json")):
+                if any(parent.joinpath(RECORDING_MARKER).is_file() for parent in f.parents):
+                    continue
+                if f.name == BENCH_MANIFEST:
+                    out.extend(failed_runs(_read_json(f), f))
+                    continue
+                doc = _read_json(f)
+                if rs.kind_of(doc) == rs.ADDVIEW:
+                    rs.check_schema(doc, f, [rs.ADDVIEW])   # a newer version is refused, not skipped
+                    doc.setdefault("_source", str(f))
+                    out.append(doc)
+        elif p.is_file():
+            doc = _read_json(p)
+            if rs.kind_of(doc) != rs.ADDVIEW:
+                raise UsageError(f"{p}: not a dragnet results file (schema {RESULT_SCHEMA!r} expected)")
+            rs.check_schema(doc, p, [rs.ADDVIEW])
+            doc.setdefault("_source", str(p))
+            out.append(doc)
+        else:
+            raise UsageError(f"{p}: no such file or directory")
+    if not out:
+        raise UsageError("no results found in " + ", ".join(str(p) for p in paths))
+    return out
+
+
+def failed_runs(manifest: Any, path: Path) -> list[dict]:
+    """Runs a bench manifest records as failed without a results file (e.g. a compilation error), as
+    minimal results so the report counts them."""
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("runs"), list):
+        return []
+    out = []
+    design = manifest.get("design") if isinstance(manifest.get("design"), dict) else None
+    for run in manifest["runs"]:
+        if not isinstance(run, dict) or run.get("status") != "error" or run.get("result_file"):
+            continue
+        # a design bench runs the baseline's view file, every other language the design doc
+        view = ({"design": {"id": design.get("id"), "views": design.get("views")}}
+                if design and run.get("language") != BASELINE_LABEL else {})
+        out.append({"schema": RESULT_SCHEMA, "kind": "bench-failure", "_source": str(path), "view": view,
+                    "started_at": run.get("started_at"), "storage": run.get("storage"),
+                    "bench": {"id": manifest.get("id"), "index": run.get("index"), "language": run.get("language"),
+                              "repeat": run.get("repeat"), "storage_label": run.get("storage"),
+                              "error": run.get("error")},
+                    "summary": {"ok": False, "error": run.get("error")}})
+    return out
+
+
+def _from_recording(folder: Path) -> dict:
+    from dragnet.results.build import from_recording
+
+    doc = from_recording(folder)
+    doc.setdefault("_source", str(folder))
+    return doc
+
+
+def _read_json(path: Path) -> Any:
+    return rs.read_json(path)
+
+
+# ---------------------------------------------------------------- one result -> Run
+
+def result_label(result: dict) -> str:
+    """The language name a result is reported under (see module docstring)."""
+    bench = result.get("bench") or {}
+    if bench.get("language"):
+        return str(bench["language"])
+    if result.get("label"):
+        return str(result["label"])
+    view = result.get("view") or {}
+    lang = str(view.get("language") or rs.Summary.of(result).language or "unknown")
+    path = str(view.get("path") or "").lower()
+    name = Path(path).name
+    if lang == "erlang" and "baseline" in path:
+        return BASELINE_LABEL
+    if lang.startswith("javascript") and ("es6" in name or "es2015" in name):
+        return lang if lang.endswith("_es2015") else f"{lang}_es2015"
+    return lang
+
+
+def started_at(result: dict) -> float:
+    """Unix seconds of the build's start (results may carry a number or an ISO 8601 string)."""
+    v = result.get("started_at")
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    polls = result.get("polls") or []
+    if polls and isinstance(polls[0], dict) and "t" in polls[0]:
+        return float(polls[0]["t"])
+    return 0.0
+
+
+_num = rs.number
+
+
+def family_resources(result: dict) -> dict[str, dict[str, float]]:
+    """Per command family: mean CPU %, peak RSS (MB, summed over the family's processes), kB written.
+
+    Reads result["pidstat"]["summary"] as dragnet.measure.pidstat.summarize() writes it:
+    {family: {"cpu_pct": {"avg", "peak"}, "rss_kb": {"avg", "peak"}, "kb_wr_s": {"avg", "peak"},
+    "intervals": n, ...}}; pidstat's intervals are 1 s, so kB written = mean kB/s × intervals.
+    """
+    summary = ((result.get("pidstat") or {}).get("summary")) or {}
+    out: dict[str, dict[str, float]] = {}
+    for fam, s in summary.items() if isinstance(summary, dict) else ():
+        if not isinstance(s, dict):
+            continue
+        entry: dict[str, float] = {}
+        cpu = _num((s.get("cpu_pct") or {}).get("avg"))
+        rss = _num((s.get("rss_kb") or {}).get("peak"))
+        wr = _num((s.get("kb_wr_s") or {}).get("avg"))
+        intervals = _num(s.get("intervals"))
+        if cpu is not None:
+            entry["cpu_mean"] = cpu
+        if rss is not None:
+            entry["rss_peak_mb"] = rss / 1024.0
+        if wr is not None and intervals is not None:
+            entry["kb_wr"] = wr * intervals
+        out[str(fam)] = entry
+    return out
+
+
+def to_run(result: dict) -> Run:
+    s = result.get("summary") or {}
+    fig = rs.Summary.of(result)
+    bench = result.get("bench") or {}
+    storage = str(bench.get("storage_label") or result.get("storage") or "unknown")
+    scenario = scenario_label(result)
+    if scenario:    # builds in different scenarios are different measurements: never one median
+        storage = f"{storage} {scenario}"
+    from dragnet.axes.model import combination_label
+
+    extra = combination_label(bench.get("axes"))
+    if extra:       # nor builds with another CouchDB, setting, core count or q
+        storage = f"{storage} {extra}"
+    docs, wall, dps = fig.docs, fig.wall_time_s, fig.docs_per_sec
+    ok = fig.succeeded and not bench.get("error")
+    return Run(
+        label=result_label(result), storage=storage, started_at=started_at(result), ok=ok,
+        error=fig.error or bench.get("error"),
+        repeat=bench.get("repeat") if isinstance(bench.get("repeat"), int) else None,
+        bench_id=bench.get("id"),
+        all_cps=fig.average_all_tasks_cps, one_cps=fig.average_one_task_cps,
+        total_s=fig.total_time_s, wall_s=wall, docs=int(docs) if docs is not None else None,
+        docs_per_s=dps, resources=family_resources(result), source=str(result.get("_source", "")),
+        language=str((result.get("view") or {}).get("language") or fig.language or ""),
+        ddoc=design_id(result), views=tuple(((result.get("view") or {}).get("design") or {}).get("views") or ()),
+        comparison=result.get("comparison") if isinstance(result.get("comparison"), dict) else None,
+        repeat_comparison=result.get("repeat_comparison") if isinstance(result.get("repeat_comparison"), dict)
+        else None,
+        update_lag_s=_num(s.get("update_lag_s", (result.get("update") or {}).get("lag_s"))),
+        incremental_dps=_num((result.get("update") or {}).get("incremental_docs_per_sec")),
+        scenario=scenario,
+    )
+
+
+def design_id(result: dict) -> str | None:
+    """The user's design doc a result benchmarked (`--ddoc`), None for a view file's benchmark."""
+    d = (result.get("view") or {}).get("design")
+    return str(d["id"]) if isinstance(d, dict) and d.get("id") else None
+
+
+# ---------------------------------------------------------------- repeats and ratios
+
+def assign_repeats(runs: list[Run]) -> None:
+    """Runs without a recorded repeat get their rank by start time within (bench, design doc and views, label,
+    storage)."""
+    groups: dict[tuple, list[Run]] = {}
+    for r in runs:
+        if r.repeat is None:
+            groups.setdefault((r.bench_id, r.ddoc, r.views, r.label, r.storage), []).append(r)
+    for members in groups.values():
+        for i, r in enumerate(sorted(members, key=lambda r: r.started_at)):
+            r.repeat = i
+
+
+def ratio(value: float | None, baseline: float | None) -> float | None:
+    """value / baseline, None when either is missing or the baseline is 0."""
+    if value is None or baseline is None or baseline == 0:
+        return None
+    return value / baseline
+
+
+def pair_baseline(run: Run, baselines: Sequence[Run]) -> Run | None:
+    """The successful baseline run measured with `run`: same bench, storage and repeat, else nearest in time."""
+    same_storage = [b for b in baselines if b.ok and b.storage == run.storage and b.docs_per_s]
+    if not same_storage:
+        return None
+    same_bench = [b for b in same_storage if b.bench_id == run.bench_id]
+    for b in same_bench:
+        if b.repeat == run.repeat:
+            return b
+    pool = same_bench or same_storage
+    return min(pool, key=lambda b: abs(b.started_at - run.started_at))
+
+
+def assign_ratios(runs: list[Run], baseline_label: str = BASELINE_LABEL) -> None:
+    """Set run.ratio = docs/s of the run / docs/s of its paired Erlang baseline run."""
+    baselines = [r for r in runs if r.label == baseline_label]
+    for r in runs:
+        if not r.ok:
+            r.ratio = None
+            continue
+        b = pair_baseline(r, baselines)
+        r.ratio = ratio(r.docs_per_s, b.docs_per_s) if b else None
+
+
+def view_source(result: dict) -> str:
+    view = result.get("view") or {}
+    return " ".join(str(view.get("source") or "").split())
+
+
+def split_variants(runs: list[Run], results: Sequence[dict]) -> None:
+    """Results under one label but with different map sources (e.g. a deliberately throwing function) are
+    different rows: the most common source keeps the label, the others get "label [view file]"."""
+    by_label: dict[str, list[tuple[Run, str, str]]] = {}
+    for run, res in zip(runs, results):
+        if (res.get("bench") or {}).get("language") or run.ddoc:   # a design doc is its own row already
+            continue
+        path = str((res.get("view") or {}).get("path") or "")
+        by_label.setdefault(run.label, []).append((run, view_source(res), Path(path).stem or "?"))
+    for members in by_label.values():
+        counts: dict[str, int] = {}
+        for _, src, _ in members:
+            counts[src] = counts.get(src, 0) + 1
+        if len(counts) < 2:
+            continue
+        main = max(counts, key=lambda src: counts[src])
+        for run, src, stem in members:
+            if src != main:
+                run.label = f"{run.label} [{stem}]"
+
+
+def prepare(results: Iterable[dict]) -> list[Run]:
+    results = list(results)
+    runs = [to_run(x) for x in results]
+    split_variants(runs, results)
+    assign_repeats(runs)
+    assign_ratios(runs)
+    return runs
+
+
+# ---------------------------------------------------------------- groups
+
+@dataclass
+class Group:
+    """One (language, storage) row of the report."""
+
+    label: str
+    storage: str
+    n: int
+    failed: int
+    errors: list[str]
+    all_cps: Summary | None
+    one_cps: Summary | None
+    total_s: Summary | None
+    wall_s: Summary | None
+    docs_per_s: Summary | None
+    ratio: Summary | None
+    qs_family: str | None
+    beam_cpu: float | None
+    beam_rss_mb: float | None
+    qs_cpu: float | None
+    qs_rss_mb: float | None
+    beam_kb_wr: float | None = None
+    qs_kb_wr: float | None = None
+    docs_per_s_runs: list[float] = field(default_factory=list)   # raw, for the significance tests
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.label, self.storage)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        return d
+
+
+def _summ(values: Iterable[float | None]) -> Summary | None:
+    vals = [v for v in values if v is not None]
+    return summarize(vals) if vals else None
+
+
+def _med(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return median(vals) if vals else None
+
+
+# CouchDB language -> the pidstat families (dragnet.measure.pidstat.FAMILIES) of its query-server processes, in
+# order of preference; pidstat sees every matching process on the machine, so the expected one is
+# preferred over whichever family happened to use most CPU
+QS_FAMILIES = {lang.name: lang.processes for lang in QS_LANGUAGES if lang.processes}
+
+
+def qs_family_of(runs: Sequence[Run]) -> str | None:
+    """The query-server family of runs: the one expected for their language when pidstat saw it, else the
+    non-infrastructure family with most CPU; None for Erlang views, which run inside beam."""
+    # Erlang views and Mango indexes (language "query", mango_native_proc) run inside beam
+    if not runs or all(r.language in ("erlang", "query") or r.label.startswith("erlang") for r in runs):
+        return None
+    seen = {fam for r in runs for fam in r.resources}
+    for lang in dict.fromkeys(r.language for r in runs):
+        for fam in QS_FAMILIES.get(lang, ()):
+            if fam in seen:
+                return fam
+    cpu: dict[str, float] = {}
+    for r in runs:
+        for fam, s in r.resources.items():
+            if fam not in INFRA_FAMILIES:
+                cpu[fam] = cpu.get(fam, 0.0) + s.get("cpu_mean", 0.0)
+    return max(cpu, key=lambda f: cpu[f]) if cpu else None
+
+
+def _label_order(label: str) -> tuple:
+    return (0 if label == BASELINE_LABEL else 1, label)
+
+
+def _storage_order(storage: str) -> tuple:
+    return ({"disk": 0, "tmpfs": 1}.get(storage, 2), storage)
+
+
+def group_runs(runs: Sequence[Run]) -> list[Group]:
+    """Median over the successful runs of each (label, storage); baseline first, disk before tmpfs."""
+    keys: dict[tuple[str, str], list[Run]] = {}
+    for r in runs:
+        keys.setdefault((r.label, r.storage), []).append(r)
+    out = []
+    for (label, storage), members in sorted(keys.items(), key=lambda kv: (_storage_order(kv[0][1]),
+                                                                          _label_order(kv[0][0]))):
+        good = [r for r in members if r.ok]
+        fam = qs_family_of(good)
+        res = lambda f, k: _med(r.resources.get(f, {}).get(k) for r in good) if f else None  # noqa: E731
+        out.append(Group(
+            label=label, storage=storage, n=len(good), failed=len(members) - len(good),
+            errors=[str(r.error) for r in members if not r.ok],
+            all_cps=_summ(r.all_cps for r in good), one_cps=_summ(r.one_cps for r in good),
+            total_s=_summ(r.total_s for r in good), wall_s=_summ(r.wall_s for r in good),
+            docs_per_s=_summ(r.docs_per_s for r in good), ratio=_summ(r.ratio for r in good),
+            qs_family=fam,
+            beam_cpu=res("beam", "cpu_mean"), beam_rss_mb=res("beam", "rss_peak_mb"),
+            qs_cpu=res(fam, "cpu_mean"), qs_rss_mb=res(fam, "rss_peak_mb"),
+            beam_kb_wr=res("beam", "kb_wr"), qs_kb_wr=res(fam, "kb_wr"),
+            docs_per_s_runs=[r.docs_per_s for r in good if r.docs_per_s is not None],
+        ))
+    return out
+
+
+def build_report(results: Iterable[dict]) -> list[Group]:
+    """The view-file report; design-doc results are left to build_design_report()."""
+    return group_runs([r for r in prepare(results) if r.ddoc is None])
+
+
+RANKING_TEST = ("two-sided Mann-Whitney U on per-run docs/s (wall), alpha 0.05; ratio of medians with a "
+                "95% percentile bootstrap interval")
+
+
+def ranking(groups: Sequence[Group]) -> list[tuple[str, stats.PairVerdict]]:
+    """Per storage, languages by median docs/s, fastest first; each adjacent pair tested over the runs."""
+    out = []
+    for storage in dict.fromkeys(g.storage for g in groups):
+        ranked = sorted((g for g in groups if g.storage == storage and g.docs_per_s_runs),
+                        key=lambda g: -median(g.docs_per_s_runs))
+        out += [(storage, v) for v in stats.compare_adjacent([(g.label, g.docs_per_s_runs) for g in ranked])]
+    return out
+
+
+def ranking_lines(groups: Sequence[Group]) -> list[str]:
+    pairs = ranking(groups)
+    if not pairs:
+        return []
+    lines = [f"ranking by docs/s ({RANKING_TEST}):"]
+    lines += [f"  [{storage}] {v.format()}" for storage, v in pairs]
+    if not all(v.decided for _, v in pairs):
+        lines.append("  pairs marked NOT significant: these runs do not support their order (more --repeat)")
+    return lines
+
+
+# ---------------------------------------------------------------- formats
+
+# all-tasks / one-task c/s, total and wall time are medians over the runs; σ and min…max are of wall time;
+# × base: docs/s relative to the Erlang baseline; CPU % is the mean, MB the peak RSS of the process family
+COLUMNS = ("language", "storage", "runs", "all c/s", "one c/s", "total s", "wall s", "wall σ", "wall min…max",
+           "docs/s", "× base", "beam CPU %", "beam MB", "QS", "QS CPU %", "QS MB")
+
+
+def _f(v: float | None, digits: int = 1) -> str:
+    return "–" if v is None else f"{v:,.{digits}f}"
+
+
+def table_rows(groups: Sequence[Group]) -> list[list[str]]:
+    """The table's cells as text (shared by the terminal table and markdown)."""
+    rows = []
+    for g in groups:
+        runs = str(g.n) + (f" ({g.failed} failed)" if g.failed else "")
+        m = lambda s, d=1: _f(s.median if s else None, d)  # noqa: E731
+        rows.append([
+            g.label, g.storage, runs, m(g.all_cps), m(g.one_cps), m(g.total_s), m(g.wall_s, 2),
+            # a single run has no measured spread
+            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.stdev:.2f}",
+            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.min:.2f}…{g.wall_s.max:.2f}",
+            m(g.docs_per_s), "–" if g.ratio is None else f"{g.ratio.median:.2f}",
+            _f(g.beam_cpu), _f(g.beam_rss_mb, 0), g.qs_family or ("(in beam)" if g.n else "–"),
+            _f(g.qs_cpu), _f(g.qs_rss_mb, 0),
+        ])
+    return rows
+
+
+def md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    def cell(text: str) -> str:
+        # a '|' in a label or an error would otherwise start a new column
+        return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    lines = ["| " + " | ".join(map(cell, columns)) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(map(cell, r)) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(groups: Sequence[Group]) -> str:
+    return md_table(COLUMNS, table_rows(groups))
+
+
+CSV_COLUMNS = ("language", "storage", "runs", "failed", "all_tasks_cps_median", "one_task_cps_median",
+               "total_time_s_median", "wall_time_s_median", "wall_time_s_stdev", "wall_time_s_min",
+               "wall_time_s_max", "docs_per_sec_wall_median", "ratio_to_baseline_median", "ratio_min", "ratio_max",
+               "beam_cpu_mean_pct", "beam_rss_peak_mb", "qs_family", "qs_cpu_mean_pct", "qs_rss_peak_mb")
+
+
+def csv_records(groups: Sequence[Group]) -> list[dict]:
+    recs = []
+    for g in groups:
+        med = lambda s: s.median if s else None  # noqa: E731
+        recs.append(dict(zip(CSV_COLUMNS, (
+            g.label, g.storage, g.n, g.failed, med(g.all_cps), med(g.one_cps), med(g.total_s), med(g.wall_s),
+            g.wall_s.stdev if g.wall_s else None, g.wall_s.min if g.wall_s else None,
+            g.wall_s.max if g.wall_s else None, med(g.docs_per_s), med(g.ratio),
+            g.ratio.min if g.ratio else None, g.ratio.max if g.ratio else None,
+            g.beam_cpu, g.beam_rss_mb, g.qs_family, g.qs_cpu, g.qs_rss_mb))))
+    return recs
+
+
+def to_csv(groups: Sequence[Group]) -> str:
+    """One CSV: a row per group."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
+    w.writeheader()
+    for rec in csv_records(groups):
+        w.writerow({k: ("" if v is None else (repr(v) if isinstance(v, float) else v)) for k, v in rec.items()})
+    return buf.getvalue()
+
+
+def to_json(groups: Sequence[Group]) -> dict:
+    out: dict[str, Any] = {"schema": "dragnet.report/1", "groups": [g.as_dict() for g in groups],
+                           "rules": {"ratio": "docs/s of the run / docs/s of the Erlang baseline of the same "
+                                              "storage and repeat; median over repeats"}}
+    out["ranking"] = {"test": RANKING_TEST,
+                      "pairs": [dict(v.as_dict(), storage=st) for st, v in ranking(groups)]}
+    return out
+
+
+# ---------------------------------------------------------------- design documents (`--ddoc`)
+#
+# One row per (design doc, view, engine, storage). "view" is ALL_VIEWS for a build of the whole design doc
+# (CouchDB maps every view in one pass, so that is what bench measures) and the view's name for a build of
+# one view alone (`addview --per-view`). The reference engine is the one the bench compared rows with
+# (results' "comparison.reference"); "× ref" is docs/s over the reference engine's run of the same design
+# doc, views, storage and repeat (nearest in time without one), median over repeats.
+
+ALL_VIEWS = "(all)"
+
+
+@dataclass
+class DesignGroup:
+    ddoc: str
+    view: str
+    label: str
+    storage: str
+    n: int
+    failed: int
+    errors: list[str]
+    reference: str | None
+    total_s: Summary | None
+    wall_s: Summary | None
+    docs_per_s: Summary | None
+    ratio: Summary | None                 # docs/s ÷ the reference engine's
+    rows_compared: int | None             # rows of the largest comparison (every run reads the same data)
+    differences: int | None               # summed over the compared runs; None: no run was compared
+    compared: int                         # runs compared with the reference
+    notes: list[str]
+    update_lag_s: Summary | None
+    incremental_dps: Summary | None
+    qs_family: str | None
+    beam_cpu: float | None
+    beam_rss_mb: float | None
+    qs_cpu: float | None
+    qs_rss_mb: float | None
+    docs_per_s_runs: list[float] = field(default_factory=list)
+    # differences by class (dragnet.build.fault), against the reference and between the engine's own builds
+    classes: dict[str, int] = field(default_factory=dict)
+    repeat_differences: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.ddoc, self.view, self.label, self.storage)
+
+    @property
+    def is_reference(self) -> bool:
+        return self.label == self.reference
+
+    def as_dict(self) -> dict:
+        return dict(asdict(self), is_reference=self.is_reference)
+
+
+def view_label(run: Run, all_views: set[str]) -> str:
+    return ALL_VIEWS if not run.views or set(run.views) >= all_views else ",".join(run.views)
+
+
+def design_reference(runs: Sequence[Run]) -> str | None:
+    """The engine the bench compared these runs' rows with (the most frequent, should results disagree)."""
+    refs = [str(r.comparison["reference"]) for r in runs if r.comparison and r.comparison.get("reference")]
+    return max(dict.fromkeys(refs), key=refs.count) if refs else None
+
+
+def group_design_runs(runs: Sequence[Run], reference: str | None = None) -> list[DesignGroup]:
+    """Design-doc runs by (design doc, view, engine, storage): medians over the successful runs; per design
+    doc the reference engine first, then the others by name (an order of names, not of speed)."""
+    runs = [r for r in runs if r.ddoc]
+    out: list[DesignGroup] = []
+    for ddoc in sorted({r.ddoc for r in runs}):
+        mine = [r for r in runs if r.ddoc == ddoc]
+        every = {v for r in mine for v in r.views}
+        ref = reference or design_reference(mine)
+        keys: dict[tuple[str, str, str], list[Run]] = {}
+        for r in mine:
+            keys.setdefault((view_label(r, every), r.storage, r.label), []).append(r)
+        order = sorted(keys, key=lambda k: (k[0] != ALL_VIEWS, k[0], _storage_order(k[1]), k[2] != ref, k[2]))
+        for view, storage, label in order:
+            members = keys[(view, storage, label)]
+            good = [r for r in members if r.ok]
+            refs = [r for (v, st, lb), rs in keys.items() if (v, st, lb) == (view, storage, ref) for r in rs]
+            ratios = []
+            for r in good:
+                b = pair_baseline(r, refs)
+                ratios.append(ratio(r.docs_per_s, b.docs_per_s) if b else None)
+            compared = [r.comparison for r in good
+                        if r.comparison is not None and r.comparison.get("differences") is not None]
+            notes = list(dict.fromkeys(str(r.comparison["note"]) for r in good
+                                       if r.comparison and r.comparison.get("note")))
+            fam = qs_family_of(good)
+            res = lambda f, k: _med(r.resources.get(f, {}).get(k) for r in good) if f else None  # noqa: E731
+            out.append(DesignGroup(
+                ddoc=ddoc, view=view, label=label, storage=storage, n=len(good), failed=len(members) - len(good),
+                errors=[str(r.error) for r in members if not r.ok], reference=ref,
+                total_s=_summ(r.total_s for r in good), wall_s=_summ(r.wall_s for r in good),
+                docs_per_s=_summ(r.docs_per_s for r in good), ratio=_summ(ratios),
+                rows_compared=max((int(c.get("rows_compared") or 0) for c in compared), default=None),
+                differences=sum(int(c["differences"]) for c in compared) if compared else None,
+                compared=len(compared), notes=notes,
+                update_lag_s=_summ(r.update_lag_s for r in good),
+                incremental_dps=_summ(r.incremental_dps for r in good),
+                qs_family=fam, beam_cpu=res("beam", "cpu_mean"), beam_rss_mb=res("beam", "rss_peak_mb"),
+                qs_cpu=res(fam, "cpu_mean"), qs_rss_mb=res(fam, "rss_peak_mb"),
+                docs_per_s_runs=[r.docs_per_s for r in good if r.docs_per_s is not None],
+                classes=_sum_classes([c for c in compared] + [r.repeat_comparison for r in good
+                                                               if r.repeat_comparison]),
+                repeat_differences=sum(int((r.repeat_comparison or {}).get("differences") or 0) for r in good),
+            ))
+    return out
+
+
+def _sum_classes(comparisons: Iterable[dict]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in comparisons:
+        for cls, n in (c.get("classes") or {}).items():
+            out[cls] = out.get(cls, 0) + int(n)
+    return out
+
+
+def classes_text(classes: dict[str, int]) -> str:
+    """'2 order-dependent reduce, 1 engine' (what the differences column adds to the count)."""
+    return ", ".join(f"{n:,} {c}" for c, n in sorted(classes.items(), key=lambda kv: -kv[1]) if n)
+
+
+def build_design_report(results: Iterable[dict], reference: str | None = None) -> list[DesignGroup]:
+    return group_design_runs(prepare(results), reference)
+
+
+def design_ranking(groups: Sequence[DesignGroup]) -> list[tuple[tuple[str, str, str], stats.PairVerdict]]:
+    """Per (design doc, view, storage): engines by median docs/s, fastest first, each adjacent pair tested.
+    A pair with one run a side can never be significant, which is the point: one build orders nothing."""
+    out = []
+    for where in dict.fromkeys((g.ddoc, g.view, g.storage) for g in groups):
+        ranked = sorted((g for g in groups if (g.ddoc, g.view, g.storage) == where and g.docs_per_s_runs),
+                        key=lambda g: -median(g.docs_per_s_runs))
+        out += [(where, v) for v in stats.compare_adjacent([(g.label, g.docs_per_s_runs) for g in ranked])]
+    return out
+
+
+def design_ranking_lines(groups: Sequence[DesignGroup]) -> list[str]:
+    pairs = design_ranking(groups)
+    if not pairs:
+        return []
+    lines = [f"engines by docs/s ({RANKING_TEST}):"]
+    lines += [f"  [{d} {v} {st}] {p.format()}" for (d, v, st), p in pairs]
+    if not all(p.decided for _, p in pairs):
+        lines.append("  pairs marked NOT significant: these runs do not support their order (more --repeat)")
+    return lines
+
+
+def design_notes(groups: Sequence[DesignGroup]) -> list[str]:
+    """Differences, notes and failures worth a line under the table."""
+    out = []
+    for g in groups:
+        where = f"{g.ddoc} {g.view} {g.label} ({g.storage})"
+        if g.differences:
+            out.append(f"differences: {where}: {g.differences} rows differ from {g.reference}'s "
+                       f"over {g.compared} compared runs" + (f"; by class, with those between its own builds: "
+                                                              f"{classes_text(g.classes)}" if g.classes else ""))
+        out += [f"note: {where}: {n}" for n in g.notes]
+        out += [f"failed: {where}: {e}" for e in g.errors]
+    return out
+
+
+DESIGN_COLUMNS = ("design doc", "view", "engine", "storage", "runs", "total s", "wall s", "wall min…max", "docs/s",
+                  "× ref", "rows compared", "differences", "lag s", "incr docs/s", "beam CPU %", "beam MB", "QS",
+                  "QS CPU %", "QS MB")
+
+
+def design_table_rows(groups: Sequence[DesignGroup]) -> list[list[str]]:
+    rows = []
+    # views whose rows were compared at all (addview --per-view builds compare nothing)
+    compared_views = {(g.ddoc, g.view) for g in groups if g.compared}
+    for g in groups:
+        m = lambda s, d=1: _f(s.median if s else None, d)  # noqa: E731
+        if g.is_reference and not g.compared and (g.ddoc, g.view) in compared_views:
+            diffs = "(reference)"
+        elif g.differences is None:
+            diffs = "not compared"
+        else:
+            diffs = f"{g.differences:,}" + (" (reference repeats)" if g.is_reference else "")
+        if g.repeat_differences:
+            diffs += f" + {g.repeat_differences:,} between its own builds"
+        if g.classes:
+            diffs += f": {classes_text(g.classes)}"
+        rows.append([
+            g.ddoc, g.view, g.label + (" *" if g.is_reference else ""), g.storage,
+            str(g.n) + (f" ({g.failed} failed)" if g.failed else ""),
+            m(g.total_s), m(g.wall_s, 2),
+            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.min:.2f}…{g.wall_s.max:.2f}",
+            m(g.docs_per_s), m(g.ratio, 2), "–" if g.rows_compared is None else f"{g.rows_compared:,}", diffs,
+            m(g.update_lag_s, 2), m(g.incremental_dps),
+            _f(g.beam_cpu), _f(g.beam_rss_mb, 0), g.qs_family or ("(in beam)" if g.n else "–"),
+            _f(g.qs_cpu), _f(g.qs_rss_mb, 0),
+        ])
+    return rows
+
+
+DESIGN_LEGEND = ("* reference engine (rows of the others are compared with its first run); × ref: docs/s over "
+                 "the reference's run of the same repeat; lag s: --update freshness lag")
+
+
+def design_markdown(groups: Sequence[DesignGroup]) -> str:
+    out = md_table(DESIGN_COLUMNS, design_table_rows(groups)) + "\n" + DESIGN_LEGEND + "\n"
+    lines = design_ranking_lines(groups)
+    if lines:
+        out += "\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]) + "\n"
+    notes = design_notes(groups)
+    if notes:
+        out += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    return out
+
+
+DESIGN_CSV_COLUMNS = ("design_doc", "view", "engine", "storage", "is_reference", "reference", "runs", "failed",
+                      "total_time_s_median", "wall_time_s_median", "wall_time_s_min", "wall_time_s_max",
+                      "docs_per_sec_wall_median", "ratio_to_reference_median", "ratio_min", "ratio_max",
+                      "rows_compared", "differences", "compared_runs", "update_lag_s_median",
+                      "incremental_docs_per_sec_median", "beam_cpu_mean_pct", "beam_rss_peak_mb", "qs_family",
+                      "qs_cpu_mean_pct", "qs_rss_peak_mb")
+
+
+def design_csv(groups: Sequence[DesignGroup]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(DESIGN_CSV_COLUMNS)
+    for g in groups:
+        med = lambda s: s.median if s else None  # noqa: E731
+        vals = (g.ddoc, g.view, g.label, g.storage, str(g.is_reference).lower(), g.reference, g.n, g.failed,
+                med(g.total_s), med(g.wall_s), g.wall_s.min if g.wall_s else None, g.wall_s.max if g.wall_s else None,
+                med(g.docs_per_s), med(g.ratio), g.ratio.min if g.ratio else None, g.ratio.max if g.ratio else None,
+                g.rows_compared, g.differences, g.compared, med(g.update_lag_s), med(g.incremental_dps),
+                g.beam_cpu, g.beam_rss_mb, g.qs_family, g.qs_cpu, g.qs_rss_mb)
+        w.writerow(["" if v is None else (repr(v) if isinstance(v, float) else v) for v in vals])
+    return buf.getvalue()
+
+
+def design_json(groups: Sequence[DesignGroup]) -> dict:
+    return {"groups": [g.as_dict() for g in groups],
+            "ranking": {"test": RANKING_TEST,
+                        "pairs": [dict(p.as_dict(), ddoc=d, view=v, storage=st)
+                                  for (d, v, st), p in design_ranking(groups)]},
+            "rules": {"ratio": "docs/s of the run / docs/s of the reference engine's run of the same design doc, "
+                               "views, storage and repeat (nearest in time without one); median over repeats",
+                      "differences": "rows and reduce results differing from the reference engine's first run, "
+                                     "summed over the compared runs"}}

@@ -1,0 +1,1 @@
+"""Results files: the schema, the reader and writer, the store, comparison and history."""

@@ -1,0 +1,337 @@
+"""The results schema: the one reader and writer of dragnet's results files, and typed records of them.
+
+Files carry `"schema": "<name>/<version>"`:
+
+| schema                   | written by                | record here                  |
+|--------------------------|---------------------------|------------------------------|
+| dragnet.addview/1        | addview, one bench build  | Build (its summary: Summary) |
+| dragnet.bench/1          | bench's manifest          | RunEntry per `runs` entry    |
+| dragnet.sizes/1          | bench --sizes             | SizeRow per row              |
+| dragnet.qsbench/1        | qsbench                   | QsbenchRun per server run    |
+| dragnet.qsbench-ddoc/1   | qsbench --ddoc            | (read, not typed further)    |
+
+read() refuses a file that is not JSON (naming the file, line and column: a truncated write ends there),
+one of another kind, and one from a newer schema version than this dragnet knows (naming that version).
+Older files load: every field a later version added is optional, and readers fall back to the fields
+older files had (e.g. bench.axes -> bench.language, storage, bench.scenario, bench.size).
+write() writes atomically (a temporary file renamed), so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from dragnet.errors import UsageError
+
+ADDVIEW, BENCH, SIZES, QSBENCH, QSBENCH_DDOC = ("dragnet.addview", "dragnet.bench", "dragnet.sizes",
+                                                "dragnet.qsbench", "dragnet.qsbench-ddoc")
+# the newest version of each schema this dragnet reads and writes
+VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1}
+_SCHEMA = re.compile(r"^(dragnet\.[a-z-]+)/(\d+)$")
+
+
+def schema(name: str) -> str:
+    """The schema string this dragnet writes for `name`, e.g. "dragnet.addview/1"."""
+    return f"{name}/{VERSIONS[name]}"
+
+
+class ResultsFileError(UsageError):
+    """A results file that cannot be read (bad input: exit 2, as report has always done): which file and why."""
+
+
+def parse_schema(value: Any) -> tuple[str, int] | None:
+    """("dragnet.addview", 1) from "dragnet.addview/1"; None when it is not a dragnet schema string."""
+    m = _SCHEMA.match(value) if isinstance(value, str) else None
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def check_schema(data: Any, path: str | os.PathLike, kinds: Iterable[str]) -> str:
+    """The schema name of `data` when it is one of `kinds` at a version this dragnet reads; else an error."""
+    kinds = tuple(kinds)
+    found = parse_schema(data.get("schema")) if isinstance(data, dict) else None
+    if found is None or found[0] not in kinds:
+        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        what = " or ".join(k.removeprefix("dragnet.") for k in kinds)
+        raise ResultsFileError(f"{path}: not a dragnet {what} results file (schema {got!r}, expected "
+                               f"{' or '.join(repr(schema(k)) for k in kinds)})")
+    name, version = found
+    if version > VERSIONS[name]:
+        raise ResultsFileError(f"{path}: schema '{name}/{version}' is newer than this dragnet reads "
+                               f"('{schema(name)}'); upgrade dragnet to read it")
+    return name
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON in `path`; a corrupt or truncated file is an error naming it and where the JSON breaks."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsFileError(f"cannot read results file {p}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ResultsFileError(f"{p}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        end = text.rstrip()
+        if exc.pos >= len(end) or not end.endswith(("}", "]")):   # a write cut short (results end in } or ])
+            raise ResultsFileError(f"{p}: not valid JSON, truncated (the file ends at line {end.count(chr(10)) + 1}; "
+                                   f"{exc.msg}: line {exc.lineno} column {exc.colno})") from None
+        raise ResultsFileError(f"{p}: not valid JSON, broken at line {exc.lineno} column {exc.colno} "
+                               f"({exc.msg})") from None
+
+
+def read(path: str | os.PathLike, *kinds: str) -> dict:
+    """A results file of one of `kinds` (all kinds when none given), checked (see check_schema)."""
+    data = read_json(path)
+    check_schema(data, path, kinds or VERSIONS)
+    return data
+
+
+def kind_of(data: Any) -> str | None:
+    """The schema name of a loaded document, or None."""
+    found = parse_schema(data.get("schema")) if isinstance(data, dict) else None
+    return found[0] if found else None
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=1, default=str) + "\n"
+
+
+def write(path: str | os.PathLike, data: Any, text: str | None = None) -> Path:
+    """Write `data` (or the already formatted `text`) to `path` atomically; returns the path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(dumps(data) if text is None else text, encoding="utf-8")
+    tmp.replace(p)
+    return p
+
+
+# ---------------------------------------------------------------- typed records
+
+def number(value: Any) -> float | None:
+    """A finite number from a results field (numbers written as text too); None otherwise."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+_num = number
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The figures of one build (an addview result's "summary"); None where a file does not have one."""
+
+    wall_time_s: float | None = None
+    docs_per_sec_wall: float | None = None
+    docs: float | None = None
+    rows: float | None = None
+    total_time_s: float | None = None
+    average_all_tasks_cps: float | None = None
+    average_one_task_cps: float | None = None
+    ok: bool | None = None
+    succeeded: bool = True   # ok as recorded; a file without "ok" succeeded when it has no error
+    error: str | None = None
+    oom_killed: bool = False
+    language: str | None = None
+    update_lag_s: float | None = None
+
+    @classmethod
+    def of(cls, result: dict | None) -> "Summary":
+        s = (result or {}).get("summary") or {}
+        s = s if isinstance(s, dict) else {}
+        return cls(wall_time_s=_num(s.get("wall_time_s")), docs_per_sec_wall=_num(s.get("docs_per_sec_wall")),
+                   docs=_num(s.get("docs")), rows=_num(s.get("rows")), total_time_s=_num(s.get("total_time_s")),
+                   average_all_tasks_cps=_num(s.get("average_all_tasks_cps")),
+                   average_one_task_cps=_num(s.get("average_one_task_cps")),
+                   ok=s.get("ok"), succeeded=bool(s.get("ok", s.get("error") is None)), error=s.get("error"),
+                   oom_killed=bool(s.get("oom_killed")), language=s.get("language"),
+                   update_lag_s=_num(s.get("update_lag_s")))
+
+    @property
+    def status(self) -> str:
+        """ok, oom or error, as bench's manifest records runs."""
+        return "ok" if self.ok else ("oom" if self.oom_killed else "error")
+
+    @property
+    def docs_per_sec(self) -> float | None:
+        """docs/s by wall time, recomputed from docs and wall time when a file does not carry it."""
+        if self.docs_per_sec_wall is not None:
+            return self.docs_per_sec_wall
+        return self.docs / self.wall_time_s if self.docs and self.wall_time_s else None
+
+
+@dataclass(frozen=True)
+class Build:
+    """One build's results (schema dragnet.build.addview): its summary and the axes that label it."""
+
+    summary: Summary
+    axes: dict
+    data: dict = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, result: dict) -> "Build":
+        return cls(Summary.of(result), axes_of(result), result)
+
+
+def axes_of(result: dict) -> dict:
+    """bench.axes, or for older files the axes their old fields held (language, storage, scenario, size)."""
+    bench = result.get("bench") if isinstance(result.get("bench"), dict) else {}
+    if isinstance(bench.get("axes"), dict):
+        return dict(bench["axes"])
+    summary = result.get("summary") if isinstance(result.get("summary"), dict) else {}
+    language = bench.get("language") or (result.get("view") or {}).get("language") or summary.get("language")
+    axes = {"language": language, "storage": bench.get("storage_label") or result.get("storage"),
+            "scenario": bench.get("scenario"), "size": bench.get("size")}
+    return {k: v for k, v in axes.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One entry of a bench manifest's "runs" (dragnet.bench.run): what sizes and the disk verdict read."""
+
+    language: str
+    scenario: str
+    status: str
+    size: int | None = None
+    storage: str | None = None
+    wall_time_s: float | None = None
+    docs_per_sec_wall: float | None = None
+    data: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, run: dict) -> "RunEntry":
+        return cls(language=run["language"], scenario=run.get("scenario") or "", status=run.get("status") or "",
+                   size=run.get("size"), storage=run.get("storage"), wall_time_s=_num(run.get("wall_time_s")),
+                   docs_per_sec_wall=_num(run.get("docs_per_sec_wall")), data=run)
+
+    @property
+    def timed(self) -> bool:
+        """A successful build with a wall time (what size rows and fits use)."""
+        return self.status == "ok" and bool(self.wall_time_s)
+
+
+def run_figures(summary: Summary) -> dict:
+    """The figures a manifest run entry copies from its build's summary."""
+    return {"docs_per_sec_wall": summary.docs_per_sec_wall, "wall_time_s": summary.wall_time_s}
+
+
+@dataclass
+class SizeRow:
+    """One row of a size sweep (dragnet.bench.sizes "rows"): a language in a scenario at one database size."""
+
+    language: str
+    scenario: str
+    size: int
+    runs: int
+    seconds: list[float]
+    docs_per_sec: list[float]
+    db_file: int | None
+    index_file: int | None
+    peak_memory: int | None
+    peak_source: str | None
+    exceeds_memory: bool           # this size's database is larger than the scenario's memory limit
+    first_exceeding: bool          # … and it is the first size that is
+
+
+@dataclass
+class ShardRun:
+    """One process over one slice of the documents."""
+
+    shard: int
+    docs: int
+    pid: int
+    startup_ns: int          # spawn to the answer of reset
+    map_ns: int              # first map_doc sent to last answer read (= sum of latencies_ns)
+    reduce_ns: int
+    latencies_ns: list[int]  # per document, in document order
+    cpu_s: float             # user + system of the process (wait4 rusage)
+    peak_rss_kb: int | None  # VmHWM just before closing
+    log_lines: int
+    answers: list[bytes] = field(default_factory=list, repr=False)
+    reduction: Any = None
+
+    @property
+    def wall_ns(self) -> int:
+        return self.map_ns + self.reduce_ns
+
+    def as_dict(self, latencies: bool = True) -> dict:
+        d = {"shard": self.shard, "docs": self.docs, "pid": self.pid, "startup_ns": self.startup_ns,
+             "map_ns": self.map_ns, "reduce_ns": self.reduce_ns, "cpu_s": self.cpu_s,
+             "peak_rss_kb": self.peak_rss_kb, "log_lines": self.log_lines}
+        if latencies:
+            d["latencies_ns"] = self.latencies_ns
+        return d
+
+
+@dataclass
+class QsbenchRun:
+    """One run of one server in a qsbench results file (dragnet.qsbench.run "servers"[i]["runs"][j])."""
+
+    index: int
+    warmup: bool
+    shards: list[ShardRun]
+
+    @property
+    def docs(self) -> int:
+        return sum(s.docs for s in self.shards)
+
+    @property
+    def wall_ns(self) -> int:
+        """The slowest shard: the index is built when the last shard is."""
+        return max(s.wall_ns for s in self.shards)
+
+    @property
+    def docs_per_sec(self) -> float:
+        return self.docs / (self.wall_ns / 1e9)
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(s.cpu_s for s in self.shards)
+
+    @property
+    def peak_rss_kb(self) -> int | None:
+        vals = [s.peak_rss_kb for s in self.shards if s.peak_rss_kb is not None]
+        return max(vals) if vals else None
+
+    @property
+    def startup_ns(self) -> int:
+        return max(s.startup_ns for s in self.shards)
+
+    @property
+    def latencies_ns(self) -> list[int]:
+        out: list[int] = []
+        for s in self.shards:
+            out.extend(s.latencies_ns)
+        return out
+
+    def as_dict(self, latencies: bool = True) -> dict:
+        return {"index": self.index, "warmup": self.warmup, "docs": self.docs, "wall_ns": self.wall_ns,
+                "docs_per_sec": self.docs_per_sec, "cpu_s": self.cpu_s, "peak_rss_kb": self.peak_rss_kb,
+                "startup_ns": self.startup_ns, "log_lines": sum(s.log_lines for s in self.shards),
+                "shards": [s.as_dict(latencies) for s in self.shards]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "QsbenchRun":
+        return cls(d["index"], d["warmup"], [
+            ShardRun(shard=s["shard"], docs=s["docs"], pid=s["pid"], startup_ns=s["startup_ns"], map_ns=s["map_ns"],
+                     reduce_ns=s["reduce_ns"], latencies_ns=s.get("latencies_ns", []), cpu_s=s["cpu_s"],
+                     peak_rss_kb=s["peak_rss_kb"], log_lines=s["log_lines"]) for s in d["shards"]])
+
+
+def qsbench_runs(doc: dict) -> dict[str, list[QsbenchRun]]:
+    """Each server's runs (warm-ups included) of a qsbench results document, servers that did not run left out."""
+    return {s["name"]: [QsbenchRun.from_dict(r) for r in s["runs"]] for s in doc.get("servers") or []
+            if s.get("runs")}

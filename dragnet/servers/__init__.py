@@ -1,0 +1,1 @@
+"""Query servers: the registry, registration with CouchDB, native builds and the line protocol."""
