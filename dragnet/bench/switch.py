@@ -176,6 +176,12 @@ class AxisSwitcher:
             return container_root_pid(self.inst.port, self.env)
         return self.inst.pid
 
+    def restarted(self, inst: Any) -> None:
+        """The bench restarted the node itself (storage, OOM): same CouchDB and cores, fresh settings."""
+        self.inst = inst
+        self.applied.forget()
+        self.versions = None
+
     # -- afterwards
     def finish(self, couch_factory: Callable[[], Couch]) -> dict:
         """Put back every setting changed (the node may be gone: then nothing of ours is left on it)."""
