@@ -130,3 +130,14 @@ def test_every_committed_results_file_under_docs_loads():
             for run in data["runs"]:
                 assert rs.RunEntry.of(run).wall_time_s == run.get("wall_time_s")
     assert kinds.get(rs.ADDVIEW) and kinds.get(rs.BENCH), kinds
+
+
+def test_couchdb_versions_read_from_either_recorded_shape():
+    raw = {"couchdb": {"version": "3.5.0", "node_versions": {"erlang": {"version": "25.2.3"},
+                                                             "javascript_engine": {"name": "spidermonkey",
+                                                                                   "version": "102"}}}}
+    flat = {"couchdb": {"version": "3.5.2", "versions": {"couchdb": "3.5.2", "erlang": "27.3",
+                                                         "javascript_engine": "spidermonkey 128"}}}
+    assert rs.couchdb_versions(raw) == {"couchdb": "3.5.0", "erlang": "25.2.3", "javascript_engine": "spidermonkey 102"}
+    assert rs.couchdb_versions(flat) == {"couchdb": "3.5.2", "erlang": "27.3", "javascript_engine": "spidermonkey 128"}
+    assert rs.couchdb_versions({}) == {"couchdb": None, "erlang": None, "javascript_engine": None}

@@ -140,13 +140,12 @@ def render(out: dict) -> str:
                              f"r² {r2}, {fit['points']} builds")
                 lines += [f"  warning: {w}" for w in e.get("warnings") or []]
             lines += [f"  warning: {w}" for w in f["warnings"]]
-    m, c = out["machine"], out.get("couchdb") or {}
-    ver = (c.get("version") or (c.get("versions") or {}).get("couchdb")) if isinstance(c, dict) else None
-    nv = c.get("node_versions") or {} if isinstance(c, dict) else {}
-    erl, js = (nv.get("erlang") or {}).get("version"), (nv.get("javascript_engine") or {})
+    from ..results.schema import couchdb_versions
+
+    m, v = out["machine"], couchdb_versions(out)
     load = out.get("load_average")
     lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "
-                 f"CouchDB {ver or '?'} (OTP {erl or '?'}, {js.get('name', '?')} {js.get('version', '')}); "
+                 f"CouchDB {v['couchdb'] or '?'} (OTP {v['erlang'] or '?'}, {v['javascript_engine'] or '?'}); "
                  f"load average {'–' if not load else ' → '.join(f'{x:.1f}' for x in load)}; storage "
                  f"{(out.get('settings') or {}).get('storages') or 'as found'}")
     for lang, qs in sorted((out.get("backtest") or {}).items()):

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 from dragnet.report import tables as rp
 from dragnet.report.html_page import Chart, Section, build_page
+from dragnet.results.schema import couchdb_versions
 from dragnet.results.schema import RunEntry
 
 PAGE = "index.html"
@@ -246,11 +247,10 @@ def meta_section(docs: Sequence[dict]) -> Section:
         add("CPUs", m.get("cpu_count"))
         add("memory", f"{m['mem_total_kb'] / 1024 ** 2:.1f} GiB" if m.get("mem_total_kb") else None)
         c = d.get("couchdb") or {}
-        nv = c.get("node_versions") or c.get("versions") or {}
-        add("CouchDB", c.get("version") and f"{c.get('version')} ({c.get('git_sha', '')})")
-        add("Erlang/OTP", (nv.get("erlang") or {}).get("version"))
-        js = nv.get("javascript_engine") or {}
-        add("JS engine", js and f"{js.get('name', '')} {js.get('version', '')}".strip())
+        v = couchdb_versions(d)
+        add("CouchDB", v["couchdb"] and (f"{v['couchdb']} ({c['git_sha']})" if c.get("git_sha") else v["couchdb"]))
+        add("Erlang/OTP", v["erlang"])
+        add("JS engine", v["javascript_engine"])
         b = d.get("bench") or {}
         for k, v in (b.get("axes") or {}).items():
             add(f"axis {k}", v)

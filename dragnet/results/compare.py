@@ -77,11 +77,12 @@ def axes_of(result: dict) -> dict[str, str]:
             out["scenario"] = str(scenario_label(result))
         if bench.get("size") is not None:
             out["size"] = str(bench["size"])
-        if design and isinstance(design.get("doc"), dict):
-            out["ddoc"] = ddoc_hash(design["doc"])
-        version = (result.get("couchdb") or {}).get("version")
-        if version:
-            out["couchdb"] = str(version)
+    # what a bench did not vary still tells two runs apart: the design doc's content and the CouchDB version
+    if design and isinstance(design.get("doc"), dict):
+        out.setdefault("ddoc", ddoc_hash(design["doc"]))
+    version = (result.get("couchdb") or {}).get("version")
+    if version:
+        out.setdefault("couchdb", str(version))
     if design:
         out.setdefault("design", str(design.get("id")))
         every = [v for v in ((design.get("doc") or {}).get("views") or {}) if v != "lib"]

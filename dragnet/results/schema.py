@@ -335,3 +335,25 @@ def qsbench_runs(doc: dict) -> dict[str, list[QsbenchRun]]:
     """Each server's runs (warm-ups included) of a qsbench results document, servers that did not run left out."""
     return {s["name"]: [QsbenchRun.from_dict(r) for r in s["runs"]] for s in doc.get("servers") or []
             if s.get("runs")}
+
+
+def _version_text(value: Any) -> str | None:
+    if isinstance(value, dict):     # {"name": "spidermonkey", "version": "102"} or {"version": "25.2.3", …}
+        return " ".join(str(value[k]) for k in ("name", "version") if value.get(k)) or None
+    return str(value) if value not in (None, "") else None
+
+
+def couchdb_versions(result: dict) -> dict[str, str | None]:
+    """{"couchdb", "erlang", "javascript_engine"} of the CouchDB a result ran on, from either shape it may
+    have recorded: the raw GET / with its `node_versions` (/_node/_local/_versions), or bench's flat
+    `couchdb.versions`."""
+    c = result.get("couchdb") if isinstance(result, dict) else None
+    if not isinstance(c, dict):
+        return {"couchdb": None, "erlang": None, "javascript_engine": None}
+    raw = c.get("node_versions") if isinstance(c.get("node_versions"), dict) else {}
+    flat = c.get("versions") if isinstance(c.get("versions"), dict) else {}
+    return {"couchdb": _version_text(c.get("version")) or _version_text(flat.get("couchdb")),
+            "erlang": _version_text((raw.get("erlang") or {}).get("version") if isinstance(raw.get("erlang"), dict)
+                                    else raw.get("erlang")) or _version_text(flat.get("erlang")),
+            "javascript_engine": _version_text(raw.get("javascript_engine"))
+            or _version_text(flat.get("javascript_engine"))}

@@ -43,11 +43,10 @@ def default_dir(given: str | Path | None = None, env: dict | None = None) -> Pat
 
 def versions(result: dict) -> dict:
     """CouchDB, Erlang/OTP and JS engine versions a result recorded (GET / and /_node/_local/_versions)."""
-    c = result.get("couchdb") or {}
-    nv = c.get("versions") or c.get("node_versions") or {}
-    eng = nv.get("javascript_engine") or {}
-    return {"couchdb": c.get("version"), "otp": (nv.get("erlang") or {}).get("version"),
-            "engine": " ".join(str(eng[k]) for k in ("name", "version") if eng.get(k)) or None}
+    from dragnet.results.schema import couchdb_versions
+
+    v = couchdb_versions(result)
+    return {"couchdb": v["couchdb"], "otp": v["erlang"], "engine": v["javascript_engine"]}
 
 
 def metrics_of(result: dict) -> dict[str, float | None]:
