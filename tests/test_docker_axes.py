@@ -65,7 +65,7 @@ def test_couchdb_axis_builds_on_both_images_and_records_two_versions(docker_env,
     assert [r["couchdb"]["versions"]["couchdb"] for r in res] == ["3.5.0", "3.5.2"]
     from dragnet.couchdb.docker import client
 
-    assert not client().containers.list(all=True, filters={"label": f"org.dragnet.couchdb.client.port={port}"})
+    assert not client().containers.list(all=True, filters={"label": f"org.dragnet.couch.port={port}"})
 
 
 def test_an_image_that_is_missing_or_not_couchdb_is_refused_up_front(docker_env, tmp_path):

@@ -29,7 +29,7 @@ REPO = paths.data_root()
 DOCKERFILE = "docker/Dockerfile"
 DEFAULT_IMAGE = "dragnet/couchdb:3.5.0"
 DATA_PATH = "/opt/couchdb/data"
-LABEL = "org.dragnet.couchdb.client.port"
+LABEL = "org.dragnet.couch.port"
 STOP_TIMEOUT = 30
 # What the image is built from (the build context); everything else in the repo stays out.
 CONTEXT_DIRS = ("docker", "query_servers")
