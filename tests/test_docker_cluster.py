@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
 COMPOSE = REPO / "docker" / "compose.yaml"
-N_DOCS = 1000   # a build of a few seconds even on n=1: long enough for pidstat's 1 s samples of every node
+N_DOCS = 3000   # a build of several seconds even on n=1 (1,000 took 1.4 s): pidstat's 1 s samples see every node's couchjs
 Q = 8
 
 
