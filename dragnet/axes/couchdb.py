@@ -88,8 +88,6 @@ def versions_of(server: dict | None) -> dict | None:
     """{"couchdb", "erlang", "javascript_engine"} from Couch.version()'s answer (None when unknown)."""
     if not isinstance(server, dict) or not server.get("version"):
         return None
-    nv = server.get("node_versions") or {}
-    erl = nv.get("erlang_version") or (nv.get("erlang") or {}).get("version")
-    js = nv.get("javascript_engine") or {}
-    return {"couchdb": server.get("version"), "erlang": erl,
-            "javascript_engine": f"{js.get('name', '')} {js.get('version', '')}".strip() if js else None}
+    from dragnet.results.schema import couchdb_versions
+
+    return couchdb_versions({"couchdb": server})

@@ -354,6 +354,7 @@ def couchdb_versions(result: dict) -> dict[str, str | None]:
     flat = c.get("versions") if isinstance(c.get("versions"), dict) else {}
     return {"couchdb": _version_text(c.get("version")) or _version_text(flat.get("couchdb")),
             "erlang": _version_text((raw.get("erlang") or {}).get("version") if isinstance(raw.get("erlang"), dict)
-                                    else raw.get("erlang")) or _version_text(flat.get("erlang")),
+                                    else raw.get("erlang")) or _version_text(raw.get("erlang_version"))
+            or _version_text(flat.get("erlang")),
             "javascript_engine": _version_text(raw.get("javascript_engine"))
             or _version_text(flat.get("javascript_engine"))}
