@@ -154,6 +154,9 @@ def _bytes_written(run: dict) -> float | None:
     return (run.get("sizes") or {}).get("bytes_written")
 
 
+# how a quantity's unit is shown: divide by this, call it that
+SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
+
 QUANTITIES: dict[str, tuple[str, Callable[[dict], float | None]]] = {
     "build_time": ("s", lambda r: r.get("wall_time_s")),
     "index_size": ("bytes", _index_file),

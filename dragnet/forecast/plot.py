@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from dragnet.report.charts import DPI, Chart, _save, plt
-from dragnet.forecast.model import QUANTITIES
+from dragnet.forecast.model import QUANTITIES, SCALE
 
-SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 
 
 def forecast_chart(fc: dict, path: Path, label: str = "") -> Chart:

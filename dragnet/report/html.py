@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 from dragnet.report import tables as rp
 from dragnet.report.html_page import Chart, Section, build_page
+from dragnet.forecast.model import SCALE
 from dragnet.results.schema import couchdb_versions
 from dragnet.results.schema import RunEntry
 
@@ -497,7 +498,8 @@ __all__ = ["Inputs", "report_sections", "figure", "meta_section", "compare_secti
 def _si(value: float | None, unit: str) -> str:
     if value is None:
         return "–"
-    return f"{value / 1024 ** 2:,.1f} MiB" if unit == "bytes" else f"{value:,.1f} {unit}"
+    div, shown = SCALE.get(unit, (1.0, unit))
+    return f"{value / div:,.1f} {shown}"
 
 
 def forecast_sections(doc: dict) -> list[Section]:
@@ -522,9 +524,9 @@ def forecast_sections(doc: dict) -> list[Section]:
                 warnings += [f"{name} {q}: {w}" for w in e.get("warnings") or []]
                 if not fit or not e.get("points"):
                     continue
-                div = 1024 ** 2 if unit == "bytes" else 1.0
+                div, shown = SCALE.get(unit, (1.0, unit))
                 xs = [pt[0] for pt in e["points"]]
-                traces = charts.setdefault(q, ([], "MiB" if unit == "bytes" else unit))[0]
+                traces = charts.setdefault(q, ([], shown))[0]
                 traces.append({"type": "scatter", "mode": "markers", "name": f"{name} measured", "x": xs,
                                "y": [pt[1] / div for pt in e["points"]]})
                 end = p.get("docs") or max(xs)
