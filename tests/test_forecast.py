@@ -3,7 +3,9 @@ accounting, the recorded sweep's forecast, bad input before any build, and a sma
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 import random
 from pathlib import Path
@@ -149,9 +151,51 @@ def test_recorded_sweep_refits_from_its_own_points():
     pts = fc.points([r for r in runs if r["language"] == lang], "build_time")
     assert sorted(p[1] for p in pts) == sorted(r["wall_time_s"] for r in runs if r["language"] == lang
                                                and r["status"] == "ok")
-    fit = fc.fit_linear(pts)
     out = fc.forecast_sweep([r for r in runs if r["language"] == lang], 100_000)
-    assert out[lang]["quantities"]["build_time"]["fit"]["per_doc"] == pytest.approx(fit.per_doc)
+    e = out[lang]["quantities"]["build_time"]
+    for model in (fc.LINEAR, fc.NLOGN):
+        fit = fc.fit_linear(pts, model=model)
+        assert e["models"][model]["fit"]["per_doc"] == pytest.approx(fit.per_doc)
+        assert e["models"][model]["prediction"]["value"] == pytest.approx(fit.value(100_000))
+    assert e["fit"]["model"] == fc.PRIMARY["build_time"]
+    assert e["prediction"]["value"] == pytest.approx(fc.fit_value(e["fit"], 100_000))
+
+
+def test_each_model_recovers_its_own_shape():
+    ns = (5000, 10000, 20000, 40000)
+    nlogn = fc.fit_models([(n, 2.0 + 1e-4 * n * math.log(n)) for n in ns])
+    assert nlogn[fc.NLOGN].resid_sd == pytest.approx(0, abs=1e-9) and nlogn[fc.LINEAR].resid_sd > 1e-3
+    power = fc.fit_power([(n, 5.0 + 3e-3 * n ** 1.5) for n in ns])
+    assert power.k == pytest.approx(1.5) and power.fixed == pytest.approx(5.0)
+    assert fc.fit_value(dataclasses.asdict(power), 200_000) == pytest.approx(5.0 + 3e-3 * 200_000 ** 1.5)
+
+
+def test_interval_spans_every_model_and_disagreement_is_said():
+    rng = random.Random(3)
+    curved = [(n, 1.0 + 1e-6 * n ** 1.6 + rng.gauss(0, 0.2)) for n in (5000, 10000, 20000, 40000) for _ in (0, 1)]
+    e = fc.quantity_forecast(curved, "disk_growth", 200_000)
+    bounds = [m["prediction"] for m in e["models"].values()]
+    # every model's interval, and the power's at every exponent the points do not reject
+    ks = fc.power_fits(curved, level=0.95)
+    bounds += [dataclasses.asdict(fc.predict(f, 200_000)) for f in ks]
+    assert e["prediction"]["low"] == min(b["low"] for b in bounds)
+    assert e["prediction"]["high"] == max(b["high"] for b in bounds)
+    assert e["models"][fc.POWER]["k_range"][0] <= e["fit"]["k"] <= e["models"][fc.POWER]["k_range"][1]
+    assert len(ks) < len(fc.power_fits(curved))       # some exponents are rejected
+    assert e["prediction"]["model"] == fc.POWER and e["fit"]["k"] > 1.3
+    assert any("models disagree" in w for w in e["warnings"])
+    straight = [(n, 1.0 + 1e-3 * n + rng.gauss(0, 0.01)) for n in (5000, 10000, 20000, 40000)]
+    assert not any("models disagree" in w for w in fc.quantity_forecast(straight, "peak_memory", 80_000)["warnings"])
+
+
+def test_peak_disk_at_a_known_target_is_its_database_plus_the_growth():
+    _, _, runs = _recorded()
+    lang = runs[0]["language"]
+    rs = [r for r in runs if r["language"] == lang]
+    out = fc.forecast_sweep(rs, 100_000, target_db_bytes=10 ** 9)[lang]["quantities"]
+    g, pk = out["disk_growth"]["prediction"], out["peak_disk"]["prediction"]
+    assert (pk["value"], pk["low"], pk["high"]) == (10 ** 9 + g["value"], 10 ** 9 + g["low"], 10 ** 9 + g["high"])
+    assert "disk_growth" in out["peak_disk"]["basis"]
 
 
 def test_from_sweep_backtests_against_the_held_out_size(tmp_path):
@@ -179,6 +223,62 @@ def test_finish_writes_forecast_json(tmp_path):
     from dragnet.forecast.plot import forecast_chart
     chart = forecast_chart(out["forecasts"][""], tmp_path / "forecast.png")
     assert chart.path.stat().st_size > 0 and chart.series
+
+
+def test_index_active_and_disk_growth_are_read_from_a_build():
+    run = {"status": "ok", "size": 1000, "sizes": {
+        "after": {"db": {"file": 900}, "index": {"file": 300, "active": 120}},
+        "peak_disk": {"peak": 1400, "start": 950, "growth": 450}}}
+    assert fc.QUANTITIES["index_active"][1](run) == 120
+    assert fc.QUANTITIES["disk_growth"][1](run) == 450
+    # a recording from before the start was sampled: the peak over the database file after the build
+    del run["sizes"]["peak_disk"]["growth"]
+    assert fc.QUANTITIES["disk_growth"][1](run) == 500
+    assert fc.points([run, {**run, "status": "failed"}], "index_active") == [(1000, 120.0)]
+
+
+def test_sampler_records_the_start_and_the_growth(tmp_path):
+    class NoServer:     # the reported sizes need CouchDB; without it a sample keeps the files under the data dir
+        def get(self, path):
+            raise OSError("no server")
+
+    (tmp_path / "shards" / "00-7f").mkdir(parents=True)
+    shard = tmp_path / "shards" / "00-7f" / "db.1.couch"
+    shard.write_bytes(b"x" * 1000)
+    s = dp.Sampler(NoServer(), "db", "_design/x", tmp_path)
+    s.sample()
+    view = tmp_path / ".shards" / "00-7f" / "db.1_design" / "mrview"
+    view.mkdir(parents=True)
+    (view / "v.view").write_bytes(b"x" * 300)
+    s.sample()
+    (view / "v.view").write_bytes(b"x" * 200)     # compacted: the peak stays
+    s.sample()
+    d = s.as_dict()
+    assert (d["start"], d["peak"], d["growth"]) == (1000, 1300, 300)
+
+
+def test_finish_forecasts_each_variant_apart(tmp_path):
+    """A sweep under two memory limits gives two forecasts, each fitted on its own builds only, and the page
+    cache is checked against each variant's own limit."""
+    summary, manifests, _ = _recorded()
+    limited = {}
+    for n, m in manifests.items():
+        slow = [{**r, "scenario": "mem256m", "wall_time_s": 3 * r["wall_time_s"]} for r in m["runs"]
+                if r.get("wall_time_s")]
+        limited[n] = {**m, "runs": m["runs"] + slow,
+                      "scenarios": [{"label": "mem256m", "memory_limit": 256 * 1024 ** 2}]}
+    summary = {**summary, "dir": str(SWEEP)}
+    out = fr.finish(summary, limited, target=fr.target_from_docs(400_000), folder=tmp_path, load=[0.1, 5.0])
+    assert set(out["forecasts"]) == {"", "mem256m"}
+    for lang in out["forecasts"][""]:
+        plain = out["forecasts"][""][lang]["quantities"]["build_time"]
+        slow = out["forecasts"]["mem256m"][lang]["quantities"]["build_time"]
+        assert [y for _, y in slow["points"]] == pytest.approx([3 * y for _, y in plain["points"]])
+        assert slow["fit"]["per_doc"] == pytest.approx(3 * plain["fit"]["per_doc"])
+        cache = lambda name: any("page cache" in w for w in out["forecasts"][name][lang]["warnings"])
+        assert cache("mem256m") and not cache("")
+        # the load before the sweep (0.1) is the others'; the sweep's own load at its end is not
+        assert not any("loaded machine" in w for w in out["forecasts"][""][lang]["warnings"])
 
 
 # ---- bad input: one line, non-zero, before any build

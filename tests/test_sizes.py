@@ -141,6 +141,17 @@ def test_size_rows_mark_the_first_size_over_the_memory_limit_and_fits_use_every_
     assert not any(r.exceeds_memory or r.first_exceeding for r in sz.size_rows(runs, db, {}))
 
 
+def test_each_core_count_is_its_own_line_of_the_sweep():
+    runs = [{**_run(n, "js", t), "axes": {"cpus": c}} for n, t, c in
+            [(1000, 2.0, "1"), (4000, 8.0, "1"), (1000, 1.0, "2"), (4000, 4.0, "2")]]
+    assert [sz.variant(r) for r in runs] == ["cpus=1", "cpus=1", "cpus=2", "cpus=2"]
+    rows = sz.size_rows(runs, {})
+    assert [(r.scenario, r.size, r.seconds) for r in rows] == [
+        ("cpus=1", 1000, [2.0]), ("cpus=1", 4000, [8.0]), ("cpus=2", 1000, [1.0]), ("cpus=2", 4000, [4.0])]
+    assert set(sz.fits(runs)) == {("js", "cpus=1"), ("js", "cpus=2")}
+    assert sz.variant({**runs[0], "scenario": "mem-48.0MiB"}) == "mem-48.0MiB cpus=1"
+
+
 def test_analyse_reads_the_raw_runs_of_every_size():
     manifests = {200: {"scenarios": [], "runs": [_run(0, "js", 1.0)]},
                  800: {"scenarios": [], "runs": [_run(0, "js", 3.0)]}}

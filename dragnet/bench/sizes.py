@@ -135,13 +135,21 @@ def peak_memory(run: dict) -> tuple[int | None, str | None]:
     return (own, "pidstat rss") if own is not None else (None, None)
 
 
+def variant(run: dict) -> str:
+    """What else a sweep varied for this run besides language and size: its scenario and the other axes'
+    values ("512m", "cpus=1"); runs of one variant are one line of the sweep."""
+    from dragnet.axes.model import combination_label
+
+    return " ".join(x for x in (run.get("scenario") or "", combination_label(run.get("axes"))) if x)
+
+
 def size_rows(runs: Iterable[dict], db_bytes: dict[int, int | None],
               limits_by_scenario: dict[str, int | None] | None = None) -> list[SizeRow]:
     """Rows per (language, scenario, size) from the sweep's runs (manifest entries with a "size")."""
     limits_by_scenario = limits_by_scenario or {}
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
-        groups.setdefault((r["language"], r.get("scenario") or "", r["size"]), []).append(r)
+        groups.setdefault((r["language"], variant(r), r["size"]), []).append(r)
     out = []
     for (lang, sc, n), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2])):
         ok = [r for r in rs if RunEntry.of(r).timed]
@@ -150,7 +158,7 @@ def size_rows(runs: Iterable[dict], db_bytes: dict[int, int | None],
         idx_files = [i.get("file") for i in idx if i.get("file")]
         peaks = [peak_memory(r) for r in ok]
         peak = max((p for p in peaks if p[0] is not None), default=(None, None))
-        limit = limits_by_scenario.get(sc)
+        limit = limits_by_scenario.get(rs[0].get("scenario") or "")
         first = first_exceeding(db_bytes, limit)
         out.append(SizeRow(lang, sc, n, len(rs), [f.wall_time_s for f in figs],
                            [f.docs_per_sec_wall for f in figs if f.docs_per_sec_wall],
@@ -160,10 +168,10 @@ def size_rows(runs: Iterable[dict], db_bytes: dict[int, int | None],
 
 
 def fits(runs: Iterable[dict]) -> dict[tuple[str, str], Fit | None]:
-    """(language, scenario) -> the slope over every successful run's (size, wall time)."""
+    """(language, variant) -> the slope over every successful run's (size, wall time)."""
     pts: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for r in runs:
-        key = (r["language"], r.get("scenario") or "")
+        key = (r["language"], variant(r))
         pts.setdefault(key, [])
         entry = RunEntry.of(r)
         if entry.timed:

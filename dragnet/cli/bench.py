@@ -154,8 +154,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     axis_opts = AxisOptions(couchdb=b.parse_list(couchdbs, "--couchdb"), cpus=axis_cpus.parse(cpus_text),
                             q=qs if len(qs) > 1 else [], config=axis_config.parse_all(list(configs)),
                             ddoc=revisions)
-    if axis_opts.any and sizes_text is not None:
-        raise UsageError("--sizes with --couchdb/--cpus/--q N,N/--config: not combinable yet")
+    if (len(qs) > 1 or revisions) and sizes_text is not None:   # each size is its own database already
+        raise UsageError("--sizes with --q N,N or several --ddoc: not combinable yet")
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,
                            data=data, views=views or str(b.DEFAULT_VIEWS), results_dir=results_dir,
                            baseline=not no_baseline, q=q, n=n, backend=backend, design=design, reference=reference,

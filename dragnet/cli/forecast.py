@@ -30,6 +30,12 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
 @click.option("--no-baseline", is_flag=True, help="Do not build the Erlang baseline.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Builds per size.")
 @click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards of the sweep's databases.")
+@click.option("--memory", "memories", default=None, metavar="SIZE,…",
+              help="Sweep under these memory limits too (scenarios, e.g. unlimited,512m): one forecast per limit, "
+                   "each checked against the page cache it leaves.")
+@click.option("--cpus", "cpus_text", default=None, metavar="N,N",
+              help="Sweep with CouchDB on these core counts (restarts it): one forecast per value; never one "
+                   "for a core count not measured.")
 @click.option("--weighting", type=click.Choice(["ordinary", "1/n"]), default="ordinary", show_default=True,
               help="Least squares weights; 1/n when the spread grows with the documents.")
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
@@ -39,7 +45,7 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
                    "when it built the target size too, print each prediction's error against it (a back-test).")
 @json_option
 def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_bytes, sizes_text, budget,
-                 languages, no_baseline, repeat, q, weighting, results_dir, from_sweep, as_json):
+                 languages, no_baseline, repeat, q, memories, cpus_text, weighting, results_dir, from_sweep, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
     import datetime as _dt
@@ -50,7 +56,6 @@ def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_
     from dragnet.forecast import run as fr
     from dragnet.bench import sizes as sz
     from dragnet.errors import UsageError
-    from dragnet.forecast.plot import forecast_chart
     from dragnet.couchdb.limits import parse_count
 
     if (target is None) == (target_docs is None):
@@ -64,7 +69,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_
         tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes)
         out = fr.from_sweep(Path(from_sweep), tgt, out_dir=Path(results_dir) if results_dir else None,
                             weighting=weighting)
-        out["chart"] = str(forecast_chart(out["forecasts"][""], Path(results_dir or from_sweep) / "forecast.png").path)
+        _charts(out, Path(results_dir or from_sweep))
         print_json(out) if as_json else click.echo(render(out))
         return
     if sizes_text != "auto":
@@ -83,8 +88,15 @@ def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_
             raise UsageError(f"--data {data}: no such file")
     else:   # the largest size the forecast can use: below the target
         source = sz.generate_source(min(tgt["doc_count"] - 1, 40_000), folder / "data")
+    from dragnet.axes import cpus as axis_cpus
+    from dragnet.bench.scenario import expand
+    from dragnet.bench.switch import AxisOptions
+    from dragnet.couchdb import limits
+
+    scenarios = expand(limits.parse_memory_limits(memories), [], []) if memories else []
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, views=views or str(b.DEFAULT_VIEWS),
-                           baseline=not no_baseline, q=q, design=design)
+                           baseline=not no_baseline, q=q, design=design, scenarios=scenarios,
+                           axes=AxisOptions(cpus=axis_cpus.parse(cpus_text)))
     console = Console(stderr=True)
 
     def on_event(kind: str, d: dict) -> None:
@@ -102,12 +114,22 @@ def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_
 
     out = fr.run(config, target=tgt, sizes_text=sizes_text, budget_s=budget_s, data=source, folder=folder,
                  on_event=on_event, weighting=weighting)
-    chart = forecast_chart(out["forecasts"][""], folder / "forecast.png")
-    out["chart"] = str(chart.path)
+    _charts(out, folder)
     if as_json:
         print_json(out)
         return
     click.echo(render(out))
+
+
+def _charts(out: dict, folder: Path) -> None:
+    """forecast.png, or forecast-<variant>.png per variant (a memory limit, a core count)."""
+    from dragnet.forecast.plot import forecast_chart
+    from dragnet.results.build import slug
+
+    out["charts"] = {name: str(forecast_chart(per_lang, folder / (f"forecast-{slug(name)}.png" if name else
+                                                                  "forecast.png")).path)
+                     for name, per_lang in out["forecasts"].items()}
+    out["chart"] = next(iter(out["charts"].values()), None)
 
 
 def _distribution(sample: dict, target: dict) -> str:
@@ -136,8 +158,11 @@ def render(out: dict) -> str:
                 p, fit = e["prediction"], e["fit"]
                 fmt = (lambda v: f"{v:,.0f} s") if e["unit"] == "s" else (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
                 r2 = "–" if fit["r2"] is None else f"{fit['r2']:.3f}"
+                model = fit.get("model") or "linear"
+                model += f" k={fit['k']:.2f}" if model == "power" else ""
                 lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] "
-                             f"r² {r2}, {fit['points']} builds")
+                             f"{model}, r² {r2}, {fit['points']} builds"
+                             + (f"; {e['basis']}" if e.get("basis") else ""))
                 lines += [f"  warning: {w}" for w in e.get("warnings") or []]
             lines += [f"  warning: {w}" for w in f["warnings"]]
     from ..results.schema import couchdb_versions
@@ -152,5 +177,5 @@ def render(out: dict) -> str:
         for q, c in qs.items():
             lines.append(f"back-test {lang} {q}: predicted {c['predicted']:,.4g}, built {c['actual']:,.4g}: "
                          f"error {c['error']:+.1%}, {'inside' if c['inside'] else 'OUTSIDE'} the interval")
-    lines.append(f"results: {out['sweep_dir']}, forecast.json and {out.get('chart')}")
+    lines.append(f"results: {out['sweep_dir']}, forecast.json and {', '.join((out.get('charts') or {}).values())}")
     return "\n".join(lines)

@@ -1,10 +1,13 @@
 """`dragnet forecast`: what a view build of N documents will cost, from a size sweep of smaller builds.
 
-Each quantity (build time, index size, peak disk, bytes written, peak memory) is fitted against documents as a
-fixed plus a per-document cost, y = a + b·n, by least squares (ordinary, or weighted), over every successful
-build of the sweep. The forecast at the target is the fitted line there with a prediction interval from the
-residuals (Student t, n − 2 degrees of freedom), so a noisy or curved sweep shows as a wide interval and a low
-r², not as a confident number. Warnings say when the forecast is an extrapolation it cannot vouch for.
+Each quantity (build time, index size and live data, peak disk and the disk a build adds, bytes written, peak
+memory) is fitted against documents as a fixed plus a per-document cost, y = a + b·x(n), by least squares
+(ordinary, or weighted), over every successful build of the sweep, with three shapes of x: n, n·ln n (the
+per-document cost grows with the B-trees' depth) and n^k (faster). The forecast at the target is the
+quantity's PRIMARY model there; its interval runs from the lowest to the highest 95 % prediction bound of the
+three (Student t on the residuals, n − 2 degrees of freedom), so a noisy sweep, or one whose shape is
+ambiguous, shows as a wide interval and a warning, not as a confident number. Warnings say when the forecast
+is an extrapolation it cannot vouch for.
 
 Pure: the points come from the sweep's manifests (dragnet.bench.sizes), nothing here talks to CouchDB.
 """
@@ -79,47 +82,109 @@ def t_quantile(p: float, df: float) -> float:
 
 # ---------------------------------------------------------------- the fit
 
+# The shapes a quantity may grow with: y = a + b·x(n). A fixed cost a and a per-document cost b, where the
+# per-document cost may itself grow: with the B-trees' depth (n log n: every row is inserted into a tree of
+# depth ∝ log n), or as a power (the garbage an append-only index file keeps grows faster than its rows,
+# because each batch of updates rewrites more of a bigger tree until CouchDB compacts it).
+LINEAR, NLOGN, POWER = "linear", "n log n", "power"
+POWERS = [k / 100 for k in range(100, 201, 2)]     # a power's exponent: from 1 (linear) to 2 (quadratic)
+
+
+def transform(model: str, k: float, n: float) -> float:
+    if model == LINEAR:
+        return n
+    if model == NLOGN:
+        return n * math.log(n)
+    if model == POWER:
+        return n ** k
+    raise ValueError(f"model {model!r}: expected one of {LINEAR}, {NLOGN}, {POWER}")
+
+
 @dataclass(frozen=True)
 class LinearFit:
     fixed: float            # a: cost at zero documents
-    per_doc: float          # b: cost per document
+    per_doc: float          # b: cost per unit of x(n) (per document when linear)
     r2: float | None        # None when every y is the same
     points: int
     sizes: int              # distinct document counts
     resid_sd: float         # residual standard deviation (weighted), n − 2 degrees of freedom
-    mean_x: float           # weighted mean of the document counts
+    mean_x: float           # weighted mean of x(n)
     sxx: float              # weighted Σ w(x − x̄)²
     sum_w: float
     weighting: str          # "ordinary" or "1/n" (variance grows with the documents)
+    model: str = LINEAR     # x(n): n, n·ln n or n^k
+    k: float = 1.0          # the power's exponent
+
+    def x(self, n: float) -> float:
+        return transform(self.model, self.k, n)
 
     def value(self, n: float) -> float:
-        return self.fixed + self.per_doc * n
+        return self.fixed + self.per_doc * self.x(n)
+
+
+def fit_value(fit: dict, n: float) -> float:
+    """A recorded fit (asdict(LinearFit), as forecast.json holds it) at n documents."""
+    return fit["fixed"] + fit["per_doc"] * transform(fit.get("model") or LINEAR, fit.get("k") or 1.0, n)
+
+
+def curve(end: float, steps: int = 40) -> list[float]:
+    """Document counts from 1 to end to draw a fitted model through (a curve for n log n and powers)."""
+    return [max(1.0, end * i / steps) for i in range(steps + 1)]
 
 
 WEIGHTS: dict[str, Callable[[float], float]] = {"ordinary": lambda n: 1.0, "1/n": lambda n: 1.0 / n}
 
 
-def fit_linear(points: Iterable[tuple[float, float]], weighting: str = "ordinary") -> LinearFit | None:
-    """Least squares of y on n over (n, y) points; None without three points on two distinct sizes (a line
+def fit_linear(points: Iterable[tuple[float, float]], weighting: str = "ordinary", model: str = LINEAR,
+               k: float = 1.0) -> LinearFit | None:
+    """Least squares of y on x(n) over (n, y) points; None without three points on two distinct sizes (a line
     through two points leaves no residual to size the interval with)."""
     if weighting not in WEIGHTS:
         raise ValueError(f"weighting {weighting!r}: expected one of {', '.join(WEIGHTS)}")
-    pts = [(float(x), float(y)) for x, y in points if x is not None and y is not None and x > 0]
-    if len(pts) < 3 or len({x for x, _ in pts}) < 2:
+    pts = [(float(n), float(y)) for n, y in points if n is not None and y is not None and n > 1]
+    if len(pts) < 3 or len({n for n, _ in pts}) < 2:
         return None
-    w = [WEIGHTS[weighting](x) for x, _ in pts]
+    w = [WEIGHTS[weighting](n) for n, _ in pts]
+    xs = [transform(model, k, n) for n, _ in pts]
     sw = math.fsum(w)
-    mx = math.fsum(wi * x for wi, (x, _) in zip(w, pts)) / sw
+    mx = math.fsum(wi * x for wi, x in zip(w, xs)) / sw
     my = math.fsum(wi * y for wi, (_, y) in zip(w, pts)) / sw
-    sxx = math.fsum(wi * (x - mx) ** 2 for wi, (x, _) in zip(w, pts))
-    sxy = math.fsum(wi * (x - mx) * (y - my) for wi, (x, y) in zip(w, pts))
+    sxx = math.fsum(wi * (x - mx) ** 2 for wi, x in zip(w, xs))
+    sxy = math.fsum(wi * (x - mx) * (y - my) for wi, x, (_, y) in zip(w, xs, pts))
     b = sxy / sxx
     a = my - b * mx
-    sse = math.fsum(wi * (y - a - b * x) ** 2 for wi, (x, y) in zip(w, pts))
+    sse = math.fsum(wi * (y - a - b * x) ** 2 for wi, x, (_, y) in zip(w, xs, pts))
     syy = math.fsum(wi * (y - my) ** 2 for wi, (_, y) in zip(w, pts))
     r2 = None if syy == 0 else 1 - sse / syy
-    return LinearFit(a, b, r2, len(pts), len({x for x, _ in pts}), math.sqrt(sse / (len(pts) - 2)), mx, sxx, sw,
-                     weighting)
+    return LinearFit(a, b, r2, len(pts), len({n for n, _ in pts}), math.sqrt(sse / (len(pts) - 2)), mx, sxx, sw,
+                     weighting, model, k)
+
+
+def fit_power(points: Sequence[tuple[float, float]], weighting: str = "ordinary") -> LinearFit | None:
+    """a + b·n^k with the k in POWERS that leaves the least squared residual (k = 1 is the line)."""
+    fits = power_fits(points, weighting)
+    return min(fits, key=lambda f: f.resid_sd) if fits else None
+
+
+def power_fits(points: Sequence[tuple[float, float]], weighting: str = "ordinary",
+               level: float | None = None) -> list[LinearFit]:
+    """The power fits over POWERS; with a level, only the exponents the points do not reject (profile
+    likelihood: residual squares within (1 + F(1, m − 3)/(m − 3)) of the best, m points), so a forecast can
+    carry the exponent's own uncertainty, not only the residuals' at the best k."""
+    fits = [f for f in (fit_linear(points, weighting, POWER, k) for k in POWERS) if f is not None]
+    if level is None or not fits or fits[0].points <= 3:
+        return fits      # three points leave no residual to judge the exponent by
+    df = fits[0].points - 3
+    sse = {f.k: f.resid_sd ** 2 * (f.points - 2) for f in fits}
+    bound = min(sse.values()) * (1 + t_quantile(0.5 + level / 2, df) ** 2 / df)
+    return [f for f in fits if sse[f.k] <= bound]
+
+
+def fit_models(points: Sequence[tuple[float, float]], weighting: str = "ordinary") -> dict[str, LinearFit]:
+    """Every model's fit over the same points (none when there are too few points)."""
+    out = {LINEAR: fit_linear(points, weighting), NLOGN: fit_linear(points, weighting, NLOGN),
+           POWER: fit_power(points, weighting)}
+    return {m: f for m, f in out.items() if f is not None}
 
 
 @dataclass(frozen=True)
@@ -132,9 +197,10 @@ class Prediction:
 
 
 def predict(fit: LinearFit, n: float, level: float = LEVEL) -> Prediction:
-    """The fitted value at n with its prediction interval (a new build's value, not the line's mean)."""
+    """The fitted value at n with its prediction interval (a new build's value, not the line's mean). For a
+    power the exponent is taken as known, so its interval is conditional on it."""
     w0 = WEIGHTS[fit.weighting](n)
-    se = fit.resid_sd * math.sqrt(1 / w0 + 1 / fit.sum_w + (n - fit.mean_x) ** 2 / fit.sxx)
+    se = fit.resid_sd * math.sqrt(1 / w0 + 1 / fit.sum_w + (fit.x(n) - fit.mean_x) ** 2 / fit.sxx)
     half = t_quantile(0.5 + level / 2, fit.points - 2) * se
     v = fit.value(n)
     return Prediction(int(n), v, v - half, v + half, level)
@@ -146,8 +212,26 @@ def _index_file(run: dict) -> float | None:
     return (((run.get("sizes") or {}).get("after") or {}).get("index") or {}).get("file")
 
 
+def _index_active(run: dict) -> float | None:
+    """The index's live data (sizes.active): what it settles at once compacted. The file right after a build
+    also holds the B-tree nodes the batched updates left behind, and CouchDB's compaction daemon may or may
+    not have run during the build, so the file is not a steady quantity; the live data grows with the rows."""
+    return (((run.get("sizes") or {}).get("after") or {}).get("index") or {}).get("active")
+
+
 def _peak_disk(run: dict) -> float | None:
     return ((run.get("sizes") or {}).get("peak_disk") or {}).get("peak")
+
+
+def _disk_growth(run: dict) -> float | None:
+    """Free disk the build needed beyond the database it started from: peak minus the files at its start
+    (older recordings without a start: minus the database file after the build)."""
+    sizes = run.get("sizes") or {}
+    pk = sizes.get("peak_disk") or {}
+    if pk.get("growth") is not None:
+        return pk["growth"]
+    db_file = ((sizes.get("after") or {}).get("db") or {}).get("file")
+    return pk["peak"] - db_file if pk.get("peak") and db_file else None
 
 
 def _bytes_written(run: dict) -> float | None:
@@ -157,10 +241,19 @@ def _bytes_written(run: dict) -> float | None:
 # how a quantity's unit is shown: divide by this, call it that
 SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 
+# The model each quantity's forecast uses (the others widen its interval, see forecast_sweep). Chosen on the
+# back-tests in docs/forecast.md: build time and the index's live data follow n log n (the line fell short
+# by 9–18 % at 5× the sweep); the disk a build needs and what it writes grow faster, like a power.
+PRIMARY = {"build_time": NLOGN, "index_size": POWER, "index_active": NLOGN, "peak_disk": POWER,
+           "disk_growth": POWER, "bytes_written": NLOGN, "peak_memory": LINEAR}
+DISAGREE = 0.25       # the models' forecasts spread by more than this share of the forecast: say so
+
 QUANTITIES: dict[str, tuple[str, Callable[[dict], float | None]]] = {
     "build_time": ("s", lambda r: r.get("wall_time_s")),
     "index_size": ("bytes", _index_file),
+    "index_active": ("bytes", _index_active),
     "peak_disk": ("bytes", _peak_disk),
+    "disk_growth": ("bytes", _disk_growth),
     "bytes_written": ("bytes", _bytes_written),
     "peak_memory": ("bytes", lambda r: peak_memory(r)[0]),
 }
@@ -198,7 +291,7 @@ def warnings(*, target_docs: int, measured: Sequence[int], fit: LinearFit | None
     if fit is not None and fit.r2 is not None and fit.r2 < POOR_R2:
         out.append(f"{quantity or 'fit'}: poor fit (r² {fit.r2:.2f} < {POOR_R2}): the sweep is not a straight line")
     if other_load is not None and other_load > LOADED:
-        out.append(f"loaded machine: load average {other_load:.1f} per CPU during the sweep; times may not hold "
+        out.append(f"loaded machine: load average {other_load:.1f} per CPU when the sweep began; times may not hold "
                    "on a quiet machine")
     return out
 
@@ -222,17 +315,49 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
         measured = sorted({int(r["size"]) for r in rs if r.get("status") == "ok" and r.get("size")})
         common = warnings(target_docs=target_docs, measured=measured, memory_bytes=memory_bytes, db_bytes=db_bytes,
                           target_db_bytes=target_db_bytes, other_load=other_load)
-        qs = {}
-        for q, (unit, _) in QUANTITIES.items():
-            pts = points(rs, q)
-            fit = fit_linear(pts, weighting)
-            entry: dict = {"unit": unit, "points": [list(p) for p in pts], "fit": asdict(fit) if fit else None}
-            if fit is not None:
-                entry["prediction"] = asdict(predict(fit, target_docs, level))
-                entry["warnings"] = warnings(target_docs=target_docs, measured=[], fit=fit, quantity=q)
-            qs[q] = entry
+        qs = {q: quantity_forecast(points(rs, q), q, target_docs, weighting=weighting, level=level)
+              for q in QUANTITIES}
+        growth = qs["disk_growth"].get("prediction")
+        if target_db_bytes and growth:
+            # the rebuild starts from the target's database: its file plus the disk the build adds
+            qs["peak_disk"]["prediction"] = {**growth, "value": target_db_bytes + growth["value"],
+                                             "low": target_db_bytes + growth["low"],
+                                             "high": target_db_bytes + growth["high"]}
+            qs["peak_disk"]["basis"] = f"the target's database ({_mib(target_db_bytes)}) + disk_growth"
         out[lang] = {"measured_sizes": measured, "quantities": qs, "warnings": common}
     return out
+
+
+def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_docs: int, *,
+                      weighting: str = "ordinary", level: float = LEVEL) -> dict:
+    """One quantity's forecast: the value from its PRIMARY model, the interval from the lowest to the highest
+    95 % prediction bound of every model (a sweep rarely tells the shapes apart, a far target does), every
+    model's fit and prediction kept, and the warnings. JSON-ready."""
+    unit = QUANTITIES[quantity][0]
+    fits = fit_models(pts, weighting)
+    entry: dict = {"unit": unit, "points": [list(p) for p in pts], "fit": None}
+    primary = fits.get(PRIMARY.get(quantity, LINEAR)) or fits.get(LINEAR)
+    if primary is None:
+        return entry
+    preds = {m: predict(f, target_docs, level) for m, f in fits.items()}
+    main = preds[primary.model]
+    entry["fit"] = asdict(primary)
+    entry["models"] = {m: {"fit": asdict(f), "prediction": asdict(preds[m])} for m, f in fits.items()}
+    bounds = list(preds.values())
+    if POWER in fits:     # the exponents the sweep cannot reject widen the power's interval
+        ks = power_fits(pts, weighting, level)
+        bounds += [predict(f, target_docs, level) for f in ks]
+        entry["models"][POWER]["k_range"] = [min(f.k for f in ks), max(f.k for f in ks)]
+    entry["prediction"] = {**asdict(main), "model": primary.model,
+                           "low": min(p.low for p in bounds), "high": max(p.high for p in bounds)}
+    entry["warnings"] = warnings(target_docs=target_docs, measured=[], fit=primary, quantity=quantity)
+    values = [p.value for p in preds.values()]
+    if main.value and (max(values) - min(values)) / abs(main.value) > DISAGREE:
+        show = (lambda v: f"{v:,.0f} s") if unit == "s" else _mib
+        entry["warnings"].append(
+            f"{quantity}: the models disagree at the target ({', '.join(f'{m} {show(p.value)}' for m, p in preds.items())}): "
+            "the sweep cannot tell how it grows; the interval spans them all")
+    return entry
 
 
 def forecast(sweeps: dict[str, Sequence[dict]], target_docs: int, **kw) -> dict:

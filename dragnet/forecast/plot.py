@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dragnet.report.charts import DPI, Chart, _save, plt
-from dragnet.forecast.model import QUANTITIES, SCALE
+from dragnet.forecast.model import QUANTITIES, SCALE, curve, fit_value
 
 
 
@@ -28,8 +28,9 @@ def forecast_chart(fc: dict, path: Path, label: str = "") -> Chart:
             ax.scatter(xs, ys, color=color, s=12, label=lang)
             p, fit = e["prediction"], e["fit"]
             target = p["docs"]
-            ax.plot([0, target], [fit["fixed"] / div, (fit["fixed"] + fit["per_doc"] * target) / div],
-                    color=color, linewidth=1)
+            line = curve(target)
+            ax.plot(line, [fit_value(fit, x) / div for x in line], color=color, linewidth=1,
+                    label=f"{lang} fit ({fit.get('model') or 'linear'})")
             ax.errorbar([target], [p["value"] / div], yerr=[[(p["value"] - p["low"]) / div],
                                                             [(p["high"] - p["value"]) / div]],
                         color=color, capsize=4, marker="D", markersize=4)

@@ -142,9 +142,10 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
         f = fc.fit_linear(db_bytes.items())
         target_db = int(f.value(target_docs)) if f else None
     mem = (machine.get("mem_total_kb") or 0) * 1024
-    limits = [m for m in (summary.get("memory_limits") or []) if m]
-    memory = min(limits) if limits else mem
-    per_cpu = max(load) / (machine.get("cpu_count") or 1) if load else None
+    limits = {sc["label"]: sc.get("memory_limit") for m in manifests.values() for sc in m.get("scenarios") or []}
+    # the others' load: the load average just before the sweep (during it, the sweep's own CouchDB counts:
+    # beam's threads alone took the 1-minute average to 15 on 2 cores here)
+    per_cpu = load[0] / (machine.get("cpu_count") or 1) if load else None
     first = next(iter(manifests.values()), {})
     couchdb = _couchdb_of(Path(summary["dir"]), manifests)
     out = {"schema": fc.SCHEMA, "target": {**target, "db_bytes": target_db}, "sample": sample,
@@ -153,9 +154,18 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
            "couchdb": couchdb, "settings": {"storages": first.get("storages"), "managed": first.get("managed"),
                                             "scenarios": first.get("scenarios"), "languages": first.get("languages"),
                                             "repeat": first.get("repeat")},
-           "memory_bytes": memory, "db_bytes": {str(k): v for k, v in db_bytes.items()},
-           "forecasts": fc.forecast({label: runs}, target_docs, weighting=weighting, memory_bytes=memory,
-                                    db_bytes=db_bytes, target_db_bytes=target_db, other_load=per_cpu)}
+           "memory_bytes": mem, "db_bytes": {str(k): v for k, v in db_bytes.items()}, "forecasts": {}}
+    # one forecast per variant of the sweep (a --memory scenario, a --cpus value): never a fit across them,
+    # and never one in between (cores are not extrapolated)
+    variants: dict[str, list[dict]] = {}
+    for r in runs:
+        variants.setdefault(" ".join(x for x in (label, sz.variant(r)) if x), []).append(r)
+    for name, rs in variants.items():
+        # the page-cache check against the variant's memory limit, else the machine's memory
+        limit = limits.get(rs[0].get("scenario") or "") or mem
+        out["forecasts"][name] = fc.forecast_sweep(rs, target_docs, weighting=weighting, memory_bytes=limit,
+                                                   db_bytes=db_bytes, target_db_bytes=target_db,
+                                                   other_load=per_cpu)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / fc.SUMMARY).write_text(json.dumps(out, indent=1, ensure_ascii=False, default=str) + "\n")
     return out
@@ -175,11 +185,14 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
     if n in manifests:
         actual = [r for r in sz.sweep_runs({n: manifests[n]}) if r.get("status") == "ok"]
         checks = {}
-        for lang, f in out["forecasts"][""].items():
-            for q, e in f["quantities"].items():
-                vals = [v for _, v in fc.points([r for r in actual if r["language"] == lang], q)]
-                if vals and e.get("prediction"):
-                    checks.setdefault(lang, {})[q] = fc.error_against(e["prediction"], sum(vals) / len(vals))
+        for name, per_lang in out["forecasts"].items():
+            for lang, f in per_lang.items():
+                built = [r for r in actual if r["language"] == lang and sz.variant(r) == name]
+                for q, e in f["quantities"].items():
+                    vals = [v for _, v in fc.points(built, q)]
+                    if vals and e.get("prediction"):
+                        checks.setdefault(" ".join(x for x in (name, lang) if x), {})[q] = \
+                            fc.error_against(e["prediction"], sum(vals) / len(vals))
         out["backtest"] = checks
         (Path(out_dir or folder) / fc.SUMMARY).write_text(json.dumps(out, indent=1, ensure_ascii=False,
                                                                       default=str) + "\n")

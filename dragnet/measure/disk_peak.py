@@ -85,6 +85,8 @@ class Sampler:
         self.couch, self.db, self.ddoc, self.root, self.interval = couch, db, ddoc, root, interval
         self.peak_reported = 0
         self.peak_files = 0
+        self.start_reported: int | None = None   # before the build: what the database already takes
+        self.start_files: int | None = None
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="disk-peak", daemon=True)
@@ -96,6 +98,8 @@ class Sampler:
             pass
         if self.root is not None:
             self.peak_files = max(self.peak_files, files_bytes(self.root, self.db))
+        if self.samples == 0:
+            self.start_reported, self.start_files = self.peak_reported, self.peak_files
         self.samples += 1
 
     def _loop(self) -> None:
@@ -116,8 +120,17 @@ class Sampler:
     def peak(self) -> int:
         return max(self.peak_reported, self.peak_files)
 
+    @property
+    def start(self) -> int | None:
+        if self.start_reported is None:
+            return None
+        return max(self.start_reported, self.start_files or 0)
+
     def as_dict(self) -> dict:
-        return {"peak": self.peak, "reported_peak": self.peak_reported,
+        # growth: the free disk the build needed beyond the database it started from
+        return {"peak": self.peak, "start": self.start,
+                "growth": self.peak - self.start if self.start is not None else None,
+                "reported_peak": self.peak_reported,
                 "files_peak": self.peak_files if self.root is not None else None,
                 "data_dir": str(self.root) if self.root is not None else None,
                 "samples": self.samples, "interval_s": self.interval}

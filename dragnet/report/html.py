@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from dragnet.report import tables as rp
 from dragnet.report.html_page import Chart, Section, build_page
-from dragnet.forecast.model import SCALE
+from dragnet.forecast.model import SCALE, curve, fit_value
 from dragnet.results.schema import couchdb_versions
 from dragnet.results.schema import RunEntry
 
@@ -513,7 +513,10 @@ def forecast_sections(doc: dict) -> list[Section]:
             name = f"{label} {lang}".strip()
             for q, e in (f.get("quantities") or {}).items():
                 fit, p, unit = e.get("fit") or {}, e.get("prediction") or {}, e.get("unit", "")
-                rows.append([name, q, {"text": _si(p.get("value"), unit), "sort": p.get("value")},
+                model = fit.get("model") or "linear"
+                if fit.get("model") == "power":
+                    model += f" k={fit.get('k'):.2f}"
+                rows.append([name, q, model, {"text": _si(p.get("value"), unit), "sort": p.get("value")},
                              {"text": f"{_si(p.get('low'), unit)} … {_si(p.get('high'), unit)}", "sort": p.get("low")},
                              {"text": f"{fit['r2']:.3f}" if fit.get("r2") is not None else "–", "sort": fit.get("r2")},
                              {"text": _si(fit.get("fixed"), unit), "sort": fit.get("fixed")},
@@ -530,9 +533,9 @@ def forecast_sections(doc: dict) -> list[Section]:
                 traces.append({"type": "scatter", "mode": "markers", "name": f"{name} measured", "x": xs,
                                "y": [pt[1] / div for pt in e["points"]]})
                 end = p.get("docs") or max(xs)
-                line_x = [0, max(xs), end]
-                traces.append({"type": "scatter", "mode": "lines", "name": f"{name} fit",
-                               "x": line_x, "y": [(fit["fixed"] + fit["per_doc"] * x) / div for x in line_x]})
+                line_x = curve(end)
+                traces.append({"type": "scatter", "mode": "lines", "name": f"{name} fit ({fit.get('model') or 'linear'})",
+                               "x": line_x, "y": [fit_value(fit, x) / div for x in line_x]})
                 if p.get("value") is not None:
                     traces.append({"type": "scatter", "mode": "markers", "name": f"{name} forecast",
                                    "x": [end], "y": [p["value"] / div],
@@ -540,14 +543,15 @@ def forecast_sections(doc: dict) -> list[Section]:
                                                "array": [(p["high"] - p["value"]) / div],
                                                "arrayminus": [(p["value"] - p["low"]) / div]}})
     notes = [f"target: {target:,} documents" if target else "target: not recorded",
-             f"measured sizes: {', '.join(f'{n:,}' for n in doc.get('sizes') or [])}; model: fixed + per-document "
-             f"cost ({doc.get('weighting', 'ordinary')} least squares), {int(100 * (doc.get('level') or 0.95))}% "
-             "prediction interval",
+             f"measured sizes: {', '.join(f'{n:,}' for n in doc.get('sizes') or [])}; models: a fixed cost plus a "
+             "per-document cost growing as n, n log n or n^k; the forecast is the quantity's model (column), the "
+             f"interval spans the {int(100 * (doc.get('level') or 0.95))}% prediction intervals of all three "
+             f"({doc.get('weighting', 'ordinary')} least squares)",
              *warnings]
     bt = doc.get("backtest")
     if isinstance(bt, dict) and bt:
         notes.append("back-test: " + json.dumps(bt, ensure_ascii=False)[:400])
-    section = Section("forecast", ("engine", "quantity", "forecast", "interval", "r²", "fixed", "per document",
+    section = Section("forecast", ("engine", "quantity", "model", "forecast", "interval", "r²", "fixed", "per x(n)",
                                    "points", "warnings"), rows, notes,
                       [Chart(f"{q} ({unit})", traces, {"xaxis": {"title": "documents"}, "yaxis": {"title": unit}})
                        for q, (traces, unit) in charts.items()], id="forecast")
