@@ -160,9 +160,8 @@ def render(out: dict) -> str:
                 r2 = "–" if fit["r2"] is None else f"{fit['r2']:.3f}"
                 model = fit.get("model") or "linear"
                 model += f" k={fit['k']:.2f}" if model == "power" else ""
-                lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] "
-                             f"{model}, r² {r2}, {fit['points']} builds"
-                             + (f"; {e['basis']}" if e.get("basis") else ""))
+                how = e.get("basis") or f"{model}, r² {r2}, {fit['points']} builds"
+                lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] {how}")
                 lines += [f"  warning: {w}" for w in e.get("warnings") or []]
             lines += [f"  warning: {w}" for w in f["warnings"]]
     from ..results.schema import couchdb_versions

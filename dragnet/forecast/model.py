@@ -3,7 +3,8 @@
 Each quantity (build time, index size and live data, peak disk and the disk a build adds, bytes written, peak
 memory) is fitted against documents as a fixed plus a per-document cost, y = a + b·x(n), by least squares
 (ordinary, or weighted), over every successful build of the sweep, with three shapes of x: n, n·ln n (the
-per-document cost grows with the B-trees' depth) and n^k (faster). The forecast at the target is the
+per-document cost grows with the B-trees' depth) and n^k (faster); peak memory, which levels off, with ln n
+and n. The forecast at the target is the
 quantity's PRIMARY model there; its interval runs from the lowest to the highest 95 % prediction bound of the
 three (Student t on the residuals, n − 2 degrees of freedom), so a noisy sweep, or one whose shape is
 ambiguous, shows as a wide interval and a warning, not as a confident number. Warnings say when the forecast
@@ -85,8 +86,9 @@ def t_quantile(p: float, df: float) -> float:
 # The shapes a quantity may grow with: y = a + b·x(n). A fixed cost a and a per-document cost b, where the
 # per-document cost may itself grow: with the B-trees' depth (n log n: every row is inserted into a tree of
 # depth ∝ log n), or as a power (the garbage an append-only index file keeps grows faster than its rows,
-# because each batch of updates rewrites more of a bigger tree until CouchDB compacts it).
-LINEAR, NLOGN, POWER = "linear", "n log n", "power"
+# because each batch of updates rewrites more of a bigger tree until CouchDB compacts it). Memory is the other
+# way round: a + b·ln n, growing ever slower, as processes and batches have their own bounds.
+LINEAR, NLOGN, POWER, LOG = "linear", "n log n", "power", "log n"
 POWERS = [k / 100 for k in range(100, 201, 2)]     # a power's exponent: from 1 (linear) to 2 (quadratic)
 
 
@@ -97,7 +99,9 @@ def transform(model: str, k: float, n: float) -> float:
         return n * math.log(n)
     if model == POWER:
         return n ** k
-    raise ValueError(f"model {model!r}: expected one of {LINEAR}, {NLOGN}, {POWER}")
+    if model == LOG:
+        return math.log(n)
+    raise ValueError(f"model {model!r}: expected one of {LINEAR}, {NLOGN}, {POWER}, {LOG}")
 
 
 @dataclass(frozen=True)
@@ -180,10 +184,10 @@ def power_fits(points: Sequence[tuple[float, float]], weighting: str = "ordinary
     return [f for f in fits if sse[f.k] <= bound]
 
 
-def fit_models(points: Sequence[tuple[float, float]], weighting: str = "ordinary") -> dict[str, LinearFit]:
-    """Every model's fit over the same points (none when there are too few points)."""
-    out = {LINEAR: fit_linear(points, weighting), NLOGN: fit_linear(points, weighting, NLOGN),
-           POWER: fit_power(points, weighting)}
+def fit_models(points: Sequence[tuple[float, float]], weighting: str = "ordinary",
+               models: Sequence[str] = (LINEAR, NLOGN, POWER)) -> dict[str, LinearFit]:
+    """Each model's fit over the same points (none when there are too few points)."""
+    out = {m: fit_power(points, weighting) if m == POWER else fit_linear(points, weighting, m) for m in models}
     return {m: f for m, f in out.items() if f is not None}
 
 
@@ -245,7 +249,11 @@ SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 # back-tests in docs/forecast.md: build time and the index's live data follow n log n (the line fell short
 # by 9–18 % at 5× the sweep); the disk a build needs and what it writes grow faster, like a power.
 PRIMARY = {"build_time": NLOGN, "index_size": POWER, "index_active": NLOGN, "peak_disk": POWER,
-           "disk_growth": POWER, "bytes_written": NLOGN, "peak_memory": LINEAR}
+           "disk_growth": POWER, "bytes_written": NLOGN, "peak_memory": LOG}
+# the shapes a quantity's interval spans: memory levels off (the line fell far above it at 200,000), the rest
+# grow at least linearly
+SHAPES = {"peak_memory": (LOG, LINEAR)}
+GROWING = (LINEAR, NLOGN, POWER)
 DISAGREE = 0.25       # the models' forecasts spread by more than this share of the forecast: say so
 
 QUANTITIES: dict[str, tuple[str, Callable[[dict], float | None]]] = {
@@ -334,7 +342,7 @@ def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_do
     95 % prediction bound of every model (a sweep rarely tells the shapes apart, a far target does), every
     model's fit and prediction kept, and the warnings. JSON-ready."""
     unit = QUANTITIES[quantity][0]
-    fits = fit_models(pts, weighting)
+    fits = fit_models(pts, weighting, SHAPES.get(quantity, GROWING))
     entry: dict = {"unit": unit, "points": [list(p) for p in pts], "fit": None}
     primary = fits.get(PRIMARY.get(quantity, LINEAR)) or fits.get(LINEAR)
     if primary is None:
