@@ -209,6 +209,9 @@ def test_from_sweep_backtests_against_the_held_out_size(tmp_path):
         assert c["actual"] == pytest.approx(t)
         assert c["error"] == pytest.approx((c["predicted"] - t) / t)
     assert json.loads((tmp_path / "forecast.json").read_text())["backtest"] == json.loads(json.dumps(out["backtest"]))
+    # a target database counts one more document (the import marker): its build is still the one held out
+    plus_one = fr.from_sweep(SWEEP, fr.target_from_docs(top + 1), out_dir=tmp_path)
+    assert plus_one["sizes"] == out["sizes"] and set(plus_one["backtest"]) == set(out["backtest"])
 
 
 def test_finish_writes_forecast_json(tmp_path):

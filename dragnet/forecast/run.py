@@ -48,10 +48,15 @@ def read_target(spec: str, env: dict | None = None) -> dict:
         info = connect(base, env=env).get(db_path(db))
     except CouchError as exc:
         raise DragnetError(f"--target {mask_url(spec)}: {exc}") from None
-    docs = int(info.get("doc_count") or 0)
-    if docs == 0:
+    try:    # design documents count in doc_count but are not mapped
+        design = len(connect(base, env=env).get(f"{db_path(db)}/_design_docs").get("rows") or [])
+    except CouchError:
+        design = 0
+    docs = int(info.get("doc_count") or 0) - design
+    if docs <= 0:
         raise UsageError(f"--target {mask_url(spec)}: the database is empty")
-    return {"url": mask_url(spec), "db": db, "doc_count": docs, "sizes": info.get("sizes") or {}}
+    return {"url": mask_url(spec), "db": db, "doc_count": docs, "design_docs": design,
+            "sizes": info.get("sizes") or {}}
 
 
 def data_distribution(path: Path, limit: int | None = None) -> SizeDistribution:
@@ -177,13 +182,15 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
     summary, manifests = sz.load(folder)
     summary = {**summary, "dir": str(folder)}
     n = int(target["doc_count"])
-    used = {k: m for k, m in manifests.items() if k < n}
+    # a size within 0.1 % of the target is the target built (a database counts its import marker)
+    held = next((k for k in sorted(manifests) if abs(k - n) <= n / 1000), None)
+    used = {k: m for k, m in manifests.items() if k < n and k != held}
     if len(used) < 2:
         raise UsageError(f"{folder}: fewer than two sizes below the target {n:,}")
-    out = finish({**summary, "per_size": {k: v for k, v in summary["per_size"].items() if int(k) < n}}, used,
+    out = finish({**summary, "per_size": {k: v for k, v in summary["per_size"].items() if int(k) in used}}, used,
                  target=target, folder=out_dir or folder, weighting=weighting)
-    if n in manifests:
-        actual = [r for r in sz.sweep_runs({n: manifests[n]}) if r.get("status") == "ok"]
+    if held is not None:
+        actual = [r for r in sz.sweep_runs({held: manifests[held]}) if r.get("status") == "ok"]
         checks = {}
         for name, per_lang in out["forecasts"].items():
             for lang, f in per_lang.items():
