@@ -336,6 +336,55 @@ def test_live_forecast_small(live_url, tmp_path):
         # no design document of the sweep is left behind
         for n in sizes:
             assert couch.get(f"/{db}-{n}/_design_docs")["rows"] == []
+        # a design document's two views, on the same databases: its index sizes are read too (the build
+        # deletes its copy of the design doc itself)
+        app = Path(__file__).parent / "ddocs" / "app.json"
+        r = CliRunner().invoke(main, ["forecast", "--url", live_url, "--db", db, "--target-docs", "12000",
+                                      "--sizes", ",".join(map(str, sizes)), "--ddoc", str(app),
+                                      "--view", "by_year,name_words", "--no-baseline",
+                                      "--results", str(tmp_path / "app"), "--json"])
+        assert r.exit_code == 0, r.output
+        f = json.loads(r.output.strip().splitlines()[-1])["forecasts"][""]
+        assert set(f) == {"javascript"}
+        for q in ("index_size", "index_active", "disk_growth"):
+            pts = f["javascript"]["quantities"][q]["points"]
+            assert [p[0] for p in pts] == sizes and all(p[1] > 0 for p in pts), q
+    finally:
+        for n in sizes:
+            couch.request("DELETE", f"/{db}-{n}", ok=(200, 202, 404))
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("option,values,keys", [
+    ("--memory", "unlimited,1g", None),
+    ("--cpus", "1,2", {"cpus=1", "cpus=2"}),
+])
+def test_live_forecast_per_variant(live_url, tmp_path, option, values, keys):
+    """One forecast per memory limit or core count, each on its own builds; the page-cache warning fires
+    for the limit the target's database does not fit in, not for the machine's memory."""
+    from dragnet.couchdb.client import connect
+
+    if option == "--memory" and os.geteuid() != 0:
+        pytest.skip("memory limits need root (cgroups)")
+    couch = connect(live_url)
+    db = f"dragnet_test_fcvar_{os.getpid()}"
+    sizes = [300, 600, 900]
+    try:
+        r = CliRunner().invoke(main, ["forecast", "--url", live_url, "--db", db, "--target-docs", "20000",
+                                      "--target-bytes", "2g", "--sizes", ",".join(map(str, sizes)),
+                                      "--languages", "javascript", "--no-baseline", option, values,
+                                      "--results", str(tmp_path / "fc"), "--json"])
+        assert r.exit_code == 0, r.output
+        out = json.loads(r.output.strip().splitlines()[-1])
+        f = out["forecasts"]
+        assert len(f) == 2 and (keys is None or set(f) == keys)
+        for name, per in f.items():
+            e = per["javascript"]["quantities"]["build_time"]
+            assert [p[0] for p in e["points"]] == sizes, name     # each variant fitted on its own three builds
+            assert Path(out["charts"][name]).stat().st_size > 0
+        if option == "--memory":
+            cache = {name: any("page cache" in w for w in per["javascript"]["warnings"]) for name, per in f.items()}
+            assert sorted(cache.values()) == [False, True], cache     # 2 GiB fits 24 GiB, not 1 GiB
     finally:
         for n in sizes:
             couch.request("DELETE", f"/{db}-{n}", ok=(200, 202, 404))

@@ -18,6 +18,7 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
               help="Folder with the view in every language [default: views/income].")
 @click.option("--ddoc", "ddoc_source", default=None, metavar="SOURCE",
               help="Your design document instead of --views (JSON file, couchapp folder or URL/db/_design/x).")
+@click.option("--view", "view_names", default=None, metavar="NAME,...", help="With --ddoc: only these views.")
 @click.option("--target", default=None, metavar="URL/db", help="The database to forecast for (GET /db: its "
               "documents and file size).")
 @click.option("--target-docs", default=None, help="Documents to forecast for, instead of --target (e.g. 200k).")
@@ -44,7 +45,7 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
               help="Re-forecast a recorded sweep (a `bench --sizes` or forecast sweep folder) without building; "
                    "when it built the target size too, print each prediction's error against it (a back-test).")
 @json_option
-def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_bytes, sizes_text, budget,
+def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_docs, target_bytes, sizes_text, budget,
                  languages, no_baseline, repeat, q, memories, cpus_text, weighting, results_dir, from_sweep, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
@@ -64,6 +65,8 @@ def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_
         raise UsageError("--target-bytes goes with --target-docs")
     if ddoc_source and views:
         raise UsageError("--ddoc and --views: give one of them")
+    if view_names and not ddoc_source:
+        raise UsageError("--view goes with --ddoc")
     budget_s = fr.parse_budget(budget)
     if from_sweep:
         tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes)
@@ -77,7 +80,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, target, target_docs, target_
     design = None
     if ddoc_source:
         from dragnet.build import design as dsg
-        design = dsg.load(ddoc_source)
+        design = dsg.load(ddoc_source, views=b.parse_list(view_names, "--view") or None)
     langs = b.parse_list(languages, "--languages")
     tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -190,6 +190,9 @@ def watched_build(inner: Callable[..., dict]) -> Callable[..., dict]:
                 after = sizes(couch, db, ddoc)
             except CouchError:
                 pass
+            built = (result.get("index") or {}).get("sizes")
+            if after is not None and built:     # a design-doc build deletes its copy itself: its _info at the end
+                after["index"] = built
         written = bytes_written((result.get("pidstat") or {}).get("samples"))
         result["sizes"] = {**(result.get("sizes") or {}), "after": after, "peak_disk": peak,
                            "bytes_written": written}
