@@ -199,7 +199,7 @@ def _tie_docs(n: int = 120) -> list[dict]:
 
 def test_live_bench_classifies_the_functions_faults(live_url, live_db, tmp_path):
     from dragnet.bench.run import Bench, BenchConfig
-    from dragnet.cli.bench import blocking_runs
+    from dragnet.build.fault import blocking_runs
     from dragnet.build.design import Design
     from dragnet.errors import DragnetError
     from dragnet.servers.reference_engine import spec_for

@@ -370,3 +370,16 @@ def _classify_reduce(name: str, n: int, q: dict, source: str, rows: list[dict], 
                            [asdict(t) for t in check.trials])
     return Finding(name, ENGINE, n, f"the reference engine gave one result over {len(checked)} key(s)' rows "
                    f"({', '.join(map(str, checked))} rows) in every order and chunking tried")
+
+
+def blocking_runs(runs: list[dict], strict: bool = False) -> list[dict]:
+    """Runs whose differences fail the bench: the engine's always, the function's own with --strict
+    (results without classes, from before classification, count as the engine's)."""
+    out = []
+    for r in runs:
+        for key in ("comparison", "repeat_comparison"):
+            cmp = r.get(key) or {}
+            if cmp.get("differences") and (blocking(cmp.get("classes"), strict) or "classes" not in cmp):
+                out.append(r)
+                break
+    return out

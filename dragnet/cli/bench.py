@@ -275,23 +275,10 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
             from dragnet.cli.compare import render
             render(cmp)
         click.echo(f"results: {bench.dir} (`dragnet report {bench.dir} --plot DIR` for charts)")
-    if (failed and len(failed) == len(runs)) or blocking_runs(runs, strict):
+    from dragnet.build import fault
+
+    if (failed and len(failed) == len(runs)) or fault.blocking_runs(runs, strict):
         sys.exit(1)
-
-
-def blocking_runs(runs: list[dict], strict: bool = False) -> list[dict]:
-    """Runs whose differences fail the bench: the engine's always, the function's own with --strict
-    (results without classes, from before classification, count as the engine's)."""
-    from dragnet.build.fault import blocking
-
-    out = []
-    for r in runs:
-        for key in ("comparison", "repeat_comparison"):
-            cmp = r.get(key) or {}
-            if cmp.get("differences") and (blocking(cmp.get("classes"), strict) or "classes" not in cmp):
-                out.append(r)
-                break
-    return out
 
 
 def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
@@ -323,7 +310,9 @@ def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
             for line in differences_lines(ix["dir"], ix["manifest"]["runs"]):
                 click.echo(line)
         click.echo(f"results: {summary['dir']}")
-    if blocking_runs(runs, strict) or not any(r["status"] == "ok" for r in runs):
+    from dragnet.build import fault
+
+    if fault.blocking_runs(runs, strict) or not any(r["status"] == "ok" for r in runs):
         sys.exit(1)
 
 
