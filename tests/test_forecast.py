@@ -381,6 +381,8 @@ def test_live_forecast_per_variant(live_url, tmp_path, option, values, keys):
         for name, per in f.items():
             e = per["javascript"]["quantities"]["build_time"]
             assert [p[0] for p in e["points"]] == sizes, name     # each variant fitted on its own three builds
+            growth = per["javascript"]["quantities"]["disk_growth"]["points"]
+            assert [p[0] for p in growth] == sizes, name           # peak disk sampled in every variant too
             assert Path(out["charts"][name]).stat().st_size > 0
         if option == "--memory":
             cache = {name: any("page cache" in w for w in per["javascript"]["warnings"]) for name, per in f.items()}

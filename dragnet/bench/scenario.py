@@ -293,12 +293,16 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
     if m.oom:
         msg = limits.oom_message(sc.memory) if sc.memory else "CouchDB was OOM-killed"
         result["summary"].update(ok=False, oom_killed=True, outcome=msg, error=msg)
-        result["sizes"] = {"before": before, "after": None}
+        result["sizes"] = {**(result.get("sizes") or {}), "before": before, "after": None}
         return result
     after = sizes(couch, db, f"_design/{ddoc}")
+    built = (result.get("sizes") or {}).get("after")   # what the build itself read (a watched build's)
+    if built and built.get("index") and not after.get("index"):
+        after["index"] = built["index"]
     written = bytes_written((result.get("pidstat") or {}).get("samples"))
     index_file = ((after.get("index") or {}).get("file"))
-    result["sizes"] = {"before": before, "after": after, "bytes_written": written,
+    # kept: what the build recorded itself (a forecast's peak disk and growth)
+    result["sizes"] = {**(result.get("sizes") or {}), "before": before, "after": after, "bytes_written": written,
                        "write_amplification": write_amplification(written, index_file)}
     return result
 

@@ -113,7 +113,9 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
             console.print(f"size {d['count']:,} ({d['db']}) …")
         elif kind == "done":
             msg = f"{d['wall_time_s']:.1f} s" if d["status"] == "ok" else f"[red]{d['status']}[/red]: {d['error']}"
-            console.print(f"    {d['language']}: {msg}", highlight=False)
+            from dragnet.bench.sizes import variant
+
+            console.print(f"    {d['language']}{' ' + variant(d) if variant(d) else ''}: {msg}", highlight=False)
 
     out = fr.run(config, target=tgt, sizes_text=sizes_text, budget_s=budget_s, data=source, folder=folder,
                  on_event=on_event, weighting=weighting)
