@@ -184,6 +184,9 @@ def test_interval_spans_every_model_and_disagreement_is_said():
     assert len(ks) < len(fc.power_fits(curved))       # some exponents are rejected
     assert e["prediction"]["model"] == fc.POWER and e["fit"]["k"] > 1.3
     assert any("models disagree" in w for w in e["warnings"])
+    # three noisy builds far from the target: a wide interval, but no negative time
+    wide = fc.quantity_forecast([(1000, 2.0), (2000, 5.0), (4000, 6.0)], "build_time", 1_000_000)
+    assert wide["prediction"]["low"] == 0.0 and min(m["prediction"]["low"] for m in wide["models"].values()) < 0
     straight = [(n, 1.0 + 1e-3 * n + rng.gauss(0, 0.01)) for n in (5000, 10000, 20000, 40000)]
     assert not any("models disagree" in w for w in fc.quantity_forecast(straight, "build_time", 60_000)["warnings"])
 

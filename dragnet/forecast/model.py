@@ -332,6 +332,9 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
                                              "low": target_db_bytes + growth["low"],
                                              "high": target_db_bytes + growth["high"]}
             qs["peak_disk"]["basis"] = f"the target's database ({_mib(target_db_bytes)}) + disk_growth"
+            # its own shapes no longer make the forecast: disk_growth's warnings speak for it
+            qs["peak_disk"]["warnings"] = [w for w in qs["peak_disk"].get("warnings") or []
+                                           if "models disagree" not in w]
         out[lang] = {"measured_sizes": measured, "quantities": qs, "warnings": common}
     return out
 
@@ -356,8 +359,9 @@ def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_do
         ks = power_fits(pts, weighting, level)
         bounds += [predict(f, target_docs, level) for f in ks]
         entry["models"][POWER]["k_range"] = [min(f.k for f in ks), max(f.k for f in ks)]
+    # a time or a size is never below zero, whatever a wide interval says
     entry["prediction"] = {**asdict(main), "model": primary.model,
-                           "low": min(p.low for p in bounds), "high": max(p.high for p in bounds)}
+                           "low": max(0.0, min(p.low for p in bounds)), "high": max(p.high for p in bounds)}
     entry["warnings"] = warnings(target_docs=target_docs, measured=[], fit=primary, quantity=quantity)
     values = [p.value for p in preds.values()]
     if main.value and (max(values) - min(values)) / abs(main.value) > DISAGREE:
