@@ -428,3 +428,28 @@ def test_no_preexec_fn_anywhere():
     root = pathlib.Path(ctl.__file__).parent
     users = [str(p.relative_to(root)) for p in root.rglob("*.py") if "preexec_fn=" in p.read_text()]
     assert users == []
+
+
+def test_cores_come_from_a_cpuset_group_or_an_affinity_mask(tmp_path):
+    from dragnet.couchdb import limits
+
+    v1 = limits.CgroupLayout(1, cpuset=tmp_path / "cpuset")
+    p = limits.cpuset_plan(v1, "dragnet-couch-5999", [1, 0], mems="0")
+    grp = tmp_path / "cpuset" / "dragnet-couch-5999"
+    assert p.groups == [grp]
+    # v1: mems before cpus, or no process may join
+    assert p.writes == [(grp / "cpuset.mems", "0"), (grp / "cpuset.cpus", "0,1")]
+    v2 = limits.CgroupLayout(2, cpuset=tmp_path)
+    p2 = limits.cpuset_plan(v2, "g", [0])
+    assert p2.writes == [(tmp_path / "cgroup.subtree_control", "+cpuset"), (tmp_path / "g" / "cpuset.cpus", "0")]
+    with pytest.raises(DragnetError, match="no writable cgroup cpuset"):
+        limits.cpuset_plan(limits.CgroupLayout(1), "g", [0])
+    # the start script joins the group itself, then execs CouchDB: beam and its children are in it from the start
+    argv = local.pinned_argv(grp, {0, 1})
+    assert argv[:2] == ["sh", "-c"] and str(grp / "cgroup.procs") in argv[2] and 'exec "$@"' in argv[2]
+    assert local.pinned_argv(None, {1, 0}) == ["taskset", "-c", "0,1"] and local.pinned_argv(None, None) == []
+    # a detected v1 layout names the cpuset mount
+    (tmp_path / "root" / "cpuset").mkdir(parents=True)
+    (tmp_path / "root" / "cpuset" / "cpuset.cpus").write_text("0-1\n")
+    assert limits.detect(tmp_path / "root").cpuset == tmp_path / "root" / "cpuset"
+

@@ -144,6 +144,13 @@ def test_cpus_1_holds_beam_and_a_query_server(live_url, tmp_path):
         assert checked["cores"] == [sorted(os.sched_getaffinity(0))[0]]
         names = set(checked["processes"].values())
         assert "beam.smp" in names and "couchjs" in names, names
+        if os.geteuid() == 0 and Path("/sys/fs/cgroup/cpuset/cpuset.cpus").exists():
+            # a cpuset cgroup held them (every checked pid was in it), and it went with the restart back
+            group = checked["via"].split(" ", 1)[1]
+            assert checked["via"].startswith("cgroup ") and "dragnet-couch-" in group
+            assert not Path(group).exists() or managed_instance(live_url, env).cpuset_group == group
+        else:
+            assert checked["via"] == "affinity"
     finally:
         _drop(couch, db)
     p = _bench(live_url, tmp_path, "--db", db, "--cpus", "3")

@@ -1,8 +1,9 @@
 """The `--cpus 1,2` bench axis: the cores CouchDB (beam and its query servers) may run on.
 
-Local backend: the release starts under `taskset` (dragnet.couchdb.local), so beam and every query server it
-spawns inherit the cpuset; docker: the container's cpuset_cpus. Applied by a restart; checked by reading
-Cpus_allowed_list of beam and of its running descendants (query servers) from /proc.
+Local backend: the release starts inside a cpuset cgroup (dragnet.couchdb.limits.cpuset_group; `taskset`
+where no cpuset controller is writable), so beam and every query server it spawns inherit it; docker: the
+container's cpuset_cpus. Applied by a restart; checked by reading Cpus_allowed_list of beam and of its
+running descendants (query servers) from /proc and, with a cgroup, that each is in the group.
 """
 
 from __future__ import annotations
@@ -75,11 +76,15 @@ def processes(root: int) -> dict[int, str]:
     return out
 
 
-def check(value: str, root_pid: int | None) -> dict:
-    """Every process of the CouchDB tree runs on the value's cores; what was checked, or DragnetError."""
+def check(value: str, root_pid: int | None, group: str | None = None) -> dict:
+    """Every process of the CouchDB tree runs on the value's cores (and, with a cpuset cgroup, is in that
+    group); what was checked, or DragnetError."""
+    from dragnet.couchdb.limits import group_members
+
     if root_pid is None:
         raise DragnetError(f"--cpus {value}: cannot find CouchDB's processes to check the cpuset")
     want = set(cpuset(int(value)))
+    members = set(group_members(group)) if group else None
     seen = {}
     for pid, comm in processes(root_pid).items():
         got = allowed(pid)
@@ -88,5 +93,7 @@ def check(value: str, root_pid: int | None) -> dict:
         if got != want:
             raise DragnetError(f"--cpus {value}: {comm} (pid {pid}) may run on cores {sorted(got)}, not "
                                f"{sorted(want)}")
+        if members is not None and pid not in members:
+            raise DragnetError(f"--cpus {value}: {comm} (pid {pid}) is not in the cpuset group {group}")
         seen[pid] = comm
-    return {"cores": sorted(want), "processes": seen}
+    return {"cores": sorted(want), "processes": seen, "via": f"cgroup {group}" if group else "affinity"}

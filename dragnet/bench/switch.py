@@ -135,7 +135,7 @@ class AxisSwitcher:
             couch = connect(self.url, env=self.env)
             self.versions = None
             if "cpus" in want:
-                self.checks["cpus"] = axis_cpus.check(want["cpus"], self._root_pid())
+                self.checks["cpus"] = axis_cpus.check(want["cpus"], self._root_pid(), self._group())
         if self.versions is None:
             self.versions = axis_couchdb.versions(couch)
         db = self.db
@@ -167,7 +167,11 @@ class AxisSwitcher:
     def verify(self, run: dict) -> dict | None:
         """After a build (its query servers still in the pool): every CouchDB process on the run's cores."""
         cpus = (run.get("axes") or {}).get("cpus")
-        return None if cpus is None else axis_cpus.check(cpus, self._root_pid())
+        return None if cpus is None else axis_cpus.check(cpus, self._root_pid(), self._group())
+
+    def _group(self) -> str | None:
+        """The local CouchDB's cpuset cgroup (None: pinned by affinity, or a container)."""
+        return getattr(self.inst, "cpuset_group", None) if self.inst.backend == "local" else None
 
     def _root_pid(self) -> int | None:
         if self.inst.backend == "docker":

@@ -40,6 +40,7 @@ class Instance:
     image: str | None = None
     volume: str | None = None
     cpus: float | None = None
+    cpuset_group: str | None = None  # local: the cpuset cgroup its processes run in (else taskset pinned them)
     memory: int | None = None
     limits: dict | None = None   # docker: a bench scenario's container settings (mem_limit, device_read_iops…)
     started_at: float = field(default_factory=time.time)

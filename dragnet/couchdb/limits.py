@@ -1,7 +1,7 @@
 """Memory limits and disk throttles for a CouchDB under test: profiles, what a scenario limits whatever
 enforces it (`Limits`: memory, the profile's throttles, the data's device, and the words the report uses),
 a pure cgroup plan (which file gets which value, v1 or v2) for the local backend, applying and removing
-it, OOM detection, and the page-cache state. The docker backend maps the same `Limits` to a container's
+it, OOM detection, and the page-cache state; and the cpuset group a local CouchDB runs in with `--cpus`. The docker backend maps the same `Limits` to a container's
 settings (dragnet.couchdb.docker.limit_settings).
 
 The plan is pure so it tests without root; `apply` writes it and `remove` undoes it (processes moved
@@ -16,6 +16,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from dragnet.errors import DragnetError, UsageError
 from dragnet.measure.iostat import BlockDevice, NoBlockDevice, device_of
@@ -159,16 +160,63 @@ class CgroupLayout:
     version: int
     memory: Path | None = None      # v1 memory mount, or the v2 root
     blkio: Path | None = None       # v1 blkio mount, or the v2 root
+    cpuset: Path | None = None      # v1 cpuset mount, or the v2 root
 
 
 def detect(root: str | Path = "/sys/fs/cgroup") -> CgroupLayout:
     root = Path(root)
     if (root / "cgroup.controllers").exists():
         ctrls = (root / "cgroup.controllers").read_text().split()
-        return CgroupLayout(2, root if "memory" in ctrls else None, root if "io" in ctrls else None)
+        return CgroupLayout(2, root if "memory" in ctrls else None, root if "io" in ctrls else None,
+                            root if "cpuset" in ctrls else None)
     mem = root / "memory" if (root / "memory" / "memory.limit_in_bytes").exists() else None
     blk = root / "blkio" if (root / "blkio" / "blkio.throttle.read_iops_device").exists() else None
-    return CgroupLayout(1, mem, blk)
+    cpu = root / "cpuset" if (root / "cpuset" / "cpuset.cpus").exists() else None
+    return CgroupLayout(1, mem, blk, cpu)
+
+
+def cpuset_plan(layout: CgroupLayout, name: str, cores: Sequence[int], mems: str | None = None) -> Plan:
+    """A cpuset group holding CouchDB's processes on `cores` (pure). v1 needs the group's cpuset.mems set
+    before a process may join: the parent's (`mems`, read by the caller)."""
+    if layout.cpuset is None:
+        raise DragnetError(f"no writable cgroup cpuset controller (cgroup v{layout.version})")
+    cpus = ",".join(map(str, sorted(cores)))
+    grp = layout.cpuset / name
+    p = Plan(layout=layout, groups=[grp])
+    if layout.version == 2:
+        p.writes.append((layout.cpuset / "cgroup.subtree_control", "+cpuset"))
+    else:
+        p.writes.append((grp / "cpuset.mems", mems or "0"))
+    p.writes.append((grp / "cpuset.cpus", cpus))
+    p.enforced.append(f"cpuset.cpus {cpus}")
+    return p
+
+
+def cpuset_group(cores: Sequence[int], port: int, root: str | Path = "/sys/fs/cgroup") -> Plan | None:
+    """The cpuset group of the local CouchDB on `port`, made and written (None where no cpuset controller
+    is writable: not root, or none mounted; the caller falls back to an affinity mask)."""
+    layout = detect(root)
+    if layout.cpuset is None or os.geteuid() != 0:
+        return None
+    mems = None
+    if layout.version == 1:
+        try:
+            mems = (layout.cpuset / "cpuset.mems").read_text().strip()
+        except OSError:
+            return None
+    p = cpuset_plan(layout, f"dragnet-couch-{port}", cores, mems)
+    apply(p, [])
+    return p
+
+
+def group_members(path: str | Path) -> list[int]:
+    """Processes in a cgroup directory (cgroup.procs)."""
+    return _members(Path(path))
+
+
+def remove_group(path: str | Path) -> None:
+    """Processes back to the parent group, the group deleted (a group recorded by path, e.g. in state)."""
+    remove(Plan(layout=detect(), groups=[Path(path)]))
 
 
 @dataclass

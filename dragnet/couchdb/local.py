@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dragnet.couchdb import control as ctl
+from dragnet.couchdb import limits
 from dragnet.couchdb import storage as storage
 from dragnet.errors import DragnetError, UsageError
 from dragnet.servers.discovery import couchdb_home
@@ -258,8 +260,11 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     with open(log, "ab") as logf:
         logf.write(f"\n=== dragnet couch up {time.strftime('%Y-%m-%dT%H:%M:%S')} port {port}\n".encode())
         logf.flush()
-        # taskset in argv: a pre-exec callback after fork is unsafe while other threads run
-        pin = ["taskset", "-c", ",".join(map(str, sorted(affinity)))] if affinity else []
+        # the cores: a cpuset cgroup the start script enters before it execs beam (every query server beam
+        # spawns inherits it), else an affinity mask; both in argv, as a pre-exec callback after fork is
+        # unsafe while other threads run
+        group = limits.cpuset_group(sorted(affinity), port) if affinity else None
+        pin = pinned_argv(group.groups[0] if group else None, affinity)
         proc = subprocess.Popen(
             [*pin, str(release.script)], cwd=release.home, env=build_env(release, ini, vm_args, env),
             stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
@@ -268,7 +273,8 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     inst = ctl.Instance(backend="local", port=port, user=user, storage=storage.storage_label(data),
                         data_dir=str(data), pid=proc.pid, pid_start=process_start(proc.pid),
                         home=str(release.home), run_dir=str(run_dir), log=str(log), mounted_tmpfs=mounted,
-                        cpus=float(len(affinity)) if affinity else None)
+                        cpus=float(len(affinity)) if affinity else None,
+                        cpuset_group=str(group.groups[0]) if group else None)
     ctl.save_state(inst, env)  # before waiting: a failed start can still be cleaned up by `down`
 
     def alive() -> str | None:
@@ -285,6 +291,13 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
         stop(inst, env=env, timeout=3)
         raise
     return inst
+
+
+def pinned_argv(group: Path | None, affinity: set[int] | None) -> list[str]:
+    """The argv prefix that starts CouchDB on its cores: into the cpuset group, or under taskset."""
+    if group is not None:
+        return ["sh", "-c", f'echo $$ > {shlex.quote(str(group / "cgroup.procs"))} && exec "$@"', "sh"]
+    return ["taskset", "-c", ",".join(map(str, sorted(affinity)))] if affinity else []
 
 
 def _affinity(cpus: float | None) -> set[int] | None:
@@ -352,6 +365,8 @@ def stop(inst: ctl.Instance, *, timeout: float = STOP_TIMEOUT, env: dict | None 
         proc = _CHILDREN.pop(pid, None)
         if proc is not None:
             proc.wait(timeout=5)
+    if inst.cpuset_group:
+        limits.remove_group(inst.cpuset_group)
     if inst.mounted_tmpfs and inst.data_dir:
         storage.unmount(inst.data_dir)
     if purge:
