@@ -231,3 +231,17 @@ def test_report_by_one_setting_keeps_the_other_settings_apart():
                                                      "config:view_updater/gc_interval_docs=1"] for g in got)
     (whole,) = report_by.compare(res, ["config"])       # every setting together: one group, four values
     assert len(whole["values"]) == 4
+
+
+def test_config_restart_settings_parse_apart_and_are_restart_axes():
+    from dragnet.axes import config as axis_config
+    from dragnet.axes.model import LIVE, RESTART
+    from dragnet.bench.switch import AxisOptions
+
+    live, rst = axis_config.parse_all(["view_updater/gc_interval_docs=1,1000"], ["couchdb/max_dbs_open=700"])
+    assert (live.restart, rst.restart) == (False, True) and rst.values == ("700",)
+    axes = {a.name: a.how for a in AxisOptions(config=[live, rst]).axes("local")}
+    assert axes == {"config:view_updater/gc_interval_docs": LIVE, "config:couchdb/max_dbs_open": RESTART}
+    with pytest.raises(UsageError, match="--config couchdb/x given twice"):
+        axis_config.parse_all(["couchdb/x=1"], ["couchdb/x=2"])
+

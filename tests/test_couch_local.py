@@ -453,3 +453,13 @@ def test_cores_come_from_a_cpuset_group_or_an_affinity_mask(tmp_path):
     (tmp_path / "root" / "cpuset" / "cpuset.cpus").write_text("0-1\n")
     assert limits.detect(tmp_path / "root").cpuset == tmp_path / "root" / "cpuset"
 
+
+def test_restart_settings_are_appended_to_the_generated_ini():
+    ini = local.render_ini(port=5999, data_dir="/d", user="a", password="p",
+                           extra={"couchdb/max_dbs_open": "700", "native_query_servers/enable_erlang_query_server": "true"})
+    tail = ini.split("; set by dragnet bench --config-restart", 1)[1]
+    # after every generated section, so CouchDB's ini reader lets these win
+    assert tail.strip().splitlines() == ["[couchdb]", "max_dbs_open = 700",
+                                         "[native_query_servers]", "enable_erlang_query_server = true"]
+    assert "--config-restart" not in local.render_ini(port=5999, data_dir="/d", user="a", password="p")
+

@@ -66,6 +66,41 @@ def test_a_config_sweep_records_each_value_and_puts_config_back(live_url, tmp_pa
         _drop(couch, db)
 
 
+def test_a_restart_setting_is_written_restarted_checked_and_undone(live_url, tmp_path):
+    """--config-restart: each value in the ini and CouchDB restarted on it, read back; the node the bench
+    found (its ini included) comes back; a section CouchDB refuses over HTTP points to --config-restart."""
+    from dragnet.bench.run import managed_instance
+
+    env = {**os.environ}
+    inst = managed_instance(live_url, env)
+    if inst is None or inst.backend != "local":
+        pytest.skip("--config-restart restarts CouchDB: needs a local one started by `dragnet couch up`")
+    couch = connect(live_url)
+    before = _config(couch)
+    db = f"dragnet_axrst_{int(time.time())}"
+    try:
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path, 40)), "--repeat", "1",
+                   "--no-baseline", "--config-restart", "couchdb/max_dbs_open=700,900")
+        assert p.returncode == 0, p.stdout + p.stderr
+        m = json.loads((tmp_path / "out" / "bench.json").read_text())
+        assert [r["axes"] for r in m["runs"]] == [{"config:couchdb/max_dbs_open": "700"},
+                                                  {"config:couchdb/max_dbs_open": "900"}]
+        assert all(r["status"] == "ok" for r in m["runs"])
+        results = [json.loads((tmp_path / "out" / r["result_file"]).read_text()) for r in m["runs"]]
+        assert [r["bench"]["axes"]["config"] for r in results] == ["couchdb/max_dbs_open=700",
+                                                                   "couchdb/max_dbs_open=900"]
+        # back on the node it found: same settings, no leftover line in its ini
+        couch = connect(live_url)
+        assert _config(couch)["couchdb"].get("max_dbs_open") == before["couchdb"].get("max_dbs_open")
+        now = managed_instance(live_url, env)
+        assert not now.ini and "max_dbs_open = 700" not in (Path(now.run_dir) / "local.ini").read_text()
+    finally:
+        _drop(connect(live_url), db)
+    p = _bench(live_url, tmp_path, "--db", db, "--config", "native_query_servers/enable_erlang_query_server=true")
+    assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "--config-restart native_query_servers/enable_erlang_query_server" in p.stderr
+
+
 def test_config_is_put_back_when_sigterm_arrives_mid_sweep(live_url, tmp_path):
     couch = connect(live_url)
     before = _config(couch)

@@ -1,5 +1,9 @@
 """The `--config SECTION/KEY=V1,V2` bench axis: CouchDB settings set through /_node/_local/_config.
 
+A setting given with --config-restart is not set live: it is written into the managed CouchDB's ini and
+CouchDB restarted (dragnet.bench.switch), checked by reading it back, and undone by a restart without it;
+sections CouchDB refuses over HTTP (native_query_servers, query_servers, …) can only be given that way.
+
 Pure parts: parsing, the keys a default.ini knows (its commented-out examples included: most settings ship
 commented), the nearest known key for a typo, and whether a key applies to a version. The rest sets a value
 on the running node, reads it back, and puts the value found before back afterwards (deleting a key that
@@ -26,6 +30,7 @@ class Setting:
     section: str
     key: str
     values: tuple[str, ...]
+    restart: bool = False     # --config-restart: written into the ini and CouchDB restarted, not set live
 
     @property
     def name(self) -> str:
@@ -35,9 +40,9 @@ class Setting:
         return f"{self.name}={value}"
 
 
-def parse(text: str) -> Setting:
+def parse(text: str, restart: bool = False) -> Setting:
     """'view_updater/gc_interval_docs=1,1000,infinity' -> Setting; a one-line UsageError otherwise."""
-    where = f"--config {text}"
+    where = f"--config{'-restart' if restart else ''} {text}"
     name, eq, values = text.partition("=")
     section, slash, key = name.strip().partition("/")
     if not eq or not slash or not section or not key or "/" in key:
@@ -47,11 +52,11 @@ def parse(text: str) -> Setting:
         raise UsageError(f"{where}: an empty value")
     if len(set(vals)) != len(vals):
         raise UsageError(f"{where}: a value given twice")
-    return Setting(section.strip(), key.strip(), tuple(vals))
+    return Setting(section.strip(), key.strip(), tuple(vals), restart)
 
 
-def parse_all(texts: list[str]) -> list[Setting]:
-    out = [parse(t) for t in texts]
+def parse_all(texts: list[str], restart_texts: list[str] | None = None) -> list[Setting]:
+    out = [parse(t) for t in texts] + [parse(t, restart=True) for t in restart_texts or []]
     names = [s.name for s in out]
     for n in names:
         if names.count(n) > 1:
@@ -133,6 +138,10 @@ def put(couch: Couch, s: Setting, value: str | None) -> None:
             couch.request("PUT", _path(s), json=value, ok=(200,))
     except CouchError as exc:
         why = " ".join(str(x) for x in (exc.status, exc.error, exc.reason) if x)
+        if exc.status == 403 and "blacklisted" in str(exc.reason or ""):
+            # CouchDB takes these sections (native_query_servers, query_servers, …) only from its ini files
+            raise UsageError(f"--config {s.name}: CouchDB does not take it over HTTP ({why}); give it as "
+                             f"--config-restart {s.name}=… (written into the ini, CouchDB restarted)") from None
         raise DragnetError(f"--config {s.label(value or '')}: CouchDB refused it ({why})") from None
 
 
@@ -170,6 +179,8 @@ def validate(couch: Couch, settings: list[Setting], skip: dict[str, list[str]] |
     applied = Applied()
     try:
         for s in settings:
+            if s.restart:        # set only before a start: checked by reading it back after the restart
+                continue
             for v in s.values:
                 applied.set(couch, s, v)
     finally:
@@ -188,3 +199,10 @@ def default_ini_of(inst, couchdb_value: str | None = None, env: dict | None = No
 
     return image_file(couchdb_value or inst.image, "/opt/couchdb/etc/default.ini", env=env)
 
+
+def check_restarted(couch: Couch, settings: dict[Setting, str]) -> None:
+    """After a restart: the node runs with every --config-restart value, or a one-line DragnetError."""
+    for s, value in settings.items():
+        now = read(couch, s)
+        if now != value:
+            raise DragnetError(f"--config-restart {s.label(value)}: after the restart the node reads {now!r}")

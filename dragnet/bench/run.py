@@ -361,20 +361,23 @@ _KEEP = object()
 
 
 def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: dict | None = None,
-               limits: Any = _KEEP, home: str | None = None, image: str | None = None, cpus: Any = _KEEP):
+               limits: Any = _KEEP, home: str | None = None, image: str | None = None, cpus: Any = _KEEP,
+               ini: Any = _KEEP):
     """Stop the managed CouchDB and start it again (same backend, port, limits) with data on storage_kind.
     docker: `limits` are a scenario's container settings (None: the instance's own --memory only).
-    home (local release), image (docker) and cpus: another CouchDB or core count (bench axes)."""
+    home (local release), image (docker) and cpus: another CouchDB or core count (bench axes); ini (local):
+    settings written into its ini before it starts (--config-restart; kept unless given)."""
     env = _admin_env(url, env)
     mod = _backend(inst.backend)
     mod.stop(inst, env=env)
     cpus = inst.cpus if cpus is _KEEP else cpus
+    ini = getattr(inst, "ini", None) if ini is _KEEP else ini
     if inst.backend == "docker":
         return mod.up(port=inst.port, storage_kind=storage_kind, image=image or inst.image, cpus=cpus,
                       memory=str(inst.memory) if inst.memory else None, data_size=data_size, env=env,
                       limits=inst.limits if limits is _KEEP else limits)
     return mod.up(port=inst.port, storage_kind=storage_kind, home=home or inst.home, cpus=cpus,
-                  data_size=data_size, env=env)
+                  data_size=data_size, env=env, ini=ini)
 
 
 # ---------------------------------------------------------------- one run

@@ -46,7 +46,7 @@ class AxisOptions:
         if self.q:
             out.append(Axis("q", self.q, how=REFILL, label=lambda v: f"q{v}"))
         for s in self.config:
-            out.append(Axis(f"config:{s.name}", list(s.values), how=LIVE, label=s.label))
+            out.append(Axis(f"config:{s.name}", list(s.values), how=how if s.restart else LIVE, label=s.label))
         if self.ddoc:     # fastest after the language: revisions of a design doc alternate build by build
             out.append(Axis("ddoc", list(self.ddoc), label=lambda v: f"ddoc-{v}"))
         return out
@@ -78,15 +78,17 @@ class AxisSwitcher:
         self.versions: dict | None = None
         self.checks: dict = {}
         self.original = None if inst is None else {"home": inst.home, "image": inst.image, "cpus": inst.cpus,
-                                                    "limits": inst.limits}
+                                                    "limits": inst.limits, "ini": getattr(inst, "ini", None)}
 
     # -- before any build
     def check_up_front(self, couch: Couch) -> None:
         o, inst = self.opts, self.inst
         backend = inst.backend if inst is not None else None
-        if (o.couchdb or o.cpus) and inst is None:
-            raise UsageError("--couchdb and --cpus restart CouchDB: they need one started by `dragnet couch up` "
-                             "or --backend")
+        if (o.couchdb or o.cpus or self._restart_settings()) and inst is None:
+            raise UsageError("--couchdb, --cpus and --config-restart restart CouchDB: they need one started by "
+                             "`dragnet couch up` or --backend")
+        if self._restart_settings() and backend != "local":
+            raise UsageError("--config-restart: only the local backend writes its CouchDB's ini so far")
         if o.q and not self.data:
             raise UsageError("--q N,N fills one database per q: give --data")
         inis: dict[str, str] = {}
@@ -117,7 +119,8 @@ class AxisSwitcher:
         """Make the node match run["axes"]; (the connection, the database to build on)."""
         ax = run.get("axes") or {}
         inst = self.inst
-        want = {k: ax[k] for k in ("couchdb", "cpus") if k in ax}
+        restart_keys = ["couchdb", "cpus", *(f"config:{c.name}" for c in self._restart_settings())]
+        want = {k: ax[k] for k in restart_keys if k in ax}
         if want and not self.current and want == self._running(want):
             self.current = dict(want)      # the node the bench found or started already runs these
         if want and want != self.current:
@@ -126,6 +129,9 @@ class AxisSwitcher:
                 kw.update(axis_couchdb.restart_settings(want["couchdb"], inst.backend))
             if "cpus" in want:
                 kw.update(axis_cpus.restart_settings(want["cpus"], inst.backend, self.original["limits"]))
+            ini = {c.name: want[f"config:{c.name}"] for c in self._restart_settings() if f"config:{c.name}" in want}
+            if ini:
+                kw["ini"] = ini
             self.on_event("restart", {"storage": storage, "axes": want})
             self.applied.forget()
             from dragnet.bench.run import restart_on
@@ -136,6 +142,8 @@ class AxisSwitcher:
             self.versions = None
             if "cpus" in want:
                 self.checks["cpus"] = axis_cpus.check(want["cpus"], self._root_pid(), self._group())
+            axis_config.check_restarted(couch, {c: want[f"config:{c.name}"] for c in self._restart_settings()
+                                                if f"config:{c.name}" in want})
         if self.versions is None:
             self.versions = axis_couchdb.versions(couch)
         db = self.db
@@ -148,9 +156,12 @@ class AxisSwitcher:
             axis_q.check(ax["q"], cluster_of(couch, db))
         for s in self.opts.config:
             v = ax.get(f"config:{s.name}")
-            if v is not None:
+            if v is not None and not s.restart:
                 self.applied.set(couch, s, v)
         return couch, db
+
+    def _restart_settings(self) -> list:
+        return [s for s in self.opts.config if s.restart]
 
     def _running(self, want: dict) -> dict:
         """The restart-axis values the managed node runs with now, for the axes in want."""
@@ -162,6 +173,9 @@ class AxisSwitcher:
                 out["couchdb"] = want["couchdb"]
         if "cpus" in want and inst.backend == "local" and inst.cpus:
             out["cpus"] = str(int(inst.cpus))
+        for name, value in (getattr(inst, "ini", None) or {}).items():
+            if f"config:{name}" in want:
+                out[f"config:{name}"] = value
         return out
 
     def verify(self, run: dict) -> dict | None:
@@ -205,7 +219,7 @@ class AxisSwitcher:
         from dragnet.bench.run import restart_on
 
         kw = {"cpus": o["cpus"], "limits": o["limits"]}
-        kw.update({"image": o["image"]} if self.inst.backend == "docker" else {"home": o["home"]})
+        kw.update({"image": o["image"]} if self.inst.backend == "docker" else {"home": o["home"], "ini": o["ini"]})
         self.on_event("restart", {"storage": storage})
         self.inst = restart_on(self.inst, storage, self.url, env=self.env, **kw)
         self.current = {}

@@ -62,6 +62,9 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
 @click.option("--config", "configs", multiple=True, metavar="SECTION/KEY=V1,V2",
               help="Axis, repeatable: a CouchDB setting set through /_node/_local/_config, e.g. "
                    "view_updater/gc_interval_docs=1,1000,infinity; put back afterwards.")
+@click.option("--config-restart", "restart_configs", multiple=True, metavar="SECTION/KEY=V1,V2",
+              help="Axis, repeatable: a setting CouchDB takes only when it starts (local backend): written into "
+                   "its ini and CouchDB restarted per value; the ini it had is restored afterwards.")
 @click.option("--n", "n", type=click.IntRange(min=1), default=None, help="Replicas when creating the database "
               "(at most the cluster's nodes).")
 @click.option("--memory", "memories", default=None,
@@ -90,8 +93,8 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
 @store_option
 @json_option
 def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, strict, reference, languages, repeat,
-              storages, storage_label, backend, results_dir, no_baseline, q_text, couchdbs, cpus_text, configs, n,
-              memories, profiles, caches, sizes_text, plot_path, save_baseline, baseline_name, store_dir, as_json):
+              storages, storage_label, backend, results_dir, no_baseline, q_text, couchdbs, cpus_text, configs,
+              restart_configs, n, memories, profiles, caches, sizes_text, plot_path, save_baseline, baseline_name, store_dir, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -152,7 +155,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     qs = axis_q.parse(q_text)
     q = int(qs[0]) if len(qs) == 1 else None
     axis_opts = AxisOptions(couchdb=b.parse_list(couchdbs, "--couchdb"), cpus=axis_cpus.parse(cpus_text),
-                            q=qs if len(qs) > 1 else [], config=axis_config.parse_all(list(configs)),
+                            q=qs if len(qs) > 1 else [], config=axis_config.parse_all(list(configs), list(restart_configs)),
                             ddoc=revisions)
     if (len(qs) > 1 or revisions) and sizes_text is not None:   # each size is its own database already
         raise UsageError("--sizes with --q N,N or several --ddoc: not combinable yet")
