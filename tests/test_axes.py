@@ -245,3 +245,27 @@ def test_config_restart_settings_parse_apart_and_are_restart_axes():
     with pytest.raises(UsageError, match="--config couchdb/x given twice"):
         axis_config.parse_all(["couchdb/x=1"], ["couchdb/x=2"])
 
+
+def test_each_axis_module_builds_its_axis_with_its_behaviour():
+    from dragnet.axes import config as axis_config
+    from dragnet.axes.model import CONTAINER, LABEL, LIVE, REFILL, RESTART, merge_restart
+    from dragnet.bench.switch import AxisOptions
+
+    live, rst = axis_config.parse_all(["view_updater/gc_interval_docs=1,1000"], ["couchdb/max_dbs_open=700"])
+    opts = AxisOptions(couchdb=["a", "b"], cpus=["1", "2"], q=["2", "8"], config=[live, rst], ddoc={"x": 1, "y": 2})
+    local = opts.axes("local")
+    # restarts outermost, then databases, then live settings, the ddoc revision fastest
+    assert [(a.name, a.how) for a in local] == [
+        ("couchdb", RESTART), ("cpus", RESTART), ("config:couchdb/max_dbs_open", RESTART), ("q", REFILL),
+        ("config:view_updater/gc_interval_docs", LIVE), ("ddoc", LABEL)]
+    assert [a.how for a in opts.axes("docker")][:3] == [CONTAINER] * 3
+    for a in local:     # each kind carries what the switcher calls for it
+        assert (a.restart is not None) == (a.running is not None) == (a.how == RESTART), a.name
+        assert (a.apply is not None) == (a.how in (LIVE, REFILL)), a.name
+    assert [a.name for a in local if a.check_after_build] == ["cpus"]
+    # one restart for several axes: their settings merged, ini and limits dicts included
+    kw = merge_restart({}, {"home": "/r"})
+    merge_restart(kw, {"ini": {"couchdb/x": "1"}})
+    merge_restart(kw, {"ini": {"couchdb/y": "2"}, "cpus": 1.0})
+    assert kw == {"home": "/r", "ini": {"couchdb/x": "1", "couchdb/y": "2"}, "cpus": 1.0}
+

@@ -206,3 +206,18 @@ def check_restarted(couch: Couch, settings: dict[Setting, str]) -> None:
         now = read(couch, s)
         if now != value:
             raise DragnetError(f"--config-restart {s.label(value)}: after the restart the node reads {now!r}")
+
+
+def axis(s: Setting, backend: str | None):
+    """A live setting: set on the node (put back through ctx.applied); a --config-restart one: a restart."""
+    from dragnet.axes.model import CONTAINER, LIVE, RESTART, Axis
+
+    name = f"config:{s.name}"
+    if not s.restart:
+        return Axis(name, list(s.values), how=LIVE, label=s.label,
+                    apply=lambda v, ctx: ctx.applied.set(ctx.couch, s, v))
+    return Axis(name, list(s.values), how=CONTAINER if backend == "docker" else RESTART, label=s.label,
+                restart=lambda v, ctx: {"ini": {s.name: v}},
+                running=lambda v, ctx: (getattr(ctx.inst, "ini", None) or {}).get(s.name) == v,
+                check=lambda v, ctx: check_restarted(ctx.couch, {s: v}))
+

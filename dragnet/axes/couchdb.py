@@ -91,3 +91,19 @@ def versions_of(server: dict | None) -> dict | None:
     from dragnet.results.schema import couchdb_versions
 
     return couchdb_versions({"couchdb": server})
+
+
+def running(value: str, inst) -> bool:
+    """Whether the managed node runs this install now."""
+    if inst.backend == "docker":
+        return inst.image == value
+    return bool(inst.home) and check_release(value) == inst.home
+
+
+def axis(values: list[str], backend: str | None):
+    from dragnet.axes.model import CONTAINER, RESTART, Axis
+
+    return Axis("couchdb", values, how=CONTAINER if backend == "docker" else RESTART, label=label,
+                restart=lambda v, ctx: restart_settings(v, ctx.inst.backend),
+                running=lambda v, ctx: running(v, ctx.inst))
+

@@ -97,3 +97,15 @@ def check(value: str, root_pid: int | None, group: str | None = None) -> dict:
             raise DragnetError(f"--cpus {value}: {comm} (pid {pid}) is not in the cpuset group {group}")
         seen[pid] = comm
     return {"cores": sorted(want), "processes": seen, "via": f"cgroup {group}" if group else "affinity"}
+
+
+def axis(values: list[str], backend: str | None):
+    from dragnet.axes.model import CONTAINER, RESTART, Axis
+
+    return Axis("cpus", values, how=CONTAINER if backend == "docker" else RESTART, label=lambda v: f"cpus{v}",
+                restart=lambda v, ctx: restart_settings(v, ctx.inst.backend, ctx.original["limits"]),
+                # a container's cpuset is set at its creation: a docker node is recreated for any value
+                running=lambda v, ctx: ctx.inst.backend == "local" and bool(ctx.inst.cpus)
+                and str(int(ctx.inst.cpus)) == v,
+                check=lambda v, ctx: check(v, ctx.root_pid(), ctx.group()), check_after_build=True)
+

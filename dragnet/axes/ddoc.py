@@ -29,3 +29,11 @@ def revision_labels(sources: tuple[str, ...] | list[str]) -> dict[str, str]:
                              f"--ddoc LABEL=SOURCE")
         out[label] = source
     return out
+
+
+def axis(labels: list[str]):
+    """A label axis: the bench builds each revision's design doc itself (its copy per run)."""
+    from dragnet.axes.model import Axis
+
+    return Axis("ddoc", labels, label=lambda v: f"ddoc-{v}")
+

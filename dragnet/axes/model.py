@@ -1,9 +1,9 @@
 """Bench axes: one model for every dimension a bench varies, and the one planner over their product.
 
-An Axis has a name, values, how a value is applied (`how`) and how it labels a run. Languages, storage and
-scenarios are axes of the plan (the bench applies storage and scenarios itself); couchdb, cpus, q, config
-and ddoc come with their own modules (dragnet/axis_*.py, ddoc_axis.py) and are applied, checked and undone
-by dragnet.bench.switch. The planner takes the product of any
+An Axis has a name, values, how a value is applied (`how`), how it labels a run, and its own apply,
+check and restart behaviour. Languages, storage and scenarios are axes of the plan (the bench applies
+storage and scenarios itself); couchdb, cpus, q, config and ddoc come with their own modules
+(dragnet/axes/<name>.py), whose axes dragnet.bench.switch applies generically. The planner takes the product of any
 axes and interleaves every combination within each round; the Erlang baseline opens every combination, so
 each run has a baseline of the same combination and round (ratios() pairs them).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from dragnet.errors import UsageError
 
@@ -27,15 +27,32 @@ REFILL = "refill"        # another database filled from the same data (q)
 @dataclass
 class Axis:
     """One dimension of a bench: its values, how a value is applied (`how`, one of the constants above),
-    whether it stays outside the rounds, and how a value names runs (result file names, manifests,
-    reports). Applying, checking and undoing the CouchDB axes is dragnet.bench.switch.AxisSwitcher's, per
-    `how`; storage and scenarios are applied by dragnet.bench.run.Bench as before."""
+    whether it stays outside the rounds, how a value names runs (result file names, manifests, reports),
+    and the axis's own behaviour, which dragnet.bench.switch.AxisSwitcher (passed as `ctx`) calls per run:
+
+    - `restart(value, ctx)`: RESTART/CONTAINER axes: the settings of a restart onto the value
+      (dragnet.bench.run.restart_on's keywords; dicts of several axes are merged). One restart covers every
+      restart axis that changed; undoing is the restart onto the CouchDB the bench found.
+    - `running(value, ctx)`: RESTART/CONTAINER axes: whether the node already runs with the value.
+    - `apply(value, ctx)`: LIVE/REFILL axes: set the value on the running node (a LIVE axis undoes itself
+      through ctx.applied, put back in the bench's finally; a REFILL axis sets ctx.build_db).
+    - `check(value, ctx)`: after a restart or apply: what was checked (kept in ctx.checks), or DragnetError.
+      With `check_after_build`, also after each build (query servers exist only then).
+
+    Language, storage, scenario and size are label axes of the plan (the bench applies storage and
+    scenarios itself). The CouchDB axes live in dragnet/axes/<name>.py, each with an `axis(...)` factory;
+    dragnet.bench.switch.AxisOptions lists them (docs/axes.md: adding an axis)."""
 
     name: str
     values: list[str]
     how: str = LABEL
     outer: bool = False        # values stay outside the rounds (each one costs a restart and an import)
     label: Callable[[str], str] = str
+    restart: Callable[[str, Any], dict] | None = None
+    running: Callable[[str, Any], bool] | None = None
+    apply: Callable[[str, Any], None] | None = None
+    check: Callable[[str, Any], Any] | None = None
+    check_after_build: bool = False
 
     def __post_init__(self) -> None:
         if not self.values:
@@ -119,3 +136,14 @@ def combination_label(axes: dict | None, skip: Sequence[str] = ("language", "sto
     if not isinstance(axes, dict):
         return ""
     return " ".join(f"{k}={v}" for k, v in axes.items() if k not in skip and v not in (None, ""))
+
+
+def merge_restart(into: dict, settings: dict) -> dict:
+    """Several restart axes' settings as one restart's: dict values (ini settings, container limits) merged."""
+    for k, v in settings.items():
+        if isinstance(v, dict) and isinstance(into.get(k), dict):
+            into[k] = {**into[k], **v}
+        else:
+            into[k] = v
+    return into
+

@@ -25,3 +25,21 @@ def check(value: str, cluster: dict) -> None:
     """cluster: dragnet.bench.run.cluster_of()'s answer for the value's database."""
     if str(cluster.get("q")) != str(value):
         raise DragnetError(f"--q {value}: the database has q={cluster.get('q')}")
+
+
+def apply(value: str, ctx) -> None:
+    """Build on the value's database, filled from the data once (kept across rounds and benches)."""
+    from dragnet.bench.run import ensure_data
+
+    ctx.build_db = db_name(ctx.db, value)
+    ensure_data(ctx.couch, ctx.build_db, ctx.data, q=int(value), n=ctx.n,
+                progress=lambda m: ctx.on_event("import", {"message": m}))
+
+
+def axis(values: list[str]):
+    from dragnet.axes.model import REFILL, Axis
+    from dragnet.bench.run import cluster_of
+
+    return Axis("q", values, how=REFILL, label=lambda v: f"q{v}", apply=apply,
+                check=lambda v, ctx: check(v, cluster_of(ctx.couch, ctx.build_db)))
+

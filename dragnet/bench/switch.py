@@ -1,10 +1,11 @@
-"""Applies a bench's CouchDB axes (--couchdb, --cpus, --q, --config) before each planned run.
+"""Applies a bench's CouchDB axes (--couchdb, --cpus, --q, --config, --config-restart) before each planned run.
 
 Everything is checked before any build (check_up_front): images and release directories, core counts,
-config keys against each CouchDB's own default.ini, and each config value set once on the node and put back.
-Per run, `switch` restarts once when a restart axis changed (couchdb, cpus), picks the q database, and sets
-the config values (again after a restart: a restarted node starts from its own configuration). `finish`
-puts back every setting it changed; the bench calls it in its finally block (Ctrl-C, SIGTERM).
+config keys against each CouchDB's own default.ini, and each live config value set once on the node and
+put back. Per run, `switch` asks each axis (dragnet.axes.model.Axis, built by its own module) what to do:
+one restart when any restart axis changed (their settings merged), then the refill and live axes applied,
+and each axis's check. `finish` puts back every live setting changed and `restore_instance` restarts onto
+the CouchDB the bench found; the bench calls both in its finally block (Ctrl-C, SIGTERM).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any, Callable
 from dragnet.axes import config as axis_config
 from dragnet.axes import couchdb as axis_couchdb
 from dragnet.axes import cpus as axis_cpus
+from dragnet.axes import ddoc as axis_ddoc
 from dragnet.axes import q as axis_q
-from dragnet.axes.model import CONTAINER, LIVE, REFILL, RESTART, Axis
+from dragnet.axes.model import CONTAINER, LIVE, REFILL, RESTART, Axis, merge_restart
 from dragnet.couchdb.client import Couch, connect
 from dragnet.errors import UsageError
 
@@ -36,19 +38,19 @@ class AxisOptions:
         return bool(self.couchdb or self.cpus or self.q or self.config or self.ddoc)
 
     def axes(self, backend: str | None) -> list[Axis]:
-        """In plan order: restarts outermost within a round, then databases, then live settings."""
-        how = CONTAINER if backend == "docker" else RESTART
+        """In plan order: restarts outermost within a round, then databases, then live settings; each axis
+        from its own module (adding an axis: its module's axis() here, docs/axes.md)."""
         out = []
         if self.couchdb:
-            out.append(Axis("couchdb", self.couchdb, how=how, label=axis_couchdb.label))
+            out.append(axis_couchdb.axis(self.couchdb, backend))
         if self.cpus:
-            out.append(Axis("cpus", self.cpus, how=how, label=lambda v: f"cpus{v}"))
+            out.append(axis_cpus.axis(self.cpus, backend))
+        out += [axis_config.axis(s, backend) for s in self.config if s.restart]
         if self.q:
-            out.append(Axis("q", self.q, how=REFILL, label=lambda v: f"q{v}"))
-        for s in self.config:
-            out.append(Axis(f"config:{s.name}", list(s.values), how=how if s.restart else LIVE, label=s.label))
+            out.append(axis_q.axis(self.q))
+        out += [axis_config.axis(s, backend) for s in self.config if not s.restart]
         if self.ddoc:     # fastest after the language: revisions of a design doc alternate build by build
-            out.append(Axis("ddoc", list(self.ddoc), label=lambda v: f"ddoc-{v}"))
+            out.append(axis_ddoc.axis(list(self.ddoc)))
         return out
 
 
@@ -77,6 +79,9 @@ class AxisSwitcher:
         self.ini_label: dict[str, str] = {}      # couchdb value -> version label for messages
         self.versions: dict | None = None
         self.checks: dict = {}
+        self.axes = opts.axes(inst.backend if inst is not None else None)
+        self.couch: Couch | None = None
+        self.build_db = db
         self.original = None if inst is None else {"home": inst.home, "image": inst.image, "cpus": inst.cpus,
                                                     "limits": inst.limits, "ini": getattr(inst, "ini", None)}
 
@@ -118,76 +123,56 @@ class AxisSwitcher:
     def switch(self, run: dict, storage: str, couch: Couch) -> tuple[Couch, str]:
         """Make the node match run["axes"]; (the connection, the database to build on)."""
         ax = run.get("axes") or {}
-        inst = self.inst
-        restart_keys = ["couchdb", "cpus", *(f"config:{c.name}" for c in self._restart_settings())]
-        want = {k: ax[k] for k in restart_keys if k in ax}
-        if want and not self.current and want == self._running(want):
+        axes = [a for a in self.axes if a.name in ax]
+        restarts = [a for a in axes if a.how in (RESTART, CONTAINER)]
+        want = {a.name: ax[a.name] for a in restarts}
+        if want and not self.current and all(a.running(want[a.name], self) for a in restarts):
             self.current = dict(want)      # the node the bench found or started already runs these
         if want and want != self.current:
             kw: dict = {}
-            if "couchdb" in want:
-                kw.update(axis_couchdb.restart_settings(want["couchdb"], inst.backend))
-            if "cpus" in want:
-                kw.update(axis_cpus.restart_settings(want["cpus"], inst.backend, self.original["limits"]))
-            ini = {c.name: want[f"config:{c.name}"] for c in self._restart_settings() if f"config:{c.name}" in want}
-            if ini:
-                kw["ini"] = ini
+            for a in restarts:
+                merge_restart(kw, a.restart(want[a.name], self))
             self.on_event("restart", {"storage": storage, "axes": want})
             self.applied.forget()
             from dragnet.bench.run import restart_on
 
-            self.inst = inst = restart_on(inst, storage, self.url, data_size=self.data_size(), env=self.env, **kw)
+            self.inst = restart_on(self.inst, storage, self.url, data_size=self.data_size(), env=self.env, **kw)
             self.current = dict(want)
             couch = connect(self.url, env=self.env)
             self.versions = None
-            if "cpus" in want:
-                self.checks["cpus"] = axis_cpus.check(want["cpus"], self._root_pid(), self._group())
-            axis_config.check_restarted(couch, {c: want[f"config:{c.name}"] for c in self._restart_settings()
-                                                if f"config:{c.name}" in want})
+            self.couch = couch
+            for a in restarts:
+                if a.check is not None:
+                    self.checks[a.name] = a.check(want[a.name], self)
         if self.versions is None:
             self.versions = axis_couchdb.versions(couch)
-        db = self.db
-        if "q" in ax:
-            from dragnet.bench.run import cluster_of, ensure_data
-
-            db = axis_q.db_name(self.db, ax["q"])
-            ensure_data(couch, db, self.data, q=int(ax["q"]), n=self.n,
-                        progress=lambda m: self.on_event("import", {"message": m}))
-            axis_q.check(ax["q"], cluster_of(couch, db))
-        for s in self.opts.config:
-            v = ax.get(f"config:{s.name}")
-            if v is not None and not s.restart:
-                self.applied.set(couch, s, v)
-        return couch, db
+        self.couch, self.build_db = couch, self.db
+        for a in axes:
+            if a.how in (REFILL, LIVE):
+                a.apply(ax[a.name], self)
+                if a.check is not None:
+                    self.checks[a.name] = a.check(ax[a.name], self)
+        return couch, self.build_db
 
     def _restart_settings(self) -> list:
         return [s for s in self.opts.config if s.restart]
 
-    def _running(self, want: dict) -> dict:
-        """The restart-axis values the managed node runs with now, for the axes in want."""
-        inst, out = self.inst, {}
-        if "couchdb" in want:
-            if inst.backend == "docker":
-                out["couchdb"] = inst.image
-            elif inst.home and axis_couchdb.check_release(want["couchdb"]) == inst.home:
-                out["couchdb"] = want["couchdb"]
-        if "cpus" in want and inst.backend == "local" and inst.cpus:
-            out["cpus"] = str(int(inst.cpus))
-        for name, value in (getattr(inst, "ini", None) or {}).items():
-            if f"config:{name}" in want:
-                out[f"config:{name}"] = value
+    def verify(self, run: dict) -> dict | None:
+        """After a build (its query servers still in the pool): the checks that need the build's processes
+        (every CouchDB process on the run's cores); what the cpus axis checked, for the manifest."""
+        ax = run.get("axes") or {}
+        out = None
+        for a in self.axes:
+            if a.check_after_build and a.name in ax:
+                got = a.check(ax[a.name], self)
+                out = got if a.name == "cpus" else out
         return out
 
-    def verify(self, run: dict) -> dict | None:
-        """After a build (its query servers still in the pool): every CouchDB process on the run's cores."""
-        cpus = (run.get("axes") or {}).get("cpus")
-        return None if cpus is None else axis_cpus.check(cpus, self._root_pid(), self._group())
-
-    def _group(self) -> str | None:
+    def group(self) -> str | None:
         """The local CouchDB's cpuset cgroup (None: pinned by affinity, or a container)."""
         return getattr(self.inst, "cpuset_group", None) if self.inst.backend == "local" else None
 
-    def _root_pid(self) -> int | None:
+    def root_pid(self) -> int | None:
         if self.inst.backend == "docker":
             from dragnet.couchdb.docker import container_root_pid
 
