@@ -75,3 +75,26 @@ def test_an_image_that_is_missing_or_not_couchdb_is_refused_up_front(docker_env,
         assert p.returncode != 0 and why in p.stderr, p.stderr
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert not (tmp_path / "out" / "bench.json").exists()
+
+
+def test_a_restart_setting_turns_on_the_erlang_query_server_of_an_official_image(docker_env, tmp_path):
+    """The official images ship the native Erlang query server off, and CouchDB refuses that section over
+    HTTP: --config-restart writes it into a local.d file of the recreated container, so the Erlang baseline
+    builds; afterwards no container and no file is left."""
+    from tests.conftest import normalised_declarations
+
+    env, port = docker_env
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**d, "_id": f"gen:{i}"}) + "\n"
+                            for i, d in enumerate(normalised_declarations(60, 4))))
+    p = _bench(env, port, tmp_path, "--data", str(data), "--languages", "javascript", "--repeat", "1",
+               "--couchdb", IMAGES[1], "--config-restart", "native_query_servers/enable_erlang_query_server=true")
+    assert p.returncode == 0, p.stdout + p.stderr
+    m = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert [(r["language"], r["status"]) for r in m["runs"]] == [("erlang_baseline", "ok"), ("javascript", "ok")]
+    assert all(r["axes"]["config:native_query_servers/enable_erlang_query_server"] == "true" for r in m["runs"])
+    from dragnet.couchdb.docker import client
+
+    assert not client().containers.list(all=True, filters={"label": f"org.dragnet.couch.port={port}"})
+    assert not list(Path(env["DRAGNET_STATE_DIR"]).glob("docker-*-restart.ini"))
+

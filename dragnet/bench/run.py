@@ -366,7 +366,8 @@ def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: di
     """Stop the managed CouchDB and start it again (same backend, port, limits) with data on storage_kind.
     docker: `limits` are a scenario's container settings (None: the instance's own --memory only).
     home (local release), image (docker) and cpus: another CouchDB or core count (bench axes); ini (local):
-    settings written into its ini before it starts (--config-restart; kept unless given)."""
+    settings written into its ini before it starts (local: its local.ini; docker: a local.d file bound in;
+    --config-restart; kept unless given)."""
     env = _admin_env(url, env)
     mod = _backend(inst.backend)
     mod.stop(inst, env=env)
@@ -375,7 +376,7 @@ def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: di
     if inst.backend == "docker":
         return mod.up(port=inst.port, storage_kind=storage_kind, image=image or inst.image, cpus=cpus,
                       memory=str(inst.memory) if inst.memory else None, data_size=data_size, env=env,
-                      limits=inst.limits if limits is _KEEP else limits)
+                      limits=inst.limits if limits is _KEEP else limits, ini=ini)
     return mod.up(port=inst.port, storage_kind=storage_kind, home=home or inst.home, cpus=cpus,
                   data_size=data_size, env=env, ini=ini)
 

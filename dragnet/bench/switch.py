@@ -92,8 +92,6 @@ class AxisSwitcher:
         if (o.couchdb or o.cpus or self._restart_settings()) and inst is None:
             raise UsageError("--couchdb, --cpus and --config-restart restart CouchDB: they need one started by "
                              "`dragnet couch up` or --backend")
-        if self._restart_settings() and backend != "local":
-            raise UsageError("--config-restart: only the local backend writes its CouchDB's ini so far")
         if o.q and not self.data:
             raise UsageError("--q N,N fills one database per q: give --data")
         inis: dict[str, str] = {}
@@ -204,7 +202,8 @@ class AxisSwitcher:
         from dragnet.bench.run import restart_on
 
         kw = {"cpus": o["cpus"], "limits": o["limits"]}
-        kw.update({"image": o["image"]} if self.inst.backend == "docker" else {"home": o["home"], "ini": o["ini"]})
+        kw.update({"image": o["image"]} if self.inst.backend == "docker" else {"home": o["home"]})
+        kw["ini"] = o["ini"]
         self.on_event("restart", {"storage": storage})
         self.inst = restart_on(self.inst, storage, self.url, env=self.env, **kw)
         self.current = {}

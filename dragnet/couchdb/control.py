@@ -41,7 +41,7 @@ class Instance:
     volume: str | None = None
     cpus: float | None = None
     cpuset_group: str | None = None  # local: the cpuset cgroup its processes run in (else taskset pinned them)
-    ini: dict | None = None       # local: settings written into its ini before it started ("section/key": value)
+    ini: dict | None = None       # settings written into its ini before it started ("section/key": value)
     memory: int | None = None
     limits: dict | None = None   # docker: a bench scenario's container settings (mem_limit, device_read_iops…)
     started_at: float = field(default_factory=time.time)

@@ -245,6 +245,22 @@ def container_settings(*, image: str, port: int, user: str, password: str, stora
     return kw
 
 
+RESTART_INI = "/opt/couchdb/etc/local.d/zz-dragnet-restart.ini"   # read last: its values win
+
+
+def write_restart_ini(port: int, ini: dict, env: dict | None = None) -> Path:
+    """The --config-restart settings as an ini file in dragnet's state dir, for a bind mount (so the engine
+    must share this machine's files: a local one)."""
+    from dragnet.couchdb.local import extra_ini
+
+    if not docker_host(env).startswith("unix://"):
+        raise UsageError("--config-restart on docker binds a file into the container: it needs a local engine")
+    path = ctl.state_dir(env) / f"docker-{port}-restart.ini"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(extra_ini(ini))     # settings only, no secret: readable by the container's couchdb user
+    return path
+
+
 class ContainerOOMKilled(DragnetError):
     """The container was OOM-killed at its memory limit before CouchDB answered."""
 
@@ -388,7 +404,8 @@ def ensure_image(c, image: str, *, build: bool, progress: Callable[[str], None] 
 def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: str | None = None,
        image: str | None = None, cpus: float | None = None, memory: str | None = None, data_size: int = 0,
        timeout: float = 120.0, env: dict | None = None, member: ClusterMember | None = None,
-       progress: Callable[[str], None] | None = None, limits: dict | None = None) -> ctl.Instance:
+       progress: Callable[[str], None] | None = None, limits: dict | None = None,
+       ini: dict | None = None) -> ctl.Instance:
     """Start one container; with `member`, a node of a cluster on member.network (not yet joined).
     `limits`: a bench scenario's limit_settings(), fixed for the container's life (blkio throttles cannot
     be updated on a running container). ContainerOOMKilled when it dies at its limit while starting."""
@@ -398,6 +415,9 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     settings = container_settings(image=image or DEFAULT_IMAGE, port=port, user=user, password=password,
                                   storage_kind=storage_kind, data_dir=data_dir, data_size=data_size,
                                   cpus=cpus, memory=mem, member=member, limits=limits)
+    if ini:    # settings CouchDB takes only at start: a file in its local.d, bound into the container
+        settings.setdefault("volumes", {})[str(write_restart_ini(port, ini, env))] = {"bind": RESTART_INI,
+                                                                                      "mode": "rw"}
     if storage_kind == "tmpfs":
         check_tmpfs_fits(data_size, settings.get("mem_limit"), env)
     elif data_dir is not None:
@@ -423,7 +443,7 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
                         data_dir=str(Path(data_dir).expanduser().resolve()) if data_dir else None,
                         container=container.id, container_name=settings["name"], image=settings["image"],
                         volume=volume_name(port) if storage_kind == "disk" and data_dir is None else None,
-                        cpus=cpus, memory=mem, limits=limits)
+                        cpus=cpus, memory=mem, limits=limits, ini=dict(ini) if ini else None)
     ctl.save_state(inst, env)
 
     def alive() -> str | None:
@@ -545,6 +565,7 @@ def stop(inst: ctl.Instance, *, env: dict | None = None, c=None, timeout: int = 
             c.volumes.get(inst.volume).remove()
         except NotFound:
             pass
+    (ctl.state_dir(env) / f"docker-{inst.port}-restart.ini").unlink(missing_ok=True)
     ctl.remove_state(inst.port, env)
     return was_running
 
