@@ -29,7 +29,7 @@ def test_parse_sizes_suffixes_order_and_bad_input():
 
 
 @pytest.mark.parametrize("args", [["--sizes", "10q"], ["--sizes", "10k", "--storage", "disk"],
-                                  ["--plot", "x.png"]])
+                                  ["--plot", "x.png"], ["--sizes", "1k,2k", "--save-baseline", "main"]])
 def test_cli_bad_sizes_input_is_one_line_and_nonzero(args):
     r = CliRunner().invoke(main, ["bench", "--url", "http://127.0.0.1:9", "--db", "x", *args])
     assert r.exit_code != 0

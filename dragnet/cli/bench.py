@@ -171,6 +171,9 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         from dragnet.bench import sizes as sz
 
         counts = sz.parse_sizes(sizes_text)    # a bad size is a one-line error before anything runs
+        if save_baseline or baseline_name:    # a sweep is one folder per size: not one baseline
+            raise UsageError("--sizes with --save-baseline/--baseline: not combinable (compare the sizes' "
+                             "folders with `dragnet compare`)")
         if st:
             raise UsageError("--sizes and --storage: give one of them (label the storage with --storage-label)")
 
