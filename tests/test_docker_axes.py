@@ -69,12 +69,17 @@ def test_couchdb_axis_builds_on_both_images_and_records_two_versions(docker_env,
 
 
 def test_an_image_that_is_missing_or_not_couchdb_is_refused_up_front(docker_env, tmp_path):
+    from dragnet.couchdb.docker import client
+
     env, port = docker_env
+    volumes = {v.name for v in client().volumes.list()}
     for image, why in (("dragnet/no-such-image:0", "no such image"), ("debian:bookworm-slim", "not a CouchDB image")):
         p = _bench(env, port, tmp_path, "--languages", "javascript", "--couchdb", f"{IMAGES[0]},{image}")
         assert p.returncode != 0 and why in p.stderr, p.stderr
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert not (tmp_path / "out" / "bench.json").exists()
+    # reading the images' default.ini left no container and no anonymous volume (the image's VOLUME) behind
+    assert {v.name for v in client().volumes.list()} <= volumes
 
 
 def test_a_restart_setting_turns_on_the_erlang_query_server_of_an_official_image(docker_env, tmp_path):

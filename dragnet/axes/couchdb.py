@@ -53,7 +53,7 @@ def image_file(image: str, path: str, env: dict | None = None) -> str | None:
     except NotFound:
         return None
     finally:
-        container.remove(force=True)
+        container.remove(force=True, v=True)   # and the anonymous volume of the image's VOLUME
 
 
 def check_image(image: str, env: dict | None = None) -> str:

@@ -509,7 +509,7 @@ def _remove_stale(c, name: str) -> None:
         return
     if old.status == "running":
         raise DragnetError(f"a container named {name} is already running: `docker rm -f {name}` if it is stale")
-    old.remove()
+    old.remove(v=True)   # v: the anonymous volumes of the image's VOLUME go too (named ones stay)
 
 
 def data_path(c, inst: ctl.Instance) -> Path | None:
@@ -557,7 +557,7 @@ def stop(inst: ctl.Instance, *, env: dict | None = None, c=None, timeout: int = 
         container.reload()
         was_running = container.status == "running"
         container.stop(timeout=timeout)
-        container.remove()
+        container.remove(v=True)   # its anonymous volumes (the image's VOLUME); a named one stays
     except NotFound:
         pass
     if purge and inst.volume:
