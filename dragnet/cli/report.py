@@ -104,7 +104,21 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
     if compare_json:
         from dragnet.report.html import check_compare
         cmp_doc = check_compare(rp._read_json(Path(compare_json)), compare_json)
-    docs = rp.load_results(results)
+    try:
+        docs = rp.load_results(results)
+    except UsageError:
+        from dragnet.forecast.run import find_forecasts
+
+        forecasts = find_forecasts(results)
+        if not forecasts or html_dir or by or baseline:   # a forecast alone (its sweep's builds not kept)
+            raise
+        from dragnet.cli.forecast import render as render_forecast
+
+        if fmt == "json":
+            print_json({"forecast": forecasts})
+        else:
+            click.echo("\n\n".join(render_forecast(f) for f in forecasts))
+        return
     by_cmp = None
     if by:
         from dragnet.report import by_axis as report_by
