@@ -287,6 +287,18 @@ def test_finish_forecasts_each_variant_apart(tmp_path):
         assert not any("loaded machine" in w for w in out["forecasts"][""][lang]["warnings"])
 
 
+def test_report_prints_a_forecast_kept_without_its_builds(tmp_path):
+    src = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "backtest-200k" / "forecast.json"
+    (tmp_path / "forecast.json").write_text(src.read_text())
+    r = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("forecast for 200,000 documents") and "back-test javascript build_time" in r.output
+    r = CliRunner().invoke(main, ["report", str(tmp_path), "--format", "json"])
+    assert json.loads(r.output)["forecast"][0]["target"]["doc_count"] == 200_000
+    empty = CliRunner().invoke(main, ["report", str(tmp_path / "nothing")])
+    assert empty.exit_code != 0
+
+
 # ---- bad input: one line, non-zero, before any build
 
 @pytest.mark.parametrize("args,needle", [
