@@ -267,6 +267,7 @@ def run_sweep(config: b.BenchConfig, counts: Sequence[int], *, on_event: Callabl
             couch = connect(config.url, env=env)
             info = couch.get(db_path(cfg.db))
             summary["per_size"][str(n)] = {"db": cfg.db, "doc_count": info.get("doc_count"),
+                                           "q": (info.get("cluster") or {}).get("q"),
                                            "db_sizes": info.get("sizes"), "data": str(prefixes[n]),
                                            "imports": manifests[n].get("imports")}
             _write(folder, summary, manifests)

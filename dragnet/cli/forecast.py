@@ -23,6 +23,8 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
               "documents and file size).")
 @click.option("--target-docs", default=None, help="Documents to forecast for, instead of --target (e.g. 200k).")
 @click.option("--target-bytes", default=None, help="With --target-docs: the target database's file size.")
+@click.option("--target-q", type=click.IntRange(min=1), default=None,
+              help="With --target-docs: the target's shards [default: the sweep's --q].")
 @click.option("--sizes", "sizes_text", default="auto", show_default=True, metavar="auto|N,N,...",
               help="Sweep sizes; auto: at least 4 geometric sizes that fit --budget, from a first small build.")
 @click.option("--budget", default="20m", show_default=True, help="Time for the sweep's builds with --sizes auto.")
@@ -31,6 +33,9 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
 @click.option("--no-baseline", is_flag=True, help="Do not build the Erlang baseline.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Builds per size.")
 @click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards of the sweep's databases.")
+@click.option("--shard-sweep/--no-shard-sweep", default=True, show_default=True,
+              help="Build the sizes on one-shard databases too: the index and disk sizes are then forecast per "
+                   "shard of the target, which the one-shard sizes can reach (about twice the builds).")
 @click.option("--memory", "memories", default=None, metavar="SIZE,…",
               help="Sweep under these memory limits too (scenarios, e.g. unlimited,512m): one forecast per limit, "
                    "each checked against the page cache it leaves.")
@@ -45,8 +50,9 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
               help="Re-forecast a recorded sweep (a `bench --sizes` or forecast sweep folder) without building; "
                    "when it built the target size too, print each prediction's error against it (a back-test).")
 @json_option
-def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_docs, target_bytes, sizes_text, budget,
-                 languages, no_baseline, repeat, q, memories, cpus_text, weighting, results_dir, from_sweep, as_json):
+def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_docs, target_bytes, target_q,
+                 sizes_text, budget, languages, no_baseline, repeat, q, shard_sweep, memories, cpus_text, weighting,
+                 results_dir, from_sweep, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
     import datetime as _dt
@@ -61,15 +67,16 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
 
     if (target is None) == (target_docs is None):
         raise UsageError("give one of --target URL/db and --target-docs N")
-    if target_bytes and not target_docs:
-        raise UsageError("--target-bytes goes with --target-docs")
+    if (target_bytes or target_q) and not target_docs:
+        raise UsageError("--target-bytes and --target-q go with --target-docs")
     if ddoc_source and views:
         raise UsageError("--ddoc and --views: give one of them")
     if view_names and not ddoc_source:
         raise UsageError("--view goes with --ddoc")
     budget_s = fr.parse_budget(budget)
     if from_sweep:
-        tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes)
+        tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes,
+                                                                         target_q)
         out = fr.from_sweep(Path(from_sweep), tgt, out_dir=Path(results_dir) if results_dir else None,
                             weighting=weighting)
         _charts(out, Path(results_dir or from_sweep))
@@ -82,7 +89,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
         from dragnet.build import design as dsg
         design = dsg.load(ddoc_source, views=b.parse_list(view_names, "--view") or None)
     langs = b.parse_list(languages, "--languages")
-    tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes)
+    tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes, target_q)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     folder = Path(results_dir or Path("results") / f"forecast-{stamp}")
     if data:
@@ -109,6 +116,8 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
             console.print(f"first build: {d['docs']:,} documents, to size the sweep …")
         elif kind == "sizes":
             console.print(f"sizes: {', '.join(f'{n:,}' for n in d['counts'])}")
+        elif kind == "shard_sweep":
+            console.print("the same sizes on one-shard databases, for the index and disk sizes per shard …")
         elif kind == "size":
             console.print(f"size {d['count']:,} ({d['db']}) …")
         elif kind == "done":
@@ -118,7 +127,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
             console.print(f"    {d['language']}{' ' + variant(d) if variant(d) else ''}: {msg}", highlight=False)
 
     out = fr.run(config, target=tgt, sizes_text=sizes_text, budget_s=budget_s, data=source, folder=folder,
-                 on_event=on_event, weighting=weighting)
+                 on_event=on_event, weighting=weighting, shard_sweep=shard_sweep)
     _charts(out, folder)
     if as_json:
         print_json(out)
@@ -179,7 +188,9 @@ def render(out: dict) -> str:
                  f"{(out.get('settings') or {}).get('storages') or 'as found'}")
     for lang, qs in sorted((out.get("backtest") or {}).items()):
         for q, c in qs.items():
+            whole = c.get("whole_database")
             lines.append(f"back-test {lang} {q}: predicted {c['predicted']:,.4g}, built {c['actual']:,.4g}: "
-                         f"error {c['error']:+.1%}, {'inside' if c['inside'] else 'OUTSIDE'} the interval")
+                         f"error {c['error']:+.1%}, {'inside' if c['inside'] else 'OUTSIDE'} the interval"
+                         + (f" (whole-database sweep alone: {whole['error']:+.1%})" if whole else ""))
     lines.append(f"results: {out['sweep_dir']}, forecast.json and {', '.join((out.get('charts') or {}).values())}")
     return "\n".join(lines)

@@ -255,6 +255,14 @@ PRIMARY = {"build_time": NLOGN, "index_size": POWER, "index_active": NLOGN, "pea
 SHAPES = {"peak_memory": (LOG, LINEAR)}
 GROWING = (LINEAR, NLOGN, POWER)
 DISAGREE = 0.25       # the models' forecasts spread by more than this share of the forecast: say so
+# Quantities that add up over a database's shards: each shard's index is its own set of B-trees built by its
+# own updater, so a target of D documents in q shards holds q indexes of D/q documents. From a one-shard sweep
+# they are forecast as q × one shard at D/q, which the one-shard sizes can bracket (see shard_forecast).
+SHARDED = ("index_size", "index_active", "disk_growth", "bytes_written")
+# Quantities that do not fall with more documents: a bigger build passes through what a smaller one did, so
+# the interval reaches down at least to the lowest build at the largest size (peak memory levels off: a
+# curve through the sweep forecast 10-44 % above the real peak, its interval above it too).
+FLOOR = ("peak_memory",)
 
 QUANTITIES: dict[str, tuple[str, Callable[[dict], float | None]]] = {
     "build_time": ("s", lambda r: r.get("wall_time_s")),
@@ -312,9 +320,12 @@ def _mib(n: float) -> str:
 
 def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "ordinary", level: float = LEVEL,
                    memory_bytes: int | None = None, db_bytes: dict[int, int] | None = None,
-                   target_db_bytes: int | None = None, other_load: float | None = None) -> dict:
+                   target_db_bytes: int | None = None, other_load: float | None = None,
+                   shard_runs: Sequence[dict] = (), shards: int | None = None) -> dict:
     """Per language: every quantity's fit and prediction at target_docs, with the warnings; JSON-ready.
-    runs: the sweep's manifest runs, each with "size" and "language" (dragnet.bench.sizes.sweep_runs)."""
+    runs: the sweep's manifest runs, each with "size" and "language" (dragnet.bench.sizes.sweep_runs).
+    shard_runs: the same sweep on one-shard databases; with the target's shards, the SHARDED quantities are
+    forecast from them (shard_forecast), the whole-database forecast kept beside as "whole_database"."""
     langs: dict[str, list[dict]] = {}
     for r in runs:
         langs.setdefault(r.get("language") or "?", []).append(r)
@@ -325,6 +336,12 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
                           target_db_bytes=target_db_bytes, other_load=other_load)
         qs = {q: quantity_forecast(points(rs, q), q, target_docs, weighting=weighting, level=level)
               for q in QUANTITIES}
+        one = [r for r in shard_runs if (r.get("language") or "?") == lang]
+        for q in SHARDED if shards and one else ():
+            entry = shard_forecast(points(one, q), q, target_docs, shards, weighting=weighting, level=level)
+            if entry.get("prediction"):
+                entry["whole_database"] = qs[q].get("prediction")
+                qs[q] = entry
         growth = qs["disk_growth"].get("prediction")
         if target_db_bytes and growth:
             # the rebuild starts from the target's database: its file plus the disk the build adds
@@ -339,29 +356,57 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
     return out
 
 
+def shard_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_docs: int, shards: int, *,
+                   weighting: str = "ordinary", level: float = LEVEL) -> dict:
+    """A SHARDED quantity from a one-shard sweep: shards × its forecast for one shard of target_docs/shards
+    documents, the interval scaled alike (as if every shard erred the same way: they are built side by side,
+    under the same load and compaction daemon, so their errors do not cancel). Where the one-shard sizes
+    reach the target's shard size this is an interpolation; beyond, it says how far it reaches."""
+    per = max(2, round(target_docs / shards))
+    entry = quantity_forecast(pts, quantity, per, weighting=weighting, level=level, scale=shards)
+    top = max((n for n, _ in pts), default=0)
+    entry["shards"] = {"q": shards, "docs_per_shard": per, "largest_one_shard": top}
+    if entry.get("prediction"):
+        entry["prediction"]["docs"] = target_docs
+        entry["basis"] = f"{shards} shards × one shard of {per:,} documents"
+        if top and per > top:
+            entry["warnings"].append(f"{quantity}: a shard of the target holds {per:,} documents, "
+                                     f"{per / top:.1f}× the largest one-shard build ({top:,})")
+    return entry
+
+
 def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_docs: int, *,
-                      weighting: str = "ordinary", level: float = LEVEL) -> dict:
+                      weighting: str = "ordinary", level: float = LEVEL, scale: float = 1.0) -> dict:
     """One quantity's forecast: the value from its PRIMARY model, the interval from the lowest to the highest
     95 % prediction bound of every model (a sweep rarely tells the shapes apart, a far target does), every
-    model's fit and prediction kept, and the warnings. JSON-ready."""
+    model's fit and prediction kept, and the warnings. Predictions are multiplied by scale (shards, for a
+    one-shard sweep); the fits are the points' own. JSON-ready."""
     unit = QUANTITIES[quantity][0]
     fits = fit_models(pts, weighting, SHAPES.get(quantity, GROWING))
     entry: dict = {"unit": unit, "points": [list(p) for p in pts], "fit": None}
     primary = fits.get(PRIMARY.get(quantity, LINEAR)) or fits.get(LINEAR)
     if primary is None:
         return entry
-    preds = {m: predict(f, target_docs, level) for m, f in fits.items()}
+    def at(f: LinearFit) -> Prediction:
+        p = predict(f, target_docs, level)
+        return Prediction(p.docs, p.value * scale, p.low * scale, p.high * scale, p.level)
+
+    preds = {m: at(f) for m, f in fits.items()}
     main = preds[primary.model]
     entry["fit"] = asdict(primary)
     entry["models"] = {m: {"fit": asdict(f), "prediction": asdict(preds[m])} for m, f in fits.items()}
     bounds = list(preds.values())
     if POWER in fits:     # the exponents the sweep cannot reject widen the power's interval
         ks = power_fits(pts, weighting, level)
-        bounds += [predict(f, target_docs, level) for f in ks]
+        bounds += [at(f) for f in ks]
         entry["models"][POWER]["k_range"] = [min(f.k for f in ks), max(f.k for f in ks)]
+    low = min(p.low for p in bounds)
+    if quantity in FLOOR:
+        top = max(n for n, _ in pts)
+        low = min(low, min(v for n, v in pts if n == top) * scale)
     # a time or a size is never below zero, whatever a wide interval says
     entry["prediction"] = {**asdict(main), "model": primary.model,
-                           "low": max(0.0, min(p.low for p in bounds)), "high": max(p.high for p in bounds)}
+                           "low": max(0.0, low), "high": max(p.high for p in bounds)}
     entry["warnings"] = warnings(target_docs=target_docs, measured=[], fit=primary, quantity=quantity)
     values = [p.value for p in preds.values()]
     if main.value and (max(values) - min(values)) / abs(main.value) > DISAGREE:

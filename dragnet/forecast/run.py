@@ -26,6 +26,14 @@ from dragnet.measure.machine import machine_info
 from dragnet.data.sample import SizeDistribution, split_db_url
 
 PROBE_DOCS = 1000      # the first build of --sizes auto
+SHARD_SWEEP = "shard-sweep"   # the one-shard sweep's folder beside "sweep"
+
+
+def shard_config(config: b.BenchConfig, folder: Path) -> b.BenchConfig:
+    """The sweep again with one shard per database (`<db>-q1-<N>`): each size is then one shard's index of N
+    documents, so a target of D documents in q shards is q such indexes of D/q documents, which the one-shard
+    sizes bracket where a sweep at the target's q (N/q per shard) can only extrapolate."""
+    return replace(config, q=1, db=f"{config.db}-q1", results_dir=str(folder / SHARD_SWEEP))
 
 
 def parse_budget(text: str) -> float:
@@ -56,7 +64,7 @@ def read_target(spec: str, env: dict | None = None) -> dict:
     if docs <= 0:
         raise UsageError(f"--target {mask_url(spec)}: the database is empty")
     return {"url": mask_url(spec), "db": db, "doc_count": docs, "design_docs": design,
-            "sizes": info.get("sizes") or {}}
+            "sizes": info.get("sizes") or {}, "q": (info.get("cluster") or {}).get("q")}
 
 
 def data_distribution(path: Path, limit: int | None = None) -> SizeDistribution:
@@ -85,8 +93,9 @@ def check_sizes(counts: Sequence[int], data_docs: int, target_docs: int, repeat:
 
 def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float, data: Path,
         folder: Path, on_event: Callable[[str, dict], None] | None = None, env: dict | None = None,
-        label: str = "", weighting: str = "ordinary") -> dict:
-    """The whole forecast; returns (and writes to folder/forecast.json) its JSON."""
+        label: str = "", weighting: str = "ordinary", shard_sweep: bool = True) -> dict:
+    """The whole forecast; returns (and writes to folder/forecast.json) its JSON. shard_sweep: run the sizes
+    on one-shard databases too (shard_config), for the sizes of the index and the disk."""
     on_event = on_event or (lambda kind, d: None)
     target_docs = int(target["doc_count"])
     dist = data_distribution(data)
@@ -111,7 +120,8 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         if not times:
             raise DragnetError(f"the first build ({probe:,} documents) failed; see {folder / 'probe'}")
         per_round = sum(times)       # every language of one round at the probe size
-        counts = fc.auto_sizes(first_docs=probe, first_seconds=per_round * config.repeat, budget_s=budget_s,
+        sweeps = 2 if shard_sweep and target_q(target, config) != 1 else 1
+        counts = fc.auto_sizes(first_docs=probe, first_seconds=per_round * config.repeat * sweeps, budget_s=budget_s,
                                max_docs=min(data_docs, target_docs - 1))
         if len(counts) < 2:
             raise UsageError(f"--budget {budget_s:.0f} s is too small for two sizes (one round of {probe:,} "
@@ -120,25 +130,47 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     summary = sz.run_sweep(replace(config, data=str(data), results_dir=str(folder / "sweep")), counts,
                            on_event=on_event, env=env, build=build)
     _, manifests = sz.load(summary["dir"])
+    _stop_if_full(summary, manifests)
+    shard = None
+    if shard_sweep and target_q(target, config) != 1:
+        on_event("shard_sweep", {"counts": counts})
+        shard = sz.load(sz.run_sweep(replace(shard_config(config, folder), data=str(data)), counts,
+                                     on_event=on_event, env=env, build=build)["dir"])
+        _stop_if_full(*shard)
+    load1 = os.getloadavg()[0]
+    return finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
+                  load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard)
+
+
+def _stop_if_full(summary: dict, manifests: dict[int, dict]) -> None:
+    """A build that ran out of disk ends the forecast in one line (the results files are written)."""
     full = next((r["error"] for r in sz.sweep_runs(manifests) if str(r.get("error") or "").startswith("out of disk")),
                 None)
-    if full:      # the results files are written; stop with the one line
+    if full:
         left = [c["error"].split(" to DELETE ")[1].split("?")[0] for m in manifests.values()
                 for c in m.get("cleanups") or [] if " to DELETE " in str(c.get("error"))]
         note = f"; CouchDB could not delete {', '.join(left)} on the full disk: delete it after freeing space" \
             if left else ""
         raise DragnetError(f"{full} (results in {summary['dir']}){note}")
-    load1 = os.getloadavg()[0]
-    return finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
-                  load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict())
+
+
+def target_q(target: dict, config: b.BenchConfig | None = None, summary: dict | None = None) -> int | None:
+    """The target's shards: its own (GET /db cluster.q, or --target-q), else the sweep's (--q, or what its
+    databases were created with)."""
+    qs = [target.get("q"), config.q if config else None,
+          *[p.get("q") for p in ((summary or {}).get("per_size") or {}).values()]]
+    return next((int(q) for q in qs if q), None)
 
 
 def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: Path, label: str = "",
            weighting: str = "ordinary", load: list[float] | None = None, seconds: float | None = None,
-           sample: dict | None = None) -> dict:
-    """Fit the sweep and write forecast.json (also used to re-forecast a recorded sweep)."""
+           sample: dict | None = None, shard: tuple[dict, dict[int, dict]] | None = None) -> dict:
+    """Fit the sweep and write forecast.json (also used to re-forecast a recorded sweep). shard: the one-shard
+    sweep's summary and manifests (sizes.load), when there is one."""
     machine = machine_info()
     runs = sz.sweep_runs(manifests)
+    shard_runs = sz.sweep_runs(shard[1]) if shard else []
+    shards = target_q(target, summary=summary) if shard_runs else None
     db_bytes = {int(n): (p.get("db_sizes") or {}).get("file") for n, p in summary["per_size"].items()}
     db_bytes = {n: v for n, v in db_bytes.items() if v}
     target_docs = int(target["doc_count"])
@@ -159,7 +191,10 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
            "couchdb": couchdb, "settings": {"storages": first.get("storages"), "managed": first.get("managed"),
                                             "scenarios": first.get("scenarios"), "languages": first.get("languages"),
                                             "repeat": first.get("repeat")},
-           "memory_bytes": mem, "db_bytes": {str(k): v for k, v in db_bytes.items()}, "forecasts": {}}
+           "memory_bytes": mem, "db_bytes": {str(k): v for k, v in db_bytes.items()},
+           "shard_sweep": {"dir": shard[0]["dir"], "sizes": sorted(int(n) for n in shard[1]),
+                           "target_q": shards} if shard_runs else None,
+           "forecasts": {}}
     # one forecast per variant of the sweep (a --memory scenario, a --cpus value): never a fit across them,
     # and never one in between (cores are not extrapolated)
     variants: dict[str, list[dict]] = {}
@@ -168,17 +203,25 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     for name, rs in variants.items():
         # the page-cache check against the variant's memory limit, else the machine's memory
         limit = limits.get(rs[0].get("scenario") or "") or mem
+        one = [r for r in shard_runs if " ".join(x for x in (label, sz.variant(r)) if x) == name]
         out["forecasts"][name] = fc.forecast_sweep(rs, target_docs, weighting=weighting, memory_bytes=limit,
                                                    db_bytes=db_bytes, target_db_bytes=target_db,
-                                                   other_load=per_cpu)
+                                                   other_load=per_cpu, shard_runs=one, shards=shards)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / fc.SUMMARY).write_text(json.dumps(out, indent=1, ensure_ascii=False, default=str) + "\n")
     return out
 
 
 def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weighting: str = "ordinary") -> dict:
-    """Re-forecast a recorded sweep (no builds). Sizes at or above the target are held out; when the sweep
-    built the target size itself, each prediction is compared with those builds (the back-test)."""
+    """Re-forecast a recorded sweep (no builds): a sweep folder (sizes.json), or a forecast's results folder
+    (sweep/ and, when it ran, shard-sweep/). Sizes at or above the target are held out; when the sweep built
+    the target size itself, each prediction is compared with those builds (the back-test)."""
+    shard = None
+    if (folder / "sweep" / sz.SUMMARY).is_file():
+        if (folder / SHARD_SWEEP / sz.SUMMARY).is_file():
+            s_summary, s_manifests = sz.load(folder / SHARD_SWEEP)
+            shard = ({**s_summary, "dir": str(folder / SHARD_SWEEP)}, s_manifests)
+        folder = folder / "sweep"
     summary, manifests = sz.load(folder)
     summary = {**summary, "dir": str(folder)}
     n = int(target["doc_count"])
@@ -188,7 +231,7 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
     if len(used) < 2:
         raise UsageError(f"{folder}: fewer than two sizes below the target {n:,}")
     out = finish({**summary, "per_size": {k: v for k, v in summary["per_size"].items() if int(k) in used}}, used,
-                 target=target, folder=out_dir or folder, weighting=weighting)
+                 target=target, folder=out_dir or folder, weighting=weighting, shard=shard)
     if held is not None:
         actual = [r for r in sz.sweep_runs({held: manifests[held]}) if r.get("status") == "ok"]
         checks = {}
@@ -198,8 +241,11 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
                 for q, e in f["quantities"].items():
                     vals = [v for _, v in fc.points(built, q)]
                     if vals and e.get("prediction"):
-                        checks.setdefault(" ".join(x for x in (name, lang) if x), {})[q] = \
-                            fc.error_against(e["prediction"], sum(vals) / len(vals))
+                        actual_mean = sum(vals) / len(vals)
+                        check = fc.error_against(e["prediction"], actual_mean)
+                        if e.get("whole_database"):     # the same quantity without the one-shard sweep
+                            check["whole_database"] = fc.error_against(e["whole_database"], actual_mean)
+                        checks.setdefault(" ".join(x for x in (name, lang) if x), {})[q] = check
         out["backtest"] = checks
         (Path(out_dir or folder) / fc.SUMMARY).write_text(json.dumps(out, indent=1, ensure_ascii=False,
                                                                       default=str) + "\n")
@@ -218,9 +264,9 @@ def _couchdb_of(folder: Path, manifests: dict[int, dict]) -> dict | None:
     return None
 
 
-def target_from_docs(docs: int, db_bytes: str | None = None) -> dict:
+def target_from_docs(docs: int, db_bytes: str | None = None, q: int | None = None) -> dict:
     return {"url": None, "db": None, "doc_count": int(docs),
-            "sizes": {"file": parse_size(db_bytes)} if db_bytes else {}}
+            "sizes": {"file": parse_size(db_bytes)} if db_bytes else {}, "q": q}
 
 
 def find_forecasts(paths: Sequence[str | Path]) -> list[dict]:
