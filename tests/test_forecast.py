@@ -187,6 +187,10 @@ def test_interval_spans_every_model_and_disagreement_is_said():
     # three noisy builds far from the target: a wide interval, but no negative time
     wide = fc.quantity_forecast([(1000, 2.0), (2000, 5.0), (4000, 6.0)], "build_time", 1_000_000)
     assert wide["prediction"]["low"] == 0.0 and min(m["prediction"]["low"] for m in wide["models"].values()) < 0
+    # nor a negative forecast where a few builds happened to fall: zero, inside its interval
+    falling = fc.quantity_forecast([(300, 9.0), (600, 6.0), (900, 4.0)], "bytes_written", 20_000)
+    p = falling["prediction"]
+    assert falling["models"][fc.NLOGN]["prediction"]["value"] < 0 and p["low"] == p["value"] == 0.0 <= p["high"]
     straight = [(n, 1.0 + 1e-3 * n + rng.gauss(0, 0.01)) for n in (5000, 10000, 20000, 40000)]
     assert not any("models disagree" in w for w in fc.quantity_forecast(straight, "build_time", 60_000)["warnings"])
 
@@ -199,6 +203,94 @@ def test_peak_disk_at_a_known_target_is_its_database_plus_the_growth():
     g, pk = out["disk_growth"]["prediction"], out["peak_disk"]["prediction"]
     assert (pk["value"], pk["low"], pk["high"]) == (10 ** 9 + g["value"], 10 ** 9 + g["low"], 10 ** 9 + g["high"])
     assert "disk_growth" in out["peak_disk"]["basis"]
+
+
+# ---- the one-shard sweep: index and disk sizes per shard of the target
+
+def test_shard_forecast_is_the_shards_times_one_shard_at_its_share():
+    rng = random.Random(5)
+    one = [(n, 1e5 + 40.0 * n * math.log(n) * (1 + rng.gauss(0, 0.01))) for n in (5000, 10000, 20000, 40000)
+           for _ in (0, 1)]
+    e = fc.shard_forecast(one, "disk_growth", 200_000, 8, weighting="ordinary")
+    per = fc.quantity_forecast(one, "disk_growth", 25_000)
+    for k in ("value", "low", "high"):
+        assert e["prediction"][k] == pytest.approx(8 * per["prediction"][k])
+    assert e["prediction"]["docs"] == 200_000 and e["fit"] == per["fit"]      # the fit is the shard's own
+    assert e["shards"] == {"q": 8, "docs_per_shard": 25_000, "largest_one_shard": 40_000}
+    assert "8 shards × one shard of 25,000 documents" == e["basis"]
+    assert not any("one-shard build" in w for w in e["warnings"])            # 25,000 lies inside the sweep
+    # every model's prediction is scaled alike, so the disagreement check compares like with like
+    for m in e["models"].values():
+        assert m["prediction"]["value"] == pytest.approx(
+            8 * fc.predict(fc.LinearFit(**m["fit"]), 25_000).value)
+    far = fc.shard_forecast(one, "disk_growth", 1_600_000, 8)
+    assert any("200,000 documents, 5.0× the largest one-shard build (40,000)" in w for w in far["warnings"])
+
+
+def test_forecast_sweep_takes_only_the_sharded_quantities_from_the_one_shard_sweep():
+    _, _, runs = _recorded()
+    lang = runs[0]["language"]
+    rs = [r for r in runs if r["language"] == lang]
+    one = [{**r, "size": r["size"] * 8} for r in rs]      # stand-in one-shard builds: 8× the documents each
+    plain = fc.forecast_sweep(rs, 400_000, target_db_bytes=10 ** 9)[lang]["quantities"]
+    both = fc.forecast_sweep(rs, 400_000, target_db_bytes=10 ** 9, shard_runs=one, shards=8)[lang]["quantities"]
+    for q in fc.QUANTITIES:
+        if q in fc.SHARDED:
+            assert both[q]["shards"]["docs_per_shard"] == 50_000, q
+            assert both[q]["whole_database"] == plain[q]["prediction"], q
+            assert both[q]["prediction"]["value"] == pytest.approx(
+                8 * fc.quantity_forecast(fc.points(one, q), q, 50_000)["prediction"]["value"]), q
+        elif q != "peak_disk":
+            assert both[q] == plain[q], q
+    g = both["disk_growth"]["prediction"]
+    assert both["peak_disk"]["prediction"]["value"] == pytest.approx(10 ** 9 + g["value"])
+    # without the target's shards there is nothing to scale by: the whole-database sweep alone
+    assert fc.forecast_sweep(rs, 400_000, shard_runs=one)[lang]["quantities"]["disk_growth"] == plain["disk_growth"]
+
+
+def test_peak_memory_interval_reaches_down_to_the_largest_size():
+    # levels off: every curve through it still rises, and their intervals lie above the real plateau
+    pts = [(5000, 600.0), (5000, 650.0), (10000, 770.0), (10000, 780.0), (20000, 1090.0), (20000, 1130.0),
+           (40000, 1227.0), (40000, 1241.0)]
+    e = fc.quantity_forecast(pts, "peak_memory", 200_000)
+    assert min(m["prediction"]["low"] for m in e["models"].values()) > 1227.0
+    assert e["prediction"]["low"] == 1227.0 and e["prediction"]["high"] > e["prediction"]["value"] > 1241.0
+    # build time has no such floor: its interval is the models' own
+    t = fc.quantity_forecast(pts, "build_time", 200_000)
+    assert t["prediction"]["low"] == min(m["prediction"]["low"] for m in t["models"].values())
+
+
+def test_target_q_prefers_the_target_then_the_sweep():
+    from dragnet.bench.run import BenchConfig
+
+    cfg = BenchConfig(url="http://x", db="d", languages=["javascript"], q=4)
+    summary = {"per_size": {"5000": {"q": 2}}}
+    assert fr.target_q({"q": 16}, cfg, summary) == 16
+    assert fr.target_q({"q": None}, cfg, summary) == 4
+    assert fr.target_q({}, None, summary) == 2
+    assert fr.target_q({}, None, {"per_size": {"5000": {}}}) is None
+    assert fr.target_from_docs(1000, "1g", 8)["q"] == 8
+    assert fr.shard_config(cfg, Path("/r")).q == 1 and fr.shard_config(cfg, Path("/r")).db == "d-q1"
+
+
+def test_from_sweep_reads_a_forecast_folder_with_its_one_shard_sweep(tmp_path):
+    import shutil
+
+    shutil.copytree(SWEEP, tmp_path / "fc" / "sweep")
+    shutil.copytree(SWEEP, tmp_path / "fc" / fr.SHARD_SWEEP)
+    top = max(sz.load(SWEEP)[1])
+    out = fr.from_sweep(tmp_path / "fc", fr.target_from_docs(top, q=2), out_dir=tmp_path / "out")
+    assert out["shard_sweep"]["target_q"] == 2 and out["shard_sweep"]["dir"] == str(tmp_path / "fc" / fr.SHARD_SWEEP)
+    for lang, checks in out["backtest"].items():
+        assert "whole_database" in checks["disk_growth"] and "whole_database" not in checks["build_time"]
+        e = out["forecasts"][""][lang]["quantities"]["disk_growth"]
+        assert checks["disk_growth"]["predicted"] == e["prediction"]["value"]
+        assert checks["disk_growth"]["whole_database"]["predicted"] == e["whole_database"]["value"]
+    r = CliRunner().invoke(main, ["report", str(tmp_path / "out")])
+    assert r.exit_code == 0 and "(whole-database sweep alone: " in r.output, r.output
+    # a plain sweep folder has no one-shard sweep beside it
+    assert fr.from_sweep(tmp_path / "fc" / "sweep", fr.target_from_docs(top, q=2),
+                         out_dir=tmp_path / "o2")["shard_sweep"] is None
 
 
 def test_from_sweep_backtests_against_the_held_out_size(tmp_path):
@@ -307,6 +399,7 @@ def test_report_prints_a_forecast_kept_without_its_builds(tmp_path):
     (["--target-docs", "3000", "--sizes", "1000,5000"], "not larger than"),
     (["--target-docs", "200k", "--sizes", "100,10000"], "more than the data holds"),
     (["--target-docs", "200k", "--budget", "soon"], "--budget"),
+    (["--target", "http://127.0.0.1:9/x", "--target-q", "8"], "--target-q go with --target-docs"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, args, needle):
     data = tmp_path / "d.jsonl"
@@ -342,6 +435,15 @@ def test_live_forecast_small(live_url, tmp_path):
             for q in ("build_time", "index_size", "peak_disk"):
                 e = lang["quantities"][q]
                 assert len(e["points"]) == 4 and e["prediction"]["value"] > max(p[1] for p in e["points"])
+        # the same sizes on one-shard databases: the index and disk sizes are the target's shards × one shard
+        q = couch.get(f"/{db}-{sizes[0]}")["cluster"]["q"]
+        assert out["shard_sweep"]["sizes"] == sizes and out["shard_sweep"]["target_q"] == q
+        assert all(couch.get(f"/{db}-q1-{n}")["cluster"]["q"] == 1 for n in sizes)
+        for lang in f.values():
+            for name in fc.SHARDED:
+                e = lang["quantities"][name]
+                assert e["shards"] == {"q": q, "docs_per_shard": round(12000 / q), "largest_one_shard": sizes[-1]}
+                assert e["prediction"]["value"] > max(p[1] for p in e["points"]) and e["whole_database"]
         # `report` on the folder: the sweep's tables and a forecast section
         rep = CliRunner().invoke(main, ["report", str(tmp_path / "fc")])
         assert rep.exit_code == 0, rep.output
@@ -366,7 +468,8 @@ def test_live_forecast_small(live_url, tmp_path):
             assert [p[0] for p in pts] == sizes and all(p[1] > 0 for p in pts), q
     finally:
         for n in sizes:
-            couch.request("DELETE", f"/{db}-{n}", ok=(200, 202, 404))
+            for name in (f"{db}-{n}", f"{db}-q1-{n}"):
+                couch.request("DELETE", f"/{name}", ok=(200, 202, 404))
 
 
 @pytest.mark.live
@@ -388,6 +491,7 @@ def test_live_forecast_per_variant(live_url, tmp_path, option, values, keys):
         r = CliRunner().invoke(main, ["forecast", "--url", live_url, "--db", db, "--target-docs", "20000",
                                       "--target-bytes", "2g", "--sizes", ",".join(map(str, sizes)),
                                       "--languages", "javascript", "--no-baseline", option, values,
+                                      *(["--no-shard-sweep"] if option == "--cpus" else []),
                                       "--results", str(tmp_path / "fc"), "--json"])
         assert r.exit_code == 0, r.output
         out = json.loads(r.output.strip().splitlines()[-1])
@@ -399,12 +503,16 @@ def test_live_forecast_per_variant(live_url, tmp_path, option, values, keys):
             growth = per["javascript"]["quantities"]["disk_growth"]["points"]
             assert [p[0] for p in growth] == sizes, name           # peak disk sampled in every variant too
             assert Path(out["charts"][name]).stat().st_size > 0
+            # the one-shard sweep builds every variant too, each fitted apart (none with --no-shard-sweep)
+            shard = per["javascript"]["quantities"]["disk_growth"].get("shards")
+            assert (shard is None) == (option == "--cpus"), name
         if option == "--memory":
             cache = {name: any("page cache" in w for w in per["javascript"]["warnings"]) for name, per in f.items()}
             assert sorted(cache.values()) == [False, True], cache     # 2 GiB fits 24 GiB, not 1 GiB
     finally:
         for n in sizes:
-            couch.request("DELETE", f"/{db}-{n}", ok=(200, 202, 404))
+            for name in (f"{db}-{n}", f"{db}-q1-{n}"):
+                couch.request("DELETE", f"/{name}", ok=(200, 202, 404))
 
 
 # ---- out of disk: a real CouchDB with its data on a small tmpfs this test mounts (root)

@@ -405,8 +405,8 @@ def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_do
         top = max(n for n, _ in pts)
         low = min(low, min(v for n, v in pts if n == top) * scale)
     # a time or a size is never below zero, whatever a wide interval says
-    entry["prediction"] = {**asdict(main), "model": primary.model,
-                           "low": max(0.0, low), "high": max(p.high for p in bounds)}
+    entry["prediction"] = {**asdict(main), "model": primary.model, "value": max(0.0, main.value),
+                           "low": max(0.0, low), "high": max(0.0, max(p.high for p in bounds))}
     entry["warnings"] = warnings(target_docs=target_docs, measured=[], fit=primary, quantity=quantity)
     values = [p.value for p in preds.values()]
     if main.value and (max(values) - min(values)) / abs(main.value) > DISAGREE:
