@@ -88,14 +88,18 @@ def test_three_containers_build_q8_n1_and_n3(engine, tmp_path):
             scope = res["pidstat_scope"]["nodes"]
             for name, container in containers.items():
                 assert scope[name]["root_pid"] == container.attrs["State"]["Pid"]
-                assert ps["per_node"][name]["beam"]["processes"] == 1, ps["per_node"][name]
-                assert ps["per_node"][name]["beam"]["intervals"] >= 1
-                assert ps["per_node"][name]["couchjs"]["processes"] >= 1, ps["per_node"][name]
+                node = ps["per_node"][name]
+                assert node["beam"]["processes"] == 1, node
+                assert node["beam"]["intervals"] >= 1
+                # every node mapped its shards in its own couchjs. pidstat samples once a second, and under
+                # load a node's share of the build can fall between two samples, so ask the container: the
+                # query-server pool keeps couchjs after the build
+                assert any("couchjs" in p[-1] for p in container.top()["Processes"]), container.top()
                 assert f"node {name}:" in output
             DOCKER_REPORT.append(
                 f"cluster of 3 containers, q={Q} n={n}: {fig.tasks_seen} tasks, {fig.done} changes done, "
                 f"{res['summary']['wall_time_s'] or 0:.1f} s wall; couchjs per node "
-                + ", ".join(str(ps["per_node"][x]["couchjs"]["processes"]) for x in names))
+                + ", ".join(str(ps["per_node"][x].get("couchjs", {}).get("processes", "unsampled")) for x in names))
         assert 2.9 <= figures[3].done / figures[1].done <= 3.1, (figures[3].done, figures[1].done)
     finally:
         _down_leaves_nothing(engine, env, port, nodes=3)

@@ -286,6 +286,16 @@ def test_from_sweep_reads_a_forecast_folder_with_its_one_shard_sweep(tmp_path):
         e = out["forecasts"][""][lang]["quantities"]["disk_growth"]
         assert checks["disk_growth"]["predicted"] == e["prediction"]["value"]
         assert checks["disk_growth"]["whole_database"]["predicted"] == e["whole_database"]["value"]
+        # charted in the target's terms: a one-shard build of n documents as 2 shards of n, its line through
+        # the forecast
+        assert fc.entry_points(e) == [(2 * n, 2 * y) for n, y in e["points"]]
+        assert fc.entry_value(e, top) == pytest.approx(e["prediction"]["value"])
+    from dragnet.forecast.plot import forecast_chart
+    chart = forecast_chart(out["forecasts"][""], tmp_path / "forecast.png")
+    some = next(iter(out["forecasts"][""]))
+    drawn, e = chart.series[f"{some} disk_growth"], out["forecasts"][""][some]["quantities"]["disk_growth"]
+    assert drawn["prediction"]["value"] == e["prediction"]["value"] and drawn["shards"] == 2
+    assert drawn["points"] == fc.entry_points(e)
     r = CliRunner().invoke(main, ["report", str(tmp_path / "out")])
     assert r.exit_code == 0 and "(whole-database sweep alone: " in r.output, r.output
     # a plain sweep folder has no one-shard sweep beside it

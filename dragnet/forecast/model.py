@@ -131,6 +131,19 @@ def fit_value(fit: dict, n: float) -> float:
     return fit["fixed"] + fit["per_doc"] * transform(fit.get("model") or LINEAR, fit.get("k") or 1.0, n)
 
 
+def entry_points(entry: dict) -> list[tuple[float, float]]:
+    """A quantity's measured points in the target's terms: a one-shard build of n documents (shard_forecast)
+    stands for the q-shard database of n·q documents, holding q times its size."""
+    q = (entry.get("shards") or {}).get("q") or 1
+    return [(n * q, y * q) for n, y in entry.get("points") or []]
+
+
+def entry_value(entry: dict, n: float) -> float:
+    """A quantity's fitted line at a database of n documents (q × one shard of n/q when fitted per shard)."""
+    q = (entry.get("shards") or {}).get("q") or 1
+    return q * fit_value(entry["fit"], n / q)
+
+
 def curve(end: float, steps: int = 40) -> list[float]:
     """Document counts from 1 to end to draw a fitted model through (a curve for n log n and powers)."""
     return [max(1.0, end * i / steps) for i in range(steps + 1)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dragnet.report.charts import DPI, Chart, _save, plt
-from dragnet.forecast.model import QUANTITIES, SCALE, curve, fit_value
+from dragnet.forecast.model import QUANTITIES, SCALE, curve, entry_points, entry_value
 
 
 
@@ -23,18 +23,19 @@ def forecast_chart(fc: dict, path: Path, label: str = "") -> Chart:
                 continue
             div, unit = SCALE[e["unit"]]
             color = plt.rcParams["axes.prop_cycle"].by_key()["color"][i % 10]
-            xs = [p[0] for p in e["points"]]
-            ys = [p[1] / div for p in e["points"]]
-            ax.scatter(xs, ys, color=color, s=12, label=lang)
+            pts = entry_points(e)
+            shards = (e.get("shards") or {}).get("q")
+            ax.scatter([x for x, _ in pts], [y / div for _, y in pts], color=color, s=12,
+                       label=f"{lang} (one-shard builds × {shards})" if shards else lang)
             p, fit = e["prediction"], e["fit"]
             target = p["docs"]
             line = curve(target)
-            ax.plot(line, [fit_value(fit, x) / div for x in line], color=color, linewidth=1,
+            ax.plot(line, [entry_value(e, x) / div for x in line], color=color, linewidth=1,
                     label=f"{lang} fit ({fit.get('model') or 'linear'})")
             ax.errorbar([target], [p["value"] / div], yerr=[[(p["value"] - p["low"]) / div],
                                                             [(p["high"] - p["value"]) / div]],
                         color=color, capsize=4, marker="D", markersize=4)
-            series[f"{lang} {q}"] = {"points": e["points"], "prediction": p}
+            series[f"{lang} {q}"] = {"points": pts, "shards": shards, "prediction": p}
             ax.set_ylabel(f"{q.replace('_', ' ')} ({unit})")
         if target:
             ax.axvline(target, color="grey", linestyle="--", linewidth=1)

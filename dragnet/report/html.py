@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from dragnet.report import tables as rp
 from dragnet.report.html_page import Chart, Section, build_page
-from dragnet.forecast.model import SCALE, curve, fit_value
+from dragnet.forecast.model import SCALE, curve, entry_points, entry_value
 from dragnet.results.schema import couchdb_versions
 from dragnet.results.schema import RunEntry
 
@@ -528,14 +528,16 @@ def forecast_sections(doc: dict) -> list[Section]:
                 if not fit or not e.get("points"):
                     continue
                 div, shown = SCALE.get(unit, (1.0, unit))
-                xs = [pt[0] for pt in e["points"]]
+                pts = entry_points(e)
+                shards = (e.get("shards") or {}).get("q")
+                xs = [pt[0] for pt in pts]
                 traces = charts.setdefault(q, ([], shown))[0]
-                traces.append({"type": "scatter", "mode": "markers", "name": f"{name} measured", "x": xs,
-                               "y": [pt[1] / div for pt in e["points"]]})
+                traces.append({"type": "scatter", "mode": "markers", "x": xs, "y": [pt[1] / div for pt in pts],
+                               "name": f"{name} measured" + (f" (one-shard builds × {shards})" if shards else "")})
                 end = p.get("docs") or max(xs)
                 line_x = curve(end)
                 traces.append({"type": "scatter", "mode": "lines", "name": f"{name} fit ({fit.get('model') or 'linear'})",
-                               "x": line_x, "y": [fit_value(fit, x) / div for x in line_x]})
+                               "x": line_x, "y": [entry_value(e, x) / div for x in line_x]})
                 if p.get("value") is not None:
                     traces.append({"type": "scatter", "mode": "markers", "name": f"{name} forecast",
                                    "x": [end], "y": [p["value"] / div],
