@@ -298,6 +298,7 @@ def test_from_sweep_reads_a_forecast_folder_with_its_one_shard_sweep(tmp_path):
     assert drawn["points"] == fc.entry_points(e)
     r = CliRunner().invoke(main, ["report", str(tmp_path / "out")])
     assert r.exit_code == 0 and "(whole-database sweep alone: " in r.output, r.output
+    assert f"one-shard builds; 2 shards × one shard of {top // 2:,} documents" in r.output, r.output
     # a plain sweep folder has no one-shard sweep beside it
     assert fr.from_sweep(tmp_path / "fc" / "sweep", fr.target_from_docs(top, q=2),
                          out_dir=tmp_path / "o2")["shard_sweep"] is None

@@ -175,6 +175,8 @@ def render(out: dict) -> str:
                 model = fit.get("model") or "linear"
                 model += f" k={fit['k']:.2f}" if model == "power" else ""
                 how = e.get("basis") or f"{model}, r² {r2}, {fit['points']} builds"
+                if e.get("shards"):
+                    how = f"{model}, r² {r2}, {fit['points']} one-shard builds; {how}"
                 lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] {how}")
                 lines += [f"  warning: {w}" for w in e.get("warnings") or []]
             lines += [f"  warning: {w}" for w in f["warnings"]]
