@@ -327,6 +327,18 @@ def test_from_sweep_backtests_against_the_held_out_size(tmp_path):
     assert plus_one["sizes"] == out["sizes"] and set(plus_one["backtest"]) == set(out["backtest"])
 
 
+def test_couchdb_versions_are_read_from_a_plain_or_gzipped_results_file(tmp_path):
+    import gzip
+
+    manifests = {5000: {"runs": [{"result_file": "000-a.json"}]}, 9000: {"runs": [{"result_file": "000-b.json"}]}}
+    (tmp_path / "size-9000").mkdir()
+    (tmp_path / "size-9000" / "000-b.json").write_text(json.dumps({"couchdb": {"version": "3.5.2"}}))
+    assert fr._couchdb_of(tmp_path, manifests) == {"version": "3.5.2"}       # 5000's file is missing
+    (tmp_path / "size-5000").mkdir()
+    (tmp_path / "size-5000" / "000-a.json.gz").write_bytes(gzip.compress(b'{"couchdb": {"version": "3.5.0"}}'))
+    assert fr._couchdb_of(tmp_path, manifests) == {"version": "3.5.0"}
+
+
 def test_finish_writes_forecast_json(tmp_path):
     summary, manifests, _ = _recorded()
     summary = {**summary, "dir": str(SWEEP)}

@@ -253,14 +253,17 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
 
 
 def _couchdb_of(folder: Path, manifests: dict[int, dict]) -> dict | None:
-    """The CouchDB the sweep ran on (version, settings), as its first results file recorded it."""
+    """The CouchDB the sweep ran on (version, settings), as its first results file recorded it (kept as is, or
+    gzipped beside its manifest as the back-tests in docs/ keep theirs)."""
     for n, m in sorted(manifests.items()):
         for r in m.get("runs", []):
             if r.get("result_file"):
-                try:
-                    return json.loads((folder / f"size-{n}" / r["result_file"]).read_text()).get("couchdb")
-                except (OSError, ValueError):
-                    continue
+                path = folder / f"size-{n}" / r["result_file"]
+                for f, read in ((path, Path.read_bytes), (Path(f"{path}.gz"), lambda p: gzip.decompress(p.read_bytes()))):
+                    try:
+                        return json.loads(read(f)).get("couchdb")
+                    except (OSError, ValueError):
+                        continue
     return None
 
 
