@@ -29,7 +29,7 @@ def forecast_chart(fc: dict, path: Path, label: str = "") -> Chart:
                        label=f"{lang} (one-shard builds × {shards})" if shards else lang)
             p, fit = e["prediction"], e["fit"]
             target = p["docs"]
-            line = curve(target)
+            line = curve(max([target, *(x for x, _ in pts)]))     # one-shard builds can reach past the target
             ax.plot(line, [entry_value(e, x) / div for x in line], color=color, linewidth=1,
                     label=f"{lang} fit ({fit.get('model') or 'linear'})")
             ax.errorbar([target], [p["value"] / div], yerr=[[(p["value"] - p["low"]) / div],

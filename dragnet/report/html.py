@@ -535,7 +535,7 @@ def forecast_sections(doc: dict) -> list[Section]:
                 traces.append({"type": "scatter", "mode": "markers", "x": xs, "y": [pt[1] / div for pt in pts],
                                "name": f"{name} measured" + (f" (one-shard builds × {shards})" if shards else "")})
                 end = p.get("docs") or max(xs)
-                line_x = curve(end)
+                line_x = curve(max([end, *xs]))     # one-shard builds can reach past the target
                 traces.append({"type": "scatter", "mode": "lines", "name": f"{name} fit ({fit.get('model') or 'linear'})",
                                "x": line_x, "y": [entry_value(e, x) / div for x in line_x]})
                 if p.get("value") is not None:
