@@ -411,6 +411,7 @@ def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_do
     primary = fits.get(PRIMARY.get(quantity, LINEAR)) or fits.get(LINEAR)
     if primary is None:
         return entry
+
     def at(f: LinearFit) -> Prediction:
         p = predict(f, target_docs, level)
         return Prediction(p.docs, p.value * scale, p.low * scale, p.high * scale, p.level)
