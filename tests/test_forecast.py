@@ -297,12 +297,19 @@ def test_from_sweep_reads_a_forecast_folder_with_its_one_shard_sweep(tmp_path):
         # the forecast
         assert fc.entry_points(e) == [(2 * n, 2 * y) for n, y in e["points"]]
         assert fc.entry_value(e, top) == pytest.approx(e["prediction"]["value"])
+        line = fc.entry_curve(e)       # out past the target, to the largest one-shard build × 2
+        assert line[0] == 1.0 and line[-1] == max(2 * n for n, _ in e["points"]) > top
+        mem = out["forecasts"][""][lang]["quantities"]["peak_memory"]     # log n: from the smallest build
+        assert fc.entry_curve(mem)[0] == min(n for n, _ in mem["points"]) and fc.entry_curve(mem)[-1] == top
     from dragnet.forecast.plot import forecast_chart
     chart = forecast_chart(out["forecasts"][""], tmp_path / "forecast.png")
     some = next(iter(out["forecasts"][""]))
     drawn, e = chart.series[f"{some} disk_growth"], out["forecasts"][""][some]["quantities"]["disk_growth"]
     assert drawn["prediction"]["value"] == e["prediction"]["value"] and drawn["shards"] == 2
-    assert drawn["points"] == fc.entry_points(e)
+    assert drawn["points"] == fc.entry_points(e) and drawn["built"] is None
+    # a back-test's chart marks the real build beside the forecast
+    chart = forecast_chart(out["forecasts"][""], tmp_path / "bt.png", built=out["backtest"])
+    assert chart.series[f"{some} disk_growth"]["built"] == out["backtest"][some]["disk_growth"]["actual"]
     r = CliRunner().invoke(main, ["report", str(tmp_path / "out")])
     assert r.exit_code == 0 and "(whole-database sweep alone: " in r.output, r.output
     assert f"one-shard builds; 2 shards × one shard of {top // 2:,} documents" in r.output, r.output

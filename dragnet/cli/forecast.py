@@ -140,8 +140,11 @@ def _charts(out: dict, folder: Path) -> None:
     from dragnet.forecast.plot import forecast_chart
     from dragnet.results.build import slug
 
+    checks = out.get("backtest") or {}
     out["charts"] = {name: str(forecast_chart(per_lang, folder / (f"forecast-{slug(name)}.png" if name else
-                                                                  "forecast.png")).path)
+                                                                  "forecast.png"),
+                                              built={lang: checks.get(f"{name} {lang}".strip()) for lang in per_lang}
+                                              ).path)
                      for name, per_lang in out["forecasts"].items()}
     out["chart"] = next(iter(out["charts"].values()), None)
 

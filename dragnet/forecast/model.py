@@ -144,9 +144,18 @@ def entry_value(entry: dict, n: float) -> float:
     return q * fit_value(entry["fit"], n / q)
 
 
-def curve(end: float, steps: int = 40) -> list[float]:
-    """Document counts from 1 to end to draw a fitted model through (a curve for n log n and powers)."""
-    return [max(1.0, end * i / steps) for i in range(steps + 1)]
+def curve(end: float, steps: int = 40, start: float = 1.0) -> list[float]:
+    """Document counts from start to end to draw a fitted model through (a curve for n log n and powers)."""
+    return [max(1.0, start + (end - start) * i / steps) for i in range(steps + 1)]
+
+
+def entry_curve(entry: dict) -> list[float]:
+    """Where to draw a quantity's line: to the target, or past it as far as (one-shard) builds reach; a log n
+    line from the smallest build, since ln n falls without bound towards zero documents."""
+    xs = [x for x, _ in entry_points(entry)]
+    end = max([(entry.get("prediction") or {}).get("docs") or 0, *xs])
+    log = (entry.get("fit") or {}).get("model") == LOG
+    return curve(end, start=min(xs) if log and xs else 1.0)
 
 
 WEIGHTS: dict[str, Callable[[float], float]] = {"ordinary": lambda n: 1.0, "1/n": lambda n: 1.0 / n}

@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from dragnet.report.charts import DPI, Chart, _save, plt
-from dragnet.forecast.model import QUANTITIES, SCALE, curve, entry_points, entry_value
+from dragnet.forecast.model import QUANTITIES, SCALE, entry_curve, entry_points, entry_value
 
 
 
-def forecast_chart(fc: dict, path: Path, label: str = "") -> Chart:
-    """fc: forecast.json's "forecasts"[label] (per language); quantities without a fit are left out."""
+def forecast_chart(fc: dict, path: Path, label: str = "", built: dict | None = None) -> Chart:
+    """fc: forecast.json's "forecasts"[label] (per language); quantities without a fit are left out. built:
+    a back-test's checks for the same label (forecast.json "backtest"[lang]), the real build marked beside
+    the forecast."""
     shown = [q for q in QUANTITIES if any((lang["quantities"].get(q) or {}).get("fit") for lang in fc.values())]
     fig, axes = plt.subplots(1, max(1, len(shown)), figsize=(4.2 * max(1, len(shown)), 4), dpi=DPI, squeeze=False)
     series: dict = {}
@@ -29,13 +31,18 @@ def forecast_chart(fc: dict, path: Path, label: str = "") -> Chart:
                        label=f"{lang} (one-shard builds × {shards})" if shards else lang)
             p, fit = e["prediction"], e["fit"]
             target = p["docs"]
-            line = curve(max([target, *(x for x, _ in pts)]))     # one-shard builds can reach past the target
+            line = entry_curve(e)
             ax.plot(line, [entry_value(e, x) / div for x in line], color=color, linewidth=1,
                     label=f"{lang} fit ({fit.get('model') or 'linear'})")
             ax.errorbar([target], [p["value"] / div], yerr=[[(p["value"] - p["low"]) / div],
                                                             [(p["high"] - p["value"]) / div]],
                         color=color, capsize=4, marker="D", markersize=4)
-            series[f"{lang} {q}"] = {"points": pts, "shards": shards, "prediction": p}
+            real = ((built or {}).get(lang) or {}).get(q)
+            if real:
+                ax.scatter([target], [real["actual"] / div], color=color, marker="x", s=40, zorder=3,
+                           label=f"{lang} built ({real['error']:+.0%})")
+            series[f"{lang} {q}"] = {"points": pts, "shards": shards, "prediction": p,
+                                     "built": real["actual"] if real else None}
             ax.set_ylabel(f"{q.replace('_', ' ')} ({unit})")
         if target:
             ax.axvline(target, color="grey", linestyle="--", linewidth=1)

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from dragnet.report import tables as rp
 from dragnet.report.html_page import Chart, Section, build_page
-from dragnet.forecast.model import SCALE, curve, entry_points, entry_value
+from dragnet.forecast.model import SCALE, entry_curve, entry_points, entry_value
 from dragnet.results.schema import couchdb_versions
 from dragnet.results.schema import RunEntry
 
@@ -535,7 +535,7 @@ def forecast_sections(doc: dict) -> list[Section]:
                 traces.append({"type": "scatter", "mode": "markers", "x": xs, "y": [pt[1] / div for pt in pts],
                                "name": f"{name} measured" + (f" (one-shard builds × {shards})" if shards else "")})
                 end = p.get("docs") or max(xs)
-                line_x = curve(max([end, *xs]))     # one-shard builds can reach past the target
+                line_x = entry_curve(e)
                 traces.append({"type": "scatter", "mode": "lines", "name": f"{name} fit ({fit.get('model') or 'linear'})",
                                "x": line_x, "y": [entry_value(e, x) / div for x in line_x]})
                 if p.get("value") is not None:
