@@ -98,6 +98,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     on one-shard databases too (shard_config), for the sizes of the index and the disk."""
     on_event = on_event or (lambda kind, d: None)
     target_docs = int(target["doc_count"])
+    shard_sweep = shard_sweep and target_q(target, config) != 1   # a one-shard target is its own shard
     dist = data_distribution(data)
     data_docs = dist.docs
     folder.mkdir(parents=True, exist_ok=True)
@@ -120,7 +121,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         if not times:
             raise DragnetError(f"the first build ({probe:,} documents) failed; see {folder / 'probe'}")
         per_round = sum(times)       # every language of one round at the probe size
-        sweeps = 2 if shard_sweep and target_q(target, config) != 1 else 1
+        sweeps = 2 if shard_sweep else 1
         counts = fc.auto_sizes(first_docs=probe, first_seconds=per_round * config.repeat * sweeps, budget_s=budget_s,
                                max_docs=min(data_docs, target_docs - 1))
         if len(counts) < 2:
@@ -132,7 +133,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     _, manifests = sz.load(summary["dir"])
     _stop_if_full(summary, manifests)
     shard = None
-    if shard_sweep and target_q(target, config) != 1:
+    if shard_sweep:
         on_event("shard_sweep", {"counts": counts})
         shard = sz.load(sz.run_sweep(replace(shard_config(config, folder), data=str(data)), counts,
                                      on_event=on_event, env=env, build=build)["dir"])
@@ -197,13 +198,17 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
            "forecasts": {}}
     # one forecast per variant of the sweep (a --memory scenario, a --cpus value): never a fit across them,
     # and never one in between (cores are not extrapolated)
-    variants: dict[str, list[dict]] = {}
-    for r in runs:
-        variants.setdefault(" ".join(x for x in (label, sz.variant(r)) if x), []).append(r)
-    for name, rs in variants.items():
+    def by_variant(rs: list[dict]) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {}
+        for r in rs:
+            out.setdefault(" ".join(x for x in (label, sz.variant(r)) if x), []).append(r)
+        return out
+
+    shard_variants = by_variant(shard_runs)
+    for name, rs in by_variant(runs).items():
         # the page-cache check against the variant's memory limit, else the machine's memory
         limit = limits.get(rs[0].get("scenario") or "") or mem
-        one = [r for r in shard_runs if " ".join(x for x in (label, sz.variant(r)) if x) == name]
+        one = shard_variants.get(name, [])
         out["forecasts"][name] = fc.forecast_sweep(rs, target_docs, weighting=weighting, memory_bytes=limit,
                                                    db_bytes=db_bytes, target_db_bytes=target_db,
                                                    other_load=per_cpu, shard_runs=one, shards=shards)

@@ -96,9 +96,11 @@ class Sampler:
     cleanup had not yet removed: up to 313 MiB of them at the start of a 200,000-document build here): they
     are left out, so the start is the database and the peak the database plus this build's index."""
 
-    def __init__(self, couch: Couch, db: str, ddoc: str, root: Path | None, interval: float = INTERVAL):
+    def __init__(self, couch: Couch, db: str, ddoc: str, root: Path | None, interval: float = INTERVAL,
+                 others: list[Path] | None = None):
         self.couch, self.db, self.ddoc, self.root, self.interval = couch, db, ddoc, root, interval
-        others = view_files(root, db) if root is not None else []
+        if others is None:
+            others = view_files(root, db) if root is not None else []
         self.others = frozenset(str(f) for f in others)
         self.other_bytes = sum(_size(f) for f in others)
         self.peak_reported = 0
@@ -181,8 +183,8 @@ def watched_build(inner: Callable[..., dict]) -> Callable[..., dict]:
               **design: Any) -> dict:
         root = data_dir(couch, couch_pid(url))
         ddoc = ddoc_id(ddoc)
-        before = set(view_files(root, db)) if root is not None else set()
-        with Sampler(connect(url), db, ddoc, root) as s:
+        before = view_files(root, db) if root is not None else []
+        with Sampler(connect(url), db, ddoc, root, others=before) as s:
             try:
                 result = inner(couch, url, db, spec, view_path, ddoc, storage_label, **design)
             except DragnetError as exc:   # e.g. a 500 on PUT of the design document: the disk is already full
@@ -198,7 +200,7 @@ def watched_build(inner: Callable[..., dict]) -> Callable[..., dict]:
             summary["error"] = full
             # the failed index's files fill the disk, so CouchDB cannot even delete the design document:
             # drop the files this build created (its indexer died on the full disk), then the bench cleans up
-            for f in set(view_files(root, db)) - before:
+            for f in set(view_files(root, db)) - set(before):
                 try:
                     f.unlink()
                 except OSError:
