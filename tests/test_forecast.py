@@ -105,6 +105,7 @@ def test_files_bytes_counts_shards_indexes_and_compact_files(tmp_path):
     (view / "abc.view").write_bytes(b"x" * 50)
     (view / "abc.compact.view").write_bytes(b"x" * 7)
     assert dp.files_bytes(tmp_path, "db") == 187
+    assert dp.files_split(tmp_path, "db") == (187, 37)
     assert dp.files_bytes(tmp_path, "other") == 1000
 
 
@@ -243,6 +244,8 @@ def test_forecast_sweep_takes_only_the_sharded_quantities_from_the_one_shard_swe
             assert whole == alone, q
             assert both[q]["prediction"]["value"] == pytest.approx(
                 8 * fc.quantity_forecast(fc.points(one, q), q, 50_000)["prediction"]["value"]), q
+        elif q == "disk_growth":      # in parts (growth_forecast), the whole-database forecast kept beside
+            assert both[q]["whole_database"] == plain[q]["prediction"] and both[q]["parts"]["q"] == 8
         elif q != "peak_disk":
             assert both[q] == plain[q], q
     g = both["disk_growth"]["prediction"]
@@ -253,6 +256,53 @@ def test_forecast_sweep_takes_only_the_sharded_quantities_from_the_one_shard_swe
         assert size["low"] <= live["low"] and size["high"] >= grown["high"] and "bounds" in qs["index_size"]
     # without the target's shards there is nothing to scale by: the whole-database sweep alone
     assert fc.forecast_sweep(rs, 400_000, shard_runs=one)[lang]["quantities"]["disk_growth"] == plain["disk_growth"]
+
+
+def _grown(size: int, growth: float, compaction: float, at_once: int = 0, language: str = "javascript") -> dict:
+    """A build's run as a manifest holds it: the disk it added, of which the compaction's files."""
+    return {"status": "ok", "size": size, "language": language,
+            "sizes": {"peak_disk": {"growth": growth, "other_indexes": 0, "compaction": compaction,
+                                    "compactions_at_once": at_once}}}
+
+
+def test_disk_growth_is_index_files_side_by_side_plus_the_shards_compacted_at_once():
+    mib = 1024 ** 2
+    # one shard alone: index files 2 MiB per 1,000 documents, the compaction's file as big as them
+    one = [_grown(n, 4 * mib * n / 1000, 2 * mib * n / 1000) for n in (5000, 5000, 10000, 10000, 20000, 40000)]
+    # 8 shards of 5,000 side by side wrote 1.5× one shard's index files; one shard compacted at once
+    runs = [_grown(40000, 8 * 10 * mib * 1.5 + 3 * mib, 3 * mib, at_once=1),
+            _grown(20000, 40 * mib, 0)]
+    e = fc.growth_forecast(runs, one, 200_000, 8)
+    parts, p = e["parts"], e["prediction"]
+    assert parts["compacted_at_once"] == 1 and parts["q"] == 8
+    side = parts["side_by_side"]
+    assert side["alone"] == pytest.approx(80 * mib) and side["ratio"] == pytest.approx(1.5)
+    assert side["extra_per_doc"] == pytest.approx(40 * mib / 40000)
+    # 8 shards of 25,000: 8 × 50 MiB alone + the excess per document + one compaction file of 50 MiB
+    assert p["value"] == pytest.approx(400 * mib + 200_000 * 40 * mib / 40000 + 50 * mib, rel=1e-6)
+    assert p["low"] <= 450 * mib + 1 and p["high"] >= 400 * mib * 1.5 + 50 * mib - 1
+    assert fc.entry_value(e, 200_000) == pytest.approx(p["value"])
+    # the old reading, 8 × a one-shard build's growth, counts 8 compactions where CouchDB ran one
+    assert 8 * 100 * mib > p["value"]
+    # two shards compacted at once in the sweep at q: two compaction files
+    two = fc.growth_forecast([{**runs[0], "sizes": {"peak_disk": {**runs[0]["sizes"]["peak_disk"],
+                                                                 "compactions_at_once": 2}}}, runs[1]],
+                             one, 200_000, 8)
+    assert two["prediction"]["value"] == pytest.approx(p["value"] + 50 * mib, rel=1e-6)
+
+
+def test_disk_growth_without_compaction_or_excess():
+    mib = 1024 ** 2
+    one = [_grown(n, 2 * mib * n / 1000, 0) for n in (5000, 10000, 20000, 40000)]
+    runs = [_grown(40000, 8 * 10 * mib * 0.9, 0)]     # side by side wrote less: no excess, never a discount
+    p = fc.growth_forecast(runs, one, 200_000, 8)
+    assert p["parts"]["compacted_at_once"] == 0 and p["parts"]["side_by_side"]["extra_per_doc"] == 0
+    assert p["prediction"]["value"] == pytest.approx(400 * mib, rel=1e-6)
+    # recordings without the split read the compaction as the files' peak minus what CouchDB reported
+    old = {"status": "ok", "size": 10, "sizes": {"peak_disk": {"growth": 9, "other_indexes": 0, "files_peak": 30,
+                                                               "reported_peak": 26}}}
+    assert fc.points([old], "compaction") == [(10, 4.0)] and fc.points([old], "index_growth") == [(10, 5.0)]
+    assert fc.growth_forecast(runs, [], 200_000, 8) == {}
 
 
 def test_peak_memory_interval_reaches_down_to_the_largest_size():
@@ -293,18 +343,21 @@ def test_from_sweep_reads_a_forecast_folder_with_its_one_shard_sweep(tmp_path):
         e = out["forecasts"][""][lang]["quantities"]["disk_growth"]
         assert checks["disk_growth"]["predicted"] == e["prediction"]["value"]
         assert checks["disk_growth"]["whole_database"]["predicted"] == e["whole_database"]["value"]
-        # charted in the target's terms: a one-shard build of n documents as 2 shards of n, its line through
-        # the forecast
-        assert fc.entry_points(e) == [(2 * n, 2 * y) for n, y in e["points"]]
+        # the disk a build adds: the sweep at q's own builds, the line of its parts through the forecast
+        assert fc.entry_points(e) == [tuple(p) for p in e["points"]] and "parts" in e
         assert fc.entry_value(e, top) == pytest.approx(e["prediction"]["value"])
-        line = fc.entry_curve(e)       # out past the target, to the largest one-shard build × 2
-        assert line[0] == 1.0 and line[-1] == max(2 * n for n, _ in e["points"]) > top
+        # a sharded quantity charted in the target's terms: a one-shard build of n documents as 2 shards of n
+        s = out["forecasts"][""][lang]["quantities"]["index_active"]
+        assert fc.entry_points(s) == [(2 * n, 2 * y) for n, y in s["points"]]
+        assert fc.entry_value(s, top) == pytest.approx(s["prediction"]["value"])
+        line = fc.entry_curve(s)       # out past the target, to the largest one-shard build × 2
+        assert line[0] == 1.0 and line[-1] == max(2 * n for n, _ in s["points"]) > top
         mem = out["forecasts"][""][lang]["quantities"]["peak_memory"]     # log n: from the smallest build
         assert fc.entry_curve(mem)[0] == min(n for n, _ in mem["points"]) and fc.entry_curve(mem)[-1] == top
     from dragnet.forecast.plot import forecast_chart
     chart = forecast_chart(out["forecasts"][""], tmp_path / "forecast.png")
     some = next(iter(out["forecasts"][""]))
-    drawn, e = chart.series[f"{some} disk_growth"], out["forecasts"][""][some]["quantities"]["disk_growth"]
+    drawn, e = chart.series[f"{some} index_active"], out["forecasts"][""][some]["quantities"]["index_active"]
     assert drawn["prediction"]["value"] == e["prediction"]["value"] and drawn["shards"] == 2
     assert drawn["points"] == fc.entry_points(e) and drawn["built"] is None
     # a back-test's chart marks the real build beside the forecast

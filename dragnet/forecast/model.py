@@ -139,7 +139,13 @@ def entry_points(entry: dict) -> list[tuple[float, float]]:
 
 
 def entry_value(entry: dict, n: float) -> float:
-    """A quantity's fitted line at a database of n documents (q × one shard of n/q when fitted per shard)."""
+    """A quantity's fitted line at a database of n documents (q × one shard of n/q when fitted per shard; the
+    sum of its parts for the disk a build adds, growth_forecast)."""
+    parts = entry.get("parts")
+    if parts:
+        q, comp = parts["q"], (parts.get("compaction") or {}).get("fit")
+        return (q * fit_value(parts["index_files"]["fit"], n / q) + parts["side_by_side"]["extra_per_doc"] * n
+                + (parts["compacted_at_once"] * fit_value(comp, n / q) if comp else 0.0))
     q = (entry.get("shards") or {}).get("q") or 1
     return q * fit_value(entry["fit"], n / q)
 
@@ -268,6 +274,25 @@ def _bytes_written(run: dict) -> float | None:
     return (run.get("sizes") or {}).get("bytes_written")
 
 
+def _compaction(run: dict) -> float | None:
+    """Of the files at the build's peak, the compaction's: CouchDB's compaction daemon (smoosh) compacts an
+    index while it is being built, and its .compact file grows as big as the index file itself (every one-shard
+    build of 10,000 documents or more in the second back-test). Recordings from before the sampler split them
+    read as the files' peak minus the largest sum CouchDB reported (database and index files, no .compact)."""
+    pk = (run.get("sizes") or {}).get("peak_disk") or {}
+    if pk.get("compaction") is not None:
+        return pk["compaction"]
+    if pk.get("files_peak") is not None and pk.get("reported_peak") is not None:
+        return max(0.0, pk["files_peak"] - pk["reported_peak"])
+    return None
+
+
+def _index_growth(run: dict) -> float | None:
+    """The disk a build added in the index's own files: its growth without the compaction's files."""
+    grown, compact = _disk_growth(run), _compaction(run)
+    return None if grown is None or compact is None else max(0.0, grown - compact)
+
+
 # how a quantity's unit is shown: divide by this, call it that
 SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 
@@ -275,7 +300,8 @@ SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 # back-tests in docs/forecast.md: build time and the index's live data follow n log n (the line fell short
 # by 9–18 % at 5× the sweep); the disk a build needs and what it writes grow faster, like a power.
 PRIMARY = {"build_time": NLOGN, "index_size": POWER, "index_active": NLOGN, "peak_disk": POWER,
-           "disk_growth": POWER, "bytes_written": NLOGN, "peak_memory": LOG}
+           "disk_growth": POWER, "bytes_written": NLOGN, "peak_memory": LOG, "index_growth": POWER,
+           "compaction": POWER}
 # the shapes a quantity's interval spans: memory levels off (the line fell far above it at 200,000), the rest
 # grow at least linearly
 SHAPES = {"peak_memory": (LOG, LINEAR)}
@@ -283,8 +309,10 @@ GROWING = (LINEAR, NLOGN, POWER)
 DISAGREE = 0.25       # the models' forecasts spread by more than this share of the forecast: say so
 # Quantities that add up over a database's shards: each shard's index is its own set of B-trees built by its
 # own updater, so a target of D documents in q shards holds q indexes of D/q documents. From a one-shard sweep
-# they are forecast as q × one shard at D/q, which the one-shard sizes can bracket (see shard_forecast).
-SHARDED = ("index_size", "index_active", "disk_growth", "bytes_written")
+# they are forecast as q × one shard at D/q, which the one-shard sizes can bracket (see shard_forecast). The
+# disk a build adds and the bytes it writes do not add up so: a one-shard build is compacted all along, a
+# q-shard one only a shard or two at a time (see growth_forecast); bytes written stay with the sweep at q.
+SHARDED = ("index_size", "index_active")
 # Quantities that do not fall with more documents: a bigger build passes through what a smaller one did, so
 # the interval reaches down at least to the lowest build at the largest size (peak memory levels off: a
 # curve through the sweep forecast 10-44 % above the real peak, its interval above it too).
@@ -301,14 +329,22 @@ QUANTITIES: dict[str, tuple[str, Callable[[dict], float | None]]] = {
 }
 
 
-def points(runs: Iterable[dict], quantity: str) -> list[tuple[int, float]]:
-    """(documents, value) of every successful build that recorded the quantity (runs carry their "size")."""
-    get = QUANTITIES[quantity][1]
+# The two parts of the disk a build adds (growth_forecast), fitted but not reported as quantities of their own.
+PARTS: dict[str, tuple[str, Callable[[dict], float | None]]] = {
+    "index_growth": ("bytes", _index_growth),
+    "compaction": ("bytes", _compaction),
+}
+
+
+def points(runs: Iterable[dict], quantity: str, zeros: bool = False) -> list[tuple[int, float]]:
+    """(documents, value) of every successful build that recorded the quantity (runs carry their "size");
+    zeros: keep values of 0 (a build the compaction daemon left alone), else only positive ones."""
+    get = {**QUANTITIES, **PARTS}[quantity][1]
     out = []
     for r in runs:
         if r.get("status") == "ok" and r.get("size"):
             v = get(r)
-            if isinstance(v, (int, float)) and v > 0:
+            if isinstance(v, (int, float)) and (v > 0 or (zeros and v == 0)):
                 out.append((int(r["size"]), float(v)))
     return sorted(out)
 
@@ -368,6 +404,11 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
             if entry.get("prediction"):
                 entry["whole_database"] = qs[q].get("prediction")
                 qs[q] = entry
+        if shards and one:
+            entry = growth_forecast(rs, one, target_docs, shards, weighting=weighting, level=level)
+            if entry.get("prediction"):
+                entry["whole_database"] = qs["disk_growth"].get("prediction")
+                qs["disk_growth"] = entry
         growth = qs["disk_growth"].get("prediction")
         if target_db_bytes and growth:
             # the rebuild starts from the target's database: its file plus the disk the build adds
@@ -408,13 +449,62 @@ def shard_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_docs:
     return entry
 
 
+def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int, shards: int, *,
+                    weighting: str = "ordinary", level: float = LEVEL) -> dict:
+    """The disk a rebuild of target_docs documents in `shards` shards adds, in two parts (the second back-test
+    found q × a one-shard build's growth 41 % too high for a design document):
+
+    - the index files: q × one shard of D/q built alone (the one-shard sweep, without its compaction files),
+      plus what q updaters side by side add per document. Several updaters sharing the cores leave more of each
+      B-tree rewritten than one alone (here 1.2-1.7× at 25,000 documents a shard); the sweep at the target's q
+      measures that at its largest size N, as q shards of N/q against one shard of N/q built alone, and the
+      excess per document is carried to the target (a smaller batch rewrites a path of the tree: the excess
+      grows with the batches, so with the documents);
+    - the compaction's files: CouchDB's compaction daemon compacts an index while it is built, but only so many
+      shards at once (one here, with 8 building), each file as big as its shard's index: k × the one-shard
+      sweep's compaction files at D/q, k the most shards the sweep at the target's q saw compacted at once
+      (one when it saw none but the one-shard builds were compacted).
+
+    The interval runs from no excess (the index files' low, one shard alone) to the excess as a ratio (their
+    high × the ratio at N/q, where it is largest), each plus the compaction's interval. JSON-ready; {} when
+    the one-shard sweep cannot be split (no compaction recorded)."""
+    idx = shard_forecast(points(one, "index_growth"), "index_growth", target_docs, shards, weighting=weighting,
+                         level=level)
+    comp_pts = points(one, "compaction", zeros=True)
+    grown = points(runs, "index_growth")
+    if not idx.get("prediction") or not comp_pts or not grown:
+        return {}
+    per = max(2, round(target_docs / shards))
+    seen = [int(((r.get("sizes") or {}).get("peak_disk") or {}).get("compactions_at_once") or 0) for r in runs]
+    k = min(shards, max([*seen, 1 if any(v > 0 for _, v in comp_pts) else 0]))
+    comp = quantity_forecast(comp_pts, "compaction", per, weighting=weighting, level=level, scale=k) if k else {}
+    top = max(n for n, _ in grown)
+    measured = sum(v for n, v in grown if n == top) / sum(1 for n, _ in grown if n == top)
+    alone = shards * fit_value(idx["fit"], top / shards)
+    extra = max(0.0, measured - alone) / top
+    ratio = max(1.0, measured / alone) if alone > 0 else 1.0
+    ip, cp = idx["prediction"], comp.get("prediction") or {"value": 0.0, "low": 0.0, "high": 0.0}
+    value = ip["value"] + extra * target_docs + cp["value"]
+    entry = {"unit": "bytes", "points": [list(p) for p in points(runs, "disk_growth")], "fit": idx["fit"],
+             "prediction": {"docs": target_docs, "value": value, "low": max(0.0, ip["low"] + cp["low"]),
+                            "high": max(value, ip["high"] * ratio + cp["high"]), "level": level, "model": "parts"},
+             "warnings": [*idx.get("warnings", []), *comp.get("warnings", [])],
+             "basis": f"{shards} shards' index files ({shards} × one shard of {per:,} documents alone + "
+                      f"{extra / 1024:,.2f} KiB per document for {shards} updaters side by side) + the compaction "
+                      f"files of {k} shard{'s' if k != 1 else ''} compacted at once",
+             "parts": {"q": shards, "index_files": idx, "compaction": comp, "compacted_at_once": k,
+                       "side_by_side": {"docs": top, "measured": measured, "alone": alone,
+                                        "extra_per_doc": extra, "ratio": ratio}}}
+    return entry
+
+
 def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_docs: int, *,
                       weighting: str = "ordinary", level: float = LEVEL, scale: float = 1.0) -> dict:
     """One quantity's forecast: the value from its PRIMARY model, the interval from the lowest to the highest
     95 % prediction bound of every model (a sweep rarely tells the shapes apart, a far target does), every
     model's fit and prediction kept, and the warnings. Predictions are multiplied by scale (shards, for a
     one-shard sweep); the fits are the points' own. JSON-ready."""
-    unit = QUANTITIES[quantity][0]
+    unit = {**QUANTITIES, **PARTS}[quantity][0]
     fits = fit_models(pts, weighting, SHAPES.get(quantity, GROWING))
     entry: dict = {"unit": unit, "points": [list(p) for p in pts], "fit": None}
     primary = fits.get(PRIMARY.get(quantity, LINEAR)) or fits.get(LINEAR)

@@ -29,11 +29,18 @@ INTERVAL = 0.5
 
 def files_bytes(root: Path, db: str, ddoc_sig_dirs: bool = True, exclude: frozenset[str] = frozenset()) -> int:
     """Bytes of the database's shard files and its view index files (.compact included) under root, but for
+    the files named in exclude."""
+    return files_split(root, db, ddoc_sig_dirs, exclude)[0]
+
+
+def files_split(root: Path, db: str, ddoc_sig_dirs: bool = True,
+                exclude: frozenset[str] = frozenset()) -> tuple[int, int]:
+    """(all bytes, bytes of compaction files) of the database's shard and view index files under root, but for
     the files named in exclude.
 
     Shards live in shards/<range>/<db>.<suffix>.couch[.compact...]; their indexes in
-    .shards/<range>/<db>.<suffix>_design/mrview/*.view[.compact...]."""
-    total = 0
+    .shards/<range>/<db>.<suffix>_design/mrview/<sig>.view, compacted into <sig>.compact.view."""
+    total = compact = 0
     for top in ("shards", ".shards"):
         base = root / top
         if not base.is_dir():
@@ -48,7 +55,9 @@ def files_bytes(root: Path, db: str, ddoc_sig_dirs: bool = True, exclude: frozen
                     continue
                 try:
                     if e.is_file():
-                        total += e.stat().st_size
+                        size = e.stat().st_size
+                        total += size
+                        compact += size if ".compact" in e.name else 0
                     elif e.is_dir() and ddoc_sig_dirs:
                         for dirpath, _, names in os.walk(e):
                             for n in names:
@@ -56,12 +65,14 @@ def files_bytes(root: Path, db: str, ddoc_sig_dirs: bool = True, exclude: frozen
                                 if path in exclude:
                                     continue
                                 try:
-                                    total += os.stat(path).st_size
+                                    size = os.stat(path).st_size
                                 except OSError:
-                                    pass
+                                    continue
+                                total += size
+                                compact += size if ".compact" in n else 0
                 except OSError:
                     pass
-    return total
+    return total, compact
 
 
 def view_files(root: Path, db: str) -> list[Path]:
@@ -105,6 +116,7 @@ class Sampler:
         self.other_bytes = sum(_size(f) for f in others)
         self.peak_reported = 0
         self.peak_files = 0
+        self.compaction_at_peak = 0   # of peak_files, the compaction's files (smoosh compacting the index)
         self.start_reported: int | None = None   # before the build: what the database already takes
         self.start_files: int | None = None
         self.samples = 0
@@ -117,7 +129,9 @@ class Sampler:
         except Exception:   # a poll that fails (CouchDB busy, disk full) loses one sample, not the build
             pass
         if self.root is not None:
-            self.peak_files = max(self.peak_files, files_bytes(self.root, self.db, exclude=self.others))
+            total, compact = files_split(self.root, self.db, exclude=self.others)
+            if total > self.peak_files:
+                self.peak_files, self.compaction_at_peak = total, compact
         if self.samples == 0:
             self.start_reported, self.start_files = self.peak_reported, self.peak_files
         self.samples += 1
@@ -152,9 +166,17 @@ class Sampler:
                 "growth": self.peak - self.start if self.start is not None else None,
                 "reported_peak": self.peak_reported,
                 "files_peak": self.peak_files if self.root is not None else None,
+                "compaction": self.compaction_at_peak if self.root is not None else None,
                 "data_dir": str(self.root) if self.root is not None else None,
                 "other_indexes": self.other_bytes if self.root is not None else None,
                 "samples": self.samples, "interval_s": self.interval}
+
+
+def compactions_at_once(polls: list[dict], ddoc: str) -> int:
+    """The most shards of this index that CouchDB's compaction daemon compacted at once while it was built
+    (view_compaction tasks in the _active_tasks polls)."""
+    return max((sum(1 for t in p.get("tasks") or [] if t.get("type") == "view_compaction"
+                    and t.get("design_document") == ddoc) for p in polls), default=0)
 
 
 def filesystem(path: Path) -> tuple[str, int]:
@@ -192,7 +214,7 @@ def watched_build(inner: Callable[..., dict]) -> Callable[..., dict]:
                 if full:
                     raise DragnetError(full) from None
                 raise
-        peak = s.as_dict()
+        peak = {**s.as_dict(), "compactions_at_once": compactions_at_once(result.get("polls") or [], ddoc)}
         full = out_of_disk(result, root, s.peak)
         if full:
             summary = result.setdefault("summary", {})
