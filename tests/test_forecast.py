@@ -543,6 +543,11 @@ def test_live_forecast_small(live_url, tmp_path):
                 e = lang["quantities"][name]
                 assert e["shards"] == {"q": q, "docs_per_shard": round(12000 / q), "largest_one_shard": sizes[-1]}
                 assert e["prediction"]["value"] > max(p[1] for p in e["points"]) and e["whole_database"]
+            # the disk a build adds: its index files and the compaction's, from both sweeps
+            g = lang["quantities"]["disk_growth"]
+            assert g["parts"]["q"] == q and g["parts"]["compacted_at_once"] in range(q + 1), g["parts"]
+            assert g["prediction"]["low"] <= g["prediction"]["value"] <= g["prediction"]["high"]
+            assert g["whole_database"] and g["parts"]["side_by_side"]["docs"] == sizes[-1]
         # `report` on the folder: the sweep's tables and a forecast section
         rep = CliRunner().invoke(main, ["report", str(tmp_path / "fc")])
         assert rep.exit_code == 0, rep.output
@@ -603,7 +608,7 @@ def test_live_forecast_per_variant(live_url, tmp_path, option, values, keys):
             assert [p[0] for p in growth] == sizes, name           # peak disk sampled in every variant too
             assert Path(out["charts"][name]).stat().st_size > 0
             # the one-shard sweep builds every variant too, each fitted apart (none with --no-shard-sweep)
-            shard = per["javascript"]["quantities"]["disk_growth"].get("shards")
+            shard = per["javascript"]["quantities"]["index_active"].get("shards")
             assert (shard is None) == (option == "--cpus"), name
         if option == "--memory":
             cache = {name: any("page cache" in w for w in per["javascript"]["warnings"]) for name, per in f.items()}

@@ -191,10 +191,14 @@ def render(out: dict) -> str:
                  f"CouchDB {v['couchdb'] or '?'} (OTP {v['erlang'] or '?'}, {v['javascript_engine'] or '?'}); "
                  f"load average {'–' if not load else ' → '.join(f'{x:.1f}' for x in load)}; storage "
                  f"{(out.get('settings') or {}).get('storages') or 'as found'}")
+    from ..forecast.model import QUANTITIES
+
     for lang, qs in sorted((out.get("backtest") or {}).items()):
         for q, c in qs.items():
             whole = c.get("whole_database")
-            lines.append(f"back-test {lang} {q}: predicted {c['predicted']:,.4g}, built {c['actual']:,.4g}: "
+            fmt = (lambda v: f"{v:,.0f} s") if QUANTITIES.get(q, ("s",))[0] == "s" else \
+                (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
+            lines.append(f"back-test {lang} {q}: predicted {fmt(c['predicted'])}, built {fmt(c['actual'])}: "
                          f"error {c['error']:+.1%}, {'inside' if c['inside'] else 'OUTSIDE'} the interval"
                          + (f" (whole-database sweep alone: {whole['error']:+.1%})" if whole else ""))
     lines.append(f"results: {out['sweep_dir']}, forecast.json and {', '.join((out.get('charts') or {}).values())}")
