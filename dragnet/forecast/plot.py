@@ -33,7 +33,7 @@ def forecast_chart(fc: dict, path: Path, label: str = "", built: dict | None = N
             target = p["docs"]
             line = entry_curve(e)
             ax.plot(line, [entry_value(e, x) / div for x in line], color=color, linewidth=1,
-                    label=f"{lang} fit ({p.get('model') or fit.get('model') or 'linear'})")
+                    label=f"{lang} fit ({'parts' if e.get('parts') else fit.get('model') or 'linear'})")
             ax.errorbar([target], [p["value"] / div], yerr=[[(p["value"] - p["low"]) / div],
                                                             [(p["high"] - p["value"]) / div]],
                         color=color, capsize=4, marker="D", markersize=4)
