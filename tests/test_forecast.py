@@ -291,6 +291,25 @@ def test_disk_growth_is_index_files_side_by_side_plus_the_shards_compacted_at_on
     assert two["prediction"]["value"] == pytest.approx(p["value"] + 50 * mib, rel=1e-6)
 
 
+def test_live_data_interval_widens_by_what_shards_side_by_side_differ_from_alone():
+    mib = 1024 ** 2
+
+    def run(size, active):
+        return {"status": "ok", "size": size, "language": "erlang_baseline",
+                "sizes": {"after": {"index": {"active": active}}}}
+    # one shard alone: 0.1 MiB per 1,000 documents, repeating exactly; 8 shards of 5,000 side by side: 5 % less
+    one = [run(n, mib * n / 10_000) for n in (5000, 5000, 10000, 10000, 20000, 20000, 40000, 40000)]
+    whole = [run(n, 0.95 * mib * n / 10_000) for n in (10000, 20000, 40000)]
+    tight = fc.shard_forecast(fc.points(one, "index_active"), "index_active", 200_000, 8)["prediction"]
+    e = fc.forecast_sweep(whole, 200_000, shard_runs=one, shards=8)["erlang_baseline"]["quantities"]["index_active"]
+    side, p = e["side_by_side"], e["prediction"]
+    assert side["docs"] == 40000 and side["spread"] == pytest.approx(0.05)
+    assert p["value"] == pytest.approx(tight["value"])
+    assert p["low"] == pytest.approx(tight["low"] * 0.95) and p["high"] == pytest.approx(tight["high"] * 1.05)
+    # a real build 2.6 % above the tight interval (as the third back-test's Erlang view) is inside the wide one
+    assert not tight["low"] <= tight["high"] * 1.026 <= tight["high"] and p["low"] <= tight["high"] * 1.026 <= p["high"]
+
+
 def test_disk_growth_without_compaction_or_excess():
     mib = 1024 ** 2
     one = [_grown(n, 2 * mib * n / 1000, 0) for n in (5000, 10000, 20000, 40000)]

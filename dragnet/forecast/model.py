@@ -404,6 +404,17 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
             if entry.get("prediction"):
                 entry["whole_database"] = qs[q].get("prediction")
                 qs[q] = entry
+        live = qs["index_active"]
+        whole_live = points(rs, "index_active")
+        if live.get("shards") and live.get("prediction") and whole_live:
+            # q shards built side by side hold a few % more or less live data than q built alone (their nodes
+            # fill by other batches): one-shard builds repeat to 0.1 %, so their interval cannot show it; the
+            # sweep at q measures the difference at its largest size, and the interval widens by it both ways
+            top, measured, alone = side_by_side(whole_live, live["fit"], shards)
+            spread = abs(measured / alone - 1) if alone > 0 else 0.0
+            p = live["prediction"]
+            p["low"], p["high"] = max(0.0, p["low"] * (1 - spread)), p["high"] * (1 + spread)
+            live["side_by_side"] = {"docs": top, "measured": measured, "alone": alone, "spread": spread}
         if shards and one:
             entry = growth_forecast(rs, one, target_docs, shards, weighting=weighting, level=level)
             if entry.get("prediction"):
@@ -449,6 +460,14 @@ def shard_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_docs:
     return entry
 
 
+def side_by_side(pts: Sequence[tuple[int, float]], one_shard_fit: dict, shards: int) -> tuple[int, float, float]:
+    """(N, measured, alone): the sweep at q's mean at its largest size N, and q × the one-shard fit at N/q, the
+    same shards built one at a time."""
+    top = max(n for n, _ in pts)
+    at_top = [v for n, v in pts if n == top]
+    return top, sum(at_top) / len(at_top), shards * fit_value(one_shard_fit, top / shards)
+
+
 def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int, shards: int, *,
                     weighting: str = "ordinary", level: float = LEVEL) -> dict:
     """The disk a rebuild of target_docs documents in `shards` shards adds, in two parts (the second back-test
@@ -478,9 +497,7 @@ def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int,
     seen = [int(((r.get("sizes") or {}).get("peak_disk") or {}).get("compactions_at_once") or 0) for r in runs]
     k = min(shards, max([*seen, 1 if any(v > 0 for _, v in comp_pts) else 0]))
     comp = quantity_forecast(comp_pts, "compaction", per, weighting=weighting, level=level, scale=k) if k else {}
-    top = max(n for n, _ in grown)
-    measured = sum(v for n, v in grown if n == top) / sum(1 for n, _ in grown if n == top)
-    alone = shards * fit_value(idx["fit"], top / shards)
+    top, measured, alone = side_by_side(grown, idx["fit"], shards)
     extra = max(0.0, measured - alone) / top
     ratio = max(1.0, measured / alone) if alone > 0 else 1.0
     ip, cp = idx["prediction"], comp.get("prediction") or {"value": 0.0, "low": 0.0, "high": 0.0}
