@@ -291,17 +291,22 @@ def test_disk_growth_is_index_files_side_by_side_plus_the_shards_compacted_at_on
     assert two["prediction"]["value"] == pytest.approx(p["value"] + 50 * mib, rel=1e-6)
 
 
-def test_live_data_interval_widens_by_what_shards_side_by_side_differ_from_alone():
+def test_index_live_data_interval_widens_by_what_shards_side_by_side_differ_from_alone():
     mib = 1024 ** 2
 
     def run(size, active):
         return {"status": "ok", "size": size, "language": "erlang_baseline",
                 "sizes": {"after": {"index": {"active": active}}}}
-    # one shard alone: 0.1 MiB per 1,000 documents, repeating exactly; 8 shards of 5,000 side by side: 5 % less
-    one = [run(n, mib * n / 10_000) for n in (5000, 5000, 10000, 10000, 20000, 20000, 40000, 40000)]
-    whole = [run(n, 0.95 * mib * n / 10_000) for n in (10000, 20000, 40000)]
+
+    def alone(n):       # one shard: n log n, repeating exactly (so the fit is exact)
+        return mib * n * math.log(n) / 100_000
+    one = [run(n, alone(n)) for n in (5000, 5000, 10000, 10000, 20000, 20000, 40000, 40000)]
+    # 8 shards of 5,000 side by side: 5 % less than 8 alone
+    whole = [run(10000, 8 * alone(1250)), run(20000, 8 * alone(2500)), run(40000, 0.95 * 8 * alone(5000))]
     tight = fc.shard_forecast(fc.points(one, "index_active"), "index_active", 200_000, 8)["prediction"]
-    e = fc.forecast_sweep(whole, 200_000, shard_runs=one, shards=8)["erlang_baseline"]["quantities"]["index_active"]
+    f = fc.forecast_sweep(whole, 200_000, shard_runs=one, shards=8)["erlang_baseline"]
+    assert f["measured_sizes"] == [10000, 20000, 40000]
+    e = f["quantities"]["index_active"]
     side, p = e["side_by_side"], e["prediction"]
     assert side["docs"] == 40000 and side["spread"] == pytest.approx(0.05)
     assert p["value"] == pytest.approx(tight["value"])

@@ -410,11 +410,11 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
             # q shards built side by side hold a few % more or less live data than q built alone (their nodes
             # fill by other batches): one-shard builds repeat to 0.1 %, so their interval cannot show it; the
             # sweep at q measures the difference at its largest size, and the interval widens by it both ways
-            top, measured, alone = side_by_side(whole_live, live["fit"], shards)
-            spread = abs(measured / alone - 1) if alone > 0 else 0.0
+            top, together, alone = side_by_side(whole_live, live["fit"], shards)
+            spread = abs(together / alone - 1) if alone > 0 else 0.0
             p = live["prediction"]
             p["low"], p["high"] = max(0.0, p["low"] * (1 - spread)), p["high"] * (1 + spread)
-            live["side_by_side"] = {"docs": top, "measured": measured, "alone": alone, "spread": spread}
+            live["side_by_side"] = {"docs": top, "measured": together, "alone": alone, "spread": spread}
         if shards and one:
             entry = growth_forecast(rs, one, target_docs, shards, weighting=weighting, level=level)
             if entry.get("prediction"):
