@@ -235,8 +235,11 @@ def test_forecast_sweep_takes_only_the_sharded_quantities_from_the_one_shard_swe
     one = [{**r, "size": r["size"] * 8} for r in rs]      # stand-in one-shard builds: 8× the documents each
     plain = fc.forecast_sweep(rs, 400_000, target_db_bytes=10 ** 9)[lang]["quantities"]
     both = fc.forecast_sweep(rs, 400_000, target_db_bytes=10 ** 9, shard_runs=one, shards=8)[lang]["quantities"]
+    assert not fc.points(rs, "index_compacted")     # recorded before builds were compacted
     for q in fc.QUANTITIES:
-        if q in fc.SHARDED:
+        if q == "index_compacted":
+            assert not both[q].get("fit") and not plain[q].get("fit")
+        elif q in fc.SHARDED:
             assert both[q]["shards"]["docs_per_shard"] == 50_000, q
             whole, alone = both[q]["whole_database"], plain[q]["prediction"]
             if q == "index_size":      # bounded afterwards by the quantities it lies between (below)
@@ -313,6 +316,32 @@ def test_index_live_data_interval_widens_by_what_shards_side_by_side_differ_from
     assert p["low"] == pytest.approx(tight["low"] * 0.95) and p["high"] == pytest.approx(tight["high"] * 1.05)
     # a real build 2.6 % above the tight interval (as the third back-test's Erlang view) is inside the wide one
     assert not tight["low"] <= tight["high"] * 1.026 <= tight["high"] and p["low"] <= tight["high"] * 1.026 <= p["high"]
+
+
+def test_final_index_size_is_the_compacted_file_of_q_shards_and_supersedes_the_active_size():
+    mib = 1024 ** 2
+
+    def run(size, file, settled=True, active=None):
+        return {"status": "ok", "size": size, "language": "javascript",
+                "sizes": {"after": {"index": {"active": active or file * 1.04, "file": file * 9}},
+                          "compacted": {"settled": settled, "sizes": {"file": file, "active": file * 0.99}}}}
+
+    def alone(n):
+        return mib * n * math.log(n) / 100_000
+    one = [run(n, alone(n)) for n in (5000, 5000, 10000, 10000, 20000, 20000, 40000, 40000)]
+    whole = [run(n, 8 * alone(n / 8) * 1.01) for n in (10000, 20000, 40000)]
+    assert fc.QUANTITIES["index_compacted"][1](one[0]) == alone(5000)
+    # a compaction that did not settle (or failed) is no final size
+    assert fc.QUANTITIES["index_compacted"][1](run(10, 5.0, settled=False)) is None
+    assert fc.QUANTITIES["index_compacted"][1]({"sizes": {"compacted": {"error": "x", "settled": True}}}) is None
+    f = fc.forecast_sweep(whole, 200_000, shard_runs=one, shards=8)["javascript"]["quantities"]
+    e = f["index_compacted"]
+    assert e["prediction"]["value"] == pytest.approx(8 * alone(25_000), rel=1e-6)
+    assert e["shards"]["docs_per_shard"] == 25_000 and e["side_by_side"]["spread"] == pytest.approx(0.01)
+    assert "index_active" not in f
+    # without compacted builds the live data is still forecast
+    bare = [{**r, "sizes": {"after": r["sizes"]["after"]}} for r in whole]
+    assert "index_active" in fc.forecast_sweep(bare, 200_000)["javascript"]["quantities"]
 
 
 def test_disk_growth_without_compaction_or_excess():
@@ -563,7 +592,9 @@ def test_live_forecast_small(live_url, tmp_path):
         assert out["shard_sweep"]["sizes"] == sizes and out["shard_sweep"]["target_q"] == q
         assert all(couch.get(f"/{db}-q1-{n}")["cluster"]["q"] == 1 for n in sizes)
         for lang in f.values():
-            for name in fc.SHARDED:
+            # every build compacted once built: the final index size supersedes the live data right after it
+            assert "index_active" not in lang["quantities"]
+            for name in (q for q in fc.SHARDED if q != "index_active"):
                 e = lang["quantities"][name]
                 assert e["shards"] == {"q": q, "docs_per_shard": round(12000 / q), "largest_one_shard": sizes[-1]}
                 assert e["prediction"]["value"] > max(p[1] for p in e["points"]) and e["whole_database"]
@@ -591,7 +622,7 @@ def test_live_forecast_small(live_url, tmp_path):
         assert r.exit_code == 0, r.output
         f = json.loads(r.output.strip().splitlines()[-1])["forecasts"][""]
         assert set(f) == {"javascript"}
-        for q in ("index_size", "index_active", "disk_growth"):
+        for q in ("index_compacted", "index_size", "disk_growth"):
             pts = f["javascript"]["quantities"][q]["points"]
             assert [p[0] for p in pts] == sizes and all(p[1] > 0 for p in pts), q
     finally:
@@ -632,7 +663,7 @@ def test_live_forecast_per_variant(live_url, tmp_path, option, values, keys):
             assert [p[0] for p in growth] == sizes, name           # peak disk sampled in every variant too
             assert Path(out["charts"][name]).stat().st_size > 0
             # the one-shard sweep builds every variant too, each fitted apart (none with --no-shard-sweep)
-            shard = per["javascript"]["quantities"]["index_active"].get("shards")
+            shard = per["javascript"]["quantities"]["index_compacted"].get("shards")
             assert (shard is None) == (option == "--cpus"), name
         if option == "--memory":
             cache = {name: any("page cache" in w for w in per["javascript"]["warnings"]) for name, per in f.items()}

@@ -746,11 +746,12 @@ class Bench:
             from dragnet.bench.scenario import iostat_averages
             run["iostat"] = iostat_averages(result)
         run["memory"] = result.get("memory")
-        if ok and not result.get("sizes"):
-            # index size before cleanup deletes it (a scenario build records it itself)
+        if ok and not (result.get("sizes") or {}).get("after"):
+            # index size before cleanup deletes it (a scenario build records it itself; a compacted build
+            # brings only its compacted sizes)
             from dragnet.bench.scenario import sizes as _sizes
             try:
-                result["sizes"] = {"after": _sizes(couch, db, run["ddoc"])}
+                result["sizes"] = {**(result.get("sizes") or {}), "after": _sizes(couch, db, run["ddoc"])}
             except CouchError:
                 pass
             # a design doc's copy is deleted by the build itself: its index as read right after the build

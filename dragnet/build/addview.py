@@ -63,6 +63,11 @@ class Config:
     allow_writes: bool = False
     # iostat on the data's disk during the build (dragnet.measure.build_iostat); off where a scenario records its own
     iostat: bool = True
+    # compact the index once built and record its compacted sizes (dragnet.build.compact): the final index size
+    compact: bool = False
+    # called once the build has ended, before anything after it (a disk sampler stops there: the compaction,
+    # rows and updates are not the build's)
+    on_built: Callable[[], None] | None = None
 
 
 # ------------------------------------------------------------------ helpers (pure)
@@ -380,7 +385,7 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
               timeout: float | None = None, pidstat: bool = True, pidstat_pattern: str = _pidstat.DEFAULT_PATTERN,
               couchdb_log: str | None = None, results_dir: str | None = None,
               argv: list[str] | None = None, design: Any = None, rows_dir: str | None = None,
-              iostat: bool = True) -> dict:
+              iostat: bool = True, compact: bool = False, on_built: Callable[[], None] | None = None) -> dict:
     """One benchmark build as a library call: the results dict, also for a build that failed midway
     (summary.ok false). Errors before the build starts (bad file, compilation error) raise DragnetError."""
     from dragnet.couchdb.client import connect
@@ -389,7 +394,7 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
                  interval=interval, timeout=timeout, pidstat=pidstat, pidstat_pattern=pidstat_pattern,
                  couchdb_log=couchdb_log, storage=storage if storage in STORAGE_CHOICES else "auto",
                  results_dir=results_dir, argv=argv or ["dragnet.build.addview.benchmark", view_path], design=design,
-                 rows_dir=rows_dir, iostat=iostat)
+                 rows_dir=rows_dir, iostat=iostat, compact=compact, on_built=on_built)
     try:
         out = run_benchmark(connect(url), cfg)
     except BuildFailed as exc:
@@ -487,6 +492,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             t_end = time.time()
             text = runner.stop() if runner else None     # pidstat covers exactly the build
             io_text = io.stop() if io else ""
+            if cfg.on_built is not None:
+                cfg.on_built()
         qs_after = _qs_stats(couch)
 
         samples = summary_ps = None
@@ -548,6 +555,13 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         )
         if io is not None:
             res["iostat"] = io.record(io_text)
+        if not error and cfg.compact:
+            from dragnet.build.compact import compact_index
+
+            compacted = compact_index(couch, cfg.db, ident, timeout=max(60.0, deadline - time.time()))
+            res["sizes"] = {**(res.get("sizes") or {}), "compacted": compacted}
+            if compacted.get("error"):
+                note(compacted["error"])
         if per_node_ps and res.get("pidstat") is not None:
             res["pidstat"]["per_node"] = per_node_ps
         if error:
@@ -709,6 +723,11 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
             cps = f"{sh.cps:.1f}" if sh.cps is not None else "n/a"
             lines.append(f"{node(sh.node)}{sh.shard:<19} {len(sh.pids):>5} {sh.changes:>8} {sh.done:>8} "
                          f"{sh.seconds:>8.0f} {cps:>9}")
+    compacted = (res.get("sizes") or {}).get("compacted")
+    if compacted:
+        from dragnet.build.compact import format_line
+
+        lines.append(format_line(compacted))
     if res.get("update"):
         from dragnet.build import update as _update
 

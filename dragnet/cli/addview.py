@@ -42,6 +42,8 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
 @click.option("--allow-writes", is_flag=True, help="Let --update write to a database dragnet did not create.")
 @click.option("--per-view", is_flag=True, help="With --ddoc and --benchmark: also build each view alone in its own "
                                                "fresh copy and show its cost next to the whole document's pass.")
+@click.option("--compact", is_flag=True, help="With --benchmark: compact the index once built and report the size "
+              "it settles at (after any compaction CouchDB began during the build).")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
               help="Seconds between /_active_tasks polls (and pidstat samples).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
@@ -58,7 +60,7 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
               help="Directory for the results file of a benchmark.")
 @json_option
 def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, benchmark, update, update_edits, update_batch,
-                allow_writes, per_view, interval, timeout, no_pidstat,
+                allow_writes, per_view, compact, interval, timeout, no_pidstat,
                 pidstat_pattern, couchdb_log, storage, results_dir, as_json):
     """Put VIEW_PATH's map function into a design document (keeping its other views), or with --benchmark
     build it from scratch and report how fast CouchDB indexed it.
@@ -90,10 +92,12 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
                     interval=interval, timeout=timeout, pidstat=not no_pidstat, pidstat_pattern=pidstat_pattern,
                     couchdb_log=couchdb_log, storage=storage, results_dir=results_dir, design=design,
                     update=update or 0, update_edits=update_edits, update_batch=update_batch,
-                    allow_writes=allow_writes,
+                    allow_writes=allow_writes, compact=compact,
                     argv=["dragnet", "addview", *sys.argv[2:]] if len(sys.argv) > 1 else ["dragnet", "addview"])
     if update and not benchmark:
         raise UsageError("--update goes with --benchmark")
+    if compact and not benchmark:
+        raise UsageError("--compact goes with --benchmark")
     if per_view and (design is None or not benchmark):
         raise UsageError("--per-view goes with --ddoc SOURCE and --benchmark")
     couch = connect(url)
@@ -159,8 +163,9 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
     with progress:
         out = av.run_benchmark(couch, cfg, on_poll=on_poll, on_note=on_note)
     if as_json:
+        compacted = (out.results.get("sizes") or {}).get("compacted")
         print_json(dict(out.results["summary"], results_file=str(out.path) if out.path else None,
-                        ddoc=out.results["view"]["ddoc"]))
+                        ddoc=out.results["view"]["ddoc"], **({"compacted": compacted} if compacted else {})))
         return
     click.echo(f"{out.results['view']['ddoc']} ({out.results['view']['language']}) on {db}")
     for line in av.format_report(out.results, out.figures):

@@ -12,6 +12,7 @@ import json
 import os
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -34,6 +35,12 @@ def shard_config(config: b.BenchConfig, folder: Path) -> b.BenchConfig:
     documents, so a target of D documents in q shards is q such indexes of D/q documents, which the one-shard
     sizes bracket where a sweep at the target's q (N/q per shard) can only extrapolate."""
     return replace(config, q=1, db=f"{config.db}-q1", results_dir=str(folder / SHARD_SWEEP))
+
+
+def sweep_build() -> Callable[..., dict]:
+    """How every build of a forecast's sweeps runs (and a back-test's, so both measure alike): a bench build
+    with its peak disk sampled, its index compacted once built (the final index size)."""
+    return watched_build(partial(b.default_build, compact=True))
 
 
 def parse_budget(text: str) -> float:
@@ -102,7 +109,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     dist = data_distribution(data)
     data_docs = dist.docs
     folder.mkdir(parents=True, exist_ok=True)
-    build = watched_build(b.default_build)
+    build = sweep_build()
     counts: list[int] = []
     if sizes_text != "auto":
         counts = sz.parse_sizes(sizes_text)

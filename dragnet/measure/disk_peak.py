@@ -145,10 +145,17 @@ class Sampler:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
+        """The build has ended: the last sample, and none after (idempotent)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
         self.sample()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
     @property
     def peak(self) -> int:
@@ -208,7 +215,8 @@ def watched_build(inner: Callable[..., dict]) -> Callable[..., dict]:
         before = view_files(root, db) if root is not None else []
         with Sampler(connect(url), db, ddoc, root, others=before) as s:
             try:
-                result = inner(couch, url, db, spec, view_path, ddoc, storage_label, **design)
+                # the sampler stops when the build ends: a compaction after it is not the rebuild's disk
+                result = inner(couch, url, db, spec, view_path, ddoc, storage_label, on_built=s.stop, **design)
             except DragnetError as exc:   # e.g. a 500 on PUT of the design document: the disk is already full
                 full = out_of_disk({"summary": {"ok": False, "error": str(exc)}}, root, s.peak)
                 if full:
