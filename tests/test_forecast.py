@@ -319,15 +319,13 @@ def test_index_live_data_interval_widens_by_what_shards_side_by_side_differ_from
 
 
 def test_final_index_size_is_the_compacted_file_of_q_shards_and_supersedes_the_active_size():
-    mib = 1024 ** 2
-
     def run(size, file, settled=True, active=None):
         return {"status": "ok", "size": size, "language": "javascript",
                 "sizes": {"after": {"index": {"active": active or file * 1.04, "file": file * 9}},
                           "compacted": {"settled": settled, "sizes": {"file": file, "active": file * 0.99}}}}
 
-    def alone(n):
-        return mib * n * math.log(n) / 100_000
+    def alone(n):       # a compacted index: its rows in full nodes, a linear size
+        return 50_000 + 84.0 * n
     one = [run(n, alone(n)) for n in (5000, 5000, 10000, 10000, 20000, 20000, 40000, 40000)]
     whole = [run(n, 8 * alone(n / 8) * 1.01) for n in (10000, 20000, 40000)]
     assert fc.QUANTITIES["index_compacted"][1](one[0]) == alone(5000)
@@ -336,7 +334,7 @@ def test_final_index_size_is_the_compacted_file_of_q_shards_and_supersedes_the_a
     assert fc.QUANTITIES["index_compacted"][1]({"sizes": {"compacted": {"error": "x", "settled": True}}}) is None
     f = fc.forecast_sweep(whole, 200_000, shard_runs=one, shards=8)["javascript"]["quantities"]
     e = f["index_compacted"]
-    assert e["prediction"]["value"] == pytest.approx(8 * alone(25_000), rel=1e-6)
+    assert e["prediction"]["value"] == pytest.approx(8 * alone(25_000), rel=1e-6) and e["fit"]["model"] == "linear"
     assert e["shards"]["docs_per_shard"] == 25_000 and e["side_by_side"]["spread"] == pytest.approx(0.01)
     assert "index_active" not in f
     # without compacted builds the live data is still forecast
