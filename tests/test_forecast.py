@@ -433,9 +433,30 @@ def test_from_sweep_backtests_against_the_held_out_size(tmp_path):
         assert c["actual"] == pytest.approx(t)
         assert c["error"] == pytest.approx((c["predicted"] - t) / t)
     assert json.loads((tmp_path / "forecast.json").read_text())["backtest"] == json.loads(json.dumps(out["backtest"]))
+    assert out["load_average"] is None       # recorded before the benches kept the machine's load
     # a target database counts one more document (the import marker): its build is still the one held out
     plus_one = fr.from_sweep(SWEEP, fr.target_from_docs(top + 1), out_dir=tmp_path)
     assert plus_one["sizes"] == out["sizes"] and set(plus_one["backtest"]) == set(out["backtest"])
+
+
+def test_recorded_load_is_the_first_and_last_bench_in_the_order_they_ran():
+    ms = [{"started_at": "2026-11-24T17:10", "machine": {"load_average": [9.0, 1, 1]}},
+          {"started_at": "2026-11-24T17:00", "machine": {"load_average": [0.5, 1, 1]}},
+          {"started_at": "2026-11-24T17:05"}]
+    assert fr.recorded_load(ms) == [0.5, 9.0]
+    assert fr.recorded_load([{"machine": {}}]) is None and fr.recorded_load([]) is None
+
+
+
+def test_a_reforecast_keeps_the_machine_and_load_its_sweep_recorded(tmp_path):
+    folder = SWEEP.parent / "bt4-income"
+    out = fr.from_sweep(folder, fr.target_from_docs(200_000, "1269m", 8), out_dir=tmp_path)
+    benches = sorted((json.loads(f.read_text()) for f in folder.glob("*/size-*/bench.json")
+                      if f.parent.name != "size-200000"), key=lambda m: m["started_at"])
+    assert out["load_average"] == [benches[0]["machine"]["load_average"][0], benches[-1]["machine"]["load_average"][0]]
+    assert out["machine"] == benches[0]["machine"]
+    from dragnet.cli.forecast import render
+    assert "load average 1.2 → 17.7" in render(out)
 
 
 def test_couchdb_versions_are_read_from_a_plain_or_gzipped_results_file(tmp_path):

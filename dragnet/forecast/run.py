@@ -172,10 +172,12 @@ def target_q(target: dict, config: b.BenchConfig | None = None, summary: dict | 
 
 def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: Path, label: str = "",
            weighting: str = "ordinary", load: list[float] | None = None, seconds: float | None = None,
-           sample: dict | None = None, shard: tuple[dict, dict[int, dict]] | None = None) -> dict:
+           sample: dict | None = None, shard: tuple[dict, dict[int, dict]] | None = None,
+           machine: dict | None = None) -> dict:
     """Fit the sweep and write forecast.json (also used to re-forecast a recorded sweep). shard: the one-shard
-    sweep's summary and manifests (sizes.load), when there is one."""
-    machine = machine_info()
+    sweep's summary and manifests (sizes.load), when there is one; machine: the one the sweep ran on, when
+    it is not this one."""
+    machine = machine or machine_info()
     runs = sz.sweep_runs(manifests)
     shard_runs = sz.sweep_runs(shard[1]) if shard else []
     shards = target_q(target, summary=summary) if shard_runs else None
@@ -242,8 +244,11 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
     used = {k: m for k, m in manifests.items() if k < n and k != held}
     if len(used) < 2:
         raise UsageError(f"{folder}: fewer than two sizes below the target {n:,}")
+    # the machine and its load as the sweep's benches recorded them (this one may be another, and idle)
+    recorded = sorted([*used.values(), *(shard[1].values() if shard else [])], key=lambda m: m.get("started_at") or "")
     out = finish({**summary, "per_size": {k: v for k, v in summary["per_size"].items() if int(k) in used}}, used,
-                 target=target, folder=out_dir or folder, weighting=weighting, shard=shard)
+                 target=target, folder=out_dir or folder, weighting=weighting, shard=shard,
+                 load=recorded_load(recorded), machine=next((m["machine"] for m in recorded if m.get("machine")), None))
     if held is not None:
         actual = [r for r in sz.sweep_runs({held: manifests[held]}) if r.get("status") == "ok"]
         checks = {}
@@ -262,6 +267,15 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
         (Path(out_dir or folder) / fc.SUMMARY).write_text(json.dumps(out, indent=1, ensure_ascii=False,
                                                                       default=str) + "\n")
     return out
+
+
+def recorded_load(manifests: Sequence[dict]) -> list[float] | None:
+    """[first, last] 1-minute load average the benches recorded as each began (manifest "machine"), in the order
+    they ran: a re-forecast's load is the sweep's, not the machine's now."""
+    marks = sorted((m.get("started_at") or "", ((m.get("machine") or {}).get("load_average") or [None])[0])
+                   for m in manifests)
+    loads = [la for _, la in marks if isinstance(la, (int, float))]
+    return [loads[0], loads[-1]] if loads else None
 
 
 def _couchdb_of(folder: Path, manifests: dict[int, dict]) -> dict | None:
