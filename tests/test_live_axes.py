@@ -69,7 +69,7 @@ def test_a_config_sweep_records_each_value_and_puts_config_back(live_url, tmp_pa
 def test_a_restart_setting_is_written_restarted_checked_and_undone(live_url, tmp_path):
     """--config-restart: each value in the ini and CouchDB restarted on it, read back; the node the bench
     found (its ini included) comes back."""
-    from dragnet.bench.run import managed_instance
+    from dragnet.bench.managed import managed_instance
 
     env = {**os.environ}
     inst = managed_instance(live_url, env)
@@ -161,7 +161,7 @@ def test_q_axis_builds_on_2_and_8_shards(live_url, tmp_path):
 
 
 def test_cpus_1_holds_beam_and_a_query_server(live_url, tmp_path):
-    from dragnet.bench.run import managed_instance
+    from dragnet.bench.managed import managed_instance
 
     env = {**os.environ}
     if managed_instance(live_url, env) is None:

@@ -31,7 +31,7 @@ class Axis:
     and the axis's own behaviour, which dragnet.bench.switch.AxisSwitcher (passed as `ctx`) calls per run:
 
     - `restart(value, ctx)`: RESTART/CONTAINER axes: the settings of a restart onto the value
-      (dragnet.bench.run.restart_on's keywords; dicts of several axes are merged). One restart covers every
+      (dragnet.bench.managed.restart_on's keywords; dicts of several axes are merged). One restart covers every
       restart axis that changed; undoing is the restart onto the CouchDB the bench found.
     - `running(value, ctx)`: RESTART/CONTAINER axes: whether the node already runs with the value.
     - `apply(value, ctx)`: LIVE/REFILL axes: set the value on the running node (a LIVE axis undoes itself

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from dragnet.bench import managed
 from dragnet.bench import run as b
 from dragnet.results import schema as _schema
 from dragnet.results.schema import RunEntry, SizeRow  # noqa: F401  (SizeRow: the schema's record of a row)
@@ -239,11 +240,11 @@ def run_sweep(config: b.BenchConfig, counts: Sequence[int], *, on_event: Callabl
     prefixes = write_prefixes(source, counts, folder / "data")
 
     # one CouchDB for the whole sweep: started here when asked, so each size's bench finds it managed
-    inst = b.managed_instance(config.url, env)
+    inst = managed.managed_instance(config.url, env)
     started = None
     if inst is None and config.backend:
         on_event("start_couch", {"backend": config.backend, "storage": "disk"})
-        started = b.start_managed(config.backend, config.url, "disk",
+        started = managed.start_managed(config.backend, config.url, "disk",
                                   data_size=prefixes[counts[-1]].stat().st_size * 6, env=env)
     summary: dict = {"schema": SCHEMA, "dir": str(folder), "source": str(source),
                      "seed": None if config.data else SEED, "sizes": counts, "db": config.db,
@@ -275,7 +276,7 @@ def run_sweep(config: b.BenchConfig, counts: Sequence[int], *, on_event: Callabl
         _write(folder, summary, manifests)
         if started is not None:
             on_event("stop_couch", {"backend": started.backend})
-            b.stop_managed(started, env=env)
+            managed.stop_managed(started, env=env)
     return summary
 
 

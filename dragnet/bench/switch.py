@@ -132,7 +132,7 @@ class AxisSwitcher:
                 merge_restart(kw, a.restart(want[a.name], self))
             self.on_event("restart", {"storage": storage, "axes": want})
             self.applied.forget()
-            from dragnet.bench.run import restart_on
+            from dragnet.bench.managed import restart_on
 
             self.inst = restart_on(self.inst, storage, self.url, data_size=self.data_size(), env=self.env, **kw)
             self.current = dict(want)
@@ -199,7 +199,7 @@ class AxisSwitcher:
         if self.inst is None or not self.current:
             return self.inst
         o = self.original
-        from dragnet.bench.run import restart_on
+        from dragnet.bench.managed import restart_on
 
         kw = {"cpus": o["cpus"], "limits": o["limits"]}
         kw.update({"image": o["image"]} if self.inst.backend == "docker" else {"home": o["home"]})
