@@ -68,6 +68,12 @@ def test_warnings_fire_only_when_due():
     assert "loaded machine: load average 3.0 per CPU" in text and len(loud) == 4
 
 
+def test_a_build_costs_the_budget_its_time_and_its_compaction():
+    assert fc.sweep_seconds({"wall_time_s": 10.0, "sizes": {"compacted": {"seconds": 1.5}}}) == 11.5
+    assert fc.sweep_seconds({"wall_time_s": 10.0, "sizes": {"compacted": {"error": "refused"}}}) == 10.0
+    assert fc.sweep_seconds({"wall_time_s": 4.0}) == 4.0
+
+
 def test_auto_sizes_are_geometric_and_fit_the_budget():
     s = fc.auto_sizes(first_docs=1000, first_seconds=2.0, budget_s=200, max_docs=1_000_000)
     assert len(s) >= 4 and s[0] == 1000
@@ -411,6 +417,7 @@ def test_from_sweep_reads_a_forecast_folder_with_its_one_shard_sweep(tmp_path):
     drawn, e = chart.series[f"{some} index_active"], out["forecasts"][""][some]["quantities"]["index_active"]
     assert drawn["prediction"]["value"] == e["prediction"]["value"] and drawn["shards"] == 2
     assert drawn["points"] == fc.entry_points(e) and drawn["built"] is None
+    assert drawn["label"] == "index live data after the build"     # a recording from before compaction
     # a back-test's chart marks the real build beside the forecast
     chart = forecast_chart(out["forecasts"][""], tmp_path / "bt.png", built=out["backtest"])
     assert chart.series[f"{some} disk_growth"]["built"] == out["backtest"][some]["disk_growth"]["actual"]

@@ -303,6 +303,9 @@ def _index_growth(run: dict) -> float | None:
     return None if grown is None or compact is None else max(0.0, grown - compact)
 
 
+# what a chart calls a quantity, where its key does not say it
+LABELS = {"index_compacted": "final index size (compacted)", "index_size": "index file after the build",
+          "index_active": "index live data after the build"}
 # how a quantity's unit is shown: divide by this, call it that
 SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 
@@ -594,6 +597,12 @@ def error_against(pred: dict, actual: float) -> dict:
 
 
 # ---------------------------------------------------------------- sizes for --sizes auto
+
+def sweep_seconds(run: dict) -> float:
+    """What a build costs a sweep's budget: its build time plus the compaction after it."""
+    compacted = (run.get("sizes") or {}).get("compacted") or {}
+    return float(run.get("wall_time_s") or 0) + float(compacted.get("seconds") or 0)
+
 
 def auto_sizes(*, first_docs: int, first_seconds: float, budget_s: float, max_docs: int, count: int = 4,
                ratio: float = 2.0) -> list[int]:

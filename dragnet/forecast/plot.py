@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dragnet.report.charts import DPI, Chart, _save, plt
-from dragnet.forecast.model import QUANTITIES, SCALE, entry_curve, entry_points, entry_value
+from dragnet.forecast.model import LABELS, QUANTITIES, SCALE, entry_curve, entry_points, entry_value
 
 
 
@@ -41,9 +41,10 @@ def forecast_chart(fc: dict, path: Path, label: str = "", built: dict | None = N
             if real:
                 ax.scatter([target], [real["actual"] / div], color=color, marker="x", s=40, zorder=3,
                            label=f"{lang} built ({real['error']:+.0%})")
-            series[f"{lang} {q}"] = {"points": pts, "shards": shards, "prediction": p,
+            name = LABELS.get(q, q.replace("_", " "))
+            series[f"{lang} {q}"] = {"points": pts, "shards": shards, "prediction": p, "label": name,
                                      "built": real["actual"] if real else None}
-            ax.set_ylabel(f"{q.replace('_', ' ')} ({unit})")
+            ax.set_ylabel(f"{name} ({unit})")
         if target:
             ax.axvline(target, color="grey", linestyle="--", linewidth=1)
         ax.set_xlabel("documents")

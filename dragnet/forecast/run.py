@@ -124,7 +124,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         summary = sz.run_sweep(replace(config, data=str(data), results_dir=str(folder / "probe")), [probe],
                                on_event=on_event, env=env, build=build)
         _, manifests = sz.load(summary["dir"])
-        times = [r["wall_time_s"] for r in sz.sweep_runs(manifests) if r.get("status") == "ok"]
+        times = [fc.sweep_seconds(r) for r in sz.sweep_runs(manifests) if r.get("status") == "ok"]
         if not times:
             raise DragnetError(f"the first build ({probe:,} documents) failed; see {folder / 'probe'}")
         per_round = sum(times)       # every language of one round at the probe size
