@@ -245,7 +245,7 @@ def run_sweep(config: b.BenchConfig, counts: Sequence[int], *, on_event: Callabl
     if inst is None and config.backend:
         on_event("start_couch", {"backend": config.backend, "storage": "disk"})
         started = managed.start_managed(config.backend, config.url, "disk",
-                                  data_size=prefixes[counts[-1]].stat().st_size * 6, env=env)
+                                        data_size=prefixes[counts[-1]].stat().st_size * 6, env=env)
     summary: dict = {"schema": SCHEMA, "dir": str(folder), "source": str(source),
                      "seed": None if config.data else SEED, "sizes": counts, "db": config.db,
                      "languages": config.languages, "repeat": config.repeat,

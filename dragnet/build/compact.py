@@ -90,14 +90,6 @@ def compact_index(couch: Couch, db: str, ddoc: str, *, timeout: float = 3600.0, 
     return out
 
 
-def compacted_file(result: dict) -> float | None:
-    """The index's file once compacted, as a build recorded it (sizes.compacted); None when it did not settle."""
-    c = (result.get("sizes") or {}).get("compacted") or {}
-    if c.get("error") or not c.get("settled"):
-        return None
-    return (c.get("sizes") or {}).get("file")
-
-
 def format_line(compacted: dict) -> str:
     """One line for a build's report."""
     if compacted.get("error"):
