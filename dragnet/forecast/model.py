@@ -313,7 +313,7 @@ SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 # back-tests in docs/forecast.md: build time and the index's live data follow n log n (the line fell short
 # by 9–18 % at 5× the sweep); the disk a build needs and what it writes grow faster, like a power. A
 # compacted index is its rows written in key order into full nodes, the inner nodes a fixed share above
-# them: linear (each doubling of a one-shard sweep doubled it, 1.98-2.00×, where n log n would be 2.15×).
+# them: linear (each doubling of a one-shard sweep doubled it, 1.98-2.01×, where n log n would be 2.14-2.16×).
 PRIMARY = {"build_time": NLOGN, "index_compacted": LINEAR, "index_size": POWER, "index_active": NLOGN,
            "peak_disk": POWER,
            "disk_growth": POWER, "bytes_written": NLOGN, "peak_memory": LOG, "index_growth": POWER,
