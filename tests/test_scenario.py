@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dragnet.bench import run as bench
+from dragnet.data import ensure as ensure
 from dragnet.couchdb import limits as limits
 from dragnet.measure import pidstat as pidstat
 from dragnet.bench import scenario as scenario
@@ -139,7 +140,7 @@ def test_memory_limit_and_hdd_throttle_cold_is_slower_and_reads_the_device(tmp_p
             fh.write(json.dumps({"_id": f"d{i:06d}", "n": i, "pad": base64.b64encode(os.urandom(7500)).decode()}) + "\n")
     before = {ctrl: _dragnet_groups(ctrl) for ctrl in (layout.memory, layout.blkio)}
     try:
-        bench.ensure_data(couch, db, data, q=2)
+        ensure.ensure_data(couch, db, data, q=2)
         # the group is charged only for what CouchDB allocates and reads after entering it (v1 keeps
         # earlier charges where they were); its room for page cache must be smaller than the database
         limit = int(os.environ.get("DRAGNET_TEST_DISK_LIMIT", 12 * 1024**2))

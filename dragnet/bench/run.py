@@ -10,8 +10,6 @@ every finished result.
 from __future__ import annotations
 
 import datetime as _dt
-import gzip
-import hashlib
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -23,6 +21,8 @@ from dragnet import paths
 from dragnet.bench.managed import (container_limits, drop_tmpfs_data, managed_instance, restart_on, start_managed,
                                    stop_managed)
 from dragnet.couchdb.client import Couch, CouchError, connect, db_path, mask_url
+from dragnet.couchdb.cluster import cluster_of
+from dragnet.data.ensure import ensure_data
 from dragnet.measure.pidstat import rss_peaks_kb
 from dragnet.errors import DragnetError, UsageError
 from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES, variants as qs_variants
@@ -36,7 +36,6 @@ MANIFEST = "bench.json"
 REPO = paths.data_root()  # the checkout, or an installed wheel's copy of views/
 DEFAULT_VIEWS = REPO / "views" / "income"
 BASELINE_VIEW = REPO / "views" / "baseline" / "map.erl"
-IMPORT_MARKER = "_local/dragnet-import"
 
 
 # ---------------------------------------------------------------- languages
@@ -63,21 +62,6 @@ LANGUAGES: dict[str, LanguageSpec] = {s.name: s for s in (
     *(LanguageSpec(*v) for v in qs_variants()),
 )}
 DEFAULT_LANGUAGES = ("javascript", "javascript_quickjs", "erlang", "python")
-
-
-def parse_list(text: str | Sequence[str] | None, what: str) -> list[str]:
-    """'a,b, c' -> ['a','b','c'] without duplicates, order kept."""
-    if text is None:
-        return []
-    items = text.split(",") if isinstance(text, str) else [x for t in text for x in t.split(",")]
-    out: list[str] = []
-    for it in (x.strip() for x in items):
-        if not it:
-            continue
-        if it in out:
-            raise UsageError(f"{what}: {it!r} given twice")
-        out.append(it)
-    return out
 
 
 DESIGN = "design"   # view_file of a language that runs the user's design document
@@ -163,95 +147,6 @@ def ratios(runs: Iterable[dict], baseline_name: str = BASELINE_LABEL, key: str =
     return {r["index"]: (ratio(r.get(key), base[r["index"]]) if r.get("status") == "ok" else None) for r in runs}
 
 
-# ---------------------------------------------------------------- the data
-
-def file_fingerprint(path: str | Path) -> dict:
-    """sha256 and document count of a JSON-lines file (gzip or plain)."""
-    p = Path(path)
-    h = hashlib.sha256()
-    count = 0
-    opener = gzip.open if p.name.endswith(".gz") else open
-    try:
-        with open(p, "rb") as raw:
-            for chunk in iter(lambda: raw.read(1 << 20), b""):
-                h.update(chunk)
-        with opener(p, "rb") as fh:
-            for line in fh:
-                if line.strip():
-                    count += 1
-    except FileNotFoundError:
-        raise UsageError(f"data file not found: {p}") from None
-    except (OSError, EOFError) as exc:
-        raise UsageError(f"cannot read data file {p}: {exc}") from None
-    return {"sha256": h.hexdigest(), "count": count, "file": p.name, "bytes": p.stat().st_size}
-
-
-def import_needed(marker: dict | None, db_info: dict | None, fingerprint: dict) -> str | None:
-    """Why the data must be (re)imported, or None when the database already holds this file's documents.
-
-    The marker (`_local/dragnet-import`) records the file's sha256 and line count and the database's
-    doc_count right after the import; fewer documents now means some were lost or deleted.
-    """
-    if db_info is None:
-        return "the database does not exist"
-    if not marker:
-        return "the database was not imported by dragnet"
-    if marker.get("sha256") != fingerprint["sha256"] or marker.get("count") != fingerprint["count"]:
-        return f"the database holds another data file ({marker.get('file')})"
-    now, then = int(db_info.get("doc_count") or 0), int(marker.get("doc_count") or 0)
-    if now < then:
-        return f"the database holds {now} documents, {then} after the import"
-    return None
-
-
-def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None, n: int | None = None,
-                progress: Callable[[str], None] | None = None) -> dict:
-    """Import data into db unless the `_local/dragnet-import` marker says it is already there."""
-    fp = file_fingerprint(data)
-    try:
-        info = couch.get(db_path(db))
-    except CouchError as exc:
-        if exc.status != 404:
-            raise
-        info = None
-    marker = None
-    if info is not None:
-        try:
-            marker = couch.get(f"{db_path(db)}/{IMPORT_MARKER}")
-        except CouchError as exc:
-            if exc.status != 404:
-                raise
-    if info is not None and not marker and int(info.get("doc_count") or 0) > 0:
-        # never drop a database dragnet did not fill
-        raise DragnetError(f"database {db} already holds {info.get('doc_count')} documents that dragnet did not "
-                           f"import: choose another --db, or leave out --data to benchmark it as it is")
-    why = import_needed(marker, info, fp)
-    if why is None:
-        return {"imported": False, "reason": "already imported", **fp}
-    if progress:
-        progress(f"importing {fp['count']} documents into {db}: {why}")
-    if info is not None:
-        couch.delete(db_path(db))
-    t0 = time.monotonic()
-    summary = _import(couch, db, data, q, n)
-    seconds = time.monotonic() - t0
-    doc_count = int(couch.get(db_path(db)).get("doc_count") or 0)
-    couch.put(f"{db_path(db)}/{IMPORT_MARKER}", {**fp, "doc_count": doc_count, "seconds": seconds,
-                                                   "at": _now_iso()})
-    return {"imported": True, "reason": why, "seconds": seconds, "doc_count": doc_count, **summary, **fp}
-
-
-def _import(couch: Couch, db: str, data: str | Path, q: int | None, n: int | None = None) -> dict:
-    """Load the file with dragnet.data.importer (creates the database with q shards, n replicas); returns its counts."""
-    from dragnet.data import importer as importer
-
-    summary = importer.import_documents(couch, db, str(data), importer.ImportOptions(q=q, n=n))
-    if summary.rejected:
-        raise DragnetError(f"import of {data} into {db}: {summary.rejected} documents refused "
-                           f"({', '.join(f'{k}: {v}' for k, v in summary.reasons.items())})")
-    return {"read": summary.read, "rejected": summary.rejected}
-
-
 # ---------------------------------------------------------------- between runs
 
 def db_tasks(tasks: Iterable[dict], db: str) -> list[dict]:
@@ -301,16 +196,6 @@ def default_build(couch: Couch, url: str, db: str, spec: LanguageSpec, view_path
 
     return addview.benchmark(url=url, db=db, view_path=str(view_path or ""), language=spec.language, ddoc=ddoc,
                              storage=storage_label, **design)
-
-
-def cluster_of(couch: Couch, db: str) -> dict:
-    """The database's shards (q) and replicas (n) and the cluster's nodes, as the bench records them."""
-    info = couch.get(db_path(db)).get("cluster") or {}
-    try:
-        nodes = couch.get("/_membership").get("cluster_nodes")
-    except CouchError:
-        nodes = None
-    return {"q": info.get("q"), "n": info.get("n"), "nodes": nodes}
 
 
 # ---------------------------------------------------------------- the bench

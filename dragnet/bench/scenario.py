@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 from urllib.parse import quote, urlsplit
 
 from dragnet.measure import iostat as _iostat
+from dragnet.couchdb import storage as _storage
 from dragnet.couchdb import limits as limits
 from dragnet.couchdb.client import Couch, CouchError, db_path, split_credentials
 from dragnet.errors import DragnetError, UsageError
@@ -210,8 +211,8 @@ class LocalTarget:
         self.device = None
         if self.ddir is not None:
             try:
-                self.device = _iostat.device_of(self.ddir)
-            except _iostat.NoBlockDevice:
+                self.device = _storage.device_of(self.ddir)
+            except _storage.NoBlockDevice:
                 pass
         self.enforced = self.plan.enforced if self.plan else []
         self.cgroup_version = self.plan.layout.version if self.plan else None

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from dragnet.axes.model import parse_list
 from dragnet.bench import run as b
 from dragnet.results.schema import RunEntry
 from dragnet.cli.compare import store_option
@@ -106,7 +107,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
 
     sdir = store.default_dir(store_dir)
     baseline_entry = store.baseline(sdir, baseline_name) if baseline_name else None   # a missing name: now
-    st = b.parse_list(storages, "--storage")
+    st = parse_list(storages, "--storage")
     for s in st:
         if s not in ("disk", "tmpfs"):
             raise UsageError(f"--storage {s}: expected disk or tmpfs")
@@ -121,7 +122,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         if views:
             raise UsageError("--ddoc and --views: give one of them")
         labelled = revision_labels(ddoc_sources)
-        loaded = {label: dsg.load(src, views=b.parse_list(view_names, "--view")) for label, src in labelled.items()}
+        loaded = {label: dsg.load(src, views=parse_list(view_names, "--view")) for label, src in labelled.items()}
         design = next(iter(loaded.values()))
         if len(loaded) > 1:      # two or more: a revision axis, each build labelled with its revision
             revisions = loaded
@@ -137,7 +138,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         languages = languages or "javascript"
     if languages is None:
         languages = design.language if design is not None else ",".join(b.DEFAULT_LANGUAGES)
-    langs = b.parse_list(languages, "--languages")
+    langs = parse_list(languages, "--languages")
     if not langs:
         raise UsageError("--languages: no language given")
     from dragnet.couchdb import limits as limits
@@ -146,7 +147,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     scenarios = []
     if memories or profiles or caches:
         scenarios = expand(limits.parse_memory_limits(memories or "unlimited"),
-                           limits.parse_profiles(profiles or "unlimited"), b.parse_list(caches, "--cache"))
+                           limits.parse_profiles(profiles or "unlimited"), parse_list(caches, "--cache"))
     from dragnet.axes import config as axis_config
     from dragnet.axes import cpus as axis_cpus
     from dragnet.axes import q as axis_q
@@ -154,7 +155,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
 
     qs = axis_q.parse(q_text)
     q = int(qs[0]) if len(qs) == 1 else None
-    axis_opts = AxisOptions(couchdb=b.parse_list(couchdbs, "--couchdb"), cpus=axis_cpus.parse(cpus_text),
+    axis_opts = AxisOptions(couchdb=parse_list(couchdbs, "--couchdb"), cpus=axis_cpus.parse(cpus_text),
                             q=qs if len(qs) > 1 else [], config=axis_config.parse_all(list(configs), list(restart_configs)),
                             ddoc=revisions)
     if (len(qs) > 1 or revisions) and sizes_text is not None:   # each size is its own database already

@@ -59,6 +59,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
 
     from rich.console import Console
 
+    from dragnet.axes.model import parse_list
     from dragnet.bench import run as b
     from dragnet.forecast import run as fr
     from dragnet.bench import sizes as sz
@@ -87,8 +88,8 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
     design = None
     if ddoc_source:
         from dragnet.build import design as dsg
-        design = dsg.load(ddoc_source, views=b.parse_list(view_names, "--view") or None)
-    langs = b.parse_list(languages, "--languages")
+        design = dsg.load(ddoc_source, views=parse_list(view_names, "--view") or None)
+    langs = parse_list(languages, "--languages")
     tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes, target_q)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     folder = Path(results_dir or Path("results") / f"forecast-{stamp}")

@@ -153,7 +153,7 @@ def limits_not_applied(settings: dict, host_config: dict) -> list[str]:
 
 
 def device_node(device, dev: str = "/dev") -> str:
-    """The block device node of `device` (an iostat.BlockDevice) that the engine can resolve to its
+    """The block device node of `device` (a storage.BlockDevice) that the engine can resolve to its
     MAJ:MIN; refused when /dev has none or another device under that name."""
     path = Path(dev) / device.name
     try:

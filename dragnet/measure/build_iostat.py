@@ -14,10 +14,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from dragnet.measure import iostat as _iostat
+from dragnet.couchdb import storage as _storage
 from dragnet.couchdb.client import Couch, split_credentials
 
 
-def data_device(couch: Couch, url: str, env: dict | None = None) -> tuple[_iostat.BlockDevice | None, str | None, str]:
+def data_device(couch: Couch, url: str, env: dict | None = None) -> tuple[_storage.BlockDevice | None, str | None, str]:
     """(the data's disk, its directory, why not) for the CouchDB at url."""
     from dragnet.couchdb import control as ctl
     from dragnet.bench.scenario import couch_pid, data_dir
@@ -47,8 +48,8 @@ def data_device(couch: Couch, url: str, env: dict | None = None) -> tuple[_iosta
         if data is None:
             return None, None, "CouchDB's database_dir is not visible on this machine"
     try:
-        return _iostat.device_of(data), str(data), ""
-    except _iostat.NoBlockDevice as exc:
+        return _storage.device_of(data), str(data), ""
+    except _storage.NoBlockDevice as exc:
         return None, str(data), str(exc)
     except OSError as exc:
         return None, str(data), f"cannot stat {data}: {exc.strerror}"

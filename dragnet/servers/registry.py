@@ -215,8 +215,6 @@ def server_for(spec: ServerSpec) -> Server | None:
         return SERVER[spec.name]
     if not spec.argv:
         return None
-    from dragnet.measure.pidstat import family   # pidstat reads this module at import time
-
     fam = family(" ".join(spec.argv))
     return next((s for s in SERVERS if any(p.family == fam for p in s.processes)), None)
 
@@ -259,3 +257,50 @@ def probe_version(spec: ServerSpec) -> str | None:
         probes = ("interpreter",)   # an unregistered script on a Python: at least the interpreter
     parts = [_probe(p, spec.argv) for p in probes]
     return "; ".join(p for p in parts if p) or None
+
+
+def _script(args: list[str]) -> str:
+    """What an interpreter runs: `-m module` or the first non-option argument (basename)."""
+    it = iter(args)
+    for a in it:
+        if a == "-m":
+            return "-m " + next(it, "")
+        if a.startswith("-m") and len(a) > 2:
+            return "-m " + a[2:]
+        if a in ("-W", "-X", "-c"):
+            if a == "-c":
+                return "-c"
+            next(it, None)
+            continue
+        if not a.startswith("-"):
+            return a.rsplit("/", 1)[-1]
+    return ""
+
+
+def family(command: str) -> str:
+    """Command family of a pidstat command line, judged by the executable (and an interpreter's script),
+    never by other arguments: beam, the query servers' families (dragnet.servers.registry: couchjs, quickjs,
+    chakra, dragnet-node, dragnet-bun, couchpy[-pypy], dragnet_qs[-pypy]), python, pypy, node, bun,
+    pidstat, dragnet (this tool and its tests), else the executable's name."""
+    words = command.split()
+    if not words:
+        return "?"
+    exe = words[0].rsplit("/", 1)[-1]
+    if exe == "pidstat":
+        return "pidstat"
+    if exe.startswith("beam"):
+        return "beam"
+    known = process_family(exe, _script(words[1:]))   # a registered query server (dragnet.servers.registry)
+    if known:
+        return known
+    if exe in ("node", "nodejs") or exe.startswith("bun"):
+        return "node" if exe.startswith("node") else "bun"
+    if exe in ("dragnet", "pytest", "py.test"):
+        return "dragnet"
+    if exe.startswith(("python", "pypy")):
+        pypy = exe.startswith("pypy")
+        script = _script(words[1:])
+        if script in ("dragnet", "pytest", "py.test", "-m dragnet", "-m pytest"):
+            return "dragnet"
+        return "pypy" if pypy else "python"
+    return exe
