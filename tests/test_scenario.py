@@ -14,6 +14,7 @@ from dragnet.couchdb import limits as limits
 from dragnet.measure import pidstat as pidstat
 from dragnet.bench import scenario as scenario
 from dragnet.errors import UsageError
+from dragnet.results import load as load
 
 REF = "mem-unlimited/unlimited/warm"
 SLOW = "mem-64.0MiB/hdd-150iops/cold"
@@ -188,7 +189,7 @@ def test_report_reads_the_disk_matters_table_from_results_files_as_the_bench_pri
 
     from dragnet.report import tables as report
 
-    docs = report.load_results([SCENARIO_BENCH])
+    docs = load.load_results([SCENARIO_BENCH])
     runs, ref = scenario.runs_from_results(docs)
     assert ref == "mem-160.0MiB/unlimited/cold" and len(runs) == 8
     manifest = json.loads((SCENARIO_BENCH / "bench.json").read_text())
@@ -210,9 +211,8 @@ def test_report_reads_the_disk_matters_table_from_results_files_as_the_bench_pri
 def test_disk_matters_chart_draws_the_rows(tmp_path):
     pytest.importorskip("matplotlib")
     from dragnet.report import charts as charts
-    from dragnet.report import tables as report
 
-    runs, ref = scenario.runs_from_results(report.load_results([SCENARIO_BENCH]))
+    runs, ref = scenario.runs_from_results(load.load_results([SCENARIO_BENCH]))
     rows = scenario.disk_matters(runs, ref)
     chart = charts.disk_matters(rows, ref, tmp_path / "d.png")
     assert (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"

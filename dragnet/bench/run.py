@@ -26,13 +26,13 @@ from dragnet.data.ensure import ensure_data
 from dragnet.measure.pidstat import rss_peaks_kb
 from dragnet.errors import DragnetError, UsageError
 from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES, variants as qs_variants
-from dragnet.report.tables import BASELINE_LABEL, ratio
+from dragnet.measure.stats import ratio
+from dragnet.results.load import BASELINE_LABEL
 from dragnet.results.build import slug
-from dragnet.results.schema import BENCH as BENCH_SCHEMA, Summary, run_figures, schema
+from dragnet.results.schema import BENCH as BENCH_SCHEMA, BENCH_MANIFEST as MANIFEST, Summary, run_figures, schema
 from dragnet.results.schema import write as write_results_file
 
 SCHEMA = schema(BENCH_SCHEMA)
-MANIFEST = "bench.json"
 REPO = paths.data_root()  # the checkout, or an installed wheel's copy of views/
 DEFAULT_VIEWS = REPO / "views" / "income"
 BASELINE_VIEW = REPO / "views" / "baseline" / "map.erl"

@@ -11,6 +11,7 @@ from dragnet.bench import run as b
 from dragnet.results.schema import RunEntry
 from dragnet.cli.compare import store_option
 from dragnet.cli.options import db_option, json_option, print_json, url_option
+from dragnet.results.load import load_results
 
 
 @click.command("bench")
@@ -245,7 +246,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
 
     runs = manifest["runs"]
     failed = [r for r in runs if r["status"] not in ("ok", "oom", "not_applicable")]
-    docs = rp.load_results([bench.dir]) if any(r["result_file"] for r in runs) else []
+    docs = load_results([bench.dir]) if any(r["result_file"] for r in runs) else []
     groups, dgroups = rp.build_report(docs), rp.build_design_report(docs)
     cmp = saved_runs(bench.dir, docs, sdir, save_baseline, baseline_entry)
     if as_json:
@@ -301,7 +302,7 @@ def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
         click.echo("interrupted: finished runs are kept", err=True)
         sys.exit(getattr(exc, "exit_code", 130))
     runs = [r for ix in summary["indexes"] for r in ix["manifest"]["runs"]]
-    dgroups = rp.build_design_report(rp.load_results([ix["dir"] for ix in summary["indexes"]]))
+    dgroups = rp.build_design_report(load_results([ix["dir"] for ix in summary["indexes"]]))
     if as_json:
         print_json({"dir": summary["dir"], "indexes": summary["indexes"], "versus": summary["versus"],
                     "warnings": summary["warnings"], "report": {"design": rp.design_json(dgroups)}})
@@ -327,7 +328,6 @@ def saved_runs(folder, docs, sdir, save_as, baseline_entry):
     """--save-baseline: the run into the store; --baseline: its comparison with the saved baseline (or None)."""
     from dragnet.results import compare as c
     from dragnet.results import store as store
-    from dragnet.report.tables import load_results
 
     if save_as and docs:     # saved first: a comparison that finds nothing in common loses nothing
         entry = store.save(sdir, folder, save_as)

@@ -9,6 +9,8 @@ import click
 from dragnet.report import tables as rp
 from dragnet.errors import UsageError
 from dragnet.cli.options import print_json
+from dragnet.results.load import load_results
+from dragnet.results.schema import read_json
 
 
 def _console(min_width: int):
@@ -103,9 +105,9 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
     cmp_doc = None
     if compare_json:
         from dragnet.report.html import check_compare
-        cmp_doc = check_compare(rp._read_json(Path(compare_json)), compare_json)
+        cmp_doc = check_compare(read_json(Path(compare_json)), compare_json)
     try:
-        docs = rp.load_results(results)
+        docs = load_results(results)
     except UsageError:
         from dragnet.forecast.run import find_forecasts
 
@@ -186,7 +188,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         if sc_ref:
             render_disk_matters(sc_rows, sc_ref)
 
-    from dragnet.measure.build_iostat import IO_COLUMNS, io_rows
+    from dragnet.report.io_table import IO_COLUMNS, io_rows
 
     io, io_notes = io_rows(docs)
     if fmt == "json":

@@ -66,6 +66,15 @@ def rss_peaks_kb(summary: dict | None) -> dict[str, float]:
             if isinstance(e, dict) and (e.get("rss_kb") or {}).get("peak")}
 
 
+def own_memory(peaks_kb: dict | None) -> int | None:
+    """CouchDB's own memory in one build, bytes: the sum over beam and the query servers of their RSS
+    peaks (pidstat.rss_peaks_kb(), as a bench run keeps them in "pidstat_peak_rss_kb"). The page cache is not
+    in it, so a memory limit must be at least this, plus whatever page cache it means to leave, or the
+    kernel kills beam instead of the build reading from disk."""
+    peaks = [v for fam, v in (peaks_kb or {}).items() if fam not in WATCHERS]
+    return int(sum(peaks) * 1024) if peaks else None
+
+
 def _to_number(text: str):
     try:
         return int(text)

@@ -120,7 +120,8 @@ def design_sections(inp: Inputs, runs: Sequence[rp.Run]) -> tuple[list[Section],
 def disk_sections(inp: Inputs, scenario_docs: Sequence[dict]) -> tuple[list[Section], list[Section]]:
     """The "disk matters?" table, memory lines and verdict; raw: the builds of each row.
     scenario_docs: the results that ran in a scenario, in the order runs_from_results() read them."""
-    from dragnet.bench.scenario import DISK_COLUMNS, disk_rows, label_of, memory_advice, verdict
+    from dragnet.bench.scenario import DISK_COLUMNS, disk_rows, memory_advice, verdict
+    from dragnet.results.load import scenario_label as label_of
 
     if not inp.disk_ref:
         return [], []
@@ -276,7 +277,7 @@ def meta_section(docs: Sequence[dict]) -> Section:
 
 def report_sections(inp: Inputs, charts: Sequence[Chart] = (), extra: Sequence[Section | dict] = ()) -> list[Section]:
     """Every section of the page, in order; extra: sections other stages add (plain data, html_page)."""
-    from dragnet.bench.scenario import label_of
+    from dragnet.results.load import scenario_label as label_of
 
     runs = rp.prepare(inp.docs)
     eng, r1 = engine_sections(inp, runs)

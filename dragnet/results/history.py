@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from dragnet.measure import stats as stats
-from dragnet.results.compare import axes_text
+from dragnet.results.load import axes_text
 from dragnet.errors import UsageError
 from dragnet.results.store import METRICS
 

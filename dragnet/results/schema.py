@@ -34,6 +34,8 @@ ADDVIEW, BENCH, SIZES, QSBENCH, QSBENCH_DDOC = ("dragnet.addview", "dragnet.benc
 # the newest version of each schema this dragnet reads and writes
 VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1}
 _SCHEMA = re.compile(r"^(dragnet\.[a-z-]+)/(\d+)$")
+# the name of a bench directory's manifest (dragnet.bench/1)
+BENCH_MANIFEST = "bench.json"
 
 
 def schema(name: str) -> str:

@@ -51,9 +51,9 @@ def versions(result: dict) -> dict:
 
 def metrics_of(result: dict) -> dict[str, float | None]:
     """One build's figures history can follow (None when not recorded or the build failed)."""
-    from dragnet.results.compare import wall_s
+    from dragnet.results.load import wall_s
     from dragnet.measure.pidstat import rss_peaks_kb
-    from dragnet.bench.scenario import own_memory
+    from dragnet.measure.pidstat import own_memory
 
     if wall_s(result) is None:
         return {"docs_s": None, "index_bytes": None, "peak_rss": None}
@@ -66,8 +66,8 @@ def metrics_of(result: dict) -> dict[str, float | None]:
 
 def entry_for(results: list[dict], manifest: dict | None, *, run_id: str, name: str | None) -> dict:
     """The index entry of one saved run."""
-    from dragnet.results.compare import axes_of, sort_axes
-    from dragnet.report.tables import started_at
+    from dragnet.results.load import axes_of, sort_axes
+    from dragnet.results.load import started_at
 
     manifest = manifest or {}
     cells: dict[tuple, dict] = {}
@@ -142,8 +142,8 @@ def _write_index(store: Path, runs: list[dict]) -> None:
 
 def save(store: str | Path, folder: str | Path, name: str | None = None) -> dict:
     """Copy a bench folder into the store and add its entry to the index; returns the entry."""
-    from dragnet.bench.run import MANIFEST
-    from dragnet.report.tables import load_results
+    from dragnet.results.schema import BENCH_MANIFEST as MANIFEST
+    from dragnet.results.load import load_results
 
     store, folder = Path(store), Path(folder)
     if name is not None and (not name.strip() or "/" in name):
@@ -191,7 +191,7 @@ def baseline(store: str | Path, name: str) -> dict:
 
 def load_side(spec: str, store: str | Path) -> tuple[str, list[dict]]:
     """A results file or folder, else a baseline name in the store: (label, results)."""
-    from dragnet.report.tables import load_results
+    from dragnet.results.load import load_results
 
     if Path(spec).exists():
         return spec, load_results([spec])
