@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet.results import compare as c
+from dragnet.report import compare as c
 from dragnet.build import design as design
-from dragnet.results import history as history
+from dragnet.report import history as history
 from dragnet.measure import stats as stats
 from dragnet.results import store as store
 from dragnet.cli import main

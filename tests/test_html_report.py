@@ -97,7 +97,7 @@ def test_baseline_fills_the_compare_section_and_excludes_compare_json(tmp_path):
 
 def compare_doc(docs: list[dict]) -> dict:
     """`dragnet compare`'s JSON over the fixture's builds (along its scenario axis)."""
-    from dragnet.results.compare import compare_along
+    from dragnet.report.compare import compare_along
 
     return compare_along(docs).to_json()
 

@@ -326,7 +326,7 @@ def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
 
 def saved_runs(folder, docs, sdir, save_as, baseline_entry):
     """--save-baseline: the run into the store; --baseline: its comparison with the saved baseline (or None)."""
-    from dragnet.results import compare as c
+    from dragnet.report import compare as c
     from dragnet.results import store as store
 
     if save_as and docs:     # saved first: a comparison that finds nothing in common loses nothing

@@ -18,7 +18,7 @@ def render(cmp) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from dragnet.results import compare as c
+    from dragnet.report import compare as c
     from dragnet.cli.report import _console
 
     table = Table(title=c.title(cmp), header_style="bold")
@@ -49,7 +49,7 @@ def compare_cmd(old, new, along, fail_if_slower, markdown, as_json, no_rows, sto
     of median build times with a 95% bootstrap interval, Mann-Whitney U, and a verdict (improved, regressed,
     no change, undecided); views whose rows changed; cells on one side only. With only OLD, compare along
     the axis that has two values (e.g. two design doc revisions in one bench)."""
-    from dragnet.results import compare as c
+    from dragnet.report import compare as c
     from dragnet.results import store as store
     from dragnet.errors import UsageError
 
@@ -90,7 +90,7 @@ def compare_cmd(old, new, along, fail_if_slower, markdown, as_json, no_rows, sto
 def history_cmd(by, metric, where, plot_path, as_json, store_dir):
     """A metric over the runs saved in the results store (bench --save-baseline), per cell, with steps flagged
     where the runs before and after differ significantly."""
-    from dragnet.results import history as h
+    from dragnet.report import history as h
     from dragnet.results import store as store
     from dragnet.errors import UsageError
 

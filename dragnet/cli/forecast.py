@@ -138,7 +138,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
 
 def _charts(out: dict, folder: Path) -> None:
     """forecast.png, or forecast-<variant>.png per variant (a memory limit, a core count)."""
-    from dragnet.forecast.plot import forecast_chart
+    from dragnet.report.forecast_plot import forecast_chart
     from dragnet.results.build import slug
 
     checks = out.get("backtest") or {}

@@ -136,7 +136,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
     path = qsbench.write_results(doc, results_dir)
     chart = None
     if plot_file is not None and bench.rows:
-        from dragnet.qsbench.plot import plot
+        from dragnet.report.qsbench_plot import plot
 
         chart = plot(doc, plot_file or path.with_suffix(".png"))
 

@@ -133,7 +133,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
     dgroups = rp.build_design_report(docs, reference)
     cmp = None
     if baseline:
-        from dragnet.results import compare as compare
+        from dragnet.report import compare as compare
         from dragnet.results import store as store
 
         old = [r for spec in baseline for r in store.load_side(spec, store.default_dir())[1]]
@@ -163,7 +163,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
                 click.echo()
             click.echo(rp.design_markdown(dgroups), nl=False)
         if cmp is not None:
-            from dragnet.results.compare import to_markdown
+            from dragnet.report.compare import to_markdown
             click.echo()
             click.echo(to_markdown(cmp), nl=False)
         if sc_ref:

@@ -12,7 +12,7 @@ Rules (also in the README):
 - *Ratio to baseline*: docs/s (by wall time) of the result divided by docs/s of the Erlang baseline of the
   same storage and repeat (same bench run when recorded); without a baseline of that repeat, the baseline
   of that storage nearest in start time. The median of the per-repeat ratios is shown.
-- *--baseline*: the comparison of dragnet.results.compare (per cell: ratio of medians with a bootstrap interval,
+- *--baseline*: the comparison of dragnet.report.compare (per cell: ratio of medians with a bootstrap interval,
   Mann–Whitney U, improved / regressed / no change / undecided).
 """
 
