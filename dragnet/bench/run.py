@@ -647,7 +647,3 @@ class Bench:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text if isinstance(exc, DragnetError) else f"{type(exc).__name__}: {text}"
-
-
-def run_bench(config: BenchConfig, **kw: Any) -> dict:
-    return Bench(config, **kw).run()

@@ -28,6 +28,7 @@ from dragnet.build import views as _views
 from dragnet.couchdb.client import Couch, CouchError, CouchUnreachable, db_path, mask_url
 from dragnet.errors import DragnetError, UsageError
 from dragnet.measure.machine import machine_info
+from dragnet.servers.discovery import given_couchdb_home
 
 DEFAULT_TIMEOUT = 6 * 3600.0
 STORAGE_CHOICES = ("disk", "tmpfs", "auto")
@@ -138,11 +139,6 @@ def _require_db(couch: Couch, db: str) -> dict:
 
 # ------------------------------------------------------------------ environment
 
-def couchdb_home(env: dict | None = None) -> str | None:
-    env = os.environ if env is None else env
-    return env.get("DRAGNET_COUCHDB_HOME") or None
-
-
 def _config(couch: Couch, section: str, key: str) -> str | None:
     try:
         resp = couch.request("GET", f"/_node/_local/_config/{section}/{key}", ok=(200, 404), timeout=10)
@@ -169,7 +165,7 @@ def detect_storage(couch: Couch, given: str, env: dict | None = None) -> str:
         return recorded
     from dragnet.couchdb.storage import storage_label
 
-    home = couchdb_home(env)
+    home = given_couchdb_home(env)
     candidates = []
     configured = _config(couch, "couchdb", "database_dir")
     if configured:
@@ -195,7 +191,7 @@ def find_log(couch: Couch, explicit: str | None, env: dict | None = None) -> Pat
         return p
     if not is_local(couch.url):
         return None
-    home = couchdb_home(env)
+    home = given_couchdb_home(env)
     candidates = []
     managed = _managed_log(couch.url, env)       # a CouchDB started by `dragnet couch up` logs to a file
     if managed:

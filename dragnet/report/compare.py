@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dragnet.measure import stats as stats
+from dragnet.results import schema as rs
 from dragnet.errors import UsageError
 from dragnet.results.load import axes_of, axes_text, sort_axes, started_at, wall_s
 
-SCHEMA = "dragnet.compare/1"
+SCHEMA = rs.schema(rs.COMPARE)
 METRIC = "wall_time_s"
 TEST = ("two-sided Mann-Whitney U over the builds' wall times, alpha 0.05; ratio of medians NEW/OLD with a "
         "95% percentile bootstrap interval")

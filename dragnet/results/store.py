@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Iterator
 
 from dragnet.errors import DragnetError, UsageError
+from dragnet.results import schema as rs
 
-SCHEMA = "dragnet.store/1"
+SCHEMA = rs.schema(rs.STORE)
 INDEX = "index.json"
 LOCK = "index.lock"
 DEFAULT = "results/store"
@@ -116,9 +117,10 @@ def read_index(store: str | Path) -> list[dict]:
         raise DragnetError(f"{p}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
         raise DragnetError(f"{p}: not a dragnet results store index (schema {SCHEMA!r} expected)")
-    if doc.get("schema") != SCHEMA:
-        raise DragnetError(f"{p}: written by a newer dragnet (schema {doc.get('schema')!r}; this one reads "
-                           f"{SCHEMA!r})")
+    try:
+        rs.check_schema(doc, p, [rs.STORE])
+    except rs.ResultsFileError as exc:   # a damaged store fails the command (exit 1), as it always has
+        raise DragnetError(str(exc)) from None
     return doc["runs"]
 
 
@@ -142,7 +144,6 @@ def _write_index(store: Path, runs: list[dict]) -> None:
 
 def save(store: str | Path, folder: str | Path, name: str | None = None) -> dict:
     """Copy a bench folder into the store and add its entry to the index; returns the entry."""
-    from dragnet.results.schema import BENCH_MANIFEST as MANIFEST
     from dragnet.results.load import load_results
 
     store, folder = Path(store), Path(folder)
@@ -150,8 +151,8 @@ def save(store: str | Path, folder: str | Path, name: str | None = None) -> dict
         raise UsageError(f"baseline name {name!r}: give a non-empty name without '/'")
     results = load_results([folder])
     # a bench folder has one manifest; a folder of rounds (one bench each) has one per round: the first
-    manifests = sorted(folder.rglob(MANIFEST))
-    manifest = json.loads(manifests[0].read_text(encoding="utf-8")) if manifests else None
+    manifests = sorted(folder.rglob(rs.BENCH_MANIFEST))
+    manifest = rs.read(manifests[0], rs.BENCH) if manifests else None
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     run_id = f"{stamp}-{uuid.uuid4().hex[:8]}"
     runs_dir = store / "runs"

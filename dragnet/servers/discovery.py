@@ -295,10 +295,15 @@ def discover_couchpy_pypy(path: dict) -> Found | str:
     return Found((pypy, "-m", "couchdb.view"), env=(("PYTHONPATH", str(COUCHPY_PYPY_PATH)),))
 
 
+def given_couchdb_home(env: dict | None = None) -> Path | None:
+    """The CouchDB release named by DRAGNET_COUCHDB_HOME, or None."""
+    env = os.environ if env is None else env
+    return Path(env["DRAGNET_COUCHDB_HOME"]) if env.get("DRAGNET_COUCHDB_HOME") else None
+
+
 def couchdb_home(env: dict | None = None) -> Path:
     """The CouchDB release dragnet uses: DRAGNET_COUCHDB_HOME, else /opt/couchdb."""
-    env = os.environ if env is None else env
-    return Path(env.get("DRAGNET_COUCHDB_HOME") or DEFAULT_COUCHDB_HOME)
+    return given_couchdb_home(env) or Path(DEFAULT_COUCHDB_HOME)
 
 
 def quickjs_binary(home: Path) -> Path | None:
