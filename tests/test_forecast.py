@@ -462,7 +462,7 @@ def test_a_reforecast_keeps_the_machine_and_load_its_sweep_recorded(tmp_path):
                       if f.parent.name != "size-200000"), key=lambda m: m["started_at"])
     assert out["load_average"] == [benches[0]["machine"]["load_average"][0], benches[-1]["machine"]["load_average"][0]]
     assert out["machine"] == benches[0]["machine"]
-    from dragnet.cli.forecast import render
+    from dragnet.report.console import render_forecast as render
     assert "load average 1.2 → 17.7" in render(out)
 
 

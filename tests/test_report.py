@@ -306,7 +306,7 @@ def test_a_different_map_function_is_its_own_row(recorded, fixtures_dir):
     labels = {g.label: g.n for g in groups}
     assert labels == {"javascript": 2, "javascript [throws10]": 1}
     # the terminal table shows the bracketed label verbatim (not as rich markup)
-    from dragnet.cli.report import render_table
+    from dragnet.report.console import render_table
     import contextlib
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):

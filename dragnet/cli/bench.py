@@ -9,8 +9,7 @@ import click
 from dragnet.axes.model import parse_list
 from dragnet.bench import run as b
 from dragnet.results.schema import RunEntry
-from dragnet.cli.compare import store_option
-from dragnet.cli.options import db_option, json_option, print_json, url_option
+from dragnet.cli.options import db_option, json_option, print_json, store_option, url_option
 from dragnet.results.load import load_results
 
 
@@ -104,7 +103,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     from dragnet.report import tables as rp
     from dragnet.errors import UsageError
     from dragnet.results import store as store
-    from dragnet.cli.report import render_design_table, render_table
+    from dragnet.report.console import render_design_table, render_table
 
     sdir = store.default_dir(store_dir)
     baseline_entry = store.baseline(sdir, baseline_name) if baseline_name else None   # a missing name: now
@@ -272,7 +271,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
             render_design_table(dgroups, title=title)
         if scenarios:
             from dragnet.bench.scenario import disk_matters, reference_label
-            from dragnet.cli.report import render_disk_matters
+            from dragnet.report.console import render_disk_matters
             ref = reference_label(scenarios)
             render_disk_matters(disk_matters(runs, ref), ref)
         for r in failed:
@@ -280,7 +279,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         for line in differences_lines(bench.dir, runs):
             click.echo(line)
         if cmp is not None:
-            from dragnet.cli.compare import render
+            from dragnet.report.console import render_compare as render
             render(cmp)
         click.echo(f"results: {bench.dir} (`dragnet report {bench.dir} --plot DIR` for charts)")
     from dragnet.build import fault
@@ -293,7 +292,7 @@ def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
     """bench --mango: one bench per index, then the design table and Mango against each engine."""
     from dragnet.bench import mango as mb
     from dragnet.report import tables as rp
-    from dragnet.cli.report import render_design_table
+    from dragnet.report.console import render_design_table
 
     total["n"] = len(b.plan(["mango", *config.languages], config.repeat, config.storages or ["x"], baseline=False))
     try:
@@ -401,7 +400,7 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
         for cells in sz.table_cells(rows):
             table.add_row(*(Text(c) for c in cells))
         Console(width=200).print(table)
-        from dragnet.cli.report import render_disk_matters
+        from dragnet.report.console import render_disk_matters
         for n, rows_ in disk.items():
             render_disk_matters(rows_, ref, at=f" at {n:,} documents")
         for f in an["fits"]:

@@ -230,7 +230,7 @@ def _db_sample(err: Console, spec, count, fraction, seed, cache_dir, as_json) ->
     if as_json:
         path, drawn = cached_sample(spec, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir)
     else:
-        from dragnet.cli.sample import with_progress
+        from dragnet.cli.options import with_progress
 
         path, drawn = with_progress(lambda show: cached_sample(spec, count=count, fraction=fraction, seed=seed,
                                                                cache_dir=cache_dir, progress=show))
