@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable
 
-from dragnet.servers import discovery as qs
+from dragnet.servers import dialects, discovery as qs, user
 from dragnet.servers.discovery import DIALECT_FILES, ServerSpec, Skipped
 
 _DOCKER = "/opt/dragnet"   # where docker/Dockerfile puts dragnet's servers
@@ -45,7 +45,7 @@ class Server:
 
     name:      display name, unique (qsbench, `dragnet servers`)
     language:  the CouchDB language it serves (a design doc's "language")
-    dialect:   key of DIALECT_FILES: which view file it runs
+    dialect:   a dialect of dragnet.servers.dialects: which view file it runs
     discover:  env -> Found (its command here) or why it cannot run here
     build:     the dragnet.servers.build step that makes it (`dragnet servers --build NAME`), or None
     docker:    its argv inside the Docker image (None: not added by the image, e.g. CouchDB's own)
@@ -139,8 +139,6 @@ class Language:
     aliases: tuple[str, ...] = ()
 
 
-_FAMILY = {"es5": "js", "es2015": "js", "python": "python", "erlang": "erlang"}
-
 # language -> (description, its bench view file's dialect); the order is the order of `--language` help
 _DESCRIPTIONS = (
     ("javascript", "couchjs (SpiderMonkey), CouchDB's default JavaScript server", "es5"),
@@ -162,7 +160,7 @@ def _language(name: str, description: str, dialect: str) -> Language:
     processes = tuple(dict.fromkeys(p.family for s in servers for p in s.processes))
     commands = tuple(dict.fromkeys(c for s in servers for c in s.commands))
     aliases = tuple(dict.fromkeys([a for s in servers for a in s.aliases] + list(_EXTRA_ALIASES.get(name, ()))))
-    return Language(name, _FAMILY[dialect], description, DIALECT_FILES[dialect], processes, commands, aliases)
+    return Language(name, dialects.family(dialect), description, DIALECT_FILES[dialect], processes, commands, aliases)
 
 
 LANGUAGES: tuple[Language, ...] = tuple(_language(*d) for d in _DESCRIPTIONS)
@@ -181,8 +179,9 @@ def variants() -> list[tuple[str, str, str]]:
 
 
 def pidstat_pattern() -> str:
-    """pidstat -C pattern matching beam and every registered query server."""
-    return "|".join(dict.fromkeys(["beam", *(c for lang in LANGUAGES for c in lang.commands)]))
+    """pidstat -C pattern matching beam, every registered query server and the user-given ones."""
+    return "|".join(dict.fromkeys(["beam", *(c for lang in LANGUAGES for c in lang.commands),
+                                   *(user.process_name(s) for s in user.active())]))
 
 
 def process_family(exe: str, script: str) -> str | None:
@@ -191,7 +190,7 @@ def process_family(exe: str, script: str) -> str | None:
         for p in s.processes:
             if p.matches(exe, script):
                 return p.family
-    return None
+    return user.family_of(exe)
 
 
 def discover_builtin(env: dict) -> list[ServerSpec | Skipped]:
@@ -251,6 +250,8 @@ def probe_version(spec: ServerSpec) -> str | None:
     """What is cheaply knowable about a server's version, without speaking the protocol."""
     if spec.version:
         return str(spec.version)
+    if spec.version_command:
+        return user.probe_version(spec)
     if not spec.argv:
         return None
     record = server_for(spec)
