@@ -26,3 +26,12 @@ def json_option(f: Callable) -> Callable:
 
 def print_json(obj: Any) -> None:
     click.echo(json.dumps(obj, ensure_ascii=False, sort_keys=True, default=str))
+
+
+def server_option(f: Callable) -> Callable:
+    """--server NAME=COMMAND (or a servers file), repeatable: query servers of the user's
+    (dragnet.servers.user), registered before the command runs."""
+    return click.option("--server", "server_opts", multiple=True, metavar="NAME=COMMAND|FILE",
+                        help="Your own query server: its language in design docs is NAME, its map files "
+                             "map.NAME; or a servers file (ini/JSON, as --config). Repeatable. "
+                             "See docs/your-server.md.")(f)

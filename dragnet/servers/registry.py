@@ -54,6 +54,7 @@ class Server:
     version:   its version probes (a discovered runtime's --version comes with the spec instead):
                "pypi:<package>:<label>", "couchjs -V", "couchdb-quickjs", "interpreter"
     aliases:   other spellings of its language accepted by `--language` and view headers
+    ddoc:      it claims the `ddoc` commands (filters, validate_doc_update, shows, updates, lists)
     """
 
     name: str
@@ -67,6 +68,7 @@ class Server:
     version: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     source: str = "dragnet"
+    ddoc: bool = True
 
     def find(self, env: dict) -> ServerSpec | Skipped:
         """This server as it runs here, or why it cannot."""
@@ -103,10 +105,10 @@ SERVERS: tuple[Server, ...] = (
     Server("couchpy", "python", "python", qs.discover_couchpy, docker=(f"{_DOCKER}/venv/bin/couchpy",),
            processes=(Process("couchpy", r"couchpy"), Process("couchpy", _PY, _COUCHPY_SCRIPT)),
            commands=("couchpy", "python"), version=("pypi:CouchDB:CouchDB-Python",), aliases=("couchpy",),
-           source="couchpy"),
+           source="couchpy", ddoc=False),
     Server("couchpy-pypy", "python", "python", qs.discover_couchpy_pypy, build="couchpy-pypy",
            processes=(Process("couchpy-pypy", _PYPY, _COUCHPY_SCRIPT),), commands=("pypy",),
-           version=("pypi:CouchDB:CouchDB-Python", "interpreter"), source="couchpy"),
+           version=("pypi:CouchDB:CouchDB-Python", "interpreter"), source="couchpy", ddoc=False),
     Server("couchjs", "javascript", "es5", qs.discover_couchjs,
            processes=(Process("couchjs", r"(?!.*quickjs)couchjs(?!_mainjs).*"),), commands=("couchjs",),
            version=("couchjs -V",), aliases=("couchjs", "spidermonkey"), source="couchdb"),

@@ -26,7 +26,7 @@ OPTION_SOURCE = "option:--server"
 _ACTIVE: list[ServerSpec] = []
 
 
-def parse_option(text: str) -> ServerSpec:
+def parse_option(text: str) -> list[ServerSpec]:
     """`NAME=COMMAND` -> a server named NAME serving language NAME, on map.NAME files."""
     name, sep, command = text.partition("=")
     name = name.strip()
@@ -42,7 +42,7 @@ def parse_option(text: str) -> ServerSpec:
         raise UsageError(f"{where}: cannot parse the command: {exc}") from None
     if not argv:
         raise UsageError(f"{where}: the command is empty")
-    return ServerSpec(name, name, argv, name, source=OPTION_SOURCE)
+    return [ServerSpec(name, name, argv, name, source=OPTION_SOURCE)]
 
 
 def builtin_names() -> tuple[set[str], set[str]]:
@@ -82,10 +82,19 @@ def check(specs: Sequence[ServerSpec]) -> None:
 
 
 def collect(options: Iterable[str] = (), config: str | os.PathLike | None = None) -> list[ServerSpec]:
-    """The servers of `--config FILE` and `--server NAME=COMMAND` options, checked."""
+    """The servers of `--config FILE` and of `--server` options, checked. A `--server` value is NAME=COMMAND,
+    or without "=" the path of a servers file (the format of --config)."""
     specs = list(load_config(config)) if config else []
-    specs += [parse_option(o) for o in options]
+    for o in options:
+        specs += parse_option(o) if "=" in o else load_config(o)
     check(specs)
+    return specs
+
+
+def install(options: Iterable[str] = (), config: str | os.PathLike | None = None) -> list[ServerSpec]:
+    """collect(), then use(): the servers of this run, refused before anything runs when they collide."""
+    specs = collect(options, config)
+    use(specs)
     return specs
 
 
