@@ -434,9 +434,9 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     settings = container_settings(image=image or DEFAULT_IMAGE, port=port, user=user, password=password,
                                   storage_kind=storage_kind, data_dir=data_dir, data_size=data_size,
                                   cpus=cpus, memory=mem, member=member, limits=limits)
-    from dragnet.servers import user
+    from dragnet.servers import user as user_servers   # (`user` is the admin's name here)
 
-    qs_env, qs_volumes = user_server_settings(user.active())
+    qs_env, qs_volumes = user_server_settings(user_servers.active())
     settings["environment"].update(qs_env)
     if qs_volumes:
         settings.setdefault("volumes", {}).update(qs_volumes)
