@@ -114,8 +114,9 @@ _JS_NAME = re.compile(r"javascript|couchjs|quickjs|chakra|node|bun", re.I)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
-def guess_dialect(language: str, argv: tuple[str, ...] | list[str]) -> str:
-    """Which view file an externally defined server most likely runs."""
+def guess_dialect(language: str, argv: tuple[str, ...] | list[str], default: str = "es5") -> str:
+    """Which view file an externally defined server most likely runs; `default` when nothing says (a
+    config file's server: its language name, i.e. map.<language>)."""
     exe = os.path.basename(argv[0]) if argv else ""
     words = " ".join([language, *[os.path.basename(a) for a in argv]]).lower()
     if "erlang" in language.lower():
@@ -124,7 +125,7 @@ def guess_dialect(language: str, argv: tuple[str, ...] | list[str]) -> str:
         return "python"
     if "chakra" in words or "es2015" in words or "es6" in words or "dragnet-node" in words:
         return "es2015"
-    return "es5"
+    return "es5" if _JS_NAME.search(words) else default
 
 
 def from_environment(env: dict | None = None) -> list[ServerSpec]:
@@ -354,7 +355,8 @@ def _config_spec(where: str, name: str, entry: dict, source: str) -> ServerSpec:
     language = entry.get("language") or name
     if not isinstance(language, str) or not _NAME.match(language):
         raise DragnetError(f"{where}: bad language {language!r}")
-    dialect = entry.get("dialect") or guess_dialect(language, argv)
+    own = language.lower() if dialects.is_extension_name(language.lower()) else "es5"
+    dialect = entry.get("dialect") or guess_dialect(language, argv, default=own)
     if not isinstance(dialect, str) or not (dialect in DIALECT_FILES or dialects.is_extension_name(dialect)):
         raise DragnetError(f"{where}: bad dialect {dialect!r} (one of {', '.join(DIALECT_FILES)}, or the "
                            "extension of its map files: lower-case letters, digits, _)")

@@ -1,3 +1,3 @@
 module dragnet.test/goqs
 
-go 1.21
+go 1.19
