@@ -6,8 +6,9 @@ VENV := .venv
 PY := $(abspath $(VENV))/bin/python
 STAMPS := .make
 APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc git
-# only for `make test`: tests/test_html_report.py opens the HTML report in a headless Chromium
-TEST_APT_PACKAGES := chromium chromium-driver
+# only for `make test`: tests/test_html_report.py opens the HTML report in a headless Chromium;
+# tests/test_user_servers.py builds a query server written in Go (tests/goqs)
+TEST_APT_PACKAGES := chromium chromium-driver golang-go
 PYTEST_ARGS ?=
 
 # the Debian packages of $(1) that are not installed yet (as root, or with sudo)

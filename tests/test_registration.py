@@ -130,7 +130,7 @@ def test_config_files(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("[a]\nlanguage = x\n", "'command' must be"),
-    ("[a]\ncommand = x\ndialect = cobol\n", "unknown dialect 'cobol'"),
+    ("[a]\ncommand = x\ndialect = C++\n", "bad dialect 'C++'"),
     ("[a]\ncommand = 'unclosed\n", "cannot parse command"),
     ("[a]\ncommand = x\ncolour = red\n", "unknown keys colour"),
     ("[a b]\ncommand = x\n", "bad server name"),

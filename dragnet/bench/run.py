@@ -64,6 +64,32 @@ LANGUAGES: dict[str, LanguageSpec] = {s.name: s for s in (
 DEFAULT_LANGUAGES = ("javascript", "javascript_quickjs", "erlang", "python")
 
 
+def language_spec(name: str) -> LanguageSpec | None:
+    """A bench language by name: a built-in one, or a user-given server's (dragnet.servers.user), which
+    runs its dialect's file, e.g. map.go."""
+    from dragnet.servers import dialects, user
+
+    if name in LANGUAGES:
+        return LANGUAGES[name]
+    spec = user.find(name)
+    return LanguageSpec(spec.name, spec.language, dialects.view_file(spec.dialect)) if spec else None
+
+
+def user_languages(names: Sequence[str], views_dir: str | Path) -> tuple[list[str], list[str]]:
+    """`names` without the user-given servers that have no file for this view, and why each one is skipped
+    (a server with no function for a view is skipped, not an error)."""
+    from dragnet.servers import user
+
+    kept, skipped = [], []
+    for n in names:
+        spec = language_spec(n) if n not in LANGUAGES else None
+        if spec is not None and user.find(n) and not spec.path(views_dir).is_file():
+            skipped.append(f"{n}: {views_dir} has no {spec.view_file}")
+        else:
+            kept.append(n)
+    return kept, skipped
+
+
 DESIGN = "design"   # view_file of a language that runs the user's design document
 
 
@@ -82,9 +108,9 @@ def resolve_languages(names: Sequence[str], views_dir: str | Path, *, design: bo
             else:
                 specs.append(LanguageSpec(n, lang, DESIGN))
             continue
-        spec = LANGUAGES.get(n)
+        spec = language_spec(n)
         if spec is None:
-            problems.append(f"unknown language {n!r} (known: {', '.join(LANGUAGES)})")
+            problems.append(f"unknown language {n!r} (known: {', '.join(LANGUAGES)}, or --server NAME=COMMAND)")
             continue
         if not spec.path(views_dir).is_file():
             problems.append(f"{n}: view file {spec.path(views_dir)} not found")

@@ -2,7 +2,8 @@
 
 A view file holds one map function. Its first lines may declare the language in a comment:
 `// dragnet: language=javascript`, `# dragnet: language=python`, `%% dragnet: language=erlang`.
-Without one, the extension decides: `.es6.js` and `.js` -> javascript, `.py` -> python, `.erl` -> erlang.
+Without one, the extension decides: `.es6.js` and `.js` -> javascript, `.py` -> python, `.erl` -> erlang
+(dragnet.servers.dialects), or a user-given server's own (`--server go=...`: `.go` -> go).
 `--language` overrides both (e.g. run map.js on `javascript_quickjs` or `chakra`, map.py on `pypy3`).
 The header line is dragnet's, not the function's: it is removed from the source sent to CouchDB.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dragnet.errors import UsageError
+from dragnet.servers import dialects, user
 from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES
 
 # CouchDB language name (the design doc's "language") -> (dialect family, what runs it)
@@ -25,14 +27,6 @@ ALIASES = {
     **{alias: lang.name for lang in QS_LANGUAGES for alias in lang.aliases},   # couchjs, pypy, erl, ...
 }
 
-# extension -> (language, dialect); longest suffix first
-EXTENSIONS = (
-    (".es6.js", "javascript", "es2015"),
-    (".es2015.js", "javascript", "es2015"),
-    (".js", "javascript", "es5"),
-    (".py", "python", "python"),
-    (".erl", "erlang", "erlang"),
-)
 
 _HEADER = re.compile(r"^\s*(?://|#|%+|--)\s*dragnet:\s*(.*?)\s*(?:\*/)?\s*$")
 _NAME = re.compile(r"^[a-z][a-z0-9_+-]*$")
@@ -77,15 +71,14 @@ def strip_header(text: str) -> str:
 
 
 def from_extension(path: str) -> tuple[str, str] | None:
+    """(language, dialect) by the file's extension: a built-in dialect's, else a user-given server's
+    (dragnet.servers.user: `--server go=...` takes map.go)."""
+    d = dialects.from_filename(path)
+    if d is not None:
+        return d.language, d.name
     low = path.lower()
-    for ext, lang, dialect in EXTENSIONS:
-        if low.endswith(ext):
-            return lang, dialect
-    return None
-
-
-def _family_of_dialect(dialect: str) -> str:
-    return {"es5": "js", "es2015": "js"}.get(dialect, dialect)
+    spec = next((s for s in user.active() if low.endswith(dialects.get(s.dialect).extension)), None)
+    return (spec.language, spec.dialect) if spec else None
 
 
 def detect(path: str, text: str, override: str | None = None) -> tuple[str, str, str]:
@@ -103,14 +96,19 @@ def detect(path: str, text: str, override: str | None = None) -> tuple[str, str,
                          f"and an unknown extension (use .js, .es6.js, .py, .erl or --language)")
     if not _NAME.match(lang):
         raise UsageError(f"{path}: {lang!r} is not a language name")
+    own = user.find(lang)
     if by_ext:
         dialect = by_ext[1]
     elif lang in LANGUAGES:
-        fam = LANGUAGES[lang][0]
-        dialect = {"js": "es5"}.get(fam, fam)
+        dialect = dialects.default_for_family(LANGUAGES[lang][0]).name
+    elif own is not None:
+        dialect = own.dialect
     else:
         dialect = "unknown"
-    if lang in LANGUAGES and dialect != "unknown" and LANGUAGES[lang][0] != _family_of_dialect(dialect):
+    if own is not None and dialect != "unknown" and dialects.family(dialect) != dialects.family(own.dialect):
+        raise UsageError(f"{path}: a {dialect} file cannot run on {own.name!r}, which runs "
+                         f"{dialects.get(own.dialect).view_file} files")
+    if lang in LANGUAGES and dialect != "unknown" and LANGUAGES[lang][0] != dialects.family(dialect):
         raise UsageError(f"{path}: a {dialect} file cannot run on language {lang!r} "
                          f"({LANGUAGES[lang][1]}); pick a {LANGUAGES[lang][0]} file or another --language")
     return lang, dialect, how
@@ -171,7 +169,8 @@ def design_view(design, language: str | None = None) -> ViewFile:
     if "unknown" not in (fam, fam_own) and fam != fam_own:
         raise UsageError(f"{design.source} is written in {own!r} ({fam_own}); it cannot run on {lang!r} "
                          f"({LANGUAGES[lang][1]})")
-    dialect = {"js": "es5"}.get(fam, fam)
+    d = dialects.default_for_family(fam)
+    dialect = d.name if d else (user.find(lang).dialect if user.find(lang) else fam)
     import json
 
     return ViewFile(path=design.source, source=json.dumps(design.doc["views"], ensure_ascii=False),

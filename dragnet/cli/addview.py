@@ -10,7 +10,7 @@ from dragnet.build import addview as av
 from dragnet.measure import pidstat as ps
 from dragnet.couchdb.client import connect
 from dragnet.build.views import LANGUAGES
-from dragnet.cli.options import db_option, json_option, print_json, url_option
+from dragnet.cli.options import db_option, json_option, print_json, url_option, server_option
 
 
 @click.command("addview")
@@ -58,10 +58,11 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
               help="Record the data's storage; auto reads /proc/mounts for a local CouchDB.")
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True,
               help="Directory for the results file of a benchmark.")
+@server_option
 @json_option
 def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, benchmark, update, update_edits, update_batch,
                 allow_writes, per_view, compact, interval, timeout, no_pidstat,
-                pidstat_pattern, couchdb_log, storage, results_dir, as_json):
+                pidstat_pattern, couchdb_log, storage, results_dir, server_opts, as_json):
     """Put VIEW_PATH's map function into a design document (keeping its other views), or with --benchmark
     build it from scratch and report how fast CouchDB indexed it.
 
@@ -71,6 +72,9 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
     written to the database. --per-view also builds each view alone, in its own fresh copy.
     """
     from dragnet.errors import UsageError
+    from dragnet.servers import user
+
+    user.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
 
     design = None
     if mango_source:

@@ -9,7 +9,7 @@ import click
 from dragnet.axes.model import parse_list
 from dragnet.bench import run as b
 from dragnet.results.schema import RunEntry
-from dragnet.cli.options import db_option, json_option, print_json, store_option, url_option
+from dragnet.cli.options import db_option, json_option, print_json, server_option, store_option, url_option
 from dragnet.results.load import load_results
 
 
@@ -92,10 +92,12 @@ from dragnet.results.load import load_results
 @click.option("--baseline", "baseline_name", default=None, metavar="NAME",
               help="Afterwards compare this run with the baseline saved as NAME (see `dragnet compare`).")
 @store_option
+@server_option
 @json_option
 def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, strict, reference, languages, repeat,
               storages, storage_label, backend, results_dir, no_baseline, q_text, couchdbs, cpus_text, configs,
-              restart_configs, n, memories, profiles, caches, sizes_text, plot_path, save_baseline, baseline_name, store_dir, as_json):
+              restart_configs, n, memories, profiles, caches, sizes_text, plot_path, save_baseline, baseline_name, store_dir,
+              server_opts, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -104,6 +106,9 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     from dragnet.errors import UsageError
     from dragnet.results import store as store
     from dragnet.report.console import render_design_table, render_table
+    from dragnet.servers import user
+
+    user.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
 
     sdir = store.default_dir(store_dir)
     baseline_entry = store.baseline(sdir, baseline_name) if baseline_name else None   # a missing name: now
@@ -137,8 +142,13 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         indexes = mango.load(mango_source)
         languages = languages or "javascript"
     if languages is None:
-        languages = design.language if design is not None else ",".join(b.DEFAULT_LANGUAGES)
+        languages = design.language if design is not None else ",".join(
+            [*b.DEFAULT_LANGUAGES, *(s.name for s in user.active())])
     langs = parse_list(languages, "--languages")
+    if design is None and not mango_source:
+        langs, skipped = b.user_languages(langs, views or str(b.DEFAULT_VIEWS))
+        for why in skipped:
+            Console(stderr=True).print(f"[yellow]skipped[/] {why}", highlight=False)
     if not langs:
         raise UsageError("--languages: no language given")
     from dragnet.couchdb import limits as limits

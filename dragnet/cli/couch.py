@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from dragnet.cli.options import json_option, print_json
+from dragnet.cli.options import json_option, print_json, server_option
 
 BACKENDS = ("docker", "local")
 
@@ -45,14 +45,18 @@ def couch_cmd() -> None:
 @click.option("--nodes", type=int, default=1, show_default=True, help="Start a cluster of this many nodes "
               "on ports --port, --port+1, ... (docker: one container each, on a network of their own) "
               "and complete _cluster_setup.")
+@server_option
 @json_option
 def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couchdb_home, image, timeout,
-           nodes, as_json) -> None:
+           nodes, server_opts, as_json) -> None:
     """Start CouchDB and wait until it answers /_up."""
     from rich.console import Console
 
     from dragnet.couchdb import storage as storage
     from dragnet.errors import UsageError
+    from dragnet.servers import user
+
+    user.install(server_opts)   # registered in the CouchDB started (COUCHDB_QUERY_SERVER_<NAME>)
 
     size = storage.parse_size(data_size)
     if backend == "local" and image:

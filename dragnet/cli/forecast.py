@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from dragnet.cli.options import db_option, json_option, print_json, url_option
+from dragnet.cli.options import db_option, json_option, print_json, server_option, url_option
 from dragnet.report.console import distribution_lines, render_forecast
 
 
@@ -50,10 +50,11 @@ from dragnet.report.console import distribution_lines, render_forecast
 @click.option("--from-sweep", "from_sweep", type=click.Path(file_okay=False, exists=True), default=None,
               help="Re-forecast a recorded sweep (a `bench --sizes` or forecast sweep folder) without building; "
                    "when it built the target size too, print each prediction's error against it (a back-test).")
+@server_option
 @json_option
 def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_docs, target_bytes, target_q,
                  sizes_text, budget, languages, no_baseline, repeat, q, shard_sweep, memories, cpus_text, weighting,
-                 results_dir, from_sweep, as_json):
+                 results_dir, from_sweep, server_opts, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
     import datetime as _dt
@@ -66,6 +67,9 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
     from dragnet.bench import sizes as sz
     from dragnet.errors import UsageError
     from dragnet.couchdb.limits import parse_count
+    from dragnet.servers import user
+
+    user.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
 
     if (target is None) == (target_docs is None):
         raise UsageError("give one of --target URL/db and --target-docs N")

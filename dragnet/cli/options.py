@@ -51,3 +51,10 @@ def with_progress(run):
             bar.update(tasks[p.phase], completed=p.seen, total=max(p.total, p.seen) or None,
                        stats=f"{p.sampled:,} sampled" if p.phase == "copy" else "")
         return run(show)
+def server_option(f: Callable) -> Callable:
+    """--server NAME=COMMAND (or a servers file), repeatable: query servers of the user's
+    (dragnet.servers.user), registered before the command runs."""
+    return click.option("--server", "server_opts", multiple=True, metavar="NAME=COMMAND|FILE",
+                        help="Your own query server: its language in design docs is NAME, its map files "
+                             "map.NAME; or a servers file (ini/JSON, as --config). Repeatable. "
+                             "See docs/your-server.md.")(f)

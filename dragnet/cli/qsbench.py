@@ -13,7 +13,7 @@ from rich.table import Table
 from dragnet.qsbench import run as qsbench
 from dragnet.errors import DragnetError, UsageError
 from dragnet.servers.discovery import REPO
-from dragnet.cli.options import json_option, print_json
+from dragnet.cli.options import json_option, print_json, server_option
 
 
 def _default_view() -> str:
@@ -58,10 +58,15 @@ def _default_view() -> str:
                    "for the views whose reduce results differ).")
 @click.option("--strict", is_flag=True, help="With --ddoc: fail on reduce differences of an order-dependent "
                                              "reduce too.")
+@server_option
 @json_option
 def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_source, servers, languages, reference, repeat, min_runs, max_runs, warmup, shards, timeout,
-                config_file, results_dir, plot_file, check_reduce, strict, as_json):
+                config_file, results_dir, plot_file, check_reduce, strict, server_opts, as_json):
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
+    from dragnet.servers import user
+
+    user.install(server_opts, config_file)   # --config and --server: checked before anything runs
+    config_file = None
     err = Console(stderr=True)
     out = Console() if sys.stdout.isatty() else Console(width=160)  # a pipe must not squeeze the table
     from dragnet.data.sample import is_db_url

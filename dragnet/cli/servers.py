@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from dragnet.servers import registration as reg
-from dragnet.errors import UsageError
+from dragnet.errors import DragnetError, UsageError
 from dragnet.servers.discovery import discover
-from dragnet.cli.options import print_json
+from dragnet.cli.options import print_json, server_option
 
 
 @click.command("servers")
@@ -22,8 +22,22 @@ from dragnet.cli.options import print_json
 @click.option("--build", "build", is_flag=False, flag_value="all", default=None, metavar="[NAMES]",
               help="First build the servers that need it (chakra, couchpy-pypy, bun, or the comma-separated NAMES) "
                    "and say why any cannot be.")
-def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: int, build: str | None) -> None:
-    """List query servers and print how to register them with CouchDB 3.5."""
+@click.option("--check", "check", metavar="NAME", default=None,
+              help="Run CouchDB's query-server protocol cases against server NAME; pass or fail per case.")
+@click.option("--case", "cases", multiple=True, metavar="CASE", help="With --check: only this case (repeatable).")
+@click.option("--functions", "functions_dir", type=click.Path(file_okay=False), default=None,
+              help="With --check: a folder of <role>.<ext> functions in the server's own language.")
+@server_option
+def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: int, build: str | None,
+                check: str | None, cases: tuple, functions_dir: str | None, server_opts: tuple) -> None:
+    """List query servers and print how to register them with CouchDB 3.5; --check NAME checks one."""
+    from dragnet.servers import user
+
+    user.install(server_opts, config)
+    if (cases or functions_dir) and not check:
+        raise UsageError("--case and --functions go with --check NAME")
+    if check:
+        return _check(check, cases, functions_dir, mode == "json")
     if build:
         from dragnet.servers import build as server_build
 
@@ -37,7 +51,7 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
     if docker:
         specs, skipped = list(reg.DOCKER_SPECS), []
     else:
-        specs, skipped = discover(config=config)
+        specs, skipped = discover()
     registered, unregistered = reg.plan(specs)
     environment = reg.environment_for(registered)
     ini = reg.ini_for(os_process_timeout_ms=timeout_ms)
@@ -74,3 +88,28 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
         click.echo(f"# {s.name}: {s.reason}")
     click.echo("\nand in local.ini (or etc/local.d/dragnet.ini):")
     click.echo(ini, nl=False)
+
+
+def _check(name: str, cases: tuple, functions_dir: str | None, as_json: bool) -> None:
+    from dragnet.servers import conformance
+
+    def show(o) -> None:
+        mark = {"pass": "pass", "fail": "FAIL", "skip": "skip"}[o.status]
+        click.echo(f"  {mark}  {o.case:<26} {o.title}" + (f" ({o.got})" if o.status == "skip" else ""))
+        if o.status == "fail":
+            click.echo(f"        step {o.step}: sent     {o.sent}")
+            click.echo(f"                expected {o.expected}")
+            click.echo(f"                got      {o.got}")
+
+    if not as_json:
+        click.echo(f"checking {name} against CouchDB 3.5's query-server protocol:")
+    report = conformance.check_available(name, functions_dir=functions_dir, cases=cases or None,
+                                         progress=None if as_json else show)
+    summary = report.as_dict()
+    if as_json:
+        print_json(summary)
+    else:
+        click.echo(f"{name}: {summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped")
+    if report.failed:
+        raise DragnetError(f"{name} failed {len(report.failed)} of {len(report.outcomes)} cases: "
+                           + ", ".join(o.case for o in report.failed))

@@ -246,6 +246,25 @@ def container_settings(*, image: str, port: int, user: str, password: str, stora
 
 
 RESTART_INI = "/opt/couchdb/etc/local.d/zz-dragnet-restart.ini"   # read last: its values win
+USER_SERVERS = "/opt/dragnet-user"   # where a user-given query server's executable is bound in the container
+
+
+def user_server_settings(specs) -> tuple[dict, dict]:
+    """(COUCHDB_QUERY_SERVER_* for the container, bind mounts) of user-given query servers
+    (dragnet.servers.user): each one's executable is bound read-only at /opt/dragnet-user/<name>/<file>;
+    the rest of its command line is passed as it is, so files it names must exist in the image."""
+    import dataclasses
+    import shutil
+
+    from dragnet.servers.registration import environment_for
+
+    env, volumes = {}, {}
+    for spec in specs:
+        real = Path(shutil.which(spec.argv[0]) or spec.argv[0]).resolve()
+        inside = f"{USER_SERVERS}/{spec.name}/{real.name}"
+        volumes[str(real)] = {"bind": inside, "mode": "ro"}
+        env.update(environment_for([dataclasses.replace(spec, argv=(inside, *spec.argv[1:]))]))
+    return env, volumes
 
 
 def write_restart_ini(port: int, ini: dict, env: dict | None = None) -> Path:
@@ -415,6 +434,12 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     settings = container_settings(image=image or DEFAULT_IMAGE, port=port, user=user, password=password,
                                   storage_kind=storage_kind, data_dir=data_dir, data_size=data_size,
                                   cpus=cpus, memory=mem, member=member, limits=limits)
+    from dragnet.servers import user as user_servers   # (`user` is the admin's name here)
+
+    qs_env, qs_volumes = user_server_settings(user_servers.active())
+    settings["environment"].update(qs_env)
+    if qs_volumes:
+        settings.setdefault("volumes", {}).update(qs_volumes)
     if ini:    # settings CouchDB takes only at start: a file in its local.d, bound into the container
         settings.setdefault("volumes", {})[str(write_restart_ini(port, ini, env))] = {"bind": RESTART_INI,
                                                                                       "mode": "rw"}

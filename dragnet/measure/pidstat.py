@@ -239,7 +239,8 @@ class PidstatRunner(SysstatRunner):
 
     def __init__(self, pattern: str = DEFAULT_PATTERN, interval: int = 1):
         super().__init__(interval)
-        self.pattern = pattern
+        # the default read now, not at import: user-given servers (dragnet.servers.user) may have come since
+        self.pattern = pidstat_pattern() if pattern == DEFAULT_PATTERN else pattern
 
     @property
     def argv(self) -> list[str]:

@@ -24,16 +24,15 @@ from dragnet.build.design import Design
 from dragnet.errors import UsageError
 from dragnet.measure.machine import machine_info
 from dragnet.servers.protocol import ProtocolError, QueryServerProcess
+from dragnet.servers import dialects
 from dragnet.servers.registry import LANGUAGE
 from dragnet.results.schema import QSBENCH_DDOC, schema
 from dragnet.servers.discovery import ServerSpec, Skipped
 from dragnet.build.reduce_batches import Call, btree_rows, is_builtin, plan_and_reduce
 
 SCHEMA = schema(QSBENCH_DDOC)
-_DIALECT_FAMILY = {"es5": "js", "es2015": "js", "python": "python", "erlang": "erlang"}
-# a map function that emits nothing: its time alone is the protocol's own cost, subtracted from each
-# function's time alone before the map time is split between them
-NOOP_MAP = {"js": "function (doc) {}", "python": "def fun(doc):\n    return []\n"}
+# a map function that emits nothing (dragnet.servers.dialects): its time alone is the protocol's own cost,
+# subtracted from each function's time alone before the map time is split between them
 NOOP_LABEL = "(no-op map)"
 
 
@@ -77,7 +76,7 @@ def design_family(design: Design) -> str | None:
 
 def server_family(spec: ServerSpec) -> str | None:
     lang = LANGUAGE.get(spec.language)
-    return lang.family if lang else _DIALECT_FAMILY.get(spec.dialect)
+    return lang.family if lang else dialects.family(spec.dialect)
 
 
 def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], names: Sequence[str] | None,
@@ -407,7 +406,7 @@ def measure(spec: ServerSpec, design: Design, docs: qsbench.DocSet, *, repeat: i
             if progress:
                 progress("run", server=spec.name, run=run, done=i + 1, total=total)
         # each map function alone, as many times as the measured runs, for its share of the map time
-        noop = NOOP_MAP.get(server_family(spec) or "")
+        noop = dialects.noop_map(server_family(spec) or "")
         profile = groups + ([MapGroup(noop, (NOOP_LABEL,))] if noop else [])
         for _ in range(repeat if len(groups) > 1 else 0):
             for g in profile:

@@ -37,7 +37,8 @@ from dragnet.errors import UsageError
 from dragnet.measure.machine import machine_info
 from dragnet.build.rows import REL_TOL, values_equal
 from dragnet.servers.protocol import RESET_CONFIG, ProtocolError, QueryServerProcess, encode
-from dragnet.servers.discovery import DIALECT_FILES, ServerSpec, Skipped
+from dragnet.servers import dialects
+from dragnet.servers.discovery import ServerSpec, Skipped
 
 SCHEMA = schema(QSBENCH)
 RESET_LINE = encode(["reset", RESET_CONFIG])
@@ -69,7 +70,7 @@ class ViewCode:
 def load_view(view_dir: str | os.PathLike, dialect: str) -> ViewCode:
     """The map (and reduce, when the folder has one) of `view_dir` in `dialect`.
 
-    The map is the folder's file for the dialect (DIALECT_FILES); a reduce is `reduce.js` next to `map.js`
+    The map is the folder's file for the dialect (dragnet.servers.dialects); a reduce is `reduce.js` next to `map.js`
     (`reduce.py` next to `map.py`, …) or a file named `reduce` holding a built-in such as `_sum`.
     """
     from dragnet.build import views as views
@@ -77,12 +78,19 @@ def load_view(view_dir: str | os.PathLike, dialect: str) -> ViewCode:
     folder = Path(view_dir)
     if not folder.is_dir():
         raise UsageError(f"--view: {folder} is not a folder of view files")
-    if dialect not in DIALECT_FILES:
-        raise UsageError(f"unknown view dialect {dialect!r} (known: {', '.join(sorted(DIALECT_FILES))})")
-    map_file = folder / DIALECT_FILES[dialect]
+    try:
+        d = dialects.get(dialect)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    map_file = folder / d.view_file
     if not map_file.is_file():
-        raise UsageError(f"{folder} has no {DIALECT_FILES[dialect]} ({dialect} version of the view)")
-    source = views.load(map_file).source
+        raise UsageError(f"{folder} has no {d.view_file} ({dialect} version of the view)")
+    try:
+        source = views.strip_header(map_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {map_file}: {exc}") from None
+    if not source.strip():
+        raise UsageError(f"{map_file}: holds no function")
     reduce_file = folder / map_file.name.replace("map", "reduce", 1)
     builtin = folder / "reduce"
     reduce_source = None

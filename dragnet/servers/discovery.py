@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dragnet import paths
+from dragnet.servers import dialects
 from dragnet.errors import DragnetError
 
 # shipped files: the checkout's folders, or an installed wheel's copy of them (dragnet.paths)
@@ -60,13 +61,8 @@ COUCHPY_PYPY_STAMP = ".pypy-checked"
 BUILD_HINT = "run `dragnet servers --build`, or `make servers` in a checkout"
 DEFAULT_COUCHDB_HOME = "/opt/couchdb"
 
-# View-file dialects: which file of a views/<name>/ folder a server runs.
-DIALECT_FILES = {
-    "es5": "map.js",
-    "es2015": "map.es6.js",
-    "python": "map.py",
-    "erlang": "map.erl",
-}
+# View-file dialects (dragnet.servers.dialects): which file of a views/<name>/ folder a server runs.
+DIALECT_FILES = {d.name: d.view_file for d in dialects.DIALECTS}
 
 
 @dataclass(frozen=True)
@@ -76,10 +72,13 @@ class ServerSpec:
     name:     unique display name (e.g. "chakra", "python3", "pypy3", "couchpy", "couchjs")
     language: the CouchDB language name it serves (the design doc's "language")
     argv:     the command that starts it; speaks the protocol on stdin/stdout
-    dialect:  key of DIALECT_FILES: which view file it runs
-    source:   where it came from ("dragnet", "couchpy", "env:COUCHDB_QUERY_SERVER_X", "config:FILE")
+    dialect:  a dialect name (dragnet.servers.dialects): which view file it runs
+    source:   where it came from ("dragnet", "couchpy", "env:COUCHDB_QUERY_SERVER_X", "config:FILE",
+              "option:--server")
     env:      extra environment for the process
     version:  the runtime's version when dragnet knows it (node, bun)
+    process:  a user-given server's process name, for pidstat (default: its command's base name)
+    version_command: a user-given command whose first output line is the server's version
     """
 
     name: str
@@ -89,6 +88,8 @@ class ServerSpec:
     source: str = "dragnet"
     env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     version: str = ""
+    process: str = ""
+    version_command: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,9 @@ _JS_NAME = re.compile(r"javascript|couchjs|quickjs|chakra|node|bun", re.I)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
-def guess_dialect(language: str, argv: tuple[str, ...] | list[str]) -> str:
-    """Which view file an externally defined server most likely runs."""
+def guess_dialect(language: str, argv: tuple[str, ...] | list[str], default: str = "es5") -> str:
+    """Which view file an externally defined server most likely runs; `default` when nothing says (a
+    config file's server: its language name, i.e. map.<language>)."""
     exe = os.path.basename(argv[0]) if argv else ""
     words = " ".join([language, *[os.path.basename(a) for a in argv]]).lower()
     if "erlang" in language.lower():
@@ -123,7 +125,7 @@ def guess_dialect(language: str, argv: tuple[str, ...] | list[str]) -> str:
         return "python"
     if "chakra" in words or "es2015" in words or "es6" in words or "dragnet-node" in words:
         return "es2015"
-    return "es5"
+    return "es5" if _JS_NAME.search(words) else default
 
 
 def from_environment(env: dict | None = None) -> list[ServerSpec]:
@@ -358,21 +360,37 @@ def _config_spec(where: str, name: str, entry: dict, source: str) -> ServerSpec:
     language = entry.get("language") or name
     if not isinstance(language, str) or not _NAME.match(language):
         raise DragnetError(f"{where}: bad language {language!r}")
-    dialect = entry.get("dialect") or guess_dialect(language, argv)
-    if dialect not in DIALECT_FILES:
-        raise DragnetError(f"{where}: unknown dialect {dialect!r} (one of {', '.join(DIALECT_FILES)})")
+    own = language.lower() if dialects.is_extension_name(language.lower()) else "es5"
+    dialect = entry.get("dialect") or guess_dialect(language, argv, default=own)
+    if not isinstance(dialect, str) or not (dialect in DIALECT_FILES or dialects.is_extension_name(dialect)):
+        raise DragnetError(f"{where}: bad dialect {dialect!r} (one of {', '.join(DIALECT_FILES)}, or the "
+                           "extension of its map files: lower-case letters, digits, _)")
     extra = entry.get("env") or {}
     if not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values()):
         raise DragnetError(f"{where}: 'env' must map names to strings")
-    unknown = set(entry) - {"command", "language", "dialect", "env", "name"}
+    process = entry.get("process") or ""
+    if not isinstance(process, str) or (process and not _NAME.match(process)):
+        raise DragnetError(f"{where}: bad process name {process!r}")
+    version_command = entry.get("version_command") or ()
+    if isinstance(version_command, str):
+        try:
+            version_command = shlex.split(version_command)
+        except ValueError as exc:
+            raise DragnetError(f"{where}: cannot parse version_command: {exc}") from None
+    if not isinstance(version_command, (list, tuple)) or not all(isinstance(a, str) for a in version_command):
+        raise DragnetError(f"{where}: 'version_command' must be a string or a list of strings")
+    unknown = set(entry) - {"command", "language", "dialect", "env", "name", "process", "version_command"}
     if unknown:
         raise DragnetError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
-    return ServerSpec(name, language.lower(), argv, dialect, source=source, env=tuple(sorted(extra.items())))
+    return ServerSpec(name, language.lower(), argv, dialect, source=source, env=tuple(sorted(extra.items())),
+                      process=process, version_command=tuple(version_command))
 
 
 def load_config(path: str | os.PathLike) -> list[ServerSpec]:
-    """Servers from a JSON file (a list of {name, command, language?, dialect?, env?}, or {"servers": [...]})
-    or an ini file (one [NAME] section each, with command = ..., language = ..., dialect = ..., env.VAR = ...)."""
+    """Servers from a JSON file (a list of {name, command, language?, dialect?, env?, process?,
+    version_command?}, or {"servers": [...]}) or an ini file (one [NAME] section each, with command = ...,
+    language = ..., dialect = ..., process = ..., version_command = ..., env.VAR = ...). A dialect dragnet
+    does not know is the extension of the server's map files (dragnet.servers.dialects)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -436,11 +454,14 @@ def discover(env: dict | None = None, config: str | os.PathLike | None = None) -
     a variable or the config file replaces a built-in only when it carries the same name (the variable
     COUCHDB_QUERY_SERVER_COUCHPY names "couchpy"); one that just runs the same command as an earlier
     server is skipped as a duplicate."""
+    from dragnet.servers import user   # user-given servers (--server, --config) of this process
+
     env = dict(os.environ if env is None else env)
     specs, skipped = builtin_servers(env)
     external = from_environment(env)
     if config is not None:
         external += load_config(config)
+    external += [s for s in user.active() if s.name not in {e.name for e in external}]
     for spec in external:
         why = _runnable(spec, env)
         if why:

@@ -115,6 +115,26 @@ def _proc_cpu_s(pid: int) -> float | None:
         return None
 
 
+def _descendants(pid: int) -> list[int]:
+    """Children, grandchildren, ... of a live process (Linux /proc/PID/task/*/children), deepest last."""
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
 class QueryServerProcess:
     """One running query server.
 
@@ -229,10 +249,12 @@ class QueryServerProcess:
         # under the lock, so that a pid already reaped (and maybe reused) is never signalled
         with self._lock:
             if self._stats is None:
-                try:
-                    os.kill(self.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                # a command run through a shell or wrapper: its children hold our pipes open too
+                for pid in [*_descendants(self.pid), self.pid]:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
 
     def _command(self, answer: bytes) -> bytes:
         """A log/error/fatal line: log and read on, or raise."""

@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable
 
-from dragnet.servers import discovery as qs
+from dragnet.servers import dialects, discovery as qs, user
 from dragnet.servers.discovery import DIALECT_FILES, ServerSpec, Skipped
 
 _DOCKER = "/opt/dragnet"   # where docker/Dockerfile puts dragnet's servers
@@ -45,7 +45,7 @@ class Server:
 
     name:      display name, unique (qsbench, `dragnet servers`)
     language:  the CouchDB language it serves (a design doc's "language")
-    dialect:   key of DIALECT_FILES: which view file it runs
+    dialect:   a dialect of dragnet.servers.dialects: which view file it runs
     discover:  env -> Found (its command here) or why it cannot run here
     build:     the dragnet.servers.build step that makes it (`dragnet servers --build NAME`), or None
     docker:    its argv inside the Docker image (None: not added by the image, e.g. CouchDB's own)
@@ -54,6 +54,7 @@ class Server:
     version:   its version probes (a discovered runtime's --version comes with the spec instead):
                "pypi:<package>:<label>", "couchjs -V", "couchdb-quickjs", "interpreter"
     aliases:   other spellings of its language accepted by `--language` and view headers
+    ddoc:      it claims the `ddoc` commands (filters, validate_doc_update, shows, updates, lists)
     """
 
     name: str
@@ -67,6 +68,7 @@ class Server:
     version: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     source: str = "dragnet"
+    ddoc: bool = True
 
     def find(self, env: dict) -> ServerSpec | Skipped:
         """This server as it runs here, or why it cannot."""
@@ -103,10 +105,10 @@ SERVERS: tuple[Server, ...] = (
     Server("couchpy", "python", "python", qs.discover_couchpy, docker=(f"{_DOCKER}/venv/bin/couchpy",),
            processes=(Process("couchpy", r"couchpy"), Process("couchpy", _PY, _COUCHPY_SCRIPT)),
            commands=("couchpy", "python"), version=("pypi:CouchDB:CouchDB-Python",), aliases=("couchpy",),
-           source="couchpy"),
+           source="couchpy", ddoc=False),
     Server("couchpy-pypy", "python", "python", qs.discover_couchpy_pypy, build="couchpy-pypy",
            processes=(Process("couchpy-pypy", _PYPY, _COUCHPY_SCRIPT),), commands=("pypy",),
-           version=("pypi:CouchDB:CouchDB-Python", "interpreter"), source="couchpy"),
+           version=("pypi:CouchDB:CouchDB-Python", "interpreter"), source="couchpy", ddoc=False),
     Server("couchjs", "javascript", "es5", qs.discover_couchjs,
            processes=(Process("couchjs", r"(?!.*quickjs)couchjs(?!_mainjs).*"),), commands=("couchjs",),
            version=("couchjs -V",), aliases=("couchjs", "spidermonkey"), source="couchdb"),
@@ -139,8 +141,6 @@ class Language:
     aliases: tuple[str, ...] = ()
 
 
-_FAMILY = {"es5": "js", "es2015": "js", "python": "python", "erlang": "erlang"}
-
 # language -> (description, its bench view file's dialect); the order is the order of `--language` help
 _DESCRIPTIONS = (
     ("javascript", "couchjs (SpiderMonkey), CouchDB's default JavaScript server", "es5"),
@@ -162,7 +162,7 @@ def _language(name: str, description: str, dialect: str) -> Language:
     processes = tuple(dict.fromkeys(p.family for s in servers for p in s.processes))
     commands = tuple(dict.fromkeys(c for s in servers for c in s.commands))
     aliases = tuple(dict.fromkeys([a for s in servers for a in s.aliases] + list(_EXTRA_ALIASES.get(name, ()))))
-    return Language(name, _FAMILY[dialect], description, DIALECT_FILES[dialect], processes, commands, aliases)
+    return Language(name, dialects.family(dialect), description, DIALECT_FILES[dialect], processes, commands, aliases)
 
 
 LANGUAGES: tuple[Language, ...] = tuple(_language(*d) for d in _DESCRIPTIONS)
@@ -181,8 +181,9 @@ def variants() -> list[tuple[str, str, str]]:
 
 
 def pidstat_pattern() -> str:
-    """pidstat -C pattern matching beam and every registered query server."""
-    return "|".join(dict.fromkeys(["beam", *(c for lang in LANGUAGES for c in lang.commands)]))
+    """pidstat -C pattern matching beam, every registered query server and the user-given ones."""
+    return "|".join(dict.fromkeys(["beam", *(c for lang in LANGUAGES for c in lang.commands),
+                                   *(user.process_name(s) for s in user.active())]))
 
 
 def process_family(exe: str, script: str) -> str | None:
@@ -191,7 +192,7 @@ def process_family(exe: str, script: str) -> str | None:
         for p in s.processes:
             if p.matches(exe, script):
                 return p.family
-    return None
+    return user.family_of(exe)
 
 
 def discover_builtin(env: dict) -> list[ServerSpec | Skipped]:
@@ -249,6 +250,8 @@ def probe_version(spec: ServerSpec) -> str | None:
     """What is cheaply knowable about a server's version, without speaking the protocol."""
     if spec.version:
         return str(spec.version)
+    if spec.version_command:
+        return user.probe_version(spec)
     if not spec.argv:
         return None
     record = server_for(spec)

@@ -1,0 +1,3 @@
+module dragnet.test/goqs
+
+go 1.19
