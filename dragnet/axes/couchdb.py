@@ -75,6 +75,21 @@ def check_values(values: list[str], backend: str, env: dict | None = None) -> di
     return out
 
 
+def version_of(value: str, backend: str, env: dict | None = None) -> str | None:
+    """The CouchDB version of an install, None when it does not say: a release's lib/couch-<version>, an
+    image's COUCHDB_VERSION (the official images and dragnet's, built on them, set it)."""
+    if backend == "docker":
+        from dragnet.couchdb.docker import client
+
+        try:
+            env_list = client(env).images.get(value).attrs.get("Config", {}).get("Env") or []
+        except Exception:   # the image was checked already: a version is only a bonus
+            return None
+        return next((e.split("=", 1)[1] for e in env_list if e.startswith("COUCHDB_VERSION=")), None) or None
+    libs = sorted((Path(check_release(value)) / "lib").glob("couch-[0-9]*"))
+    return libs[-1].name[len("couch-"):] if libs else None
+
+
 def restart_settings(value: str, backend: str) -> dict:
     return {"image": value} if backend == "docker" else {"home": check_release(value)}
 

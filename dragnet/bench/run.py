@@ -351,6 +351,8 @@ class Bench:
                 if started_here:
                     stop_managed(inst, env=self.env)
                 raise
+            if switcher.key_sources:   # what each version's --config keys were checked against
+                self.manifest["config_keys"] = switcher.key_sources
         self._write_manifest()
         self.on_event("begin", {"dir": str(self.dir), "runs": len(planned)})
         original_storage = inst.storage if inst is not None else None
