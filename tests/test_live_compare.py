@@ -100,3 +100,20 @@ def test_live_bench_saves_a_baseline_and_compares_with_it(live_url, items, tmp_p
     assert cmp["old"] == f"baseline main ({entry['date']})" and list(cmp["varied"]) == ["ddoc"]
     assert cmp["cells"][0]["label"] == "undecided"           # one build a side decides nothing
     assert [x["view"] for x in cmp["rows_changed"]] == ["by_group"]
+
+
+@pytest.mark.live
+def test_live_compare_of_a_bench_by_url_leaves_the_unknown_storage_out(live_url, items, tmp_path):
+    from click.testing import CliRunner
+
+    from dragnet.cli import main
+
+    env = {"DRAGNET_STATE_DIR": str(tmp_path / "state")}     # dragnet does not manage this server here
+    r = CliRunner(env=env).invoke(main, [
+        "bench", "--url", live_url, "--db", items[1], "--data", str(items[0]), "--languages", "javascript",
+        "--repeat", "1", "--no-baseline", "--results", str(tmp_path / "out"),
+        "--ddoc", f"a={DDOCS / 'base.json'}", "--ddoc", f"b={DDOCS / 'renamed.json'}"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner(env=env).invoke(main, ["compare", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    assert "ddoc=a" in r.output and "storage" not in r.output, r.output
