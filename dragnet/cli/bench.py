@@ -202,6 +202,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
             else:
                 console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)
         elif kind == "begin":
+            total["n"] = d["runs"]     # the bench's own plan (a baseline it cannot run is left out)
             console.print(f"{d['runs']} runs, results in {d['dir']}")
         elif kind == "start_couch":
             console.print(f"starting CouchDB ({d['backend']}, data on {d['storage']}) …")
@@ -222,7 +223,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
             console.print(f"mango index {d['name']}: fields {', '.join(d['fields'])}"
                           + (f", partial filter {d['partial']}" if d.get("partial") else ""))
         elif kind == "warning":
-            console.print(f"[yellow]warning[/yellow]: {d['message']}", markup=True, highlight=False)
+            console.print(f"[yellow]warning[/yellow]: {d['message']}", markup=True, highlight=False, soft_wrap=True)
         elif kind == "size":
             console.print(f"size {d['count']:,} documents (database {d['db']})")
 

@@ -246,6 +246,24 @@ def container_settings(*, image: str, port: int, user: str, password: str, stora
 
 
 RESTART_INI = "/opt/couchdb/etc/local.d/zz-dragnet-restart.ini"   # read last: its values win
+# the Erlang baseline is dragnet's own, so every container dragnet starts has the native query server on
+# (the official images keep it off; dragnet's image has it in default.d already). default.d: before
+# local.ini and local.d, so a --config-restart or a _config PUT still wins and is written elsewhere.
+ERLANG_INI = "/opt/couchdb/etc/default.d/10-dragnet-erlang.ini"
+ERLANG_SETTING = "native_query_servers/enable_erlang_query_server"
+
+
+def write_erlang_ini(env: dict | None = None) -> Path | None:
+    """The file that turns the native Erlang query server on, for a bind mount; None for a remote engine
+    (it cannot see this machine's files: the bench then says the baseline is unavailable)."""
+    from dragnet.servers.registration import ini_for
+
+    if not docker_host(env).startswith("unix://"):
+        return None
+    path = ctl.state_dir(env) / "docker-erlang.ini"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(ini_for(erlang=True, os_process_timeout_ms=None))   # no secret in it
+    return path
 
 
 def write_restart_ini(port: int, ini: dict, env: dict | None = None) -> Path:
@@ -415,6 +433,10 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     settings = container_settings(image=image or DEFAULT_IMAGE, port=port, user=user, password=password,
                                   storage_kind=storage_kind, data_dir=data_dir, data_size=data_size,
                                   cpus=cpus, memory=mem, member=member, limits=limits)
+    erlang = write_erlang_ini(env)
+    if erlang is not None:
+        # rw: the official entrypoint chowns everything under /opt/couchdb and exits when it cannot
+        settings.setdefault("volumes", {})[str(erlang)] = {"bind": ERLANG_INI, "mode": "rw"}
     if ini:    # settings CouchDB takes only at start: a file in its local.d, bound into the container
         settings.setdefault("volumes", {})[str(write_restart_ini(port, ini, env))] = {"bind": RESTART_INI,
                                                                                       "mode": "rw"}
