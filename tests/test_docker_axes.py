@@ -125,9 +125,15 @@ def test_the_erlang_baseline_builds_on_both_official_images(docker_env, tmp_path
     assert [(r["axes"]["couchdb"], r["language"], r["status"]) for r in m["runs"]] == [
         (IMAGES[0], "erlang_baseline", "ok"), (IMAGES[1], "erlang_baseline", "ok")]
     assert m["erlang_baseline"]["native_server"] == "on" and m["erlang_baseline"]["by"].startswith("dragnet")
-    from dragnet.couchdb.docker import client
+    from dragnet.couchdb.docker import client, volume_name
 
     assert not client().containers.list(all=True, filters={"label": f"org.dragnet.couch.port={port}"})
+    # the data volume stays for the next bench on this port, labelled, so `couch prune` finds and removes it
+    assert client().volumes.get(volume_name(port)).attrs["Labels"] == {"org.dragnet.couch.port": str(port)}
+    p = subprocess.run([sys.executable, "-m", "dragnet", "couch", "prune", "--port", str(port)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and f"volume {volume_name(port)} (port {port})" in p.stdout, p.stdout + p.stderr
+    assert not client().volumes.list(filters={"label": f"org.dragnet.couch.port={port}"})
 
 
 def test_on_a_couchdb_given_by_url_without_the_native_server_the_baseline_is_left_out_in_one_line(docker_env,

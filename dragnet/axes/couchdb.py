@@ -35,11 +35,15 @@ def image_file(image: str, path: str, env: dict | None = None) -> str | None:
     """A text file of an image (read from a created, never started container), None when it has none."""
     from docker.errors import APIError, ImageNotFound, NotFound
 
-    from dragnet.couchdb.docker import client
+    from docker.types import Mount
+
+    from dragnet.couchdb.docker import DATA_PATH, TEMP_LABEL, client
 
     c = client(env)
+    mark = {TEMP_LABEL: "image-file"}    # left behind only if dragnet is killed here: `couch prune` finds both
     try:
-        container = c.containers.create(image, command=["true"], entrypoint=[])
+        container = c.containers.create(image, command=["true"], entrypoint=[], labels=mark,
+                                        mounts=[Mount(DATA_PATH, None, type="volume", labels=mark)])
     except ImageNotFound:
         raise UsageError(f"--couchdb {image}: no such image in the Docker engine") from None
     except APIError as exc:

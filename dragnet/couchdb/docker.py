@@ -29,7 +29,8 @@ REPO = paths.data_root()
 DOCKERFILE = "docker/Dockerfile"
 DEFAULT_IMAGE = "dragnet/couchdb:3.5.0"
 DATA_PATH = "/opt/couchdb/data"
-LABEL = "org.dragnet.couch.port"
+LABEL = "org.dragnet.couch.port"   # on every container, volume and network dragnet makes for a CouchDB
+TEMP_LABEL = "org.dragnet.temp"    # on a container (and its anonymous volume) dragnet makes only to read an image
 STOP_TIMEOUT = 30
 # What the image is built from (the build context); everything else in the repo stays out.
 CONTEXT_DIRS = ("docker", "query_servers")
@@ -454,6 +455,8 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     from docker.errors import APIError
 
     _remove_stale(c, settings["name"])
+    if storage_kind == "disk" and data_dir is None:
+        ensure_volume(c, port)
     try:
         container = c.containers.run(**settings)
     except APIError as exc:
@@ -519,6 +522,16 @@ def raise_if_oom_killed(container, limit: int | None, *, settle: float = 5.0, in
     """ContainerOOMKilled if the engine says the container was OOM-killed (oom_killed())."""
     if oom_killed(container, settle=settle, interval=interval):
         raise ContainerOOMKilled(limit)
+
+
+def ensure_volume(c, port: int) -> None:
+    """The data volume, made here with dragnet's label (so `couch prune` finds it) unless it exists."""
+    from docker.errors import NotFound
+
+    try:
+        c.volumes.get(volume_name(port))
+    except NotFound:
+        c.volumes.create(name=volume_name(port), labels={LABEL: str(port)})
 
 
 def _remove_stale(c, name: str) -> None:
