@@ -172,9 +172,9 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         from dragnet.bench import sizes as sz
 
         counts = sz.parse_sizes(sizes_text)    # a bad size is a one-line error before anything runs
-        if save_baseline or baseline_name:    # a sweep is one folder per size: not one baseline
-            raise UsageError("--sizes with --save-baseline/--baseline: not combinable (compare the sizes' "
-                             "folders with `dragnet compare`)")
+        if baseline_name:    # --save-baseline saves the sweep (every size a cell); comparing is a step of its own
+            raise UsageError(f"--sizes with --baseline: not combinable; compare the sweep afterwards: "
+                             f"dragnet compare {baseline_name} SWEEP_DIR")
         if st:
             raise UsageError("--sizes and --storage: give one of them (label the storage with --storage-label)")
 
@@ -232,7 +232,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     if sizes_text is not None:
         total["n"] = len(b.plan(langs, repeat, ["x"], baseline=not no_baseline,
                                 scenarios=[s.label for s in scenarios] or [""]))
-        return _sizes(config, counts, on_event, plot_path, as_json)
+        return _sizes(config, counts, on_event, plot_path, as_json, save_as=save_baseline, sdir=sdir)
     bench = b.Bench(config, on_event=on_event)
     total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline,
                             scenarios=[s.label for s in scenarios] or [""], axes=axis_opts.axes(backend)))
@@ -338,8 +338,9 @@ def saved_runs(folder, docs, sdir, save_as, baseline_entry):
                      new_label=str(folder))
 
 
-def _sizes(config, counts, on_event, plot_path, as_json) -> None:
-    """The size sweep: run it, print the per-size table, the slopes and the memory marks, draw the chart."""
+def _sizes(config, counts, on_event, plot_path, as_json, save_as=None, sdir=None) -> None:
+    """The size sweep: run it, save it as a baseline (save_as: each size its own cells), print the per-size
+    table, the slopes and the memory marks, draw the chart."""
     from pathlib import Path
 
     from dragnet.bench import sizes as sz
@@ -349,6 +350,8 @@ def _sizes(config, counts, on_event, plot_path, as_json) -> None:
     except KeyboardInterrupt as exc:
         click.echo("interrupted: finished sizes are kept (sizes.json)", err=True)
         sys.exit(getattr(exc, "exit_code", 130))
+    if save_as:
+        saved_runs(summary["dir"], load_results([summary["dir"]]), sdir, save_as, None)
     render_sizes(Path(summary["dir"]), plot_path, as_json)
 
 
