@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dragnet.couchdb.client import Couch, CouchError, connect, mask_url
 from dragnet.errors import UsageError
+from dragnet.results.load import BASELINE_LABEL
 
 PATH = "/_node/_local/_config/native_query_servers/enable_erlang_query_server"
 
@@ -46,16 +47,15 @@ def check(couch: Couch, url: str, inst) -> dict:
     return {"available": False, "native_server": "off", "why": why}
 
 
-def languages(langs: list[str], baseline: bool, url: str, inst, label: str, env: dict | None = None
-              ) -> tuple[list[str], dict]:
-    """The languages to plan (the baseline, named `label`, left out where it cannot run) and what the
-    manifest records; a one-line UsageError when the baseline was all there was to run."""
-    if not (baseline or label in langs):
+def languages(langs: list[str], baseline: bool, url: str, inst, env: dict | None = None) -> tuple[list[str], dict]:
+    """The languages to plan (the baseline left out where it cannot run) and what the manifest records;
+    a one-line UsageError when the baseline was all there was to run."""
+    if not (baseline or BASELINE_LABEL in langs):
         return langs, {}
     erlang = check(connect(url, env=env), url, inst)
     if erlang["available"]:
         return langs, erlang
-    rest = [lang for lang in langs if lang != label]
+    rest = [lang for lang in langs if lang != BASELINE_LABEL]
     if not rest:
         raise UsageError(erlang["why"].split("; the other")[0] + "; no other language to run")
     return rest, erlang

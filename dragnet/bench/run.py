@@ -321,8 +321,7 @@ class Bench:
         extra_axes = axis_opts.axes(inst.backend if inst else None)
         self.labels = {a.name: a.label for a in extra_axes}
         try:    # the baseline's native query server: off on a CouchDB given by URL, the baseline is left out
-            languages, erlang = erlang_baseline.languages(cfg.languages, cfg.baseline, cfg.url, inst,
-                                                          BASELINE_LABEL, self.env)
+            languages, erlang = erlang_baseline.languages(cfg.languages, cfg.baseline, cfg.url, inst, self.env)
         except BaseException:
             if started_here:
                 stop_managed(inst, env=self.env)
