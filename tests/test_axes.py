@@ -162,7 +162,7 @@ def test_a_setting_one_version_lacks_is_not_applicable_there():
                                             "3.5.2": axis_config.known_keys(INI_352)})
     assert lacking == {"view_updater/gc_interval_docs": ["3.5.0"]}
     assert "not applicable to CouchDB 3.5.0" in axis_config.not_applicable(s, "3.5.0")
-    assert "its code does not read it" in axis_config.not_applicable(s, "3.5.0", catalogued=True)
+    assert "neither its code nor its default.ini" in axis_config.not_applicable(s, "3.5.0", catalogued=True)
 
 
 # ---- --cpus, --q, --couchdb

@@ -14,6 +14,7 @@ def _tool():
 
 
 SRC = '''
+-define(SECTION, "disk_monitor").
 start() ->
     MaxSize = config:get_integer("view_updater", "queue_memory_cap", 100000),
     Min = config:get("view_updater",
@@ -22,19 +23,27 @@ start() ->
     T = config:get("fabric", Type ++ "_timeout", Default),
     G = config:get_integer_or_infinity("view_updater", "gc_interval_docs", 1000),
     B = chttpd_util:get_chttpd_config_boolean("enable_cors", false),
+    E = config:get_boolean(?SECTION, "enable", false),
     ok.
 '''
+INI = """
+[view_updater]
+;queue_item_cap = 500
+"""
 
 
 def test_scan_finds_literal_settings_open_sections_and_wrappers():
-    cat = _tool().scan({"src/x/src/x.erl": SRC})
+    cat = _tool().scan({"src/x/src/x.erl": SRC}, INI)
     got = {(e["section"], e["key"]): e["default"] for e in cat["settings"]}
     assert got == {("view_updater", "queue_memory_cap"): "100000", ("view_updater", "min_writer_items"): "100",
-                   ("view_updater", "gc_interval_docs"): "1000",
-                   ("chttpd", "enable_cors"): "false", ("httpd", "enable_cors"): "false"}
+                   ("view_updater", "gc_interval_docs"): "1000", ("disk_monitor", "enable"): "false",
+                   ("chttpd", "enable_cors"): "false", ("httpd", "enable_cors"): "false",
+                   ("view_updater", "queue_item_cap"): None}
+    named = {e["key"]: (bool(e["read_by"]), e["default_ini"]) for e in cat["settings"]}
+    assert named["queue_item_cap"] == (False, True) and named["queue_memory_cap"] == (True, False)
     assert set(cat["open_sections"]) == {"admins", "fabric"}
     where = next(e for e in cat["settings"] if e["key"] == "min_writer_items")["read_by"]
-    assert where == ["src/x/src/x.erl:4"]
+    assert where == ["src/x/src/x.erl:5"]
 
 
 def test_the_shipped_catalogues_name_their_source_and_are_package_data():

@@ -4,10 +4,12 @@
 
 For each release tag it reads the Erlang sources under src/ at that tag (`git archive`, tests left out),
 finds every `config:get*` call (and chttpd_util's wrappers, which read [chttpd]/[chttpd_auth] with a
-fallback to the older section) whose section and key are string literals, and writes
-dragnet/axes/catalogue/couchdb-<tag>.json: each setting's section, key, default (as written in the code)
-and where it is read. A section read whole (`config:get("admins")`) or with a computed key is recorded
-under "open_sections": any key of it counts as known. dragnet.axes.config reads these files.
+fallback to the older section) whose section and key are string literals or macros defined as one
+(`-define(SECTION, "disk_monitor").`), adds every setting the tag's rel/overlay/etc/default.ini names (set
+or commented out), and writes dragnet/axes/catalogue/couchdb-<tag>.json: each setting's section, key,
+default (as written in the code), where it is read and whether default.ini names it. A section read whole
+(`config:get("admins")`) or with a computed key is recorded under "open_sections": any key of it counts as
+known. dragnet.axes.config reads these files.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import sys
 import tarfile
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "dragnet" / "axes" / "catalogue"
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "dragnet" / "axes" / "catalogue"
+DEFAULT_INI = "rel/overlay/etc/default.ini"
 # function -> (section, fallback section) for the wrappers that name no section themselves
 WRAPPERS = {
     "chttpd_util:get_chttpd_config": ("chttpd", "httpd"),
@@ -31,9 +35,12 @@ WRAPPERS = {
     "chttpd_util:get_chttpd_auth_config_boolean": ("chttpd_auth", "couch_httpd_auth"),
 }
 WRAPPER_MODULE = "src/chttpd/src/chttpd_util.erl"
+WRAPPED = {s for pair in WRAPPERS.values() for s in pair}
 CALL = re.compile(r"\b(config:get(?:_[a-z_]+)?|"
                   + "|".join(re.escape(w) for w in WRAPPERS) + r")\s*\(")
 STRING = re.compile(r'^"((?:[^"\\]|\\.)*)"$')
+DEFINE = re.compile(r'-define\(\s*([A-Za-z_]\w*)\s*,\s*("(?:[^"\\]|\\.)*")\s*\)\s*\.')
+MACRO = re.compile(r"^\?([A-Za-z_]\w*)$")
 
 
 def _args(text: str, start: int) -> list[str] | None:
@@ -74,15 +81,33 @@ def _args(text: str, start: int) -> list[str] | None:
     return None
 
 
-def _literal(arg: str) -> str | None:
-    m = STRING.match(" ".join(arg.split()))
+def _literal(arg: str, macros: dict[str, str] | None = None) -> str | None:
+    """A string literal's value, or a macro's that is defined as one; None for anything computed."""
+    arg = " ".join(arg.split())
+    m = MACRO.match(arg)
+    if m and macros and m.group(1) in macros:
+        arg = macros[m.group(1)]
+    m = STRING.match(arg)
     return m.group(1) if m else None
 
 
-def scan(files: dict[str, str]) -> dict:
-    """{settings: [{section, key, default, read_by: [path:line]}], open_sections: {section: [path:line]}}."""
+def _macros(files: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Per file, the string macros it can use: its own, then those of every .hrl that defines one only once."""
+    shared: dict[str, set[str]] = {}
+    for path, text in files.items():
+        if path.endswith(".hrl"):
+            for name, value in DEFINE.findall(text):
+                shared.setdefault(name, set()).add(value)
+    common = {n: next(iter(v)) for n, v in shared.items() if len(v) == 1}
+    return {path: {**common, **dict(DEFINE.findall(text))} for path, text in files.items()}
+
+
+def scan(files: dict[str, str], default_ini: str | None = None) -> dict:
+    """{settings: [{section, key, default, read_by: [path:line], default_ini}], open_sections: {section:
+    [path:line]}}; default_ini: the release's default.ini, whose settings are added."""
     settings: dict[tuple[str, str], dict] = {}
     open_sections: dict[str, list[str]] = {}
+    macros = _macros(files)
     for path, text in sorted(files.items()):
         for m in CALL.finditer(text):
             args = _args(text, m.end() - 1)
@@ -91,14 +116,15 @@ def scan(files: dict[str, str]) -> dict:
             where = f"{path}:{text.count(chr(10), 0, m.start()) + 1}"
             fn = m.group(1)
             if fn in WRAPPERS:
-                sections, key, default = WRAPPERS[fn], _literal(args[0]), args[1] if len(args) > 1 else None
+                sections = WRAPPERS[fn]
+                key, default = _literal(args[0], macros[path]), args[1] if len(args) > 1 else None
             else:
-                sections = (_literal(args[0]),)
-                key = _literal(args[1]) if len(args) > 1 else None
+                sections = (_literal(args[0], macros[path]),)
+                key = _literal(args[1], macros[path]) if len(args) > 1 else None
                 default = args[2] if len(args) > 2 else None
                 if sections[0] is None:
                     continue               # a computed section: nothing to name
-                if key is None and path.endswith(WRAPPER_MODULE):
+                if key is None and path.endswith(WRAPPER_MODULE) and sections[0] in WRAPPED:
                     continue               # the wrappers' own bodies: their callers are counted instead
                 if key is None:            # the whole section, or a computed key: any key of it
                     open_sections.setdefault(sections[0], []).append(where)
@@ -107,11 +133,18 @@ def scan(files: dict[str, str]) -> dict:
                 continue
             for section in sections:
                 e = settings.setdefault((section, key), {"section": section, "key": key, "default": None,
-                                                         "read_by": []})
+                                                         "read_by": [], "default_ini": False})
                 if e["default"] is None and default is not None:
                     lit = _literal(default)      # a string as its value; anything else as written
                     e["default"] = lit if lit is not None else " ".join(default.split())
                 e["read_by"].append(where)
+    if default_ini is not None:
+        sys.path.insert(0, str(ROOT))
+        from dragnet.axes.config import known_keys
+
+        for section, key in known_keys(default_ini):
+            settings.setdefault((section, key), {"section": section, "key": key, "default": None,
+                                                 "read_by": [], "default_ini": True})["default_ini"] = True
     return {"settings": [settings[k] for k in sorted(settings)],
             "open_sections": {s: open_sections[s] for s in sorted(open_sections)}}
 
@@ -139,7 +172,9 @@ def main(argv: list[str]) -> int:
     for tag in tags:
         commit = subprocess.run(["git", "-C", repo, "rev-parse", f"{tag}^{{commit}}"], check=True,
                                 capture_output=True, text=True).stdout.strip()
-        cat = scan(sources(repo, tag))
+        ini = subprocess.run(["git", "-C", repo, "show", f"{tag}:{DEFAULT_INI}"], check=True, capture_output=True,
+                             text=True).stdout
+        cat = scan(sources(repo, tag), ini)
         doc = {"couchdb": tag, "source": "apache/couchdb", "commit": commit,
                "generated_by": "tools/config_catalogue.py", **cat}
         path = OUT / f"couchdb-{tag}.json"

@@ -5,8 +5,9 @@ CouchDB restarted (dragnet.bench.switch), checked by reading it back, and undone
 sections CouchDB refuses over HTTP (native_query_servers, query_servers, …) can only be given that way.
 
 Pure parts: parsing, the keys a default.ini knows (its commented-out examples included: most settings ship
-commented), the keys a version's code reads (the catalogue: catalogue/couchdb-<version>.json, made from
-apache/couchdb's sources at the release tag by tools/config_catalogue.py), the nearest known key for a
+commented), the keys a version's code reads and its default.ini names (the catalogue:
+catalogue/couchdb-<version>.json, made from apache/couchdb's sources at the release tag by
+tools/config_catalogue.py), the nearest known key for a
 typo, and whether a key applies to a version. The rest sets a value
 on the running node, reads it back, and puts the value found before back afterwards (deleting a key that
 was not set), which the bench does in a finally block, so also on Ctrl-C and SIGTERM (dragnet.signals).
@@ -85,8 +86,8 @@ def known_keys(default_ini: str) -> set[tuple[str, str]]:
 
 
 def catalogue(version: str | None) -> set[tuple[str, str]] | None:
-    """(section, key) of every setting CouchDB `version`'s code reads, (section, ANY) for a section it reads
-    whole; None for a version dragnet has no catalogue of."""
+    """(section, key) of every setting CouchDB `version`'s code reads or its default.ini names, (section, ANY)
+    for a section the code reads whole; None for a version dragnet has no catalogue of."""
     path = CATALOGUE_DIR / f"couchdb-{version}.json"
     if not version or "/" in version or not path.is_file():
         return None
@@ -156,7 +157,7 @@ def check_known(settings: list[Setting], versions: dict[str, set[tuple[str, str]
 
 
 def not_applicable(setting: Setting, version: str, catalogued: bool = False) -> str:
-    why = "its code does not read it" if catalogued else "its default.ini has no such setting"
+    why = "neither its code nor its default.ini names it" if catalogued else "its default.ini has no such setting"
     return f"{setting.name} is not applicable to CouchDB {version} ({why})"
 
 
