@@ -145,6 +145,10 @@ def test_a_release_says_its_version():
     home = os.environ["DRAGNET_COUCHDB_HOME"]
     version = axis_couchdb.version_of(home, "local")
     assert version and (Path(home) / "lib" / f"couch-{version}").is_dir()
+    cat = axis_config.catalogue(version)
+    if cat is not None:     # the catalogue knows every setting the release's own default.ini names
+        ini = axis_config.known_keys((Path(home) / "etc" / "default.ini").read_text())
+        assert {k for k in ini if not axis_config.knows(cat, *k)} == set()
 
 
 def test_without_a_catalogue_the_check_is_default_ini_only_and_says_so():
