@@ -260,6 +260,20 @@ def test_bench_axes_are_the_cells_and_one_folder_picks_the_two_valued_axis(ci):
     assert c.compare_along(both, "ddoc").cells[0].ratio == cmp.cells[0].ratio
 
 
+def test_an_unknown_storage_labels_nothing(ci):
+    """A bench on a CouchDB given by URL records storage "unknown": not a value, so not in any cell's label."""
+    def labelled(results, rev):
+        return [dict(r, bench=dict(r["bench"], axes={"language": "javascript", "storage": "unknown", "ddoc": rev}))
+                for r in results]
+    cmp = c.compare_along(labelled(ci["base"], "main") + labelled(ci["slower"], "branch"))
+    assert "storage" not in cmp.cells[0].axes and "storage" not in c.common_axes(cmp)
+    text = c.to_markdown(cmp) + "\n".join(c.notes(cmp))
+    assert "storage=" not in text and "unknown" not in text
+    legacy = dict(ci["base"][0], bench={**{k: v for k, v in ci["base"][0]["bench"].items()
+                                            if k not in ("axes", "storage_label")}, "size": 3000}, storage=None)
+    assert "storage" not in load.axes_of(legacy) and load.axes_of(legacy)["size"] == "3000"
+
+
 def test_new_failures_fail_the_gate(ci):
     broken = [dict(r, summary=dict(r["summary"], ok=False, error="map function raised")) for r in ci["base"][:1]]
     cmp = c.compare(ci["base"], ci["base"][1:] + broken, threshold=0.05)

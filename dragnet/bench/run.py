@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Sequence
 from urllib.parse import quote
 
 from dragnet import paths
+from dragnet.bench import erlang_baseline
 from dragnet.bench.managed import (container_limits, drop_tmpfs_data, managed_instance, restart_on, start_managed,
                                    stop_managed)
 from dragnet.couchdb.client import Couch, CouchError, connect, db_path, mask_url
@@ -345,7 +346,15 @@ class Bench:
                                 data_size=self._data_size, on_event=self.on_event)
         extra_axes = axis_opts.axes(inst.backend if inst else None)
         self.labels = {a.name: a.label for a in extra_axes}
-        planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline,
+        try:    # the baseline's native query server: off on a CouchDB given by URL, the baseline is left out
+            languages, erlang = erlang_baseline.languages(cfg.languages, cfg.baseline, cfg.url, inst, self.env)
+        except BaseException:
+            if started_here:
+                stop_managed(inst, env=self.env)
+            raise
+        if not erlang.get("available", True):
+            specs.pop(BASELINE_LABEL, None)
+        planned = plan(languages, cfg.repeat, storages, baseline=cfg.baseline and erlang.get("available", True),
                        scenarios=list(scenarios) or [""], axes=extra_axes)
         from dragnet.measure.machine import machine_info
 
@@ -377,6 +386,12 @@ class Bench:
                 if started_here:
                     stop_managed(inst, env=self.env)
                 raise
+            if switcher.key_sources:   # what each version's --config keys were checked against
+                self.manifest["config_keys"] = switcher.key_sources
+        if erlang:
+            self.manifest["erlang_baseline"] = erlang
+            if not erlang["available"]:   # one line before the first build; the rest runs
+                self.on_event("warning", {"message": erlang["why"]})
         self._write_manifest()
         self.on_event("begin", {"dir": str(self.dir), "runs": len(planned)})
         original_storage = inst.storage if inst is not None else None

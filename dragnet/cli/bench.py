@@ -182,9 +182,9 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         from dragnet.bench import sizes as sz
 
         counts = sz.parse_sizes(sizes_text)    # a bad size is a one-line error before anything runs
-        if save_baseline or baseline_name:    # a sweep is one folder per size: not one baseline
-            raise UsageError("--sizes with --save-baseline/--baseline: not combinable (compare the sizes' "
-                             "folders with `dragnet compare`)")
+        if baseline_name:    # --save-baseline saves the sweep (every size a cell); comparing is a step of its own
+            raise UsageError(f"--sizes with --baseline: not combinable; compare the sweep afterwards: "
+                             f"dragnet compare {baseline_name} SWEEP_DIR")
         if st:
             raise UsageError("--sizes and --storage: give one of them (label the storage with --storage-label)")
 
@@ -212,6 +212,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
             else:
                 console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)
         elif kind == "begin":
+            total["n"] = d["runs"]     # the bench's own plan (a baseline it cannot run is left out)
             console.print(f"{d['runs']} runs, results in {d['dir']}")
         elif kind == "start_couch":
             console.print(f"starting CouchDB ({d['backend']}, data on {d['storage']}) …")
@@ -232,7 +233,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
             console.print(f"mango index {d['name']}: fields {', '.join(d['fields'])}"
                           + (f", partial filter {d['partial']}" if d.get("partial") else ""))
         elif kind == "warning":
-            console.print(f"[yellow]warning[/yellow]: {d['message']}", markup=True, highlight=False)
+            console.print(f"[yellow]warning[/yellow]: {d['message']}", markup=True, highlight=False, soft_wrap=True)
         elif kind == "size":
             console.print(f"size {d['count']:,} documents (database {d['db']})")
 
@@ -241,7 +242,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     if sizes_text is not None:
         total["n"] = len(b.plan(langs, repeat, ["x"], baseline=not no_baseline,
                                 scenarios=[s.label for s in scenarios] or [""]))
-        return _sizes(config, counts, on_event, plot_path, as_json)
+        return _sizes(config, counts, on_event, plot_path, as_json, save_as=save_baseline, sdir=sdir)
     bench = b.Bench(config, on_event=on_event)
     total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline,
                             scenarios=[s.label for s in scenarios] or [""], axes=axis_opts.axes(backend)))
@@ -347,8 +348,9 @@ def saved_runs(folder, docs, sdir, save_as, baseline_entry):
                      new_label=str(folder))
 
 
-def _sizes(config, counts, on_event, plot_path, as_json) -> None:
-    """The size sweep: run it, print the per-size table, the slopes and the memory marks, draw the chart."""
+def _sizes(config, counts, on_event, plot_path, as_json, save_as=None, sdir=None) -> None:
+    """The size sweep: run it, save it as a baseline (save_as: each size its own cells), print the per-size
+    table, the slopes and the memory marks, draw the chart."""
     from pathlib import Path
 
     from dragnet.bench import sizes as sz
@@ -358,6 +360,8 @@ def _sizes(config, counts, on_event, plot_path, as_json) -> None:
     except KeyboardInterrupt as exc:
         click.echo("interrupted: finished sizes are kept (sizes.json)", err=True)
         sys.exit(getattr(exc, "exit_code", 130))
+    if save_as:
+        saved_runs(summary["dir"], load_results([summary["dir"]]), sdir, save_as, None)
     render_sizes(Path(summary["dir"]), plot_path, as_json)
 
 

@@ -23,6 +23,7 @@ BENCH_MANIFEST = rs.BENCH_MANIFEST
 RECORDING_MARKER = "active_tasks.jsonl"
 BASELINE_LABEL = "erlang_baseline"
 ALL_VIEWS = "(all)"   # a design document's row for all its views together
+UNKNOWN = "unknown"   # the storage of a CouchDB given by URL without --storage-label
 # axes shown first, in this order; others after, by name
 AXIS_ORDER = ("design", "view", "ddoc", "language", "storage", "scenario", "size", "couchdb", "config", "cpus", "q")
 
@@ -158,11 +159,13 @@ def axes_of(result: dict) -> dict[str, str]:
         out = {k: _text(v) for k, v in bench["axes"].items() if v not in (None, "")}
     else:
         out = {"language": result_label(result),
-               "storage": str(bench.get("storage_label") or result.get("storage") or "unknown")}
+               "storage": str(bench.get("storage_label") or result.get("storage") or UNKNOWN)}
         if scenario_label(result):
             out["scenario"] = str(scenario_label(result))
         if bench.get("size") is not None:
             out["size"] = str(bench["size"])
+    if out.get("storage") == UNKNOWN:   # a CouchDB given by URL: not known, so it labels nothing
+        del out["storage"]
     # what a bench did not vary still tells two runs apart: the design doc's content and the CouchDB version
     if design and isinstance(design.get("doc"), dict):
         out.setdefault("ddoc", ddoc_hash(design["doc"]))

@@ -153,6 +153,9 @@ def save(store: str | Path, folder: str | Path, name: str | None = None) -> dict
     # a bench folder has one manifest; a folder of rounds (one bench each) has one per round: the first
     manifests = sorted(folder.rglob(rs.BENCH_MANIFEST))
     manifest = rs.read(manifests[0], rs.BENCH) if manifests else None
+    sizes = sorted({rs.read(m, rs.BENCH).get("size") for m in manifests} - {None})
+    if manifest is not None and len(sizes) > 1:    # a size sweep: one bench per size, all of them named
+        manifest["size"] = sizes
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     run_id = f"{stamp}-{uuid.uuid4().hex[:8]}"
     runs_dir = store / "runs"
