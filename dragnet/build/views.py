@@ -110,7 +110,7 @@ def detect(path: str, text: str, override: str | None = None) -> tuple[str, str,
         dialect = {"js": "es5"}.get(fam, fam)
     else:
         dialect = "unknown"
-    if lang in LANGUAGES and dialect != "unknown" and LANGUAGES[lang][0] != _family_of_dialect(dialect):
+    if lang in LANGUAGES and dialect != "unknown" and LANGUAGES[lang][0] not in (_family_of_dialect(dialect), "any"):
         raise UsageError(f"{path}: a {dialect} file cannot run on language {lang!r} "
                          f"({LANGUAGES[lang][1]}); pick a {LANGUAGES[lang][0]} file or another --language")
     return lang, dialect, how
@@ -168,10 +168,11 @@ def design_view(design, language: str | None = None) -> ViewFile:
         raise UsageError(f"{lang!r} is not a language name")
     fam_own = LANGUAGES.get(own, ("unknown",))[0]
     fam = LANGUAGES.get(lang, ("unknown",))[0]
-    if "unknown" not in (fam, fam_own) and fam != fam_own:
+    if "unknown" not in (fam, fam_own) and "any" not in (fam, fam_own) and fam != fam_own:
         raise UsageError(f"{design.source} is written in {own!r} ({fam_own}); it cannot run on {lang!r} "
                          f"({LANGUAGES[lang][1]})")
-    dialect = {"js": "es5"}.get(fam, fam)
+    dialect = {"js": "es5", "any": fam_own}.get(fam, fam)
+    dialect = {"js": "es5"}.get(dialect, dialect)
     import json
 
     return ViewFile(path=design.source, source=json.dumps(design.doc["views"], ensure_ascii=False),
