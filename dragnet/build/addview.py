@@ -536,6 +536,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             view={"path": design.source if design is not None else cfg.view_path, "language": view.language,
                   "ddoc": ident, "view": view_name, "reduce": reduce, "source": view.source, "dialect": view.dialect,
                   "detected_from": view.detected_from, "rev": saved.rev,
+                  **({"maps_only": {v: (d.get("reduce") or None) for v, d in doc["views"].items() if v != "lib"}}
+                     if maps_only else {}),
                   **({"design": {"id": design.id, "source": design.source, "views": design.view_names,
                                  "reduces": {v: design.reduce_of(v) for v in design.view_names},
                                  "lib": design.has_lib(), "options": design.doc.get("options"),

@@ -202,6 +202,7 @@ def _print_ranking(out: Console, bench: qsbench.Benchmark) -> None:
         if not bench.decided:
             out.print("  the order of the pairs marked NOT significant is not supported by these runs "
                       "(more runs: --max-runs)", highlight=False)
+        out.print(qsbench.CEILING_POINTER, highlight=False, markup=False)
     for w in bench.warnings:
         out.print(f"[yellow]warning[/] {w}", highlight=False)
 

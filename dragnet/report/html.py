@@ -584,7 +584,7 @@ def share_sections(loads: Sequence[Any]) -> list[Section]:
     from dragnet.report.share import SPLIT_PARTS
 
     out = []
-    colors = {"qs_cpu": "#ff7f0e", "beam_cpu": "#1f77b4", "run_queue": "#d62728", "rest": "#bbbbbb"}
+    colors = {"qs_cpu": "#ff7f0e", "beam_cpu": "#1f77b4", "waiting": "#bbbbbb"}
     for i, w in enumerate(loads):
         rows = []
         for e in w.engines:

@@ -9,8 +9,8 @@ need no server.
   engine would remove. Its interval comes from the runs: the per-repeat ratios when ceiling and engine ran
   in the same repeats (paired, interleaved), else a bootstrap of the two medians.
 - The *split* of one build divides its core-time (wall time × the machine's cores) into the query servers'
-  CPU, beam's CPU, their time runnable but not running (pidstat's %wait: the run queue) and the rest
-  (I/O, the pipe between beam and the query server, idle cores, other processes).
+  CPU, beam's CPU and waiting (the rest: I/O, the pipe between beam and the query server, the run queue,
+  idle cores); pidstat's %wait of the same processes (runnable, not running) is shown apart.
 - *Switching from A to B* saves median(wall A) − median(wall B) seconds, 1 − wall B ÷ wall A of the build;
   no engine can save more than A's share.
 """
@@ -40,10 +40,9 @@ class Interval:
     n: int
     paired: bool
 
-    def format(self, pct: bool = True) -> str:
-        if pct:
-            return f"{self.point:.0%} [{self.lo:.0%} … {self.hi:.0%}]"
-        return f"{self.point:.2f} [{self.lo:.2f} … {self.hi:.2f}]"
+    def format(self) -> str:
+        runs = f"{self.n} paired runs" if self.paired else f"{self.n} runs"
+        return f"{self.point:.0%} [{self.lo:.0%} … {self.hi:.0%}, {runs}]"
 
 
 def _ratio_interval(num: Sequence[float], den: Sequence[float], pairs: Sequence[tuple[float, float]]) -> \
@@ -80,7 +79,11 @@ class Gain:
     verdict: str               # "gain", "loss", "noise", "near ceiling"
 
     def line(self) -> str:
-        cap = "" if self.cap is None else f"; no engine can gain more than {self.cap.point:.0%} here"
+        cap = "" if self.cap is None else (f"; no engine can gain more than {self.cap.point:.0%} "
+                                           f"[{self.cap.lo:.0%} … {self.cap.hi:.0%}] here")
+        if self.cap is not None and self.share.lo > self.cap.hi:
+            cap = (f"; more than {self.a}'s share ({self.cap.point:.0%}), which bounds any gain: too few or too "
+                   f"noisy runs of the ceiling to tell (more --repeat)")
         head = (f"{self.a} → {self.b}: {self.a_wall_s:.1f} s → {self.b_wall_s:.1f} s, saving {self.saved_s:.1f} s, "
                 f"{self.share.format()} of the build")
         if self.verdict == "near ceiling":
@@ -112,14 +115,16 @@ def gain(a: str, a_walls: Sequence[float], b: str, b_walls: Sequence[float],
 
 @dataclass(frozen=True)
 class Split:
-    """One build's core-time (wall × cores) in seconds: query servers' CPU, beam's CPU, run queue, rest."""
+    """One build's core-time (wall × cores), in seconds: the query servers' CPU, beam's CPU, and the rest,
+    when the build's processes were not on a core (I/O, the pipe, the run queue, idle cores). run_queue_s is
+    the time they were runnable but not running (pidstat's %wait): part of the waiting, shown apart."""
 
     wall_s: float
     cores: int
     qs_cpu_s: float | None     # None: the view runs inside beam (Erlang, Mango)
     beam_cpu_s: float
+    waiting_s: float
     run_queue_s: float
-    rest_s: float
 
     @property
     def total_s(self) -> float:
@@ -127,12 +132,12 @@ class Split:
 
     def fractions(self) -> dict[str, float]:
         t = self.total_s or 1.0
-        return {"qs_cpu": (self.qs_cpu_s or 0.0) / t, "beam_cpu": self.beam_cpu_s / t,
-                "run_queue": self.run_queue_s / t, "rest": self.rest_s / t}
+        return {"qs_cpu": (self.qs_cpu_s or 0.0) / t, "beam_cpu": self.beam_cpu_s / t, "waiting": self.waiting_s / t,
+                "run_queue": self.run_queue_s / t}
 
 
-SPLIT_PARTS = (("qs_cpu", "query server CPU"), ("beam_cpu", "beam CPU"), ("run_queue", "run queue"),
-               ("rest", "I/O, pipe, idle"))
+SPLIT_PARTS = (("qs_cpu", "query server CPU"), ("beam_cpu", "beam CPU"),
+               ("waiting", "waiting (I/O, pipe, run queue, idle)"))
 
 
 def _interval_s(result: dict) -> float:
@@ -144,7 +149,10 @@ def _interval_s(result: dict) -> float:
 
 
 def split_of(result: dict) -> Split | str:
-    """The split of one build, or why there is none (no pidstat, no beam seen: a CouchDB elsewhere)."""
+    """The split of one build, or why there is none (no pidstat, no beam seen: a CouchDB elsewhere).
+
+    pidstat's samples are weighed by how much of their interval lies between the build's trigger and the
+    view's answer; a recorded build without those times counts every sample over the samples' own span."""
     summary = (result.get("summary") or {})
     wall = summary.get("wall_time_s")
     if not summary.get("ok") or not wall:
@@ -161,29 +169,36 @@ def split_of(result: dict) -> Split | str:
     if not in_beam and not any(f in fams for f in qs_fams):
         return f"pidstat saw no {language} query-server process"
     dt = _interval_s(result)
+    trigger = result.get("trigger") or {}
+    t0, t1 = trigger.get("t_trigger"), trigger.get("t_return")
+    if t0 is None or t1 is None:
+        times = [s["t"] for s in ps["samples"] if s.get("t") is not None]
+        t0, t1 = min(times) - dt, max(times)
+        wall = t1 - t0
     beam_pids = set(fams["beam"].get("pids") or ())
     qs_pids = {p for f in qs_fams for p in (fams.get(f) or {}).get("pids") or ()}
     beam = qs = wait = 0.0
     for s in ps["samples"]:
         pid = s.get("pid")
-        if pid not in beam_pids and pid not in qs_pids:
+        if (pid not in beam_pids and pid not in qs_pids) or s.get("t") is None:
             continue
-        cpu = ((s.get("usr_pct") or 0.0) + (s.get("system_pct") or 0.0)) / 100.0 * dt
-        wait += (s.get("wait_pct") or 0.0) / 100.0 * dt
+        weight = max(0.0, min(s["t"], t1) - max(s["t"] - dt, t0)) / dt
+        cpu = ((s.get("usr_pct") or 0.0) + (s.get("system_pct") or 0.0)) / 100.0 * dt * weight
+        wait += (s.get("wait_pct") or 0.0) / 100.0 * dt * weight
         if pid in beam_pids:
             beam += cpu
         else:
             qs += cpu
     cores = int((result.get("machine") or {}).get("cpu_count") or 1)
-    rest = max(0.0, wall * cores - beam - qs - wait)
-    return Split(float(wall), cores, None if in_beam else qs, beam, wait, rest)
+    waiting = max(0.0, wall * cores - beam - qs)
+    return Split(float(wall), cores, None if in_beam else qs, beam, waiting, wait)
 
 
 def median_split(splits: Sequence[Split]) -> dict[str, float] | None:
     """Median of each part's fraction over builds (and the median wall)."""
     if not splits:
         return None
-    out = {k: median([s.fractions()[k] for s in splits]) for k, _ in SPLIT_PARTS}
+    out = {k: median([s.fractions()[k] for s in splits]) for k in ("qs_cpu", "beam_cpu", "waiting", "run_queue")}
     out["wall_s"] = median([s.wall_s for s in splits])
     out["cores"] = splits[0].cores
     out["builds"] = len(splits)
@@ -193,8 +208,9 @@ def median_split(splits: Sequence[Split]) -> dict[str, float] | None:
 def split_line(label: str, m: dict[str, float] | None, why: str | None = None) -> str:
     if m is None:
         return f"{label}: no split ({why or 'no process figures'})"
-    parts = " · ".join(f"{name} {m[k]:.0%}" for k, name in SPLIT_PARTS if not (k == "qs_cpu" and m[k] == 0))
-    return f"{label}: {parts} of {m['wall_s']:.1f} s × {m['cores']} cores (median of {m['builds']})"
+    parts = " · ".join(f"{name} {m[k]:.0%}" for k, name in SPLIT_PARTS)
+    return (f"{label}: {parts} of {m['wall_s']:.1f} s × {m['cores']} cores; runnable but not running "
+            f"{m['run_queue']:.0%} (median of {m['builds']})")
 
 
 # ---------------------------------------------------------------- engines of one workload
