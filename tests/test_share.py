@@ -20,7 +20,7 @@ def test_gain_saves_seconds_and_says_when_it_is_noise_or_capped():
     cap = sh.share([10.0, 10.0], [20.0, 20.0], [(10.0, 20.0)] * 2)
     g = sh.gain("javascript", [20.0, 20.0], "bun", [15.0, 15.0], [(20.0, 15.0)] * 2, cap=cap)
     assert g.saved_s == 5.0 and g.share.point == pytest.approx(0.25) and g.verdict == "gain"
-    assert "saving 5.0 s, 25%" in g.line() and "no engine can gain more than 50%" in g.line()
+    assert "saving 5.0 s, 25%" in g.line() and "no external engine can gain more than 50%" in g.line()
     noisy = sh.gain("javascript", [20.0, 14.0, 26.0], "bun", [19.0, 25.0, 15.0])
     assert noisy.verdict == "noise" and "within the noise" in noisy.line()
     near = sh.gain("a", [10.3, 10.3], "b", [10.1, 10.1], [(10.3, 10.1)] * 2,
@@ -105,7 +105,7 @@ def test_workloads_compare_every_engine_with_couchjs_the_ceiling_and_the_baselin
     assert (g.a, g.b, g.saved_s) == ("javascript", "bun", 4.0) and g.share.point == pytest.approx(0.4)
     text = "\n".join(sh.lines([w]))
     assert "javascript → bun: 10.0 s → 6.0 s, saving 4.0 s, 40%" in text
-    assert "no engine can gain more than 50%" in text
+    assert "no external engine can gain more than 50%" in text
     assert sh.to_json([w])[0]["engines"][0]["engine"] == "erlang_baseline"
     (section,) = hr.share_sections([w])
     assert [t["name"] for t in section.charts[0].data] == [name for _, name in sh.SPLIT_PARTS]

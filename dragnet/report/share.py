@@ -27,6 +27,8 @@ from dragnet.servers.registry import LANGUAGE, ceiling_language
 
 CEILING = ceiling_language() or "ceiling"
 COUCHJS = "javascript"
+# views run inside beam: no process and no pipe, so the ceiling (an external server's best) does not bound them
+IN_BEAM = ("erlang", "query")
 # within this share of the ceiling an engine is as fast as any engine can be here
 NEAR_CEILING = 0.05
 LEVEL = 0.95
@@ -79,7 +81,7 @@ class Gain:
     verdict: str               # "gain", "loss", "noise", "near ceiling"
 
     def line(self) -> str:
-        cap = "" if self.cap is None else (f"; no engine can gain more than {self.cap.point:.0%} "
+        cap = "" if self.cap is None else (f"; no external engine can gain more than {self.cap.point:.0%} "
                                            f"[{self.cap.lo:.0%} … {self.cap.hi:.0%}] here")
         if self.cap is not None and self.share.lo > self.cap.hi:
             cap = (f"; more than {self.a}'s share ({self.cap.point:.0%}), which bounds any gain: too few or too "
@@ -165,7 +167,7 @@ def split_of(result: dict) -> Split | str:
     language = str((result.get("view") or {}).get("language") or summary.get("language") or "")
     lang = LANGUAGE.get(language)
     qs_fams = lang.processes if lang else ()
-    in_beam = language in ("erlang", "query")
+    in_beam = language in IN_BEAM
     if not in_beam and not any(f in fams for f in qs_fams):
         return f"pidstat saw no {language} query-server process"
     dt = _interval_s(result)
@@ -283,7 +285,7 @@ def workloads(results: Iterable[dict]) -> list[Workload]:
         for lab, rs in sorted(by_label.items(), key=lambda kv: -(dps[kv[0]] or 0)):
             walls = [r.wall_s for r in rs]
             sh = None
-            if ceiling and lab not in (CEILING, BASELINE_LABEL):
+            if ceiling and lab not in (CEILING, BASELINE_LABEL) and rs[0].language not in IN_BEAM:
                 sh = share([c.wall_s for c in ceiling], walls, _pairs(ceiling, rs))
             good = [s for s in (splits[id(r)] for r in rs) if isinstance(s, Split)]
             whys = [s for s in (splits[id(r)] for r in rs) if isinstance(s, str)]
@@ -298,6 +300,9 @@ def workloads(results: Iterable[dict]) -> list[Workload]:
         else:
             notes.append(f"{CEILING}: the null query server (reads no document, one fixed row each); only the "
                          "maps of a design doc are built on it")
+        if ceiling and any(rs[0].language in IN_BEAM for lab, rs in by_label.items() if lab != BASELINE_LABEL):
+            notes.append("Erlang views run inside beam, with no pipe and no process: the ceiling, the best of "
+                         "an external query server, does not bound them (no share)")
         gains = []
         others = [e for e in engines if e.engine not in (CEILING, BASELINE_LABEL)]
         if len(others) >= 2:
@@ -305,9 +310,10 @@ def workloads(results: Iterable[dict]) -> list[Workload]:
             for e in others:
                 if e is a:
                     continue
+                in_beam = by_label[e.engine][0].language in IN_BEAM
                 g = gain(a.engine, [r.wall_s for r in by_label[a.engine]], e.engine,
                          [r.wall_s for r in by_label[e.engine]], _pairs(by_label[a.engine], by_label[e.engine]),
-                         cap=a.share, b_share=e.share)
+                         cap=None if in_beam else a.share, b_share=e.share)
                 if g is not None:
                     gains.append(g)
         out.append(Workload(key, storage, engines, gains, notes))
