@@ -118,3 +118,18 @@ def test_without_a_ceiling_no_share_and_the_report_says_why():
     assert all(e.share is None for e in w.engines)
     assert "no ceiling build here" in w.notes[0]
     assert w.gains[0].cap is None and "no engine can" not in w.gains[0].line()
+
+
+def test_forecast_gains_at_the_targets_size_from_a_recorded_forecast():
+    import json
+    from pathlib import Path
+
+    out = json.loads((Path(__file__).resolve().parent.parent / "docs" / "forecast" / "backtest-200k" /
+                      "forecast.json").read_text())
+    js = out["forecasts"][""]["javascript"]["quantities"]["build_time"]["prediction"]
+    erl = out["forecasts"][""]["erlang_baseline"]["quantities"]["build_time"]["prediction"]
+    (line,) = sh.forecast_gains(out)
+    saving = 1 - erl["value"] / js["value"]
+    assert line.startswith("a rebuild of 200,000 documents: ") and f"saving {saving:.0%} " in line
+    assert f"[{1 - erl['high'] / js['low']:.0%} … {1 - erl['low'] / js['high']:.0%}]" in line
+    assert line.endswith("within the intervals")      # the baseline's interval reaches past couchjs's

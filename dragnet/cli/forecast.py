@@ -31,6 +31,8 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
 @click.option("--languages", default="javascript", show_default=True,
               help="Comma-separated languages (the Erlang baseline runs too unless --no-baseline).")
 @click.option("--no-baseline", is_flag=True, help="Do not build the Erlang baseline.")
+@click.option("--no-ceiling", is_flag=True, help="Do not build the ceiling (the null query server): no bound on "
+              "what any engine could save at the target's size.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Builds per size.")
 @click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards of the sweep's databases.")
 @click.option("--shard-sweep/--no-shard-sweep", default=True, show_default=True,
@@ -51,7 +53,7 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option
                    "when it built the target size too, print each prediction's error against it (a back-test).")
 @json_option
 def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_docs, target_bytes, target_q,
-                 sizes_text, budget, languages, no_baseline, repeat, q, shard_sweep, memories, cpus_text, weighting,
+                 sizes_text, budget, languages, no_baseline, no_ceiling, repeat, q, shard_sweep, memories, cpus_text, weighting,
                  results_dir, from_sweep, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
@@ -105,7 +107,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
 
     scenarios = expand(limits.parse_memory_limits(memories), [], []) if memories else []
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, views=views or str(b.DEFAULT_VIEWS),
-                           baseline=not no_baseline, q=q, design=design, scenarios=scenarios,
+                           baseline=not no_baseline, ceiling=not no_ceiling, q=q, design=design, scenarios=scenarios,
                            axes=AxisOptions(cpus=axis_cpus.parse(cpus_text)))
     console = Console(stderr=True)
 
@@ -183,8 +185,10 @@ def render(out: dict) -> str:
                 lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] {how}")
                 lines += [f"  warning: {w}" for w in e.get("warnings") or []]
             lines += [f"  warning: {w}" for w in f["warnings"]]
+    from ..report.share import forecast_gains
     from ..results.schema import couchdb_versions
 
+    lines += forecast_gains(out)
     m, v = out["machine"], couchdb_versions(out)
     load = out.get("load_average")
     lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "

@@ -350,3 +350,37 @@ def to_json(loads: Sequence[Workload]) -> list[dict]:
 def shown(loads: Sequence[Workload]) -> list[Workload]:
     """The workloads worth an account: with a ceiling build, or two engines to switch between."""
     return [w for w in loads if w.gains or any(e.engine == CEILING for e in w.engines)]
+
+
+# ---------------------------------------------------------------- at a forecast's size
+
+def _duration(seconds: float) -> str:
+    m = round(seconds / 60)
+    return f"{seconds:.0f} s" if seconds < 120 else f"{m // 60} h {m % 60} min" if m >= 60 else f"{m} min"
+
+
+def forecast_gains(out: dict) -> list[str]:
+    """A forecast's (dragnet.forecast.run) build times at the target's size, as switches from couchjs (else the
+    slowest engine) to each other engine: the saving with an interval spanning both predictions' intervals,
+    and the ceiling's, which bounds every external engine's."""
+    lines = []
+    for label, per_lang in (out.get("forecasts") or {}).items():
+        pred = {lang: ((f.get("quantities") or {}).get("build_time") or {}).get("prediction")
+                for lang, f in per_lang.items()}
+        pred = {lang: p for lang, p in pred.items() if p and p.get("value")}
+        engines = [lang for lang in pred if lang not in (BASELINE_LABEL, CEILING)]
+        if not engines or len(pred) < 2:
+            continue
+        a = COUCHJS if COUCHJS in engines else max(engines, key=lambda lang: pred[lang]["value"])
+        pa = pred[a]
+        head = f"{(label + ' ') if label else ''}a rebuild of {pa['docs']:,} documents: {_duration(pa['value'])} on {a}"
+        for b in [x for x in pred if x != a]:
+            pb = pred[b]
+            saving = 1 - pb["value"] / pa["value"]
+            lo, hi = 1 - pb["high"] / pa["low"], 1 - pb["low"] / pa["high"]
+            what = (f"the ceiling {_duration(pb['value'])}: no external engine can save more than {saving:.0%} "
+                    f"[{lo:.0%} … {hi:.0%}]") if b == CEILING else \
+                (f"{_duration(pb['value'])} on {b}, saving {saving:.0%} [{lo:.0%} … {hi:.0%}]"
+                 + (": within the intervals" if lo <= 0 <= hi else ""))
+            lines.append(f"{head}, {what}")
+    return lines
