@@ -231,3 +231,16 @@ def test_bench_starts_local_couchdb_on_disk_and_tmpfs_then_report(tmp_path):
     for storage in ("disk", "tmpfs"):
         for lang in ("erlang_baseline", "javascript", "python3"):
             assert f"| {lang} | {storage} | 2 |" in r.output
+
+
+def test_the_ceiling_opens_each_round_after_the_baseline_unless_asked_not_to(tmp_path):
+    langs = bench.with_ceiling(["javascript", "bun"])
+    assert langs == ["ceiling", "javascript", "bun"]
+    assert bench.with_ceiling(["javascript", "ceiling"]) == ["javascript", "ceiling"]
+    assert bench.with_ceiling(["javascript"], ceiling=False) == ["javascript"]
+    order = [p.language for p in bench.plan(langs, 2, ["disk"])]
+    assert order == ["erlang_baseline", "ceiling", "javascript", "bun"] * 2
+    # it never reads its view file: a folder without map.js still has one for it
+    (tmp_path / "map.py").write_text("def fun(doc):\n    yield doc['_id'], None\n")
+    assert bench.LANGUAGES["ceiling"].path(tmp_path) == tmp_path / "map.py"
+    assert bench.resolve_languages(["ceiling"], tmp_path)[0].language == "ceiling"

@@ -26,7 +26,8 @@ from dragnet.couchdb.cluster import cluster_of
 from dragnet.data.ensure import ensure_data
 from dragnet.measure.pidstat import rss_peaks_kb
 from dragnet.errors import DragnetError, UsageError
-from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES, variants as qs_variants
+from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES, ceiling_language, reads_documents
+from dragnet.servers.registry import variants as qs_variants
 from dragnet.measure.stats import ratio
 from dragnet.results.load import BASELINE_LABEL
 from dragnet.results.build import slug
@@ -53,6 +54,9 @@ class LanguageSpec:
         if self.view_file == "baseline":
             own = Path(views_dir).parent / "baseline" / "map.erl"
             return own if own.is_file() else BASELINE_VIEW
+        if not reads_documents(self.language):   # the ceiling never looks at the source: any view file does
+            files = [Path(views_dir) / f for f in (self.view_file, "map.es6.js", "map.py", "map.erl")]
+            return next((f for f in files if f.is_file()), files[0])
         return Path(views_dir) / self.view_file
 
 
@@ -63,6 +67,15 @@ LANGUAGES: dict[str, LanguageSpec] = {s.name: s for s in (
     *(LanguageSpec(*v) for v in qs_variants()),
 )}
 DEFAULT_LANGUAGES = ("javascript", "javascript_quickjs", "erlang", "python")
+CEILING = ceiling_language()   # the null query server's language, built next to the baseline unless --no-ceiling
+
+
+def with_ceiling(languages: Sequence[str], ceiling: bool = True) -> list[str]:
+    """languages with the ceiling first (the baseline still opens each round), unless ceiling is False."""
+    languages = list(languages)
+    if not ceiling or CEILING is None or CEILING in languages:
+        return languages
+    return [CEILING, *languages]
 
 
 def language_spec(name: str) -> LanguageSpec | None:
@@ -249,6 +262,7 @@ class BenchConfig:
     size: int | None = None       # documents, when this bench is one size of a `--sizes` sweep
     mango_design: Any = None      # --mango: the index's Mango design doc, built by the "mango" language
     axes: Any = None              # dragnet.bench.switch.AxisOptions: --couchdb, --cpus, --q, --config
+    ceiling: bool = True          # also build on the null query server (CEILING) in every round
 
 
 def _now_iso() -> str:
@@ -271,6 +285,7 @@ class Bench:
         self.reference: str | None = None
         self._pool: dict | None = None   # revision -> the reference engine's processes that classify differences
         self.labels: dict[str, Callable[[str], str]] = {}   # axis name -> how its values name result files
+        self.ceiling_refused: str | None = None   # why this CouchDB cannot run the ceiling, once known
 
     # -- manifest
     def _write_manifest(self) -> None:
@@ -282,10 +297,16 @@ class Bench:
 
         return write_results_file(self.dir / f"{file_stem(run, self.labels)}.json", result)
 
+    def languages(self) -> list[str]:
+        """The languages built in each round: --languages, and the ceiling unless --no-ceiling or Mango."""
+        cfg = self.config
+        return with_ceiling(cfg.languages, cfg.ceiling and cfg.mango_design is None)
+
     def run(self) -> dict:
         cfg = self.config
+        languages = self.languages()
         specs = {s.name: s for s in resolve_languages(
-            list(dict.fromkeys(([BASELINE_LABEL] if cfg.baseline else []) + cfg.languages)), cfg.views,
+            list(dict.fromkeys(([BASELINE_LABEL] if cfg.baseline else []) + languages)), cfg.views,
             design=cfg.design is not None)}
         if cfg.design is not None:
             self.reference = cfg.reference or next(n for n in cfg.languages if n != BASELINE_LABEL)
@@ -347,7 +368,7 @@ class Bench:
         extra_axes = axis_opts.axes(inst.backend if inst else None)
         self.labels = {a.name: a.label for a in extra_axes}
         try:    # the baseline's native query server: off on a CouchDB given by URL, the baseline is left out
-            languages, erlang = erlang_baseline.languages(cfg.languages, cfg.baseline, cfg.url, inst, self.env)
+            languages, erlang = erlang_baseline.languages(languages, cfg.baseline, cfg.url, inst, self.env)
         except BaseException:
             if started_here:
                 stop_managed(inst, env=self.env)
@@ -456,6 +477,12 @@ class Bench:
                                             progress=lambda m: self.on_event("import", {"message": m}))
                         target = sd.DockerTarget(p, inst, env=self.env, c=engine)
                     db = cfg.db
+                    if run["language"] == CEILING and self.ceiling_refused:
+                        run.update(status="not_applicable", error=self.ceiling_refused)
+                        self._write_manifest()
+                        self.on_event("done", dict(run))
+                        current = None
+                        continue
                     if axis_opts.any:
                         why = switcher.not_applicable(run["axes"])
                         if why is not None:
@@ -468,6 +495,7 @@ class Bench:
                         inst = switcher.inst
                     self._one(couch, run, specs[run["language"]], sc, target=target, db=db,
                               axes=contract_axes(run["axes"]), versions=switcher.versions)
+                    self._note_ceiling_refused(run)
                     if axis_opts.cpus and run["status"] == "ok":
                         run["cpuset"] = switcher.verify(run)
                         self._write_manifest()
@@ -511,6 +539,14 @@ class Bench:
                 drop_tmpfs_data(inst, keep)
         return self.manifest
 
+    def _note_ceiling_refused(self, run: dict) -> None:
+        """A CouchDB given by URL may not know the ceiling's language: said once, its later runs skipped."""
+        if run["language"] == CEILING and run["status"] == "error" and "unknown_query_language" in str(run["error"]):
+            self.ceiling_refused = (f"this CouchDB has no {CEILING} query server (one dragnet does not manage "
+                                    f"cannot be given one): the figures are without the ceiling")
+            self.manifest["ceiling"] = self.ceiling_refused
+            self.on_event("warning", {"message": self.ceiling_refused})
+
     def _data_size(self) -> int:
         # room to ask for on a tmpfs: the file's size (×6 for gzip, roughly the JSON it expands to)
         if not self.config.data:
@@ -535,8 +571,10 @@ class Bench:
                     rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
                     design = cfg.mango_design if spec.language == "query" and cfg.mango_design \
                         else self._design_of(run)
+                    # the ceiling's rows are not the view's: nothing to save or compare
+                    rows = str(rows_dir) if reads_documents(spec.language) else None
                     return self.build(couch, cfg.url, db, spec, None, ddoc, run["storage"], design=design,
-                                      rows_dir=str(rows_dir), **({"iostat": False} if sc is not None else {}))
+                                      rows_dir=rows, **({"iostat": False} if sc is not None else {}))
                 return self.build(couch, cfg.url, db, spec, spec.path(cfg.views), ddoc, run["storage"],
                                   **({"iostat": False} if sc is not None else {}))
             if failed_start is not None:

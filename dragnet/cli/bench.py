@@ -53,6 +53,8 @@ from dragnet.results.load import load_results
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
               help="Directory for results files and bench.json [default: results/bench-<UTC time>].")
 @click.option("--no-baseline", is_flag=True, help="Do not run the Erlang baseline in each round (no ratios).")
+@click.option("--no-ceiling", is_flag=True,
+              help="Do not build on the ceiling (the null query server) in each round: no engine shares.")
 @click.option("--q", "q_text", default=None, metavar="N[,N...]", help="Shards when creating the database; "
               "several (2,8,16) are an axis: one database <db>-q<N> per value, filled once from --data.")
 @click.option("--couchdb", "couchdbs", default=None, metavar="A,B",
@@ -95,9 +97,9 @@ from dragnet.results.load import load_results
 @server_option
 @json_option
 def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, strict, reference, languages, repeat,
-              storages, storage_label, backend, results_dir, no_baseline, q_text, couchdbs, cpus_text, configs,
-              restart_configs, n, memories, profiles, caches, sizes_text, plot_path, save_baseline, baseline_name, store_dir,
-              server_opts, as_json):
+              storages, storage_label, backend, results_dir, no_baseline, no_ceiling, q_text, couchdbs, cpus_text,
+              configs, restart_configs, n, memories, profiles, caches, sizes_text, plot_path, save_baseline,
+              baseline_name, store_dir, server_opts, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -173,7 +175,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,
                            data=data, views=views or str(b.DEFAULT_VIEWS), results_dir=results_dir,
                            baseline=not no_baseline, q=q, n=n, backend=backend, design=design, reference=reference,
-                           scenarios=scenarios, axes=axis_opts)
+                           scenarios=scenarios, axes=axis_opts, ceiling=not no_ceiling)
     console = Console(stderr=True)
     total = {"n": 0}
     if plot_path and not sizes_text:
@@ -240,11 +242,11 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     if indexes is not None:
         return _mango(config, indexes, on_event, total, as_json, strict)
     if sizes_text is not None:
-        total["n"] = len(b.plan(langs, repeat, ["x"], baseline=not no_baseline,
+        total["n"] = len(b.plan(b.with_ceiling(langs, not no_ceiling), repeat, ["x"], baseline=not no_baseline,
                                 scenarios=[s.label for s in scenarios] or [""]))
         return _sizes(config, counts, on_event, plot_path, as_json, save_as=save_baseline, sdir=sdir)
     bench = b.Bench(config, on_event=on_event)
-    total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline,
+    total["n"] = len(b.plan(bench.languages(), repeat, st or ["x"], baseline=not no_baseline,
                             scenarios=[s.label for s in scenarios] or [""], axes=axis_opts.axes(backend)))
     try:
         manifest = bench.run()
@@ -258,6 +260,9 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     failed = [r for r in runs if r["status"] not in ("ok", "oom", "not_applicable")]
     docs = load_results([bench.dir]) if any(r["result_file"] for r in runs) else []
     groups, dgroups = rp.build_report(docs), rp.build_design_report(docs)
+    from dragnet.report import share as share
+
+    loads = share.shown(share.workloads(docs))
     cmp = saved_runs(bench.dir, docs, sdir, save_baseline, baseline_entry)
     if as_json:
         extra = {}
@@ -268,6 +273,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         report = rp.to_json(groups)
         if dgroups:
             report["design"] = rp.design_json(dgroups)
+        report["engine_share"] = share.to_json(loads)
         if cmp is not None:
             extra["baseline"] = cmp.to_json()
         print_json({"dir": str(bench.dir), "manifest": manifest, "report": report, **extra})
@@ -285,6 +291,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
             from dragnet.report.console import render_disk_matters
             ref = reference_label(scenarios)
             render_disk_matters(disk_matters(runs, ref), ref)
+        if loads:
+            click.echo("\n".join(share.lines(loads)))
         for r in failed:
             click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
         for line in differences_lines(bench.dir, runs):

@@ -32,6 +32,8 @@ from dragnet.report.console import distribution_lines, render_forecast
 @click.option("--languages", default="javascript", show_default=True,
               help="Comma-separated languages (the Erlang baseline runs too unless --no-baseline).")
 @click.option("--no-baseline", is_flag=True, help="Do not build the Erlang baseline.")
+@click.option("--no-ceiling", is_flag=True, help="Do not build the ceiling (the null query server): no bound on "
+              "what any engine could save at the target's size.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Builds per size.")
 @click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards of the sweep's databases.")
 @click.option("--shard-sweep/--no-shard-sweep", default=True, show_default=True,
@@ -53,8 +55,8 @@ from dragnet.report.console import distribution_lines, render_forecast
 @server_option
 @json_option
 def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_docs, target_bytes, target_q,
-                 sizes_text, budget, languages, no_baseline, repeat, q, shard_sweep, memories, cpus_text, weighting,
-                 results_dir, from_sweep, server_opts, as_json):
+                 sizes_text, budget, languages, no_baseline, no_ceiling, repeat, q, shard_sweep, memories, cpus_text,
+                 weighting, results_dir, from_sweep, server_opts, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
     import datetime as _dt
@@ -111,7 +113,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
 
     scenarios = expand(limits.parse_memory_limits(memories), [], []) if memories else []
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, views=views or str(b.DEFAULT_VIEWS),
-                           baseline=not no_baseline, q=q, design=design, scenarios=scenarios,
+                           baseline=not no_baseline, ceiling=not no_ceiling, q=q, design=design, scenarios=scenarios,
                            axes=AxisOptions(cpus=axis_cpus.parse(cpus_text)))
     console = Console(stderr=True)
 

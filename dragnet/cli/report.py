@@ -151,6 +151,14 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         else:
             click.echo("\n".join(report_by.lines(by_cmp, by_names)))
 
+    from dragnet.report import share as share
+
+    loads = share.shown(share.workloads(docs))   # per storage and axis combination, so --by sees its own
+    if fmt == "json":
+        out["engine_share"] = share.to_json(loads)
+    elif fmt != "csv" and loads:
+        click.echo("\n" + "\n".join(share.lines(loads)))
+
     from dragnet.forecast.run import find_forecasts
     forecasts = find_forecasts(results)
     if forecasts:   # a forecast among the results: its own section
@@ -177,6 +185,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         extra = [s for f in forecasts for s in hr.forecast_sections(f)]
         if by_cmp is not None:
             extra += hr.by_axis_sections(by_cmp, by_names)
+        extra += hr.share_sections(loads)
         page = hr.write_html(html_dir, hr.Inputs(docs, groups, dgroups, sc_rows, sc_ref, hr.load_sizes(results),
                                                  cmp.to_json() if cmp is not None else cmp_doc), extra=extra)
         if fmt == "json":

@@ -453,7 +453,7 @@ def check_results(results: list[ServerResult], docs: DocSet, reference: str | No
 
     The reference is `reference` if it ran without error, else the first server that did.
     """
-    ok = [r for r in results if r.error is None]
+    ok = [r for r in results if r.error is None and reads_documents(r.spec)]   # the ceiling's rows are not the view's
     if not ok:
         return None
     ref = next((r for r in ok if r.spec.name == reference), ok[0])
@@ -662,7 +662,7 @@ def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], name
                              f"available: {', '.join(known) or 'none'}")
         chosen = [known[n] for n in names]
     else:
-        chosen = list(specs)
+        chosen = [s for s in specs if reads_documents(s)]   # the ceiling ranks no engine: only when named
     out = []
     for spec in chosen:
         try:
@@ -670,6 +670,17 @@ def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], name
         except UsageError as exc:
             skipped.append(Skipped(spec.name, str(exc)))
     return out, skipped
+
+
+def reads_documents(spec: ServerSpec) -> bool:
+    """False for the null server (the ceiling), whose fixed rows are not the view's."""
+    record = qs_registry.server_for(spec)
+    return record is None or record.reads_docs
+
+
+# where a protocol ranking stops: inside CouchDB its own side of each document caps any engine's gain
+CEILING_POINTER = ("inside CouchDB its own side of each document caps what any engine gains: `dragnet bench` builds "
+                   "the ceiling (a null query server) next to these and reports each engine's share of the build")
 
 
 def _proc_stat() -> tuple[int, int] | None:

@@ -116,8 +116,10 @@ def render_forecast(out: dict) -> str:
                 lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] {how}")
                 lines += [f"  warning: {w}" for w in e.get("warnings") or []]
             lines += [f"  warning: {w}" for w in f["warnings"]]
+    from dragnet.report.share import forecast_gains
     from dragnet.results.schema import couchdb_versions
 
+    lines += forecast_gains(out)
     m, v = out["machine"], couchdb_versions(out)
     load = out.get("load_average")
     lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "
