@@ -271,10 +271,11 @@ class Bench:
             raise UsageError(f"--backend {cfg.backend}: the CouchDB dragnet manages on port {inst.port} runs "
                              f"on {inst.backend}")
         started_here = False
-        if cfg.axes is not None and cfg.axes.couchdb and (inst is not None or cfg.backend):
-            from dragnet.axes.couchdb import check_values     # before starting anything on one of them
+        if cfg.axes is not None and (inst is not None or cfg.backend):
+            from dragnet.bench.switch import check_before_start     # before starting anything on one of them
 
-            check_values(cfg.axes.couchdb, inst.backend if inst is not None else cfg.backend, self.env)
+            check_before_start(cfg.axes, inst.backend if inst is not None else cfg.backend, self.env,
+                               starts=inst is None)
         if inst is None and cfg.backend:
             self.on_event("start_couch", {"backend": cfg.backend, "storage": (cfg.storages or ["disk"])[0]})
             first = cfg.axes.couchdb[0] if cfg.axes is not None and cfg.axes.couchdb else None
