@@ -162,6 +162,23 @@ def test_a_misspelt_key_is_refused_on_a_server_given_by_url_before_a_missing_dat
     assert _config(couch) == before
 
 
+def test_a_misspelt_key_is_refused_before_the_bench_starts_a_couchdb(live_url, tmp_path):
+    from tests.conftest import free_port
+
+    home = os.environ.get("DRAGNET_COUCHDB_HOME")
+    if not home:
+        pytest.skip("needs a CouchDB release (DRAGNET_COUCHDB_HOME)")
+    port = free_port()
+    state = tmp_path / "state"
+    _, user, password = split_credentials(live_url)
+    p = _bench(f"http://{user}:{password}@127.0.0.1:{port}", tmp_path, "--backend", "local", "--db", "dragnet_axnosuch",
+               "--no-baseline", "--config", "view_updater/queue_item_capp=50",
+               env_extra={"DRAGNET_STATE_DIR": str(state), "DRAGNET_COUCHDB_HOME": home})
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert "did you mean view_updater/queue_item_cap?" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert "starting CouchDB" not in p.stdout + p.stderr and not list(state.glob("couch-*.json"))
+
+
 def test_q_axis_builds_on_2_and_8_shards(live_url, tmp_path):
     couch = connect(live_url)
     db = f"dragnet_axq_{int(time.time())}"

@@ -319,10 +319,12 @@ class Bench:
             raise UsageError(f"--backend {cfg.backend}: the CouchDB dragnet manages on port {inst.port} runs "
                              f"on {inst.backend}")
         started_here = False
-        from dragnet.bench.switch import AxisOptions, AxisSwitcher, contract_axes
+        from dragnet.bench.switch import AxisOptions, AxisSwitcher, check_before_start, contract_axes
 
         axis_opts = cfg.axes or AxisOptions()
-        axis_opts.check_first(inst.backend if inst is not None else cfg.backend, self.env)   # before starting anything
+        if inst is not None or cfg.backend:    # before starting anything on one of the axes' values
+            check_before_start(axis_opts, inst.backend if inst is not None else cfg.backend, self.env,
+                               starts=inst is None)
         if inst is None and cfg.backend:
             self.on_event("start_couch", {"backend": cfg.backend, "storage": (cfg.storages or ["disk"])[0]})
             inst = start_managed(cfg.backend, cfg.url, (cfg.storages or ["disk"])[0],

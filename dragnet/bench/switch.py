@@ -1,10 +1,11 @@
 """Applies a bench's CouchDB axes (--couchdb, --cpus, --q, --config, --config-restart) before each planned run.
 
-Everything is checked before any build (check_up_front): images and release directories, core counts,
-config keys against what each CouchDB's code reads (its version's catalogue) and its own default.ini, and
-each live config value set once on the node and put back. Per run, `switch` asks each axis (dragnet.axes.model.Axis, built by its own module) what to do:
-one restart when any restart axis changed (their settings merged), then the refill and live axes applied,
-and each axis's check. `finish` puts back every live setting changed and `restore_instance` restarts onto
+Everything is checked before any build (check_up_front; check_before_start before a bench starts its own
+CouchDB): images and release directories, core counts, config keys against what each CouchDB's code reads
+and its default.ini names (its version's catalogue) and its own default.ini, and each live config value set
+once on the node and put back. Per run, `switch` asks each axis (dragnet.axes.model.Axis, built by its own
+module) what to do: one restart when any restart axis changed (their settings merged), then the refill and
+live axes applied, and each axis's check. `finish` puts back every live setting changed and `restore_instance` restarts onto
 the CouchDB the bench found; the bench calls both in its finally block (Ctrl-C, SIGTERM).
 """
 
@@ -60,11 +61,9 @@ class AxisOptions:
         """Whether a varied axis restarts CouchDB (a release, a cpuset)."""
         return any(k.restarts for k, _ in self.varied())
 
-    def check_first(self, backend: str | None, env: Any) -> None:
-        """What each varied axis checks before anything is started."""
-        for k, v in self.varied():
-            if k.check_first is not None:
-                k.check_first(v, backend, env)
+    def check_first(self, backend: str | None, env: Any) -> dict:
+        """What each varied axis checks before anything is started; what each check found, by kind."""
+        return {k.name: k.check_first(v, backend, env) for k, v in self.varied() if k.check_first is not None}
 
     def start_on(self, backend: str | None) -> dict:
         """The keywords of the CouchDB a bench starts itself: on each axis's first value."""
@@ -104,6 +103,41 @@ def contract_axes(run_axes: dict) -> dict:
     if cfg:
         out["config"] = cfg
     return out
+
+
+def check_before_start(opts: AxisOptions, backend: str, env: Any, starts: bool) -> None:
+    """Before a bench starts or restarts anything: each --couchdb value (an image or a release), and, when the
+    bench starts its own CouchDB, the --config keys against what that install knows (its version's catalogue,
+    its default.ini), so a misspelt key costs no start. What only the running node can tell (the settings it
+    has, the values it takes) is left to AxisSwitcher.check_up_front."""
+    inis = opts.check_first(backend, env).get("couchdb") or {}   # each axis's own checks first
+    if not (starts and opts.config):
+        return
+    if not inis:
+        inis = _default_install_ini(backend, env)
+    known = {v: axis_config.keys_of(axis_couchdb.version_of(v, backend, env), text)[0] for v, text in inis.items()}
+    if known:
+        axis_config.check_known(opts.config, known)
+
+
+def _default_install_ini(backend: str, env: Any) -> dict[str, str]:
+    """{install: its default.ini} for what a bench without --couchdb starts; {} when it cannot be read yet
+    (dragnet's image not built, no release: starting says why)."""
+    from dragnet.errors import DragnetError
+
+    try:
+        if backend == "docker":
+            from dragnet.couchdb.docker import DEFAULT_IMAGE
+
+            text = axis_couchdb.image_file(DEFAULT_IMAGE, axis_couchdb.IMAGE_DEFAULT_INI, env=env)
+            return {} if text is None else {DEFAULT_IMAGE: text}
+        from dragnet.couchdb.local import find_release
+        from dragnet.servers.discovery import couchdb_home
+
+        release = find_release(couchdb_home(env))
+        return {str(release.home): release.default_ini.read_text()}
+    except (DragnetError, OSError):
+        return {}
 
 
 class AxisSwitcher:

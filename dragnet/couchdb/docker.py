@@ -272,7 +272,6 @@ def user_server_settings(specs) -> tuple[dict, dict]:
 # (the official images keep it off; dragnet's image has it in default.d already). default.d: before
 # local.ini and local.d, so a --config-restart or a _config PUT still wins and is written elsewhere.
 ERLANG_INI = "/opt/couchdb/etc/default.d/10-dragnet-erlang.ini"
-ERLANG_SETTING = "native_query_servers/enable_erlang_query_server"
 
 
 def write_erlang_ini(env: dict | None = None) -> Path | None:
