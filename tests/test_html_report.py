@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from dragnet.report import html_page as hp
 from dragnet.report import tables as rp
 from dragnet.cli import main
-from dragnet.bench.scenario import DISK_COLUMNS, disk_matters, disk_rows, runs_from_results
+from dragnet.bench.scenario import disk_matters, runs_from_results
+from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
 from dragnet.results import load as load
 
 import browser

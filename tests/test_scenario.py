@@ -13,6 +13,7 @@ from dragnet.data import ensure as ensure
 from dragnet.couchdb import limits as limits
 from dragnet.measure import pidstat as pidstat
 from dragnet.bench import scenario as scenario
+from dragnet.report import scenario_table as scenario_table
 from dragnet.errors import UsageError
 from dragnet.results import load as load
 
@@ -74,7 +75,7 @@ def test_disk_matters_verdict_from_numbers():
     slow = next(r for r in rows if r.scenario == SLOW)
     assert slow.ratio == pytest.approx(300 / 1000) and slow.slower_every_round
     assert scenario.verdict(rows, REF) == f"disk-bound in {SLOW} (erlang_baseline, disk): ×0.30"
-    cells = scenario.disk_rows(rows)
+    cells = scenario_table.disk_rows(rows)
     assert cells[1][:8] == ["erlang_baseline", "disk", SLOW, "3", "300", "0.30", "yes", "0"]
     assert cells[1][8:] == ["150", "600", "7.00", "99.0"]
 

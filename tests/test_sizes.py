@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from dragnet.bench import sizes as sz
+from dragnet.report import sizes_table as sizes_table
 from dragnet.cli import main
 from dragnet.errors import UsageError
 
@@ -143,7 +144,7 @@ def test_size_rows_mark_the_first_size_over_the_memory_limit_and_fits_use_every_
     assert rows[0].index_file == 120 and rows[0].peak_memory == 45 * MiB and rows[0].peak_source == "cgroup"
     assert rows[1].seconds == [4.4] and rows[1].peak_memory == 1024 * 1024 and rows[1].peak_source == "pidstat rss"
     assert rows[2].peak_memory is None
-    cells = sz.table_cells(rows)
+    cells = sizes_table.table_cells(rows)
     assert [c[-1] for c in cells] == ["no", "FIRST", "yes"]
     fit = sz.fits(runs)[("js", sc)]
     assert fit.points == 4     # the OOM run has no time

@@ -330,22 +330,3 @@ def verdict(rows: list[Row], reference: str, *, threshold: float = 0.9) -> str:
         return head + f"disk-bound in {worst.scenario} ({worst.language}, {worst.storage}): ×{worst.ratio:.2f}"
     return head + (f"disk does not matter in these runs: slowest scenario {worst.scenario} ({worst.language}) "
                    f"×{worst.ratio:.2f}, not slower in every round by more than {1 - threshold:.0%}")
-
-
-DISK_COLUMNS = ("language", "storage", "scenario", "runs", "docs/s median", "× reference", "slower every round",
-                "OOM", "r/s", "rkB/s", "r_await ms", "%util")
-
-
-def disk_rows(rows: list[Row]) -> list[list[str]]:
-    """Table cells for the "disk matters?" table (iostat: per-build averages on the data's device)."""
-    def f(v, fmt):
-        return "–" if v is None else format(v, fmt)
-    out = []
-    for r in rows:
-        io = r.iostat or {}
-        out.append([r.language, r.storage, r.scenario, str(len(r.docs_per_sec)),
-                    f(statistics.median(r.docs_per_sec) if r.docs_per_sec else None, ".0f"),
-                    f(r.ratio, ".2f"), "yes" if r.slower_every_round else "no", str(r.oom),
-                    f(io.get("r_s"), ".0f"), f(io.get("rkb_s"), ".0f"), f(io.get("r_await"), ".2f"),
-                    f(io.get("util_pct"), ".1f")])
-    return out

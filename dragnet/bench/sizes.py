@@ -187,27 +187,6 @@ def describe_slope(fit: Fit | None) -> str:
     return f"time ∝ size^{fit.slope:.2f} ({fit.points} runs{r2})"
 
 
-SIZE_COLUMNS = ("language", "scenario", "docs", "runs", "build s median", "docs/s median", "db file",
-                "index file", "peak memory", "> memory limit")
-
-
-def table_cells(rows: list[SizeRow]) -> list[list[str]]:
-    from dragnet.couchdb.storage import format_size
-
-    def med(v, fmt):
-        return format(statistics.median(v), fmt) if v else "–"
-
-    def size(v):
-        return "–" if v is None else format_size(v)
-    out = []
-    for r in rows:
-        mark = "FIRST" if r.first_exceeding else ("yes" if r.exceeds_memory else "no")
-        out.append([r.language, r.scenario or "–", f"{r.size:,}", str(r.runs), med(r.seconds, ".2f"),
-                    med(r.docs_per_sec, ".0f"), size(r.db_file), size(r.index_file),
-                    size(r.peak_memory) + (f" ({r.peak_source})" if r.peak_source else ""), mark])
-    return out
-
-
 # ---------------------------------------------------------------- the sweep (drives a CouchDB)
 
 def sweep_runs(manifests: dict[int, dict]) -> list[dict]:

@@ -11,6 +11,7 @@ from dragnet.bench import run as b
 from dragnet.results.schema import RunEntry
 from dragnet.cli.options import (axis_options, db_option, json_option, print_json, server_option, store_option,
                                  url_option)
+from dragnet.report.console import differences_lines
 from dragnet.results.load import load_results
 
 
@@ -359,106 +360,10 @@ def _sizes(config, counts, on_event, plot_path, as_json, save_as=None, sdir=None
 
 def render_sizes(folder, plot_path=None, as_json=False) -> None:
     """Table, per-size "disk matters?", slopes, memory marks and chart, from a sweep's folder alone."""
-    from pathlib import Path
+    from dragnet.report import sizes_table
+    from dragnet.report.console import render_sizes as show
 
-    from dragnet.bench import sizes as sz
-    from dragnet.errors import DragnetError
-
-    folder = Path(folder)
-    saved, manifests = sz.load(folder)
-    an = sz.analyse(saved, manifests)
-    chart_note = None
-    png = Path(plot_path) if plot_path else folder / "sizes.png"
-    try:
-        if not any(r["seconds"] for r in an["rows"]):
-            raise DragnetError("no successful build to draw")
-        from dragnet.report.sizes_plot import size_chart
-
-        size_chart(an["rows"], an["fits"], an["first_exceeding_memory"], png)
-        chart_note = f"chart: {png}"
-    except DragnetError as exc:       # matplotlib missing: the numbers stand without the picture
-        chart_note = f"no chart: {exc}"
-        png = None
-    runs = sz.sweep_runs(manifests)
-    failed = [r for r in runs if r["status"] not in ("ok", "oom")]
-    n_ok = sum(1 for r in runs if r["status"] == "ok")
-    disk = {}
-    scs = next((m.get("scenarios") for m in manifests.values() if m.get("scenarios")), None)
-    from dragnet.bench.scenario import disk_matters, disk_summary, reference_of
-    ref = reference_of(scs) if scs else None
-    if ref:     # "disk matters?" per size: sizes are never mixed in one comparison
-        disk = {n: disk_matters(m["runs"], ref) for n, m in sorted(manifests.items())}
-    if as_json:
-        summaries = {str(n): disk_summary(rows, ref) for n, rows in disk.items()}
-        print_json({"dir": str(folder), "chart": str(png) if png else None, "chart_note": chart_note,
-                    "sizes": saved, **an,
-                    "disk_matters": {n: {"rows": d["disk_matters"], "verdict": d["verdict"],
-                                         "memory_advice": d["memory_advice"]} for n, d in summaries.items()}})
-    else:
-        from rich.console import Console
-        from rich.table import Table
-        from rich.text import Text
-
-        rows = [sz.SizeRow(**r) for r in an["rows"]]      # what analyse() computed, not computed again
-        table = Table(title=f"sizes ({n_ok} of {len(runs)} runs ok)", header_style="bold")
-        for col in sz.SIZE_COLUMNS:
-            table.add_column(col)
-        for cells in sz.table_cells(rows):
-            table.add_row(*(Text(c) for c in cells))
-        Console(width=200).print(table)
-        from dragnet.report.console import render_disk_matters
-        for n, rows_ in disk.items():
-            render_disk_matters(rows_, ref, at=f" at {n:,} documents")
-        for f in an["fits"]:
-            fit = sz.Fit(**{k: f[k] for k in ("slope", "intercept", "r2", "points")}) if f["slope"] is not None \
-                else None
-            click.echo(f"slope {f['language']}{' ' + f['scenario'] if f['scenario'] else ''}: "
-                       f"{sz.describe_slope(fit)}")
-        for limit, n in an["first_exceeding_memory"].items():
-            from dragnet.couchdb.storage import format_size
-
-            click.echo(f"memory limit {format_size(int(limit))}: " + (
-                f"the database first exceeds it at {n:,} documents" if n is not None
-                else "no size's database exceeds it"))
-        for r in failed:
-            click.echo(f"failed: size {r['size']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
-        click.echo(chart_note)
-        click.echo(f"results: {folder}")
-    if runs and n_ok == 0:
+    rep = sizes_table.sweep_report(folder, plot_path)
+    print_json(sizes_table.to_json(rep)) if as_json else show(rep)
+    if rep["runs"] and rep["n_ok"] == 0:
         sys.exit(1)
-
-
-def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
-    """Each run whose rows differ from the reference (or from its own engine's first build): the count
-    by class, the findings with their smallest example, then examples by view and document id."""
-    import json
-    from pathlib import Path
-
-    from dragnet.build.fault import describe
-    from dragnet.results.schema import read as read_results_file
-
-    lines = []
-    for r in runs:
-        for key in ("comparison", "repeat_comparison"):
-            cmp = r.get(key) or {}
-            if not cmp.get("differences"):
-                continue
-            classes = ", ".join(f"{n} {c}" for c, n in (cmp.get("classes") or {}).items())
-            whose = "its own first build" if key == "repeat_comparison" else cmp["reference"]
-            lines.append(f"DIFFERENT: {r['language']} ({r['storage']} round {r['repeat'] + 1}) differs from "
-                         f"{whose} in {cmp['differences']} places" + (f" ({classes})" if classes else "") + ":")
-            full = read_results_file(Path(folder) / r["result_file"]).get(key, {})
-            for f in full.get("findings") or []:
-                lines += ["  " + x for x in describe(f)]
-            shown = 0
-            for query, q in full.get("queries", {}).items():
-                if q.get("missing_in"):
-                    lines.append(f"  {query}: missing in {q['missing_in']}")
-                for ex in q.get("examples", []):
-                    if shown >= per_run:
-                        break
-                    lines.append(f"  {query} {json.dumps(ex['where'], ensure_ascii=False)}: "
-                                 f"{whose} {json.dumps(ex['reference'], ensure_ascii=False)[:200]} "
-                                 f"≠ {r['language']} {json.dumps(ex['other'], ensure_ascii=False)[:200]}")
-                    shown += 1
-    return lines

@@ -111,7 +111,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
             click.echo()
             click.echo(to_markdown(cmp), nl=False)
         if sc_ref:
-            from dragnet.bench.scenario import DISK_COLUMNS, disk_rows
+            from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
             click.echo(f"\n**disk matters?** (× = docs/s against {sc_ref})\n")
             click.echo(rp.md_table(DISK_COLUMNS, disk_rows(sc_rows)), nl=False)
             click.echo("".join(f"\n- memory: {line}" for line in memory_advice(sc_rows, sc_ref)))

@@ -53,7 +53,8 @@ def render_disk_matters(rows, ref: str, at: str = "") -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from dragnet.bench.scenario import DISK_COLUMNS, disk_rows, memory_advice, verdict
+    from dragnet.bench.scenario import memory_advice, verdict
+    from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
     table = Table(title=f"disk matters?{at} (× = docs/s against {ref})", header_style="bold")
     for col in DISK_COLUMNS:
         table.add_column(col)
@@ -138,3 +139,75 @@ def render_forecast(out: dict) -> str:
                          + (f" (whole-database sweep alone: {whole['error']:+.1%})" if whole else ""))
     lines.append(f"results: {out['sweep_dir']}, forecast.json and {', '.join((out.get('charts') or {}).values())}")
     return "\n".join(lines)
+
+
+def render_sizes(rep: dict) -> None:
+    """A size sweep's report (dragnet.report.sizes_table.sweep_report): its table, "disk matters?" per size,
+    slopes, memory marks, failures and chart."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from dragnet.bench import sizes as sz
+    from dragnet.couchdb.storage import format_size
+    from dragnet.report.sizes_table import SIZE_COLUMNS, table_cells
+
+    an = rep["analysis"]
+    rows = [sz.SizeRow(**r) for r in an["rows"]]      # what analyse() computed, not computed again
+    table = Table(title=f"sizes ({rep['n_ok']} of {len(rep['runs'])} runs ok)", header_style="bold")
+    for col in SIZE_COLUMNS:
+        table.add_column(col)
+    for cells in table_cells(rows):
+        table.add_row(*(Text(c) for c in cells))
+    Console(width=200).print(table)
+    for n, rows_ in rep["disk"].items():
+        render_disk_matters(rows_, rep["reference"], at=f" at {n:,} documents")
+    for f in an["fits"]:
+        fit = sz.Fit(**{k: f[k] for k in ("slope", "intercept", "r2", "points")}) if f["slope"] is not None \
+            else None
+        click.echo(f"slope {f['language']}{' ' + f['scenario'] if f['scenario'] else ''}: "
+                   f"{sz.describe_slope(fit)}")
+    for limit, n in an["first_exceeding_memory"].items():
+        click.echo(f"memory limit {format_size(int(limit))}: " + (
+            f"the database first exceeds it at {n:,} documents" if n is not None
+            else "no size's database exceeds it"))
+    for r in rep["failed"]:
+        click.echo(f"failed: size {r['size']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
+    click.echo(rep["chart_note"])
+    click.echo(f"results: {rep['folder']}")
+
+
+def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
+    """Each run whose rows differ from the reference (or from its own engine's first build): the count
+    by class, the findings with their smallest example, then examples by view and document id."""
+    import json
+    from pathlib import Path
+
+    from dragnet.build.fault import describe
+    from dragnet.results.schema import read as read_results_file
+
+    lines = []
+    for r in runs:
+        for key in ("comparison", "repeat_comparison"):
+            cmp = r.get(key) or {}
+            if not cmp.get("differences"):
+                continue
+            classes = ", ".join(f"{n} {c}" for c, n in (cmp.get("classes") or {}).items())
+            whose = "its own first build" if key == "repeat_comparison" else cmp["reference"]
+            lines.append(f"DIFFERENT: {r['language']} ({r['storage']} round {r['repeat'] + 1}) differs from "
+                         f"{whose} in {cmp['differences']} places" + (f" ({classes})" if classes else "") + ":")
+            full = read_results_file(Path(folder) / r["result_file"]).get(key, {})
+            for f in full.get("findings") or []:
+                lines += ["  " + x for x in describe(f)]
+            shown = 0
+            for query, q in full.get("queries", {}).items():
+                if q.get("missing_in"):
+                    lines.append(f"  {query}: missing in {q['missing_in']}")
+                for ex in q.get("examples", []):
+                    if shown >= per_run:
+                        break
+                    lines.append(f"  {query} {json.dumps(ex['where'], ensure_ascii=False)}: "
+                                 f"{whose} {json.dumps(ex['reference'], ensure_ascii=False)[:200]} "
+                                 f"≠ {r['language']} {json.dumps(ex['other'], ensure_ascii=False)[:200]}")
+                    shown += 1
+    return lines
