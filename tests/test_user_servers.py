@@ -322,3 +322,16 @@ def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
         assert stats is not None
     finally:
         runner.invoke(main, ["couch", "down", "--port", str(port)], env=env)
+
+
+def test_servers_views_says_which_servers_have_which_views(tmp_path):
+    _view_folder(tmp_path)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "map.py").write_text("def fun(doc):\n    yield doc['_id'], 1\n")
+    r = CliRunner().invoke(main, ["servers", "--server", "goqs=/bin/cat", "--views", str(tmp_path), "--json"])
+    assert r.exit_code == 0, r.output
+    has = {(x["view"], x["server"]): x["has"] for x in json.loads(r.stdout)}
+    assert has[("income", "goqs")] and not has[("other", "goqs")]
+    assert has[("other", "python3")] and not has[("income", "python3")]
+    r = CliRunner().invoke(main, ["servers", "--server", "goqs=/bin/cat", "--views", str(tmp_path)])
+    assert "goqs" in r.output and "no map.goqs: skipped" in r.output

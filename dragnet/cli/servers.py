@@ -27,9 +27,12 @@ from dragnet.cli.options import print_json, server_option
 @click.option("--case", "cases", multiple=True, metavar="CASE", help="With --check: only this case (repeatable).")
 @click.option("--functions", "functions_dir", type=click.Path(file_okay=False), default=None,
               help="With --check: a folder of <role>.<ext> functions in the server's own language.")
+@click.option("--views", "views_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Say which servers have which views: every view folder under DIR (e.g. views/) per server.")
 @server_option
 def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: int, build: str | None,
-                check: str | None, cases: tuple, functions_dir: str | None, server_opts: tuple) -> None:
+                check: str | None, cases: tuple, functions_dir: str | None, views_dir: str | None,
+                server_opts: tuple) -> None:
     """List query servers and print how to register them with CouchDB 3.5; --check NAME checks one."""
     from dragnet.servers import user
 
@@ -38,6 +41,8 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
         raise UsageError("--case and --functions go with --check NAME")
     if check:
         return _check(check, cases, functions_dir, mode == "json")
+    if views_dir:
+        return _views(views_dir, mode == "json")
     if build:
         from dragnet.servers import build as server_build
 
@@ -113,3 +118,20 @@ def _check(name: str, cases: tuple, functions_dir: str | None, as_json: bool) ->
     if report.failed:
         raise DragnetError(f"{name} failed {len(report.failed)} of {len(report.outcomes)} cases: "
                            + ", ".join(o.case for o in report.failed))
+
+
+def _views(views_dir: str, as_json: bool) -> None:
+    from dragnet.build.views import coverage
+
+    specs, _ = discover()
+    rows = coverage(specs, views_dir)
+    if as_json:
+        print_json([{"view": v, "server": s, "file": f, "has": has} for v, s, f, has in rows])
+        return
+    width = max(len(s) for _, s, _, _ in rows)
+    view = None
+    for v, s, f, has in rows:
+        if v != view:
+            click.echo(f"{v}:")
+            view = v
+        click.echo(f"  {s:<{width}}  {f if has else f'no {f}: skipped'}")
