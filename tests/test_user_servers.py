@@ -294,7 +294,11 @@ def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
     env["DRAGNET_COUCHDB_HOME"] = home
     port = free_port()
     runner = CliRunner()
-    r = runner.invoke(main, ["couch", "up", "--backend", "local", "--port", str(port), "--server", f"goqs={goqs}",
+    servers = tmp_path / "servers.json"   # goqs, and goqs behind a wrapper that crashes after 50 documents
+    servers.write_text(json.dumps([{"name": "goqs", "command": [goqs]}, {
+        "name": "crashy", "command": [sys.executable, TESTSERVER, "crash-after", "50", "--", goqs],
+        "dialect": "goqs", "process": "qs_testserver.py"}]))
+    r = runner.invoke(main, ["couch", "up", "--backend", "local", "--port", str(port), "--server", str(servers),
                              "--timeout", "120"], env=env)
     try:
         assert r.exit_code == 0, r.output
@@ -318,8 +322,18 @@ def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
         from dragnet.qsbench.run import values_equal
 
         assert values_equal(rows["go"], rows["js"])
-        stats = couch.get("/_node/_local/_stats/couchdb/query_server")
-        assert stats is not None
+
+        # a server that crashes mid-build: the build fails with its stderr, CouchDB's restarts are counted
+        out = tmp_path / "res"
+        r = runner.invoke(main, ["addview", str(folder / "map.goqs"), "--language", "crashy", "--url", url,
+                                 "--db", "goqs", "--benchmark", "--server", str(servers), "--results", str(out)],
+                          env=env)
+        assert r.exit_code != 0
+        (res,) = [json.loads(f.read_text()) for f in out.glob("addview-*.json")]
+        s = res["summary"]
+        assert not s["ok"] and "os_process_error" in s["error"] and "boom after 50 docs" in s["error"]
+        assert "boom after 50 docs" in s["qs_stderr_tail"] and s["qs_process_errors"] >= 1
+        assert s["qs_process_starts"] >= 1
     finally:
         runner.invoke(main, ["couch", "down", "--port", str(port)], env=env)
 
@@ -335,3 +349,20 @@ def test_servers_views_says_which_servers_have_which_views(tmp_path):
     assert has[("other", "python3")] and not has[("income", "python3")]
     r = CliRunner().invoke(main, ["servers", "--server", "goqs=/bin/cat", "--views", str(tmp_path)])
     assert "goqs" in r.output and "no map.goqs: skipped" in r.output
+
+
+def test_stderr_lines_are_what_couchdb_did_not_write_and_restarts_are_summarised():
+    from dragnet.results import build as rb
+
+    log = ["[info] 2026-11-25T12:24:30.1Z node <0.1.0> -------- Starting", "boom after 100 docs",
+           "[error] 2026-11-25T12:24:34.8Z node <0.2.0> -------- OS Process Error :: {os_process_error,{exit_status,3}}",
+           "{{nocatch,{os_process_error,{exit_status,3}}},[{couch_os_process,prompt,2}]}", "  more report",
+           "panic: runtime error"]
+    assert rb.stderr_lines(log) == "boom after 100 docs\npanic: runtime error"
+    before = {"process_starts": {"value": 2, "type": "counter"}, "process_errors": {"value": 0, "type": "counter"}}
+    after = {"process_starts": {"value": 4, "type": "counter"}, "process_errors": {"value": 2, "type": "counter"}}
+    res = rb.build_results(started_at="x", command=[], couchdb=None, machine={}, storage="disk", db={},
+                           view={"ddoc": "_design/x"}, polls=[], wall_time_s=None, docs=None, rows=None, ok=False,
+                           error="e", qs_before=before, qs_after=after, query_server_stderr="boom")
+    s = res["summary"]
+    assert (s["qs_process_starts"], s["qs_process_errors"], s["qs_stderr_tail"]) == (2, 2, "boom")
