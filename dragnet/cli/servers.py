@@ -80,7 +80,8 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
     click.echo("available:")
     for s in specs:
         extra = " ".join(f"{k}={v}" for k, v in s.env)
-        version = f"  ({s.version})" if s.version else ""
+        known = s.version or (user.probe_version(s) if s.version_command else "")   # a user-given server's
+        version = f"  ({known})" if known else ""
         click.echo(f"  {s.name:<{width}}  {s.language:<18} {s.dialect:<6}  {(extra + ' ') if extra else ''}"
                    f"{' '.join(s.argv)}{version}")
     if skipped:
