@@ -50,6 +50,8 @@ servers: deps venv
 	$(MAKE) -C query_servers PYTHON=$(PY)
 
 test: deps test-deps venv servers
+	@# the stage order (.importlinter, docs/architecture.md): an import that runs back up fails here
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # every query server found here, over the protocol, on 3,000 generated declarations (cached in cache/)

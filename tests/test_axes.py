@@ -1,5 +1,8 @@
 """The axis model and planner, and the pure parts of the --config, --cpus, --q and --couchdb axes."""
 
+import os
+from pathlib import Path
+
 import pytest
 
 from dragnet.axes import model as axes
@@ -123,12 +126,47 @@ def test_unknown_key_is_refused_with_the_nearest_known_key():
         axis_config.check_known([s], {"3.5.2": axis_config.known_keys(INI_352)})
 
 
+def test_the_catalogue_knows_what_the_code_reads_and_default_ini_does_not_name():
+    # 3.5.0's default.ini names min_writer_items/min_writer_size only; its couch_mrview_updater reads more
+    keys, source = axis_config.keys_of("3.5.0", INI_350)
+    assert source == "catalogue" and ("view_updater", "queue_item_cap") in keys
+    assert ("view_updater", "queue_memory_cap") in keys and ("view_updater", "gc_interval_docs") not in keys
+    assert ("view_updater", "gc_interval_docs") in axis_config.catalogue("3.5.2")
+    s = axis_config.parse("view_updater/queue_item_capp=50")
+    with pytest.raises(UsageError, match=r"not a setting of CouchDB 3\.5\.0; did you mean view_updater/queue_item_cap\?"):
+        axis_config.check_known([s], {"3.5.0": keys})
+    # a section the code reads whole or by a computed key: any key of it is a setting
+    assert axis_config.knows(axis_config.catalogue("3.5.0"), "admins", "anyone")
+    assert "3.5.0" in axis_config.catalogued() and axis_config.catalogue("9.9.9") is None
+
+
+@pytest.mark.skipif(not os.environ.get("DRAGNET_COUCHDB_HOME"), reason="needs a CouchDB release (DRAGNET_COUCHDB_HOME)")
+def test_a_release_says_its_version():
+    home = os.environ["DRAGNET_COUCHDB_HOME"]
+    version = axis_couchdb.version_of(home, "local")
+    assert version and (Path(home) / "lib" / f"couch-{version}").is_dir()
+    cat = axis_config.catalogue(version)
+    if cat is not None:     # the catalogue knows every setting the release's own default.ini names
+        ini = axis_config.known_keys((Path(home) / "etc" / "default.ini").read_text())
+        assert {k for k in ini if not axis_config.knows(cat, *k)} == set()
+
+
+def test_without_a_catalogue_the_check_is_default_ini_only_and_says_so():
+    keys, source = axis_config.keys_of("9.9.9", INI_350)
+    assert source == "default.ini" and keys == axis_config.known_keys(INI_350)
+    assert "partial" in axis_config.partial_warning("9.9.9", source)
+    assert axis_config.keys_of("9.9.9", None) == (set(), "")
+    assert "not checked" in axis_config.partial_warning("9.9.9", "")
+    assert axis_config.partial_warning("3.5.0", "catalogue") is None
+
+
 def test_a_setting_one_version_lacks_is_not_applicable_there():
     s = axis_config.parse("view_updater/gc_interval_docs=1,1000")
     lacking = axis_config.check_known([s], {"3.5.0": axis_config.known_keys(INI_350),
                                             "3.5.2": axis_config.known_keys(INI_352)})
     assert lacking == {"view_updater/gc_interval_docs": ["3.5.0"]}
     assert "not applicable to CouchDB 3.5.0" in axis_config.not_applicable(s, "3.5.0")
+    assert "neither its code nor its default.ini" in axis_config.not_applicable(s, "3.5.0", catalogued=True)
 
 
 # ---- --cpus, --q, --couchdb

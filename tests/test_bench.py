@@ -10,6 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from dragnet.bench import run as bench
+from dragnet.axes import model as model
+from dragnet.data import ensure as ensure
 from dragnet.cli import main
 from dragnet.errors import UsageError
 
@@ -35,9 +37,9 @@ def test_unknown_languages_and_missing_files_reported_together(tmp_path):
 
 
 def test_parse_list():
-    assert bench.parse_list(" disk, tmpfs ,", "--storage") == ["disk", "tmpfs"]
+    assert model.parse_list(" disk, tmpfs ,", "--storage") == ["disk", "tmpfs"]
     with pytest.raises(UsageError, match="'disk' given twice"):
-        bench.parse_list("disk,disk", "--storage")
+        model.parse_list("disk,disk", "--storage")
 
 
 # ---- plan
@@ -90,13 +92,13 @@ def test_ratios_pair_with_the_baseline_of_the_same_storage_and_repeat():
 def test_import_needed():
     fp = {"sha256": "abc", "count": 10, "file": "d.jsonl"}
     marker = {"sha256": "abc", "count": 10, "doc_count": 10, "file": "d.jsonl"}
-    assert bench.import_needed(None, None, fp) == "the database does not exist"
-    assert "not imported by dragnet" in bench.import_needed(None, {"doc_count": 10}, fp)
-    assert "another data file" in bench.import_needed({**marker, "sha256": "zzz"}, {"doc_count": 10}, fp)
-    assert "another data file" in bench.import_needed({**marker, "count": 9}, {"doc_count": 10}, fp)
-    assert "holds 9 documents, 10 after the import" in bench.import_needed(marker, {"doc_count": 9}, fp)
-    assert bench.import_needed(marker, {"doc_count": 10}, fp) is None
-    assert bench.import_needed(marker, {"doc_count": 11}, fp) is None  # e.g. a design doc left behind
+    assert ensure.import_needed(None, None, fp) == "the database does not exist"
+    assert "not imported by dragnet" in ensure.import_needed(None, {"doc_count": 10}, fp)
+    assert "another data file" in ensure.import_needed({**marker, "sha256": "zzz"}, {"doc_count": 10}, fp)
+    assert "another data file" in ensure.import_needed({**marker, "count": 9}, {"doc_count": 10}, fp)
+    assert "holds 9 documents, 10 after the import" in ensure.import_needed(marker, {"doc_count": 9}, fp)
+    assert ensure.import_needed(marker, {"doc_count": 10}, fp) is None
+    assert ensure.import_needed(marker, {"doc_count": 11}, fp) is None  # e.g. a design doc left behind
 
 
 def test_file_fingerprint_reads_gzip_and_plain(tmp_path):
@@ -105,10 +107,10 @@ def test_file_fingerprint_reads_gzip_and_plain(tmp_path):
     plain.write_text(lines)
     with gzip.open(gz, "wt") as fh:
         fh.write(lines)
-    assert bench.file_fingerprint(plain)["count"] == bench.file_fingerprint(gz)["count"] == 5
-    assert bench.file_fingerprint(plain)["sha256"] != bench.file_fingerprint(gz)["sha256"]
+    assert ensure.file_fingerprint(plain)["count"] == ensure.file_fingerprint(gz)["count"] == 5
+    assert ensure.file_fingerprint(plain)["sha256"] != ensure.file_fingerprint(gz)["sha256"]
     with pytest.raises(UsageError, match="data file not found"):
-        bench.file_fingerprint(tmp_path / "missing.jsonl")
+        ensure.file_fingerprint(tmp_path / "missing.jsonl")
 
 
 def test_db_tasks_matches_shards_of_the_db_only():
@@ -173,7 +175,7 @@ def test_live_bench_then_report(live_db, tmp_path):
     assert {(g["label"], g["n"]) for g in doc["report"]["groups"]} == {("erlang_baseline", 2), ("javascript", 2)}
 
     # the next bench skips the import (same file, same count)
-    again = bench.ensure_data(couch, db, data)
+    again = ensure.ensure_data(couch, db, data)
     assert again["imported"] is False and again["reason"] == "already imported"
 
     r = CliRunner().invoke(main, ["report", str(out), "--format", "markdown", "--plot", str(tmp_path / "png")])
@@ -229,3 +231,16 @@ def test_bench_starts_local_couchdb_on_disk_and_tmpfs_then_report(tmp_path):
     for storage in ("disk", "tmpfs"):
         for lang in ("erlang_baseline", "javascript", "python3"):
             assert f"| {lang} | {storage} | 2 |" in r.output
+
+
+def test_the_ceiling_opens_each_round_after_the_baseline_unless_asked_not_to(tmp_path):
+    langs = bench.with_ceiling(["javascript", "bun"])
+    assert langs == ["ceiling", "javascript", "bun"]
+    assert bench.with_ceiling(["javascript", "ceiling"]) == ["javascript", "ceiling"]
+    assert bench.with_ceiling(["javascript"], ceiling=False) == ["javascript"]
+    order = [p.language for p in bench.plan(langs, 2, ["disk"])]
+    assert order == ["erlang_baseline", "ceiling", "javascript", "bun"] * 2
+    # it never reads its view file: a folder without map.js still has one for it
+    (tmp_path / "map.py").write_text("def fun(doc):\n    yield doc['_id'], None\n")
+    assert bench.LANGUAGES["ceiling"].path(tmp_path) == tmp_path / "map.py"
+    assert bench.resolve_languages(["ceiling"], tmp_path)[0].language == "ceiling"

@@ -8,6 +8,7 @@ import pytest
 from loopback import Loopback
 
 from dragnet.bench import run as bench
+from dragnet.data import ensure as ensure
 from dragnet.couchdb.client import connect
 from dragnet.errors import DragnetError
 
@@ -25,25 +26,25 @@ def test_a_database_dragnet_did_not_fill_is_never_dropped(tmp_path):
               ("GET", f"/{DB}/_local/dragnet-import"): [(404, {}, {"error": "not_found"})]}
     with Loopback(script) as lb:
         with pytest.raises(DragnetError, match="did not import"):
-            bench.ensure_data(connect(lb.url), DB, _data(tmp_path))
+            ensure.ensure_data(connect(lb.url), DB, _data(tmp_path))
         assert lb.requests("DELETE", f"/{DB}") == []
         assert lb.requests("POST", f"/{DB}/_bulk_docs") == []
 
 
 def test_the_same_file_already_imported_is_not_imported_again(tmp_path):
     data = _data(tmp_path)
-    marker = {**bench.file_fingerprint(data), "doc_count": 3}
+    marker = {**ensure.file_fingerprint(data), "doc_count": 3}
     script = {("GET", f"/{DB}"): [(200, {}, {"db_name": DB, "doc_count": 3})],
               ("GET", f"/{DB}/_local/dragnet-import"): [(200, {}, marker)]}
     with Loopback(script) as lb:
-        out = bench.ensure_data(connect(lb.url), DB, data)
+        out = ensure.ensure_data(connect(lb.url), DB, data)
         assert out["imported"] is False and out["reason"] == "already imported"
         assert lb.requests("DELETE", f"/{DB}") == [] and lb.requests("POST", f"/{DB}/_bulk_docs") == []
 
 
 def test_a_database_that_lost_documents_is_dropped_and_refilled(tmp_path):
     data = _data(tmp_path)
-    marker = {**bench.file_fingerprint(data), "doc_count": 3}
+    marker = {**ensure.file_fingerprint(data), "doc_count": 3}
     state = {"exists": True, "docs": 2}
 
     def handler(method, path, body):
@@ -67,7 +68,7 @@ def test_a_database_that_lost_documents_is_dropped_and_refilled(tmp_path):
         return 404, {}, {"error": "not_found"}
 
     with Loopback(handler=handler) as lb:
-        out = bench.ensure_data(connect(lb.url), DB, data)
+        out = ensure.ensure_data(connect(lb.url), DB, data)
     assert out["imported"] is True and "2 documents, 3 after the import" in out["reason"]
     assert out["doc_count"] == 3
 

@@ -122,13 +122,12 @@ def test_lone_cluster_needs_no_port_and_nodes_know_their_place(tmp_path):
 def test_bench_records_q_n_and_the_nodes():
     from conftest import serve_json
 
-    from dragnet.bench import run as bench
     from dragnet.couchdb.client import connect
 
     srv, seen = serve_json([(200, {"db_name": "d", "cluster": {"q": 8, "n": 3, "w": 2, "r": 2}}),
                             (200, {"all_nodes": ["a@h", "b@h"], "cluster_nodes": ["a@h", "b@h", "c@h"]})])
     try:
-        got = bench.cluster_of(connect(f"http://127.0.0.1:{srv.server_address[1]}", env={}), "d")
+        got = cluster.cluster_of(connect(f"http://127.0.0.1:{srv.server_address[1]}", env={}), "d")
     finally:
         srv.shutdown()
     assert got == {"q": 8, "n": 3, "nodes": ["a@h", "b@h", "c@h"]}

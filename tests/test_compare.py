@@ -18,14 +18,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet.results import compare as c
+from dragnet.report import compare as c
 from dragnet.build import design as design
-from dragnet.results import history as history
+from dragnet.report import history as history
 from dragnet.measure import stats as stats
 from dragnet.results import store as store
 from dragnet.cli import main
 from dragnet.errors import UsageError
-from dragnet.report.tables import load_results
+from dragnet.results import load as load
+from dragnet.results.load import load_results
 
 REPO = Path(__file__).resolve().parent.parent
 CI = REPO / "docs" / "compare" / "ci"
@@ -45,7 +46,7 @@ def ci() -> dict[str, list[dict]]:
 def test_slower_revision_regresses_and_rows_changed(ci):
     cmp = c.compare(ci["base"], ci["slower"], threshold=0.05)
     assert list(cmp.varied) == ["ddoc"]                 # the revision is what differs, paired not matched
-    assert [c.ddoc_hash(r["view"]["design"]["doc"]) for r in ci["base"][:1]] == [cmp.varied["ddoc"][0]]
+    assert [load.ddoc_hash(r["view"]["design"]["doc"]) for r in ci["base"][:1]] == [cmp.varied["ddoc"][0]]
     (cell,) = cmp.cells
     old, new = walls(CI / "base"), walls(CI / "slower")
     assert sorted(cell.old.samples) == sorted(old) and sorted(cell.new.samples) == sorted(new)
@@ -91,7 +92,7 @@ def test_one_folder_compares_along_its_two_valued_axis(ci, tmp_path):
     shutil.copytree(CI / "slower", both / "slower")
     cmp = c.compare_along(load_results([both]))
     assert cmp.along == "ddoc" and cmp.cells[0].label == c.REGRESSED
-    assert cmp.old_label == f"ddoc={c.ddoc_hash(ci['base'][0]['view']['design']['doc'])}"   # built first
+    assert cmp.old_label == f"ddoc={load.ddoc_hash(ci['base'][0]['view']['design']['doc'])}"   # built first
     r = CliRunner().invoke(main, ["compare", str(both), "--fail-if-slower", "5%"])
     assert r.exit_code == 1 and "regressed" in r.output
     with pytest.raises(UsageError, match="--along language: needs exactly two values"):
@@ -161,7 +162,7 @@ def test_store_baselines_and_missing_name(ci, tmp_path):
         store.baseline(s, "main")
     e = store.save(s, CI / "base", "main")
     assert e["couchdb"] == ci["base"][0]["couchdb"]["version"] and e["otp"] and e["engine"]
-    assert e["ddoc_hashes"] == [c.ddoc_hash(ci["base"][0]["view"]["design"]["doc"])]
+    assert e["ddoc_hashes"] == [load.ddoc_hash(ci["base"][0]["view"]["design"]["doc"])]
     assert e["machine"]["hostname"] and e["settings"]["languages"] == ["javascript"]
     assert sorted(e["cells"][0]["docs_s"]) == sorted(r["summary"]["docs_per_sec_wall"] for r in ci["base"])
     store.save(s, CI / "slower", "branch")
@@ -257,6 +258,20 @@ def test_bench_axes_are_the_cells_and_one_folder_picks_the_two_valued_axis(ci):
     assert cmp.cells[0].axes["ddoc"] == "main" and cmp.cells[0].axes["design"] == "_design/items"
     assert cmp.failing == cmp.cells
     assert c.compare_along(both, "ddoc").cells[0].ratio == cmp.cells[0].ratio
+
+
+def test_an_unknown_storage_labels_nothing(ci):
+    """A bench on a CouchDB given by URL records storage "unknown": not a value, so not in any cell's label."""
+    def labelled(results, rev):
+        return [dict(r, bench=dict(r["bench"], axes={"language": "javascript", "storage": "unknown", "ddoc": rev}))
+                for r in results]
+    cmp = c.compare_along(labelled(ci["base"], "main") + labelled(ci["slower"], "branch"))
+    assert "storage" not in cmp.cells[0].axes and "storage" not in c.common_axes(cmp)
+    text = c.to_markdown(cmp) + "\n".join(c.notes(cmp))
+    assert "storage=" not in text and "unknown" not in text
+    legacy = dict(ci["base"][0], bench={**{k: v for k, v in ci["base"][0]["bench"].items()
+                                            if k not in ("axes", "storage_label")}, "size": 3000}, storage=None)
+    assert "storage" not in load.axes_of(legacy) and load.axes_of(legacy)["size"] == "3000"
 
 
 def test_new_failures_fail_the_gate(ci):

@@ -21,7 +21,7 @@ from dragnet.couchdb import limits as limits
 from dragnet.couchdb import storage as storage
 from dragnet.cli import main
 from dragnet.errors import DragnetError, UsageError
-from dragnet.measure.iostat import BlockDevice
+from dragnet.couchdb.storage import BlockDevice
 from conftest import couch_env, free_port
 
 SECRET = "d0cker-Secret-pw"

@@ -126,3 +126,19 @@ def test_couchapp_macro_including_itself_is_refused(tmp_path):
     root = _app(tmp_path, {"views/v/map.js": "// !code a.js\nfunction (doc) {}\n", "a.js": "// !code a.js\n"})
     with pytest.raises(UsageError, match="includes itself"):
         design.load(str(root))
+
+
+def test_a_maps_only_copy_keeps_the_maps_lib_and_built_in_reduces():
+    from dragnet.build import design as dsg
+
+    doc = {"_id": "_design/app", "language": "javascript", "options": {"local_seq": True},
+           "validate_doc_update": "function(){}", "shows": {"s": "function(){}"},
+           "views": {"lib": {"u": "exports.x = 1"}, "a": {"map": "m1", "reduce": "_sum"},
+                     "b": {"map": "m2", "reduce": "function(k, v) { return sum(v); }"}, "c": {"map": "m3"}}}
+    copy = dsg.benchmark_copy(dsg.Design(doc, "app.json"), "_design/x", language="ceiling", nonce="n",
+                              maps_only=True)
+    assert copy["views"] == {"lib": {"u": "exports.x = 1"}, "a": {"map": "m1", "reduce": "_sum"}, "b": {"map": "m2"},
+                             "c": {"map": "m3"}}
+    assert "validate_doc_update" not in copy and "shows" not in copy
+    assert copy["language"] == "ceiling" and copy["autoupdate"] is False
+    assert copy["options"] == {"local_seq": True, "dragnet_benchmark": "n"}

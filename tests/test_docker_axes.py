@@ -103,3 +103,70 @@ def test_a_restart_setting_turns_on_the_erlang_query_server_of_an_official_image
     assert not client().containers.list(all=True, filters={"label": f"org.dragnet.couch.port={port}"})
     assert not list(Path(env["DRAGNET_STATE_DIR"]).glob("docker-*-restart.ini"))
 
+
+
+def _data(tmp_path, n=60):
+    from tests.conftest import normalised_declarations
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**d, "_id": f"gen:{i}"}) + "\n"
+                            for i, d in enumerate(normalised_declarations(n, 4))))
+    return data
+
+
+def test_the_erlang_baseline_builds_on_both_official_images(docker_env, tmp_path):
+    """The official images keep the native Erlang query server off; the baseline is dragnet's own, so every
+    container dragnet starts has it on (a default.d file bound in), and the manifest says so."""
+    env, port = docker_env
+    p = _bench(env, port, tmp_path, "--data", str(_data(tmp_path)), "--languages", "erlang_baseline",
+               "--repeat", "1", "--couchdb", ",".join(IMAGES))
+    assert p.returncode == 0, p.stdout + p.stderr
+    m = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert [(r["axes"]["couchdb"], r["language"], r["status"]) for r in m["runs"]] == [
+        (IMAGES[0], "erlang_baseline", "ok"), (IMAGES[1], "erlang_baseline", "ok")]
+    assert m["erlang_baseline"]["native_server"] == "on" and m["erlang_baseline"]["by"].startswith("dragnet")
+    from dragnet.couchdb.docker import client, volume_name
+
+    assert not client().containers.list(all=True, filters={"label": f"org.dragnet.couch.port={port}"})
+    # the data volume stays for the next bench on this port, labelled, so `couch prune` finds and removes it
+    assert client().volumes.get(volume_name(port)).attrs["Labels"] == {"org.dragnet.couch.port": str(port)}
+    p = subprocess.run([sys.executable, "-m", "dragnet", "couch", "prune", "--port", str(port)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and f"volume {volume_name(port)} (port {port})" in p.stdout, p.stdout + p.stderr
+    assert not client().volumes.list(filters={"label": f"org.dragnet.couch.port={port}"})
+
+
+def test_on_a_couchdb_given_by_url_without_the_native_server_the_baseline_is_left_out_in_one_line(docker_env,
+                                                                                                   tmp_path):
+    from dragnet.couchdb.control import ensure_system_dbs, wait_up
+    from dragnet.couchdb.docker import client
+
+    env, port = docker_env
+    c = client()
+    name = f"dragnet-test-official-{port}"      # started here, not by dragnet: dragnet does not manage it
+    container = c.containers.run(IMAGES[0], name=name, detach=True, labels={"org.dragnet.test": str(port)},
+                                 environment={"COUCHDB_USER": env["COUCHDB_USER"],
+                                              "COUCHDB_PASSWORD": env["COUCHDB_PASSWORD"]},
+                                 ports={"5984/tcp": ("127.0.0.1", port)})
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_up(url, 120)
+        ensure_system_dbs(url, env["COUCHDB_USER"], env["COUCHDB_PASSWORD"])
+        argv = [sys.executable, "-m", "dragnet", "bench", "--url", url, "--db", "axes", "--repeat", "1",
+                "--data", str(_data(tmp_path)), "--results", str(tmp_path / "out")]
+        p = subprocess.run([*argv, "--languages", "javascript"], env=env, capture_output=True, text=True,
+                           timeout=900)
+        assert p.returncode == 0, p.stdout + p.stderr
+        text = p.stdout + p.stderr
+        why = f"erlang_baseline is unavailable on http://127.0.0.1:{port}: its native Erlang query server is off"
+        assert text.count(why) == 1 and text.index(why) < text.index("[1/1]"), text
+        m = json.loads((tmp_path / "out" / "bench.json").read_text())
+        assert [(r["language"], r["status"]) for r in m["runs"]] == [("javascript", "ok")]
+        assert m["erlang_baseline"]["available"] is False and m["languages"] == ["javascript"]
+        # the baseline alone: nothing else to run, refused in one line
+        p = subprocess.run([*argv[:-1], str(tmp_path / "out2"), "--languages", "erlang_baseline"], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode != 0 and "no other language to run" in p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    finally:
+        container.remove(force=True, v=True)

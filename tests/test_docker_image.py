@@ -41,6 +41,7 @@ LANGUAGES = {
     "erlang": ("map.erl", None),
     "node": ("map.js", "dragnet-node"),
     "bun": ("map.js", "dragnet-bun"),
+    "ceiling": ("map.js", "ceiling"),     # the null server: one fixed row per document, whatever the view
 }
 
 
@@ -155,6 +156,7 @@ def test_every_language_builds_inside_the_image_with_resources(docker_couch, tmp
                              "CPU avg " + ", ".join(f"{k} {v['cpu_pct']['avg'] or 0:.0f}%"
                                                      for k, v in sorted(ps["summary"].items())))
         assert saved["pidstat_scope"]["root_pid"] == c.containers.get(dk.container_name(port)).attrs["State"]["Pid"]
+    assert rows.pop("ceiling") == N_DOCS, "the ceiling emits one row per document"
     assert len(set(rows.values())) == 1 and rows["javascript"] > 0, rows
 
 

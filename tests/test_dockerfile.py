@@ -25,6 +25,7 @@ IMAGE_SERVERS = {
     "python3": "/usr/bin/python3 /opt/dragnet/query_servers/python/dragnet_qs.py",
     "pypy3": "/usr/bin/pypy3 /opt/dragnet/query_servers/python/dragnet_qs.py",
     "python": "/opt/dragnet/venv/bin/couchpy",
+    "ceiling": "/opt/dragnet/query_servers/ceiling/dragnet-ceiling",
 }
 
 

@@ -64,3 +64,31 @@ def test_readme_recipe_uses_the_real_commands():
             continue
         known = {o for p in cmd.params for o in p.opts}
         assert [w for w in s if w.startswith("--") and w not in known] == [], s
+
+
+def _contract_layers() -> list[set[str]]:
+    import configparser
+
+    ini = configparser.ConfigParser()
+    ini.read(ROOT / ".importlinter")
+    layers = ini["importlinter:contract:stages"]["layers"].split("\n")
+    return [{name.strip() for name in re.split(r"[|:]", line)} for line in layers if line.strip()]
+
+
+def test_architecture_picture_is_the_import_contract():
+    # docs/architecture.md draws the stages; .importlinter enforces them: the two must say the same
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    picture = _section(text, "## The stages, lowest first").split("```\n", 1)[1].split("```", 1)[0]
+    drawn = [set(re.split(r"\s*·\s*", line.split("  ")[1].split("(")[0].strip()))
+             for line in picture.splitlines() if re.match(r"^  [a-z_]", line)]
+    contract = [layer for layer in _contract_layers() if layer != {"__main__"}]
+    assert drawn == contract
+
+
+def test_every_package_is_a_layer_and_in_the_table():
+    layers = set().union(*_contract_layers())
+    packages = {p.name for p in (ROOT / "dragnet").iterdir() if (p / "__init__.py").exists()}
+    modules = {p.stem for p in (ROOT / "dragnet").glob("*.py") if p.stem != "__init__"}
+    assert packages | modules == layers
+    table = (ROOT / "docs" / "architecture.md").read_text()
+    assert {p for p in packages if f"| `{p}/` |" not in table} == set()

@@ -411,7 +411,7 @@ def test_from_sweep_reads_a_forecast_folder_with_its_one_shard_sweep(tmp_path):
         assert line[0] == 1.0 and line[-1] == max(2 * n for n, _ in s["points"]) > top
         mem = out["forecasts"][""][lang]["quantities"]["peak_memory"]     # log n: from the smallest build
         assert fc.entry_curve(mem)[0] == min(n for n, _ in mem["points"]) and fc.entry_curve(mem)[-1] == top
-    from dragnet.forecast.plot import forecast_chart
+    from dragnet.report.forecast_plot import forecast_chart
     chart = forecast_chart(out["forecasts"][""], tmp_path / "forecast.png")
     some = next(iter(out["forecasts"][""]))
     drawn, e = chart.series[f"{some} index_active"], out["forecasts"][""][some]["quantities"]["index_active"]
@@ -462,7 +462,7 @@ def test_a_reforecast_keeps_the_machine_and_load_its_sweep_recorded(tmp_path):
                       if f.parent.name != "size-200000"), key=lambda m: m["started_at"])
     assert out["load_average"] == [benches[0]["machine"]["load_average"][0], benches[-1]["machine"]["load_average"][0]]
     assert out["machine"] == benches[0]["machine"]
-    from dragnet.cli.forecast import render
+    from dragnet.report.console import render_forecast as render
     assert "load average 1.2 → 17.7" in render(out)
 
 
@@ -487,7 +487,7 @@ def test_finish_writes_forecast_json(tmp_path):
     assert on_disk["target"]["db_bytes"] > max(int(v) for v in on_disk["db_bytes"].values())
     assert on_disk["forecasts"] == json.loads(json.dumps(out["forecasts"]))
     assert any("× the largest measured" in w for f in out["forecasts"][""].values() for w in f["warnings"])
-    from dragnet.forecast.plot import forecast_chart
+    from dragnet.report.forecast_plot import forecast_chart
     chart = forecast_chart(out["forecasts"][""], tmp_path / "forecast.png")
     assert chart.path.stat().st_size > 0 and chart.series
 

@@ -14,6 +14,7 @@ from dragnet.report import html_page as hp
 from dragnet.report import tables as rp
 from dragnet.cli import main
 from dragnet.bench.scenario import DISK_COLUMNS, disk_matters, disk_rows, runs_from_results
+from dragnet.results import load as load
 
 import browser
 
@@ -55,7 +56,7 @@ def test_cli_refuses_compare_json_without_html_and_a_wrong_compare_file(tmp_path
 def test_every_linked_number_lands_on_a_raw_block_holding_each_build_once():
     from dragnet.report.html import Inputs, report_sections
 
-    docs = rp.load_results([FIXTURE])
+    docs = load.load_results([FIXTURE])
     sc_runs, ref = runs_from_results(docs)
     secs = report_sections(Inputs(docs, rp.build_report(docs), [], disk_matters(sc_runs, ref), ref))
     ids = {s.id for s in secs}
@@ -70,7 +71,7 @@ def test_every_linked_number_lands_on_a_raw_block_holding_each_build_once():
 def test_meta_counts_values_that_differ_between_files():
     from dragnet.report.html import meta_section
 
-    docs = rp.load_results([FIXTURE])
+    docs = load.load_results([FIXTURE])
     rows = dict(meta_section(docs).rows)
     assert rows["CouchDB"].startswith("3.5.0")
     assert "(4 files)" in rows["scenario"] and rows["load"] == "not recorded in these results files"
@@ -96,7 +97,7 @@ def test_baseline_fills_the_compare_section_and_excludes_compare_json(tmp_path):
 
 def compare_doc(docs: list[dict]) -> dict:
     """`dragnet compare`'s JSON over the fixture's builds (along its scenario axis)."""
-    from dragnet.results.compare import compare_along
+    from dragnet.report.compare import compare_along
 
     return compare_along(docs).to_json()
 
@@ -130,8 +131,8 @@ def test_page_in_headless_chromium(tmp_path):
     why = browser.missing()
     if why:
         pytest.skip(why)
-    docs = rp.load_results([FIXTURE, DDOC])
-    cmp = compare_doc(rp.load_results([FIXTURE]))
+    docs = load.load_results([FIXTURE, DDOC])
+    cmp = compare_doc(load.load_results([FIXTURE]))
     cmp_file = tmp_path / "compare.json"
     cmp_file.write_text(json.dumps(cmp))
     out = tmp_path / "html"
@@ -237,7 +238,7 @@ def test_report_by_becomes_a_section_with_each_pair_verdict():
     from dragnet.report import by_axis as report_by
     from dragnet.report.html import by_axis_sections
 
-    docs = rp.load_results([FIXTURE])
+    docs = load.load_results([FIXTURE])
     cmp = report_by.compare(docs, ["scenario"])
     [sec] = by_axis_sections(cmp, ["scenario"])
     assert len(sec.rows) == sum(len(g["values"]) for g in cmp)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dragnet.couchdb import storage as storage
 from dragnet.measure import iostat as iostat
 
 HERE = Path(__file__).resolve().parent
@@ -72,7 +73,7 @@ def test_garbage_lines_are_kept_not_lost():
 
 
 def test_device_of_the_worktree_is_a_whole_disk():
-    dev = iostat.device_of(HERE)
+    dev = storage.device_of(HERE)
     st = os.stat(HERE)
     assert dev.kind in ("disk", "loop")
     assert Path(f"/sys/dev/block/{dev.majmin}").exists()
@@ -82,8 +83,8 @@ def test_device_of_the_worktree_is_a_whole_disk():
 def test_device_of_tmpfs_is_refused_with_the_reason():
     if not Path("/dev/shm").is_dir() or os.major(os.stat("/dev/shm").st_dev) != 0:
         pytest.skip("no tmpfs at /dev/shm")
-    with pytest.raises(iostat.NoBlockDevice, match="tmpfs or overlay"):
-        iostat.device_of("/dev/shm")
+    with pytest.raises(storage.NoBlockDevice, match="tmpfs or overlay"):
+        storage.device_of("/dev/shm")
 
 
 @pytest.mark.skipif(not iostat.IostatRunner.available(), reason="iostat (sysstat) not installed")

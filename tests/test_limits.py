@@ -9,7 +9,7 @@ import pytest
 
 from dragnet.couchdb import limits as limits
 from dragnet.errors import DragnetError, UsageError
-from dragnet.measure.iostat import BlockDevice
+from dragnet.couchdb.storage import BlockDevice
 
 VDA = BlockDevice("vda", 254, 0, "disk")
 
@@ -180,7 +180,7 @@ def fake_sysfs(root: Path) -> Path:
 
 
 def test_device_of_an_st_dev_resolves_partitions_and_loop_devices_through_sysfs(tmp_path):
-    from dragnet.measure.iostat import NoBlockDevice, device_of_dev
+    from dragnet.couchdb.storage import NoBlockDevice, device_of_dev
 
     sys = str(fake_sysfs(tmp_path))
     # blkio throttles name whole disks: a file system on vda1 is throttled on vda

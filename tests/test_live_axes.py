@@ -26,10 +26,10 @@ def _data(tmp_path, n=120):
     return p
 
 
-def _bench(live_url, tmp_path, *args, wait=True):
+def _bench(live_url, tmp_path, *args, wait=True, env_extra=None):
     base, user, password = split_credentials(live_url)
     env = {**os.environ, "COUCHDB_USER": user or "", "COUCHDB_PASSWORD": password or "",
-           "PYTHONPATH": str(ROOT)}
+           "PYTHONPATH": str(ROOT), **(env_extra or {})}
     argv = [sys.executable, "-m", "dragnet", "bench", "--url", base, "--results", str(tmp_path / "out"),
             "--languages", "javascript", *args]
     if not wait:
@@ -140,6 +140,25 @@ def test_a_value_couchdb_refuses_and_an_unknown_key_are_one_line_errors_before_a
     assert "--config-restart native_query_servers/enable_erlang_query_server" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out" / "bench.json").exists()
+    assert _config(couch) == before
+
+
+def test_a_misspelt_key_is_refused_on_a_server_given_by_url_before_a_missing_database(live_url, tmp_path):
+    # an empty state dir: dragnet does not manage this server, so it cannot read its default.ini; the
+    # catalogue of what 3.5's code reads knows [view_updater] queue_item_cap, which default.ini does not name
+    couch = connect(live_url)
+    before = _config(couch)
+    state = {"DRAGNET_STATE_DIR": str(tmp_path / "state")}
+    p = _bench(live_url, tmp_path, "--db", "dragnet_axnosuch", "--no-baseline",
+               "--config", "view_updater/queue_item_capp=50", env_extra=state)
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert "--config view_updater/queue_item_capp is not a setting of CouchDB 3.5" in p.stderr
+    assert "did you mean view_updater/queue_item_cap?" in p.stderr and "Database" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and not (tmp_path / "out" / "bench.json").exists()
+    # the key spelt right passes the check (and the missing database is what stops it then)
+    p = _bench(live_url, tmp_path, "--db", "dragnet_axnosuch", "--no-baseline",
+               "--config", "view_updater/queue_item_cap=50", env_extra=state)
+    assert p.returncode != 0 and "not a setting" not in p.stderr and "Database does not exist" in p.stderr
     assert _config(couch) == before
 
 

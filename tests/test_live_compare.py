@@ -100,3 +100,46 @@ def test_live_bench_saves_a_baseline_and_compares_with_it(live_url, items, tmp_p
     assert cmp["old"] == f"baseline main ({entry['date']})" and list(cmp["varied"]) == ["ddoc"]
     assert cmp["cells"][0]["label"] == "undecided"           # one build a side decides nothing
     assert [x["view"] for x in cmp["rows_changed"]] == ["by_group"]
+
+
+@pytest.mark.live
+def test_live_compare_of_a_bench_by_url_leaves_the_unknown_storage_out(live_url, items, tmp_path):
+    from click.testing import CliRunner
+
+    from dragnet.cli import main
+
+    env = {"DRAGNET_STATE_DIR": str(tmp_path / "state")}     # dragnet does not manage this server here
+    r = CliRunner(env=env).invoke(main, [
+        "bench", "--url", live_url, "--db", items[1], "--data", str(items[0]), "--languages", "javascript",
+        "--repeat", "1", "--no-baseline", "--results", str(tmp_path / "out"),
+        "--ddoc", f"a={DDOCS / 'base.json'}", "--ddoc", f"b={DDOCS / 'renamed.json'}"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner(env=env).invoke(main, ["compare", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    assert "ddoc=a" in r.output and "storage" not in r.output, r.output
+
+
+@pytest.mark.live
+def test_live_size_sweep_saved_as_a_baseline_reads_in_history_and_compare(live_url, items, tmp_path):
+    from click.testing import CliRunner
+
+    from dragnet.results import store as store
+    from dragnet.cli import main
+
+    s = tmp_path / "store"
+    r = CliRunner().invoke(main, [
+        "bench", "--url", live_url, "--db", items[1] + "_sizes", "--data", str(items[0]), "--sizes", "100,200",
+        "--languages", "javascript", "--repeat", "1", "--no-baseline", "--results", str(tmp_path / "sweep"),
+        "--store", str(s), "--save-baseline", "sweep"])
+    assert r.exit_code == 0, r.output
+    (entry,) = store.read_index(s)
+    assert entry["name"] == "sweep" and entry["settings"]["size"] == [100, 200]
+    assert sorted(c["axes"]["size"] for c in entry["cells"]) == ["100", "200"]
+    assert all(len(c["docs_s"]) == 1 for c in entry["cells"])
+    r = CliRunner().invoke(main, ["history", "--store", str(s), "--json"])
+    assert r.exit_code == 0, r.output
+    assert sorted(x["axes"]["size"] for x in json.loads(r.stdout)["series"]) == ["100", "200"]
+    r = CliRunner().invoke(main, ["compare", "sweep", str(tmp_path / "sweep"), "--store", str(s), "--json"])
+    assert r.exit_code == 0, r.output
+    cmp = json.loads(r.stdout)
+    assert sorted(c["axes"]["size"] for c in cmp["cells"]) == ["100", "200"]

@@ -26,7 +26,7 @@ INCOME = REPO / "views" / "income"
 N_DOCS = 300
 
 # language -> the view file it runs (the same function in each dialect): every language of the registry
-CASES = {lang.name: lang.view_file for lang in LANGUAGES}
+CASES = {lang.name: lang.view_file for lang in LANGUAGES if lang.reads_docs}   # the ceiling emits no real rows
 
 
 @pytest.fixture(scope="module")

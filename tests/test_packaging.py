@@ -89,7 +89,7 @@ def test_a_missing_docker_sdk_names_the_extra(monkeypatch):
     assert "pip install 'dragnet[docker]'" in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("module", ["dragnet.report.charts", "dragnet.qsbench.plot"])
+@pytest.mark.parametrize("module", ["dragnet.report.charts", "dragnet.report.qsbench_plot"])
 def test_missing_matplotlib_names_the_extra(monkeypatch, module):
     import importlib
 

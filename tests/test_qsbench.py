@@ -20,7 +20,7 @@ from conftest import QS_COUNT
 from dragnet.qsbench import run as qsbench
 from dragnet.build import views as views
 from dragnet.cli import main
-from dragnet.qsbench.plot import bars, plot
+from dragnet.report.qsbench_plot import bars, plot
 from dragnet.servers.discovery import ServerSpec, discover
 
 REPO = Path(__file__).resolve().parent.parent

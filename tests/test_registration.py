@@ -239,6 +239,7 @@ def test_docker_environment_matches_the_dockerfile():
         "COUCHDB_QUERY_SERVER_PYTHON3": "/usr/bin/python3 /opt/dragnet/query_servers/python/dragnet_qs.py",
         "COUCHDB_QUERY_SERVER_PYPY3": "/usr/bin/pypy3 /opt/dragnet/query_servers/python/dragnet_qs.py",
         "COUCHDB_QUERY_SERVER_PYTHON": "/opt/dragnet/venv/bin/couchpy",
+        "COUCHDB_QUERY_SERVER_CEILING": "/opt/dragnet/query_servers/ceiling/dragnet-ceiling",
     }
     dockerfile = REPO / "docker" / "Dockerfile"
     if not dockerfile.exists():

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from dragnet.report import charts as charts
 from dragnet.report import tables as report
 from dragnet.cli import main
+from dragnet.results import load as load
 
 DISK = ["javascript", "javascript_repeat", "erlang_baseline", "erlang_baseline_repeat",
         "javascript_quickjs", "javascript_quickjs_es2015", "python", "erlang"]
@@ -305,7 +306,7 @@ def test_a_different_map_function_is_its_own_row(recorded, fixtures_dir):
     labels = {g.label: g.n for g in groups}
     assert labels == {"javascript": 2, "javascript [throws10]": 1}
     # the terminal table shows the bracketed label verbatim (not as rich markup)
-    from dragnet.cli.report import render_table
+    from dragnet.report.console import render_table
     import contextlib
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
@@ -323,7 +324,7 @@ def test_bench_dir_failures_from_the_manifest_are_counted(recorded, tmp_path):
         {"index": 2, "storage": "disk", "repeat": 0, "language": "python", "status": "pending",
          "result_file": None, "error": None}]}
     (tmp_path / "bench.json").write_text(json.dumps(manifest))
-    groups = report.build_report(report.load_results([tmp_path]))
+    groups = report.build_report(load.load_results([tmp_path]))
     assert {g.label: (g.n, g.failed) for g in groups} == {"erlang_baseline": (1, 0), "javascript": (0, 1)}
     r = CliRunner().invoke(main, ["report", str(tmp_path)])
     assert r.exit_code == 0

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from dragnet.report import tables as report
 from dragnet.cli import main
 from dragnet.results.build import build_results
+from dragnet.results import load as load
 
 DDOC = "_design/app"
 VIEWS = ["by_year", "income_by_person", "name_words"]
@@ -96,16 +97,16 @@ def results() -> list[dict]:
     return out
 
 
-def by_key(groups, view=report.ALL_VIEWS, storage="disk"):
+def by_key(groups, view=load.ALL_VIEWS, storage="disk"):
     return {g.label: g for g in groups if g.view == view and g.storage == storage}
 
 
 def test_groups_by_design_doc_view_engine_storage(results):
     groups = report.build_design_report(results)
     assert [(g.ddoc, g.view, g.label, g.storage) for g in groups] == [
-        (DDOC, report.ALL_VIEWS, "javascript", "disk"),           # the reference first, then by name
-        (DDOC, report.ALL_VIEWS, "javascript_quickjs", "disk"),
-        (DDOC, report.ALL_VIEWS, "python", "disk"),
+        (DDOC, load.ALL_VIEWS, "javascript", "disk"),           # the reference first, then by name
+        (DDOC, load.ALL_VIEWS, "javascript_quickjs", "disk"),
+        (DDOC, load.ALL_VIEWS, "python", "disk"),
         (DDOC, "by_year", "javascript", "disk")]
     g = by_key(groups)
     assert g["javascript"].reference == "javascript" and g["javascript"].is_reference
@@ -151,7 +152,7 @@ def test_rows_compared_differences_lag_and_resources(results):
 
 def test_order_only_where_the_runs_support_it(results):
     pairs = report.design_ranking(report.build_design_report(results))
-    full = [p for (d, v, st), p in pairs if v == report.ALL_VIEWS]
+    full = [p for (d, v, st), p in pairs if v == load.ALL_VIEWS]
     # by median docs/s: javascript (11.5 s), python (one run, 11.5 s), quickjs (21.5 s)
     assert [(p.faster, p.slower) for p in full] in ([("javascript", "python"), ("python", "javascript_quickjs")],
                                                     [("python", "javascript"), ("javascript", "javascript_quickjs")])
@@ -159,7 +160,7 @@ def test_order_only_where_the_runs_support_it(results):
     # without python, 4 v 4 runs that never overlap: the exact test decides (p = 2/70)
     no_py = [r for r in results if (r.get("bench") or {}).get("language") != "python"]
     (only,) = [p for (d, v, st), p in report.design_ranking(report.build_design_report(no_py))
-               if v == report.ALL_VIEWS]
+               if v == load.ALL_VIEWS]
     assert (only.faster, only.slower, only.decided) == ("javascript", "javascript_quickjs", True)
     assert only.p == pytest.approx(2 / 70)
     lines = report.design_ranking_lines(report.build_design_report(results))
@@ -181,7 +182,7 @@ def test_failed_run_of_a_design_bench_counts_in_its_row(results, tmp_path):
     (tmp_path / "bench.json").write_text(json.dumps(manifest))
     for i, r in enumerate(results):
         (tmp_path / f"r{i}.json").write_text(json.dumps(r))
-    g = by_key(report.build_design_report(report.load_results([tmp_path])))
+    g = by_key(report.build_design_report(load.load_results([tmp_path])))
     assert (g["python"].n, g["python"].failed, g["python"].errors) == (1, 1, ["compilation failed"])
     assert "1 (1 failed)" in report.design_table_rows([g["python"]])[0]
 

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from dragnet.bench import run as bench
+from dragnet.data import ensure as ensure
 from dragnet.couchdb import limits as limits
 from dragnet.measure import pidstat as pidstat
 from dragnet.bench import scenario as scenario
 from dragnet.errors import UsageError
+from dragnet.results import load as load
 
 REF = "mem-unlimited/unlimited/warm"
 SLOW = "mem-64.0MiB/hdd-150iops/cold"
@@ -139,7 +141,7 @@ def test_memory_limit_and_hdd_throttle_cold_is_slower_and_reads_the_device(tmp_p
             fh.write(json.dumps({"_id": f"d{i:06d}", "n": i, "pad": base64.b64encode(os.urandom(7500)).decode()}) + "\n")
     before = {ctrl: _dragnet_groups(ctrl) for ctrl in (layout.memory, layout.blkio)}
     try:
-        bench.ensure_data(couch, db, data, q=2)
+        ensure.ensure_data(couch, db, data, q=2)
         # the group is charged only for what CouchDB allocates and reads after entering it (v1 keeps
         # earlier charges where they were); its room for page cache must be smaller than the database
         limit = int(os.environ.get("DRAGNET_TEST_DISK_LIMIT", 12 * 1024**2))
@@ -187,7 +189,7 @@ def test_report_reads_the_disk_matters_table_from_results_files_as_the_bench_pri
 
     from dragnet.report import tables as report
 
-    docs = report.load_results([SCENARIO_BENCH])
+    docs = load.load_results([SCENARIO_BENCH])
     runs, ref = scenario.runs_from_results(docs)
     assert ref == "mem-160.0MiB/unlimited/cold" and len(runs) == 8
     manifest = json.loads((SCENARIO_BENCH / "bench.json").read_text())
@@ -209,9 +211,8 @@ def test_report_reads_the_disk_matters_table_from_results_files_as_the_bench_pri
 def test_disk_matters_chart_draws_the_rows(tmp_path):
     pytest.importorskip("matplotlib")
     from dragnet.report import charts as charts
-    from dragnet.report import tables as report
 
-    runs, ref = scenario.runs_from_results(report.load_results([SCENARIO_BENCH]))
+    runs, ref = scenario.runs_from_results(load.load_results([SCENARIO_BENCH]))
     rows = scenario.disk_matters(runs, ref)
     chart = charts.disk_matters(rows, ref, tmp_path / "d.png")
     assert (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"

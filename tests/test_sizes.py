@@ -29,12 +29,23 @@ def test_parse_sizes_suffixes_order_and_bad_input():
 
 
 @pytest.mark.parametrize("args", [["--sizes", "10q"], ["--sizes", "10k", "--storage", "disk"],
-                                  ["--plot", "x.png"], ["--sizes", "1k,2k", "--save-baseline", "main"]])
+                                  ["--plot", "x.png"]])
 def test_cli_bad_sizes_input_is_one_line_and_nonzero(args):
     r = CliRunner().invoke(main, ["bench", "--url", "http://127.0.0.1:9", "--db", "x", *args])
     assert r.exit_code != 0
     assert len(r.output.strip().splitlines()) == 1, r.output
     assert "Traceback" not in r.output
+
+
+def test_cli_sizes_with_baseline_points_to_compare(tmp_path):
+    from dragnet.results import store as store
+
+    s = tmp_path / "store"
+    store.save(s, Path(__file__).resolve().parent.parent / "docs" / "compare" / "ci" / "base", "main")
+    r = CliRunner().invoke(main, ["bench", "--url", "http://127.0.0.1:9", "--db", "x", "--sizes", "1k,2k",
+                                  "--baseline", "main", "--store", str(s)])
+    assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1, r.output
+    assert "compare the sweep afterwards: dragnet compare main SWEEP_DIR" in r.output
 
 
 def _source(path: Path, n: int, gz: bool = True) -> Path:

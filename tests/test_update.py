@@ -39,7 +39,7 @@ def test_plan_mix_and_bad_input():
 
 @pytest.mark.live
 def test_live_update_reports_a_lag_and_undoes_its_writes(live_url, tmp_path):
-    from dragnet.bench import run as bench
+    from dragnet.data import ensure as ensure
     from dragnet.data import importer as importer
     from dragnet.cli import main
     from dragnet.couchdb.client import connect, db_path
@@ -54,7 +54,7 @@ def test_live_update_reports_a_lag_and_undoes_its_writes(live_url, tmp_path):
                 "--no-pidstat", "--results", str(tmp_path), "--json"]
         refused = CliRunner().invoke(main, args)
         assert refused.exit_code == 2 and "--allow-writes" in refused.output
-        couch.put(f"{db_path(db)}/{bench.IMPORT_MARKER}", {"test": True})       # as bench's import leaves it
+        couch.put(f"{db_path(db)}/{ensure.IMPORT_MARKER}", {"test": True})       # as bench's import leaves it
         before = couch.get(db_path(db))["doc_count"]
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 0, r.output

@@ -5,7 +5,10 @@ CouchDB restarted (dragnet.bench.switch), checked by reading it back, and undone
 sections CouchDB refuses over HTTP (native_query_servers, query_servers, …) can only be given that way.
 
 Pure parts: parsing, the keys a default.ini knows (its commented-out examples included: most settings ship
-commented), the nearest known key for a typo, and whether a key applies to a version. The rest sets a value
+commented), the keys a version's code reads and its default.ini names (the catalogue:
+catalogue/couchdb-<version>.json, made from apache/couchdb's sources at the release tag by
+tools/config_catalogue.py), the nearest known key for a
+typo, and whether a key applies to a version. The rest sets a value
 on the running node, reads it back, and puts the value found before back afterwards (deleting a key that
 was not set), which the bench does in a finally block, so also on Ctrl-C and SIGTERM (dragnet.signals).
 """
@@ -13,6 +16,7 @@ was not set), which the bench does in a finally block, so also on Ctrl-C and SIG
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +27,8 @@ from dragnet.errors import DragnetError, UsageError
 
 _SECTION = re.compile(r"^\s*;?\s*\[([^\]\s]+)\]\s*$")
 _KEY = re.compile(r"^\s*;?\s*([A-Za-z0-9_.\-]+)\s*=")
+CATALOGUE_DIR = Path(__file__).with_name("catalogue")
+ANY = "*"   # (section, ANY): the code reads the section whole or by a computed key, so any key of it counts
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,46 @@ def known_keys(default_ini: str) -> set[tuple[str, str]]:
     return keys
 
 
+def catalogue(version: str | None) -> set[tuple[str, str]] | None:
+    """(section, key) of every setting CouchDB `version`'s code reads or its default.ini names, (section, ANY)
+    for a section the code reads whole; None for a version dragnet has no catalogue of."""
+    path = CATALOGUE_DIR / f"couchdb-{version}.json"
+    if not version or "/" in version or not path.is_file():
+        return None
+    doc = json.loads(path.read_text())
+    return ({(e["section"], e["key"]) for e in doc["settings"]}
+            | {(sec, ANY) for sec in doc.get("open_sections", {})})
+
+
+def catalogued() -> list[str]:
+    """The CouchDB versions dragnet has a catalogue of."""
+    return sorted(p.stem[len("couchdb-"):] for p in CATALOGUE_DIR.glob("couchdb-*.json"))
+
+
+def knows(keys: set[tuple[str, str]], section: str, key: str) -> bool:
+    return (section, key) in keys or (section, ANY) in keys
+
+
+def keys_of(version: str | None, default_ini: str | None) -> tuple[set[tuple[str, str]], str]:
+    """What counts as a setting of an install: its version's catalogue and its default.ini; and where that
+    came from ("catalogue", "default.ini": partial, the code may read more, or "" when nothing is known)."""
+    cat = catalogue(version)
+    keys = (cat or set()) | (known_keys(default_ini) if default_ini is not None else set())
+    return keys, "catalogue" if cat is not None else "default.ini" if default_ini is not None else ""
+
+
+def partial_warning(version: str | None, source: str) -> str | None:
+    """The warning for a check that cannot be complete (None when it is)."""
+    if source == "catalogue":
+        return None
+    have = ", ".join(catalogued()) or "none"
+    if source == "default.ini":
+        return (f"--config keys checked against CouchDB {version or '(unknown version)'}'s default.ini only: "
+                f"dragnet has no catalogue of the settings its code reads (it has {have}), so the check is partial")
+    return (f"--config keys not checked: dragnet has no catalogue of CouchDB {version or '(unknown version)'}'s "
+            f"settings (it has {have}) and cannot read the default.ini of a CouchDB it does not manage")
+
+
 def node_keys(couch: Couch) -> set[tuple[str, str]]:
     """(section, key) of every setting the node has now."""
     return {(sec, k) for sec, kv in couch.get("/_node/_local/_config").items() for k in kv}
@@ -86,6 +132,7 @@ def node_keys(couch: Couch) -> set[tuple[str, str]]:
 
 def suggestion(setting: Setting, keys: set[tuple[str, str]]) -> str:
     """' did you mean view_updater/gc_interval_docs?' for the nearest known key, or ''."""
+    keys = {(s, k) for s, k in keys if k != ANY}
     same = [k for s, k in keys if s == setting.section]
     near = difflib.get_close_matches(setting.key, same, n=1, cutoff=0.6)
     if near:
@@ -99,7 +146,7 @@ def check_known(settings: list[Setting], versions: dict[str, set[tuple[str, str]
     the setting is "not applicable"). versions: a version's label -> its known_keys()."""
     lacking: dict[str, list[str]] = {}
     for s in settings:
-        missing = [v for v, keys in versions.items() if (s.section, s.key) not in keys]
+        missing = [v for v, keys in versions.items() if not knows(keys, s.section, s.key)]
         if len(missing) == len(versions):
             every = set().union(*versions.values()) if versions else set()
             raise UsageError(f"--config {s.name} is not a setting of CouchDB {', '.join(versions)}"
@@ -109,8 +156,9 @@ def check_known(settings: list[Setting], versions: dict[str, set[tuple[str, str]
     return lacking
 
 
-def not_applicable(setting: Setting, version: str) -> str:
-    return f"{setting.name} is not applicable to CouchDB {version} (its default.ini has no such setting)"
+def not_applicable(setting: Setting, version: str, catalogued: bool = False) -> str:
+    why = "neither its code nor its default.ini names it" if catalogued else "its default.ini has no such setting"
+    return f"{setting.name} is not applicable to CouchDB {version} ({why})"
 
 
 # ---------------------------------------------------------------- on a node

@@ -35,11 +35,15 @@ def image_file(image: str, path: str, env: dict | None = None) -> str | None:
     """A text file of an image (read from a created, never started container), None when it has none."""
     from docker.errors import APIError, ImageNotFound, NotFound
 
-    from dragnet.couchdb.docker import client
+    from docker.types import Mount
+
+    from dragnet.couchdb.docker import DATA_PATH, TEMP_LABEL, client
 
     c = client(env)
+    mark = {TEMP_LABEL: "image-file"}    # left behind only if dragnet is killed here: `couch prune` finds both
     try:
-        container = c.containers.create(image, command=["true"], entrypoint=[])
+        container = c.containers.create(image, command=["true"], entrypoint=[], labels=mark,
+                                        mounts=[Mount(DATA_PATH, None, type="volume", labels=mark)])
     except ImageNotFound:
         raise UsageError(f"--couchdb {image}: no such image in the Docker engine") from None
     except APIError as exc:
@@ -73,6 +77,21 @@ def check_values(values: list[str], backend: str, env: dict | None = None) -> di
         else:
             out[v] = (Path(check_release(v)) / "etc" / "default.ini").read_text()
     return out
+
+
+def version_of(value: str, backend: str, env: dict | None = None) -> str | None:
+    """The CouchDB version of an install, None when it does not say: a release's lib/couch-<version>, an
+    image's COUCHDB_VERSION (the official images and dragnet's, built on them, set it)."""
+    if backend == "docker":
+        from dragnet.couchdb.docker import client
+
+        try:
+            env_list = client(env).images.get(value).attrs.get("Config", {}).get("Env") or []
+        except Exception:   # the image was checked already: a version is only a bonus
+            return None
+        return next((e.split("=", 1)[1] for e in env_list if e.startswith("COUCHDB_VERSION=")), None) or None
+    libs = sorted((Path(check_release(value)) / "lib").glob("couch-[0-9]*"))
+    return libs[-1].name[len("couch-"):] if libs else None
 
 
 def restart_settings(value: str, backend: str) -> dict:

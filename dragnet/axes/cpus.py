@@ -16,7 +16,7 @@ from dragnet.errors import DragnetError, UsageError
 
 def parse(text: str | None, available: int | None = None) -> list[str]:
     """'1,2' -> ['1','2']; a count that is not a whole number from 1 to the cores here is refused."""
-    from dragnet.bench.run import parse_list
+    from dragnet.axes.model import parse_list
 
     available = available if available is not None else len(os.sched_getaffinity(0))
     out = parse_list(text, "--cpus")

@@ -24,6 +24,21 @@ CONTAINER = "container"  # the container is recreated with other settings (docke
 REFILL = "refill"        # another database filled from the same data (q)
 
 
+def parse_list(text: str | Sequence[str] | None, what: str) -> list[str]:
+    """'a,b, c' -> ['a','b','c'] without duplicates, order kept."""
+    if text is None:
+        return []
+    items = text.split(",") if isinstance(text, str) else [x for t in text for x in t.split(",")]
+    out: list[str] = []
+    for it in (x.strip() for x in items):
+        if not it:
+            continue
+        if it in out:
+            raise UsageError(f"{what}: {it!r} given twice")
+        out.append(it)
+    return out
+
+
 @dataclass
 class Axis:
     """One dimension of a bench: its values, how a value is applied (`how`, one of the constants above),

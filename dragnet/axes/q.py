@@ -1,5 +1,5 @@
 """The `--q 2,8,16` bench axis: shards. Each value has its own database, <db>-q<N>, filled once from the
-same data file (dragnet.bench.run.ensure_data keeps it across rounds and benches) and checked to have N shards."""
+same data file (dragnet.data.ensure.ensure_data keeps it across rounds and benches) and checked to have N shards."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dragnet.errors import DragnetError, UsageError
 
 def parse(text: str | None) -> list[str]:
     """'2,8' -> ['2','8']; each a whole number ≥ 1."""
-    from dragnet.bench.run import parse_list
+    from dragnet.axes.model import parse_list
 
     out = parse_list(text, "--q")
     for v in out:
@@ -22,14 +22,14 @@ def db_name(db: str, value: str) -> str:
 
 
 def check(value: str, cluster: dict) -> None:
-    """cluster: dragnet.bench.run.cluster_of()'s answer for the value's database."""
+    """cluster: dragnet.couchdb.cluster.cluster_of()'s answer for the value's database."""
     if str(cluster.get("q")) != str(value):
         raise DragnetError(f"--q {value}: the database has q={cluster.get('q')}")
 
 
 def apply(value: str, ctx) -> None:
     """Build on the value's database, filled from the data once (kept across rounds and benches)."""
-    from dragnet.bench.run import ensure_data
+    from dragnet.data.ensure import ensure_data
 
     ctx.build_db = db_name(ctx.db, value)
     ensure_data(ctx.couch, ctx.build_db, ctx.data, q=int(value), n=ctx.n,
@@ -38,7 +38,7 @@ def apply(value: str, ctx) -> None:
 
 def axis(values: list[str]):
     from dragnet.axes.model import REFILL, Axis
-    from dragnet.bench.run import cluster_of
+    from dragnet.couchdb.cluster import cluster_of
 
     return Axis("q", values, how=REFILL, label=lambda v: f"q{v}", apply=apply,
                 check=lambda v, ctx: check(v, cluster_of(ctx.couch, ctx.build_db)))

@@ -10,8 +10,6 @@ every finished result.
 from __future__ import annotations
 
 import datetime as _dt
-import gzip
-import hashlib
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -20,23 +18,26 @@ from typing import Any, Callable, Iterable, Sequence
 from urllib.parse import quote
 
 from dragnet import paths
+from dragnet.bench import erlang_baseline
 from dragnet.bench.managed import (container_limits, drop_tmpfs_data, managed_instance, restart_on, start_managed,
                                    stop_managed)
 from dragnet.couchdb.client import Couch, CouchError, connect, db_path, mask_url
+from dragnet.couchdb.cluster import cluster_of
+from dragnet.data.ensure import ensure_data
 from dragnet.measure.pidstat import rss_peaks_kb
 from dragnet.errors import DragnetError, UsageError
-from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES, variants as qs_variants
-from dragnet.report.tables import BASELINE_LABEL, ratio
+from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES, ceiling_language, reads_documents
+from dragnet.servers.registry import variants as qs_variants
+from dragnet.measure.stats import ratio
+from dragnet.results.load import BASELINE_LABEL
 from dragnet.results.build import slug
-from dragnet.results.schema import BENCH as BENCH_SCHEMA, Summary, run_figures, schema
+from dragnet.results.schema import BENCH as BENCH_SCHEMA, BENCH_MANIFEST as MANIFEST, Summary, run_figures, schema
 from dragnet.results.schema import write as write_results_file
 
 SCHEMA = schema(BENCH_SCHEMA)
-MANIFEST = "bench.json"
 REPO = paths.data_root()  # the checkout, or an installed wheel's copy of views/
 DEFAULT_VIEWS = REPO / "views" / "income"
 BASELINE_VIEW = REPO / "views" / "baseline" / "map.erl"
-IMPORT_MARKER = "_local/dragnet-import"
 
 
 # ---------------------------------------------------------------- languages
@@ -53,6 +54,9 @@ class LanguageSpec:
         if self.view_file == "baseline":
             own = Path(views_dir).parent / "baseline" / "map.erl"
             return own if own.is_file() else BASELINE_VIEW
+        if not reads_documents(self.language):   # the ceiling never looks at the source: any view file does
+            files = [Path(views_dir) / f for f in (self.view_file, "map.es6.js", "map.py", "map.erl")]
+            return next((f for f in files if f.is_file()), files[0])
         return Path(views_dir) / self.view_file
 
 
@@ -63,6 +67,15 @@ LANGUAGES: dict[str, LanguageSpec] = {s.name: s for s in (
     *(LanguageSpec(*v) for v in qs_variants()),
 )}
 DEFAULT_LANGUAGES = ("javascript", "javascript_quickjs", "erlang", "python")
+CEILING = ceiling_language()   # the null query server's language, built next to the baseline unless --no-ceiling
+
+
+def with_ceiling(languages: Sequence[str], ceiling: bool = True) -> list[str]:
+    """languages with the ceiling first (the baseline still opens each round), unless ceiling is False."""
+    languages = list(languages)
+    if not ceiling or CEILING is None or CEILING in languages:
+        return languages
+    return [CEILING, *languages]
 
 
 def language_spec(name: str) -> LanguageSpec | None:
@@ -89,21 +102,6 @@ def user_languages(names: Sequence[str], views_dir: str | Path) -> tuple[list[st
         else:
             kept.append(n)
     return kept, skipped
-
-
-def parse_list(text: str | Sequence[str] | None, what: str) -> list[str]:
-    """'a,b, c' -> ['a','b','c'] without duplicates, order kept."""
-    if text is None:
-        return []
-    items = text.split(",") if isinstance(text, str) else [x for t in text for x in t.split(",")]
-    out: list[str] = []
-    for it in (x.strip() for x in items):
-        if not it:
-            continue
-        if it in out:
-            raise UsageError(f"{what}: {it!r} given twice")
-        out.append(it)
-    return out
 
 
 DESIGN = "design"   # view_file of a language that runs the user's design document
@@ -189,95 +187,6 @@ def ratios(runs: Iterable[dict], baseline_name: str = BASELINE_LABEL, key: str =
     return {r["index"]: (ratio(r.get(key), base[r["index"]]) if r.get("status") == "ok" else None) for r in runs}
 
 
-# ---------------------------------------------------------------- the data
-
-def file_fingerprint(path: str | Path) -> dict:
-    """sha256 and document count of a JSON-lines file (gzip or plain)."""
-    p = Path(path)
-    h = hashlib.sha256()
-    count = 0
-    opener = gzip.open if p.name.endswith(".gz") else open
-    try:
-        with open(p, "rb") as raw:
-            for chunk in iter(lambda: raw.read(1 << 20), b""):
-                h.update(chunk)
-        with opener(p, "rb") as fh:
-            for line in fh:
-                if line.strip():
-                    count += 1
-    except FileNotFoundError:
-        raise UsageError(f"data file not found: {p}") from None
-    except (OSError, EOFError) as exc:
-        raise UsageError(f"cannot read data file {p}: {exc}") from None
-    return {"sha256": h.hexdigest(), "count": count, "file": p.name, "bytes": p.stat().st_size}
-
-
-def import_needed(marker: dict | None, db_info: dict | None, fingerprint: dict) -> str | None:
-    """Why the data must be (re)imported, or None when the database already holds this file's documents.
-
-    The marker (`_local/dragnet-import`) records the file's sha256 and line count and the database's
-    doc_count right after the import; fewer documents now means some were lost or deleted.
-    """
-    if db_info is None:
-        return "the database does not exist"
-    if not marker:
-        return "the database was not imported by dragnet"
-    if marker.get("sha256") != fingerprint["sha256"] or marker.get("count") != fingerprint["count"]:
-        return f"the database holds another data file ({marker.get('file')})"
-    now, then = int(db_info.get("doc_count") or 0), int(marker.get("doc_count") or 0)
-    if now < then:
-        return f"the database holds {now} documents, {then} after the import"
-    return None
-
-
-def ensure_data(couch: Couch, db: str, data: str | Path, *, q: int | None = None, n: int | None = None,
-                progress: Callable[[str], None] | None = None) -> dict:
-    """Import data into db unless the `_local/dragnet-import` marker says it is already there."""
-    fp = file_fingerprint(data)
-    try:
-        info = couch.get(db_path(db))
-    except CouchError as exc:
-        if exc.status != 404:
-            raise
-        info = None
-    marker = None
-    if info is not None:
-        try:
-            marker = couch.get(f"{db_path(db)}/{IMPORT_MARKER}")
-        except CouchError as exc:
-            if exc.status != 404:
-                raise
-    if info is not None and not marker and int(info.get("doc_count") or 0) > 0:
-        # never drop a database dragnet did not fill
-        raise DragnetError(f"database {db} already holds {info.get('doc_count')} documents that dragnet did not "
-                           f"import: choose another --db, or leave out --data to benchmark it as it is")
-    why = import_needed(marker, info, fp)
-    if why is None:
-        return {"imported": False, "reason": "already imported", **fp}
-    if progress:
-        progress(f"importing {fp['count']} documents into {db}: {why}")
-    if info is not None:
-        couch.delete(db_path(db))
-    t0 = time.monotonic()
-    summary = _import(couch, db, data, q, n)
-    seconds = time.monotonic() - t0
-    doc_count = int(couch.get(db_path(db)).get("doc_count") or 0)
-    couch.put(f"{db_path(db)}/{IMPORT_MARKER}", {**fp, "doc_count": doc_count, "seconds": seconds,
-                                                   "at": _now_iso()})
-    return {"imported": True, "reason": why, "seconds": seconds, "doc_count": doc_count, **summary, **fp}
-
-
-def _import(couch: Couch, db: str, data: str | Path, q: int | None, n: int | None = None) -> dict:
-    """Load the file with dragnet.data.importer (creates the database with q shards, n replicas); returns its counts."""
-    from dragnet.data import importer as importer
-
-    summary = importer.import_documents(couch, db, str(data), importer.ImportOptions(q=q, n=n))
-    if summary.rejected:
-        raise DragnetError(f"import of {data} into {db}: {summary.rejected} documents refused "
-                           f"({', '.join(f'{k}: {v}' for k, v in summary.reasons.items())})")
-    return {"read": summary.read, "rejected": summary.rejected}
-
-
 # ---------------------------------------------------------------- between runs
 
 def db_tasks(tasks: Iterable[dict], db: str) -> list[dict]:
@@ -329,16 +238,6 @@ def default_build(couch: Couch, url: str, db: str, spec: LanguageSpec, view_path
                              storage=storage_label, **design)
 
 
-def cluster_of(couch: Couch, db: str) -> dict:
-    """The database's shards (q) and replicas (n) and the cluster's nodes, as the bench records them."""
-    info = couch.get(db_path(db)).get("cluster") or {}
-    try:
-        nodes = couch.get("/_membership").get("cluster_nodes")
-    except CouchError:
-        nodes = None
-    return {"q": info.get("q"), "n": info.get("n"), "nodes": nodes}
-
-
 # ---------------------------------------------------------------- the bench
 
 @dataclass
@@ -363,6 +262,7 @@ class BenchConfig:
     size: int | None = None       # documents, when this bench is one size of a `--sizes` sweep
     mango_design: Any = None      # --mango: the index's Mango design doc, built by the "mango" language
     axes: Any = None              # dragnet.bench.switch.AxisOptions: --couchdb, --cpus, --q, --config
+    ceiling: bool = True          # also build on the null query server (CEILING) in every round
 
 
 def _now_iso() -> str:
@@ -385,6 +285,7 @@ class Bench:
         self.reference: str | None = None
         self._pool: dict | None = None   # revision -> the reference engine's processes that classify differences
         self.labels: dict[str, Callable[[str], str]] = {}   # axis name -> how its values name result files
+        self.ceiling_refused: str | None = None   # why this CouchDB cannot run the ceiling, once known
 
     # -- manifest
     def _write_manifest(self) -> None:
@@ -396,10 +297,16 @@ class Bench:
 
         return write_results_file(self.dir / f"{file_stem(run, self.labels)}.json", result)
 
+    def languages(self) -> list[str]:
+        """The languages built in each round: --languages, and the ceiling unless --no-ceiling or Mango."""
+        cfg = self.config
+        return with_ceiling(cfg.languages, cfg.ceiling and cfg.mango_design is None)
+
     def run(self) -> dict:
         cfg = self.config
+        languages = self.languages()
         specs = {s.name: s for s in resolve_languages(
-            list(dict.fromkeys(([BASELINE_LABEL] if cfg.baseline else []) + cfg.languages)), cfg.views,
+            list(dict.fromkeys(([BASELINE_LABEL] if cfg.baseline else []) + languages)), cfg.views,
             design=cfg.design is not None)}
         if cfg.design is not None:
             self.reference = cfg.reference or next(n for n in cfg.languages if n != BASELINE_LABEL)
@@ -460,7 +367,15 @@ class Bench:
                                 data_size=self._data_size, on_event=self.on_event)
         extra_axes = axis_opts.axes(inst.backend if inst else None)
         self.labels = {a.name: a.label for a in extra_axes}
-        planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline,
+        try:    # the baseline's native query server: off on a CouchDB given by URL, the baseline is left out
+            languages, erlang = erlang_baseline.languages(languages, cfg.baseline, cfg.url, inst, self.env)
+        except BaseException:
+            if started_here:
+                stop_managed(inst, env=self.env)
+            raise
+        if not erlang.get("available", True):
+            specs.pop(BASELINE_LABEL, None)
+        planned = plan(languages, cfg.repeat, storages, baseline=cfg.baseline and erlang.get("available", True),
                        scenarios=list(scenarios) or [""], axes=extra_axes)
         from dragnet.measure.machine import machine_info
 
@@ -492,6 +407,12 @@ class Bench:
                 if started_here:
                     stop_managed(inst, env=self.env)
                 raise
+            if switcher.key_sources:   # what each version's --config keys were checked against
+                self.manifest["config_keys"] = switcher.key_sources
+        if erlang:
+            self.manifest["erlang_baseline"] = erlang
+            if not erlang["available"]:   # one line before the first build; the rest runs
+                self.on_event("warning", {"message": erlang["why"]})
         self._write_manifest()
         self.on_event("begin", {"dir": str(self.dir), "runs": len(planned)})
         original_storage = inst.storage if inst is not None else None
@@ -556,6 +477,12 @@ class Bench:
                                             progress=lambda m: self.on_event("import", {"message": m}))
                         target = sd.DockerTarget(p, inst, env=self.env, c=engine)
                     db = cfg.db
+                    if run["language"] == CEILING and self.ceiling_refused:
+                        run.update(status="not_applicable", error=self.ceiling_refused)
+                        self._write_manifest()
+                        self.on_event("done", dict(run))
+                        current = None
+                        continue
                     if axis_opts.any:
                         why = switcher.not_applicable(run["axes"])
                         if why is not None:
@@ -568,6 +495,7 @@ class Bench:
                         inst = switcher.inst
                     self._one(couch, run, specs[run["language"]], sc, target=target, db=db,
                               axes=contract_axes(run["axes"]), versions=switcher.versions)
+                    self._note_ceiling_refused(run)
                     if axis_opts.cpus and run["status"] == "ok":
                         run["cpuset"] = switcher.verify(run)
                         self._write_manifest()
@@ -611,6 +539,14 @@ class Bench:
                 drop_tmpfs_data(inst, keep)
         return self.manifest
 
+    def _note_ceiling_refused(self, run: dict) -> None:
+        """A CouchDB given by URL may not know the ceiling's language: said once, its later runs skipped."""
+        if run["language"] == CEILING and run["status"] == "error" and "unknown_query_language" in str(run["error"]):
+            self.ceiling_refused = (f"this CouchDB has no {CEILING} query server (one dragnet does not manage "
+                                    f"cannot be given one): the figures are without the ceiling")
+            self.manifest["ceiling"] = self.ceiling_refused
+            self.on_event("warning", {"message": self.ceiling_refused})
+
     def _data_size(self) -> int:
         # room to ask for on a tmpfs: the file's size (×6 for gzip, roughly the JSON it expands to)
         if not self.config.data:
@@ -635,8 +571,10 @@ class Bench:
                     rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
                     design = cfg.mango_design if spec.language == "query" and cfg.mango_design \
                         else self._design_of(run)
+                    # the ceiling's rows are not the view's: nothing to save or compare
+                    rows = str(rows_dir) if reads_documents(spec.language) else None
                     return self.build(couch, cfg.url, db, spec, None, ddoc, run["storage"], design=design,
-                                      rows_dir=str(rows_dir), **({"iostat": False} if sc is not None else {}))
+                                      rows_dir=rows, **({"iostat": False} if sc is not None else {}))
                 return self.build(couch, cfg.url, db, spec, spec.path(cfg.views), ddoc, run["storage"],
                                   **({"iostat": False} if sc is not None else {}))
             if failed_start is not None:
@@ -788,7 +726,3 @@ class Bench:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text if isinstance(exc, DragnetError) else f"{type(exc).__name__}: {text}"
-
-
-def run_bench(config: BenchConfig, **kw: Any) -> dict:
-    return Bench(config, **kw).run()

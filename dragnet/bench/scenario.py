@@ -9,19 +9,20 @@ use and OOM counters, then always remove the groups.
 from __future__ import annotations
 
 import itertools
-import os
 import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
-from urllib.parse import quote, urlsplit
 
 from dragnet.measure import iostat as _iostat
+from dragnet.couchdb import storage as _storage
 from dragnet.couchdb import limits as limits
-from dragnet.couchdb.client import Couch, CouchError, db_path, split_credentials
+from dragnet.couchdb.client import Couch
 from dragnet.errors import DragnetError, UsageError
-from dragnet.measure.pidstat import WATCHERS, listening_pid, process_tree, rss_peaks_kb
+from dragnet.measure.datadir import bytes_written, couch_pid, data_dir, sizes, write_amplification
+from dragnet.measure.pidstat import own_memory, process_tree, rss_peaks_kb
+from dragnet.results.load import scenario_label
 from dragnet.results.schema import RunEntry, Summary
 from dragnet.couchdb.storage import format_size
 
@@ -85,20 +86,13 @@ def reference_of(scenarios: list[dict]) -> str:
                 scenarios[0]["label"])
 
 
-def label_of(result: dict) -> str | None:
-    """The scenario a results file's build ran in, or None."""
-    sc = result.get("scenario")
-    return (result.get("bench") or {}).get("scenario") or (sc.get("label") if isinstance(sc, dict) else None) \
-        or None
-
-
 def runs_from_results(results: Iterable[dict]) -> tuple[list[dict], str | None]:
     """Scenario builds' results files as the rows disk_matters() reads (what the bench's manifest holds
     of each run), and the reference scenario's label as the bench chose it (reference_of() over the
     scenarios in the order their first builds started). ([], None) when no result ran in a scenario."""
     runs, first = [], {}
     for r in results:
-        label = label_of(r)
+        label = scenario_label(r)
         if not label:
             continue
         s = Summary.of(r)
@@ -113,64 +107,6 @@ def runs_from_results(results: Iterable[dict]) -> tuple[list[dict], str | None]:
     if not runs:
         return [], None
     return runs, reference_of([sc for _, sc in sorted(first.values(), key=lambda v: v[0])])
-
-
-# ---------------------------------------------------------------- where CouchDB keeps its data
-
-def couch_pid(url: str) -> int | None:
-    """beam's pid when the URL is a CouchDB on this machine (it listens on the port)."""
-    parts = urlsplit(split_credentials(url)[0])
-    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
-        return None
-    return listening_pid(parts.port or 5984)
-
-
-def data_dir(couch: Couch, pid: int | None) -> Path | None:
-    """CouchDB's database_dir (config; relative to beam's working directory), or None when not local."""
-    try:
-        d = couch.get("/_node/_local/_config/couchdb/database_dir")
-    except CouchError:
-        return None
-    p = Path(str(d))
-    if not p.is_absolute():
-        if pid is None:
-            return None
-        try:
-            p = Path(os.readlink(f"/proc/{pid}/cwd")) / p
-        except OSError:
-            return None
-    return p if p.is_dir() else None
-
-
-def sizes(couch: Couch, db: str, ddoc: str | None = None) -> dict:
-    """File/active/external sizes of the database (GET /db) and of the design doc's index (_info)."""
-    out: dict = {}
-    info = couch.get(db_path(db))
-    out["db"] = {**(info.get("sizes") or {}), "doc_count": info.get("doc_count")}
-    if ddoc:
-        try:
-            vi = couch.get(f"{db_path(db)}/{quote(ddoc, safe='/')}/_info").get("view_index") or {}
-            out["index"] = vi.get("sizes") or {}
-        except CouchError as exc:
-            if exc.status != 404:
-                raise
-            out["index"] = None
-    return out
-
-
-def bytes_written(pidstat_samples: Iterable[dict] | None, families: tuple[str, ...] = ("beam",)) -> int | None:
-    """Bytes CouchDB wrote: pidstat kB_wr/s of its processes summed over the 1 s intervals."""
-    if not pidstat_samples:
-        return None
-    kb = sum(s.get("kb_wr_s") or 0 for s in pidstat_samples if s.get("family") in families
-             and isinstance(s.get("kb_wr_s"), (int, float)))
-    return int(kb * 1024)
-
-
-def write_amplification(written: int | None, index_file_size: int | None) -> float | None:
-    if not written or not index_file_size:
-        return None
-    return written / index_file_size
 
 
 # ---------------------------------------------------------------- one build in a scenario
@@ -210,8 +146,8 @@ class LocalTarget:
         self.device = None
         if self.ddir is not None:
             try:
-                self.device = _iostat.device_of(self.ddir)
-            except _iostat.NoBlockDevice:
+                self.device = _storage.device_of(self.ddir)
+            except _storage.NoBlockDevice:
                 pass
         self.enforced = self.plan.enforced if self.plan else []
         self.cgroup_version = self.plan.layout.version if self.plan else None
@@ -308,15 +244,6 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
 
 
 # ---------------------------------------------------------------- disk matters? (pure)
-
-def own_memory(peaks_kb: dict | None) -> int | None:
-    """CouchDB's own memory in one build, bytes: the sum over beam and the query servers of their RSS
-    peaks (pidstat.rss_peaks_kb(), as a bench run keeps them in "pidstat_peak_rss_kb"). The page cache is not
-    in it, so a memory limit must be at least this, plus whatever page cache it means to leave, or the
-    kernel kills beam instead of the build reading from disk."""
-    peaks = [v for fam, v in (peaks_kb or {}).items() if fam not in WATCHERS]
-    return int(sum(peaks) * 1024) if peaks else None
-
 
 @dataclass
 class Row:

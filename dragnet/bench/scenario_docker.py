@@ -15,9 +15,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dragnet.couchdb import storage as _storage
 from dragnet.couchdb import control as ctl
 from dragnet.couchdb import docker as dk
-from dragnet.measure import iostat as _iostat
 from dragnet.couchdb import limits as limits
 from dragnet.errors import DragnetError
 from dragnet.bench.scenario import Measured, Scenario
@@ -30,7 +30,7 @@ class Prepared:
 
     scenario: Scenario
     settings: dict                          # dk.limit_settings(): {} limits nothing
-    device: _iostat.BlockDevice | None      # the data's disk: throttled, and watched by iostat
+    device: _storage.BlockDevice | None      # the data's disk: throttled, and watched by iostat
     data: Path | None                       # the data on this machine; None on the container's tmpfs
     enforced: list[str] = field(default_factory=list)
     cgroup_version: int | None = None
@@ -56,8 +56,8 @@ def prepare(sc: Scenario, inst: ctl.Instance, *, env: dict | None = None, c=None
         node = dk.device_node(device, dev)
     elif data is not None and local:
         try:
-            device = _iostat.device_of(data, sys=sys)    # for iostat only
-        except (_iostat.NoBlockDevice, OSError):
+            device = _storage.device_of(data, sys=sys)    # for iostat only
+        except (_storage.NoBlockDevice, OSError):
             device = None
     if sc.cache == "cold" and euid != 0:
         raise DragnetError(f"scenario {sc.label}: --cache cold drops the host's page cache (it holds the "

@@ -23,7 +23,7 @@ from dragnet.results import schema as _schema
 from dragnet.results.schema import RunEntry, SizeRow  # noqa: F401  (SizeRow: the schema's record of a row)
 from dragnet.couchdb.client import connect, db_path
 from dragnet.errors import DragnetError, UsageError
-from dragnet.bench.scenario import own_memory
+from dragnet.measure.pidstat import own_memory
 from dragnet.couchdb.limits import parse_sizes  # noqa: F401  (re-exported: the CLI parses --sizes here)
 
 SCHEMA = _schema.schema(_schema.SIZES)

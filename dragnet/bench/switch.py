@@ -1,8 +1,8 @@
 """Applies a bench's CouchDB axes (--couchdb, --cpus, --q, --config, --config-restart) before each planned run.
 
 Everything is checked before any build (check_up_front): images and release directories, core counts,
-config keys against each CouchDB's own default.ini, and each live config value set once on the node and
-put back. Per run, `switch` asks each axis (dragnet.axes.model.Axis, built by its own module) what to do:
+config keys against what each CouchDB's code reads (its version's catalogue) and its own default.ini, and
+each live config value set once on the node and put back. Per run, `switch` asks each axis (dragnet.axes.model.Axis, built by its own module) what to do:
 one restart when any restart axis changed (their settings merged), then the refill and live axes applied,
 and each axis's check. `finish` puts back every live setting changed and `restore_instance` restarts onto
 the CouchDB the bench found; the bench calls both in its finally block (Ctrl-C, SIGTERM).
@@ -77,6 +77,7 @@ class AxisSwitcher:
         self.current: dict[str, str] = {}        # restart-axis values the node runs with now
         self.lacking: dict[str, list[str]] = {}  # config name -> CouchDB values without that setting
         self.ini_label: dict[str, str] = {}      # couchdb value -> version label for messages
+        self.key_sources: dict[str, str] = {}    # version -> what its config keys were checked against
         self.versions: dict | None = None
         self.checks: dict = {}
         self.axes = opts.axes(inst.backend if inst is not None else None)
@@ -94,28 +95,36 @@ class AxisSwitcher:
                              "`dragnet couch up` or --backend")
         if o.q and not self.data:
             raise UsageError("--q N,N fills one database per q: give --data")
-        inis: dict[str, str] = {}
+        known: dict[str, set] = {}
         if o.couchdb:
-            inis = axis_couchdb.check_values(o.couchdb, backend, self.env)
+            for v, text in axis_couchdb.check_values(o.couchdb, backend, self.env).items():
+                version = axis_couchdb.version_of(v, backend, self.env) if o.config else None
+                known[v], self.key_sources[v] = axis_config.keys_of(version, text)
+                self._warn_partial(version, self.key_sources[v])
         elif o.config:
-            text = axis_config.default_ini_of(inst, env=self.env)
-            if text is not None:
-                inis = {couch.get("/").get("version", "this"): text}
+            version = couch.get("/").get("version")
+            keys, source = axis_config.keys_of(version, axis_config.default_ini_of(inst, env=self.env))
+            self._warn_partial(version, source)
+            if source:        # what the node has set counts too (local.ini, earlier PUTs)
+                known[version or "this"] = keys | axis_config.node_keys(couch)
+                self.key_sources[version or "this"] = source
         if o.config:
-            if inis:
-                known = {v: axis_config.known_keys(t) for v, t in inis.items()}
-                if not o.couchdb:   # what the node has set counts too (local.ini, earlier PUTs)
-                    for v in known:
-                        known[v] |= axis_config.node_keys(couch)
+            if known:
                 self.lacking = axis_config.check_known(o.config, known)
             axis_config.validate(couch, o.config)   # a value the node refuses: refused now
+
+    def _warn_partial(self, version: str | None, source: str) -> None:
+        text = axis_config.partial_warning(version, source)
+        if text is not None:
+            self.on_event("warning", {"message": text})
 
     # -- per run
     def not_applicable(self, run_axes: dict) -> str | None:
         cdb = run_axes.get("couchdb")
         for s in self.opts.config:
             if f"config:{s.name}" in run_axes and cdb is not None and cdb in self.lacking.get(s.name, []):
-                return axis_config.not_applicable(s, axis_couchdb.label(cdb))
+                return axis_config.not_applicable(s, axis_couchdb.label(cdb),
+                                                  catalogued=self.key_sources.get(cdb) == "catalogue")
         return None
 
     def switch(self, run: dict, storage: str, couch: Couch) -> tuple[Couch, str]:

@@ -25,9 +25,12 @@ from dragnet.measure import poller as poller
 from dragnet.results import build as _results
 from dragnet.results import schema as _schema
 from dragnet.build import views as _views
+from dragnet.build.design import BUILTIN_REDUCES
 from dragnet.couchdb.client import Couch, CouchError, CouchUnreachable, db_path, mask_url
 from dragnet.errors import DragnetError, UsageError
 from dragnet.measure.machine import machine_info
+from dragnet.servers.discovery import given_couchdb_home
+from dragnet.servers.registry import reads_documents
 
 DEFAULT_TIMEOUT = 6 * 3600.0
 STORAGE_CHOICES = ("disk", "tmpfs", "auto")
@@ -138,11 +141,6 @@ def _require_db(couch: Couch, db: str) -> dict:
 
 # ------------------------------------------------------------------ environment
 
-def couchdb_home(env: dict | None = None) -> str | None:
-    env = os.environ if env is None else env
-    return env.get("DRAGNET_COUCHDB_HOME") or None
-
-
 def _config(couch: Couch, section: str, key: str) -> str | None:
     try:
         resp = couch.request("GET", f"/_node/_local/_config/{section}/{key}", ok=(200, 404), timeout=10)
@@ -169,7 +167,7 @@ def detect_storage(couch: Couch, given: str, env: dict | None = None) -> str:
         return recorded
     from dragnet.couchdb.storage import storage_label
 
-    home = couchdb_home(env)
+    home = given_couchdb_home(env)
     candidates = []
     configured = _config(couch, "couchdb", "database_dir")
     if configured:
@@ -195,7 +193,7 @@ def find_log(couch: Couch, explicit: str | None, env: dict | None = None) -> Pat
         return p
     if not is_local(couch.url):
         return None
-    home = couchdb_home(env)
+    home = given_couchdb_home(env)
     candidates = []
     managed = _managed_log(couch.url, env)       # a CouchDB started by `dragnet couch up` logs to a file
     if managed:
@@ -430,6 +428,11 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         view = _views.load(cfg.view_path, cfg.language)
         view_name = cfg.view or _views.default_view_name(cfg.view_path)
         reduce = _views.load_reduce(cfg.reduce)
+    maps_only = not reads_documents(view.language)
+    if maps_only:       # the ceiling: CouchDB's own built-in reduces stay, a reduce function cannot run on it
+        reduce = reduce if reduce in BUILTIN_REDUCES else None
+        note(f"{view.language}: reads no document and emits one fixed row per document; only the maps (and "
+             f"built-in reduces) are built on it")
     ddoc_name = cfg.ddoc or _ddoc.unique_name(view.language, view_name if design is None
                                               else design.id[len("_design/"):])
     ident = _ddoc.ddoc_id(ddoc_name)
@@ -445,7 +448,7 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
     if design is not None:
         from dragnet.build import design as _design
 
-        doc = _design.benchmark_copy(design, ident, language=view.language, nonce=nonce)
+        doc = _design.benchmark_copy(design, ident, language=view.language, nonce=nonce, maps_only=maps_only)
     else:
         doc = _ddoc.build(ident, view_name, view, reduce=reduce, autoupdate=False, nonce=nonce)
     qs_before = _qs_stats(couch)
@@ -531,6 +534,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             view={"path": design.source if design is not None else cfg.view_path, "language": view.language,
                   "ddoc": ident, "view": view_name, "reduce": reduce, "source": view.source, "dialect": view.dialect,
                   "detected_from": view.detected_from, "rev": saved.rev,
+                  **({"maps_only": {v: (d.get("reduce") or None) for v, d in doc["views"].items() if v != "lib"}}
+                     if maps_only else {}),
                   **({"design": {"id": design.id, "source": design.source, "views": design.view_names,
                                  "reduces": {v: design.reduce_of(v) for v in design.view_names},
                                  "lib": design.has_lib(), "options": design.doc.get("options"),

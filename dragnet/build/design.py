@@ -127,11 +127,19 @@ def select(design: Design, names: list[str] | None) -> Design:
 
 
 def benchmark_copy(design: Design, ddoc_id: str, *, language: str | None = None, nonce: str,
-                   views: list[str] | None = None) -> dict:
+                   views: list[str] | None = None, maps_only: bool = False) -> dict:
     """The document a benchmark saves: a fresh id, the given language, `autoupdate: false` (CouchDB's
     background indexer stays out) and a nonce in options (a new index signature, so CouchDB cannot reuse
-    the original's index). The original is never written."""
+    the original's index). The original is never written.
+
+    maps_only (a server that reads no document, the ceiling): the views' maps and built-in reduces only,
+    which CouchDB computes itself; reduce functions, validation, filters, shows and lists are left out."""
     doc = copy.deepcopy(design.doc)
+    if maps_only:
+        doc = {"_id": doc.get("_id"), "language": doc.get("language"), "options": doc.get("options") or {},
+               "views": {name: ({"map": v["map"], **({"reduce": v["reduce"]} if v.get("reduce") in BUILTIN_REDUCES
+                                                    else {})} if name != LIB else v)
+                         for name, v in doc.get("views", {}).items()}}
     doc["_id"] = ddoc_id
     if language:
         doc["language"] = language

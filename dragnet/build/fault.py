@@ -7,7 +7,7 @@ or `Math.random()` change from one call to the next. So every difference is put 
 
 - ORDER: an order-dependent reduce. The rows feeding the differing key are reduced in the **reference
   engine itself** over several orders and chunkings (CouchDB 3.5's B-tree batches from
-  dragnet.qsbench.reduce_batches, one call in view order, reversed, seeded shuffles cut into chunks and
+  dragnet.build.reduce_batches, one call in view order, reversed, seeded shuffles cut into chunks and
   rereduced both ways); when the engine disagrees with itself, the function depends on the order.
 - NONDETERMINISTIC_MAP: the reference engine maps the same document differently twice.
 - ENGINE: neither; the engine computes something else than the reference does.
@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from dragnet.qsbench.run import values_equal
+from dragnet.build.rows import values_equal
 
 ORDER = "order-dependent reduce"
 NONDETERMINISTIC_MAP = "non-deterministic map"
@@ -123,8 +123,8 @@ def _chunked(engine: Engine, source: str, kvs: list, sizes: Sequence[int], rever
 
 
 def btree_result(engine: Engine, source: str, kvs: list) -> Any:
-    """The root reduction over CouchDB 3.5's B-tree batches (dragnet.qsbench.reduce_batches) for these rows."""
-    from dragnet.qsbench.reduce_batches import plan_and_reduce
+    """The root reduction over CouchDB 3.5's B-tree batches (dragnet.build.reduce_batches) for these rows."""
+    from dragnet.build.reduce_batches import plan_and_reduce
 
     rows = [((k, i), v) for (k, i), v in kvs]
     def send(call):

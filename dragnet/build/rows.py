@@ -4,21 +4,21 @@
 a reduce the results at group_level 0, 1 and exact) into gzip JSON-lines files, one per query, so memory
 stays flat whatever the index size. `compare_files` matches two such files by document id (map rows) or
 by key (reduce rows) in a temporary SQLite file, and lists each difference with both values. Numbers are
-equal when qsbench's `values_equal` says so (engines format floats differently).
+equal when `values_equal` says so (engines format floats differently).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 import sqlite3
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from dragnet.couchdb.client import Couch
-from dragnet.qsbench.run import values_equal
 
 PAGE = 2000
 # query name -> extra view parameters; "map" runs on every view, the others on views with a reduce
@@ -28,6 +28,25 @@ QUERIES = {
     "group1": {"reduce": "true", "group_level": "1"},
     "exact": {"reduce": "true", "group": "true"},
 }
+
+
+# numbers equal to this relative tolerance are equal: JS and Python format floats differently
+REL_TOL = 1e-9
+
+
+def values_equal(a: Any, b: Any, rel: float = REL_TOL) -> bool:
+    """JSON equality with numbers compared to a relative tolerance (JS and Python format floats differently)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if a == b:
+            return True
+        return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=0.0)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(values_equal(x, y, rel) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(values_equal(a[k], b[k], rel) for k in a)
+    return type(a) is type(b) and a == b
 
 
 def _key_param(value) -> str:

@@ -108,7 +108,7 @@ def detect(path: str, text: str, override: str | None = None) -> tuple[str, str,
     if own is not None and dialect != "unknown" and dialects.family(dialect) != dialects.family(own.dialect):
         raise UsageError(f"{path}: a {dialect} file cannot run on {own.name!r}, which runs "
                          f"{dialects.get(own.dialect).view_file} files")
-    if lang in LANGUAGES and dialect != "unknown" and LANGUAGES[lang][0] != dialects.family(dialect):
+    if lang in LANGUAGES and dialect != "unknown" and LANGUAGES[lang][0] not in (dialects.family(dialect), "any"):
         raise UsageError(f"{path}: a {dialect} file cannot run on language {lang!r} "
                          f"({LANGUAGES[lang][1]}); pick a {LANGUAGES[lang][0]} file or another --language")
     return lang, dialect, how
@@ -166,10 +166,10 @@ def design_view(design, language: str | None = None) -> ViewFile:
         raise UsageError(f"{lang!r} is not a language name")
     fam_own = LANGUAGES.get(own, ("unknown",))[0]
     fam = LANGUAGES.get(lang, ("unknown",))[0]
-    if "unknown" not in (fam, fam_own) and fam != fam_own:
+    if "unknown" not in (fam, fam_own) and "any" not in (fam, fam_own) and fam != fam_own:
         raise UsageError(f"{design.source} is written in {own!r} ({fam_own}); it cannot run on {lang!r} "
                          f"({LANGUAGES[lang][1]})")
-    d = dialects.default_for_family(fam)
+    d = dialects.default_for_family(fam_own if fam == "any" else fam)   # "any": a server that reads no document
     dialect = d.name if d else (user.find(lang).dialect if user.find(lang) else fam)
     import json
 

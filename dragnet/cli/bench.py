@@ -6,10 +6,11 @@ import sys
 
 import click
 
+from dragnet.axes.model import parse_list
 from dragnet.bench import run as b
 from dragnet.results.schema import RunEntry
-from dragnet.cli.compare import store_option
-from dragnet.cli.options import db_option, json_option, print_json, url_option, server_option
+from dragnet.cli.options import db_option, json_option, print_json, server_option, store_option, url_option
+from dragnet.results.load import load_results
 
 
 @click.command("bench")
@@ -52,6 +53,8 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option, 
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
               help="Directory for results files and bench.json [default: results/bench-<UTC time>].")
 @click.option("--no-baseline", is_flag=True, help="Do not run the Erlang baseline in each round (no ratios).")
+@click.option("--no-ceiling", is_flag=True,
+              help="Do not build on the ceiling (the null query server) in each round: no engine shares.")
 @click.option("--q", "q_text", default=None, metavar="N[,N...]", help="Shards when creating the database; "
               "several (2,8,16) are an axis: one database <db>-q<N> per value, filled once from --data.")
 @click.option("--couchdb", "couchdbs", default=None, metavar="A,B",
@@ -94,9 +97,9 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option, 
 @server_option
 @json_option
 def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, strict, reference, languages, repeat,
-              storages, storage_label, backend, results_dir, no_baseline, q_text, couchdbs, cpus_text, configs,
-              restart_configs, n, memories, profiles, caches, sizes_text, plot_path, save_baseline, baseline_name, store_dir,
-              server_opts, as_json):
+              storages, storage_label, backend, results_dir, no_baseline, no_ceiling, q_text, couchdbs, cpus_text,
+              configs, restart_configs, n, memories, profiles, caches, sizes_text, plot_path, save_baseline,
+              baseline_name, store_dir, server_opts, as_json):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -104,14 +107,14 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     from dragnet.report import tables as rp
     from dragnet.errors import UsageError
     from dragnet.results import store as store
-    from dragnet.cli.report import render_design_table, render_table
+    from dragnet.report.console import render_design_table, render_table
     from dragnet.servers import user
 
     user.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
 
     sdir = store.default_dir(store_dir)
     baseline_entry = store.baseline(sdir, baseline_name) if baseline_name else None   # a missing name: now
-    st = b.parse_list(storages, "--storage")
+    st = parse_list(storages, "--storage")
     for s in st:
         if s not in ("disk", "tmpfs"):
             raise UsageError(f"--storage {s}: expected disk or tmpfs")
@@ -126,7 +129,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         if views:
             raise UsageError("--ddoc and --views: give one of them")
         labelled = revision_labels(ddoc_sources)
-        loaded = {label: dsg.load(src, views=b.parse_list(view_names, "--view")) for label, src in labelled.items()}
+        loaded = {label: dsg.load(src, views=parse_list(view_names, "--view")) for label, src in labelled.items()}
         design = next(iter(loaded.values()))
         if len(loaded) > 1:      # two or more: a revision axis, each build labelled with its revision
             revisions = loaded
@@ -143,7 +146,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     if languages is None:
         languages = design.language if design is not None else ",".join(
             [*b.DEFAULT_LANGUAGES, *(s.name for s in user.active())])
-    langs = b.parse_list(languages, "--languages")
+    langs = parse_list(languages, "--languages")
     if design is None and not mango_source:
         langs, skipped = b.user_languages(langs, views or str(b.DEFAULT_VIEWS))
         for why in skipped:
@@ -156,7 +159,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     scenarios = []
     if memories or profiles or caches:
         scenarios = expand(limits.parse_memory_limits(memories or "unlimited"),
-                           limits.parse_profiles(profiles or "unlimited"), b.parse_list(caches, "--cache"))
+                           limits.parse_profiles(profiles or "unlimited"), parse_list(caches, "--cache"))
     from dragnet.axes import config as axis_config
     from dragnet.axes import cpus as axis_cpus
     from dragnet.axes import q as axis_q
@@ -164,7 +167,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
 
     qs = axis_q.parse(q_text)
     q = int(qs[0]) if len(qs) == 1 else None
-    axis_opts = AxisOptions(couchdb=b.parse_list(couchdbs, "--couchdb"), cpus=axis_cpus.parse(cpus_text),
+    axis_opts = AxisOptions(couchdb=parse_list(couchdbs, "--couchdb"), cpus=axis_cpus.parse(cpus_text),
                             q=qs if len(qs) > 1 else [], config=axis_config.parse_all(list(configs), list(restart_configs)),
                             ddoc=revisions)
     if (len(qs) > 1 or revisions) and sizes_text is not None:   # each size is its own database already
@@ -172,7 +175,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,
                            data=data, views=views or str(b.DEFAULT_VIEWS), results_dir=results_dir,
                            baseline=not no_baseline, q=q, n=n, backend=backend, design=design, reference=reference,
-                           scenarios=scenarios, axes=axis_opts)
+                           scenarios=scenarios, axes=axis_opts, ceiling=not no_ceiling)
     console = Console(stderr=True)
     total = {"n": 0}
     if plot_path and not sizes_text:
@@ -181,9 +184,9 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         from dragnet.bench import sizes as sz
 
         counts = sz.parse_sizes(sizes_text)    # a bad size is a one-line error before anything runs
-        if save_baseline or baseline_name:    # a sweep is one folder per size: not one baseline
-            raise UsageError("--sizes with --save-baseline/--baseline: not combinable (compare the sizes' "
-                             "folders with `dragnet compare`)")
+        if baseline_name:    # --save-baseline saves the sweep (every size a cell); comparing is a step of its own
+            raise UsageError(f"--sizes with --baseline: not combinable; compare the sweep afterwards: "
+                             f"dragnet compare {baseline_name} SWEEP_DIR")
         if st:
             raise UsageError("--sizes and --storage: give one of them (label the storage with --storage-label)")
 
@@ -211,6 +214,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
             else:
                 console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)
         elif kind == "begin":
+            total["n"] = d["runs"]     # the bench's own plan (a baseline it cannot run is left out)
             console.print(f"{d['runs']} runs, results in {d['dir']}")
         elif kind == "start_couch":
             console.print(f"starting CouchDB ({d['backend']}, data on {d['storage']}) …")
@@ -231,18 +235,18 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
             console.print(f"mango index {d['name']}: fields {', '.join(d['fields'])}"
                           + (f", partial filter {d['partial']}" if d.get("partial") else ""))
         elif kind == "warning":
-            console.print(f"[yellow]warning[/yellow]: {d['message']}", markup=True, highlight=False)
+            console.print(f"[yellow]warning[/yellow]: {d['message']}", markup=True, highlight=False, soft_wrap=True)
         elif kind == "size":
             console.print(f"size {d['count']:,} documents (database {d['db']})")
 
     if indexes is not None:
         return _mango(config, indexes, on_event, total, as_json, strict)
     if sizes_text is not None:
-        total["n"] = len(b.plan(langs, repeat, ["x"], baseline=not no_baseline,
+        total["n"] = len(b.plan(b.with_ceiling(langs, not no_ceiling), repeat, ["x"], baseline=not no_baseline,
                                 scenarios=[s.label for s in scenarios] or [""]))
-        return _sizes(config, counts, on_event, plot_path, as_json)
+        return _sizes(config, counts, on_event, plot_path, as_json, save_as=save_baseline, sdir=sdir)
     bench = b.Bench(config, on_event=on_event)
-    total["n"] = len(b.plan(langs, repeat, st or ["x"], baseline=not no_baseline,
+    total["n"] = len(b.plan(bench.languages(), repeat, st or ["x"], baseline=not no_baseline,
                             scenarios=[s.label for s in scenarios] or [""], axes=axis_opts.axes(backend)))
     try:
         manifest = bench.run()
@@ -254,8 +258,11 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
 
     runs = manifest["runs"]
     failed = [r for r in runs if r["status"] not in ("ok", "oom", "not_applicable")]
-    docs = rp.load_results([bench.dir]) if any(r["result_file"] for r in runs) else []
+    docs = load_results([bench.dir]) if any(r["result_file"] for r in runs) else []
     groups, dgroups = rp.build_report(docs), rp.build_design_report(docs)
+    from dragnet.report import share as share
+
+    loads = share.shown(share.workloads(docs))
     cmp = saved_runs(bench.dir, docs, sdir, save_baseline, baseline_entry)
     if as_json:
         extra = {}
@@ -266,6 +273,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         report = rp.to_json(groups)
         if dgroups:
             report["design"] = rp.design_json(dgroups)
+        report["engine_share"] = share.to_json(loads)
         if cmp is not None:
             extra["baseline"] = cmp.to_json()
         print_json({"dir": str(bench.dir), "manifest": manifest, "report": report, **extra})
@@ -280,15 +288,17 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
             render_design_table(dgroups, title=title)
         if scenarios:
             from dragnet.bench.scenario import disk_matters, reference_label
-            from dragnet.cli.report import render_disk_matters
+            from dragnet.report.console import render_disk_matters
             ref = reference_label(scenarios)
             render_disk_matters(disk_matters(runs, ref), ref)
+        if loads:
+            click.echo("\n".join(share.lines(loads)))
         for r in failed:
             click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
         for line in differences_lines(bench.dir, runs):
             click.echo(line)
         if cmp is not None:
-            from dragnet.cli.compare import render
+            from dragnet.report.console import render_compare as render
             render(cmp)
         click.echo(f"results: {bench.dir} (`dragnet report {bench.dir} --plot DIR` for charts)")
     from dragnet.build import fault
@@ -301,7 +311,7 @@ def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
     """bench --mango: one bench per index, then the design table and Mango against each engine."""
     from dragnet.bench import mango as mb
     from dragnet.report import tables as rp
-    from dragnet.cli.report import render_design_table
+    from dragnet.report.console import render_design_table
 
     total["n"] = len(b.plan(["mango", *config.languages], config.repeat, config.storages or ["x"], baseline=False))
     try:
@@ -310,7 +320,7 @@ def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
         click.echo("interrupted: finished runs are kept", err=True)
         sys.exit(getattr(exc, "exit_code", 130))
     runs = [r for ix in summary["indexes"] for r in ix["manifest"]["runs"]]
-    dgroups = rp.build_design_report(rp.load_results([ix["dir"] for ix in summary["indexes"]]))
+    dgroups = rp.build_design_report(load_results([ix["dir"] for ix in summary["indexes"]]))
     if as_json:
         print_json({"dir": summary["dir"], "indexes": summary["indexes"], "versus": summary["versus"],
                     "warnings": summary["warnings"], "report": {"design": rp.design_json(dgroups)}})
@@ -334,9 +344,8 @@ def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
 
 def saved_runs(folder, docs, sdir, save_as, baseline_entry):
     """--save-baseline: the run into the store; --baseline: its comparison with the saved baseline (or None)."""
-    from dragnet.results import compare as c
+    from dragnet.report import compare as c
     from dragnet.results import store as store
-    from dragnet.report.tables import load_results
 
     if save_as and docs:     # saved first: a comparison that finds nothing in common loses nothing
         entry = store.save(sdir, folder, save_as)
@@ -347,8 +356,9 @@ def saved_runs(folder, docs, sdir, save_as, baseline_entry):
                      new_label=str(folder))
 
 
-def _sizes(config, counts, on_event, plot_path, as_json) -> None:
-    """The size sweep: run it, print the per-size table, the slopes and the memory marks, draw the chart."""
+def _sizes(config, counts, on_event, plot_path, as_json, save_as=None, sdir=None) -> None:
+    """The size sweep: run it, save it as a baseline (save_as: each size its own cells), print the per-size
+    table, the slopes and the memory marks, draw the chart."""
     from pathlib import Path
 
     from dragnet.bench import sizes as sz
@@ -358,6 +368,8 @@ def _sizes(config, counts, on_event, plot_path, as_json) -> None:
     except KeyboardInterrupt as exc:
         click.echo("interrupted: finished sizes are kept (sizes.json)", err=True)
         sys.exit(getattr(exc, "exit_code", 130))
+    if save_as:
+        saved_runs(summary["dir"], load_results([summary["dir"]]), sdir, save_as, None)
     render_sizes(Path(summary["dir"]), plot_path, as_json)
 
 
@@ -410,7 +422,7 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
         for cells in sz.table_cells(rows):
             table.add_row(*(Text(c) for c in cells))
         Console(width=200).print(table)
-        from dragnet.cli.report import render_disk_matters
+        from dragnet.report.console import render_disk_matters
         for n, rows_ in disk.items():
             render_disk_matters(rows_, ref, at=f" at {n:,} documents")
         for f in an["fits"]:

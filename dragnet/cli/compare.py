@@ -6,30 +6,8 @@ import sys
 
 import click
 
-from dragnet.cli.options import print_json
-
-
-def store_option(f):
-    return click.option("--store", "store_dir", type=click.Path(file_okay=False), default=None,
-                        help="Results store holding named baselines [default: $DRAGNET_STORE or results/store].")(f)
-
-
-def render(cmp) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from dragnet.results import compare as c
-    from dragnet.cli.report import _console
-
-    table = Table(title=c.title(cmp), header_style="bold")
-    for i, col in enumerate(c.COLUMNS):
-        table.add_column(col, justify="left" if i in (0, 6) else "right")
-    for row in c.table_rows(cmp):
-        style = {c.REGRESSED: "red", c.IMPROVED: "green"}.get(row[-1].split(" ")[0])
-        table.add_row(*(Text(x) for x in row), style=style)
-    _console(160).print(table)
-    for line in c.notes(cmp):
-        click.echo(line)
+from dragnet.cli.options import print_json, store_option
+from dragnet.report.console import render_compare
 
 
 @click.command("compare")
@@ -49,7 +27,7 @@ def compare_cmd(old, new, along, fail_if_slower, markdown, as_json, no_rows, sto
     of median build times with a 95% bootstrap interval, Mann-Whitney U, and a verdict (improved, regressed,
     no change, undecided); views whose rows changed; cells on one side only. With only OLD, compare along
     the axis that has two values (e.g. two design doc revisions in one bench)."""
-    from dragnet.results import compare as c
+    from dragnet.report import compare as c
     from dragnet.results import store as store
     from dragnet.errors import UsageError
 
@@ -71,7 +49,7 @@ def compare_cmd(old, new, along, fail_if_slower, markdown, as_json, no_rows, sto
     elif markdown:
         click.echo(c.to_markdown(cmp), nl=False)
     else:
-        render(cmp)
+        render_compare(cmp)
     if cmp.failing:
         sys.exit(1)
 
@@ -90,7 +68,7 @@ def compare_cmd(old, new, along, fail_if_slower, markdown, as_json, no_rows, sto
 def history_cmd(by, metric, where, plot_path, as_json, store_dir):
     """A metric over the runs saved in the results store (bench --save-baseline), per cell, with steps flagged
     where the runs before and after differ significantly."""
-    from dragnet.results import history as h
+    from dragnet.report import history as h
     from dragnet.results import store as store
     from dragnet.errors import UsageError
 
@@ -115,14 +93,14 @@ def history_cmd(by, metric, where, plot_path, as_json, store_dir):
     from rich.table import Table
     from rich.text import Text
 
-    from dragnet.cli.report import _console
+    from dragnet.report.console import console
 
     table = Table(title=f"{store.METRICS[metric]} by {by}, {len(entries)} saved runs", header_style="bold")
     for col in h.COLUMNS:
         table.add_column(col)
     for row in h.table_rows(all_series, metric):
         table.add_row(*(Text(x) for x in row), style="red" if row[-1] == "STEP" else None)
-    _console(160).print(table)
+    console(160).print(table)
     steps = sum(p.step for s in all_series for p in s.points)
     click.echo(f"{steps} step(s): {h.STEP_TEST}")
     if drawn:

@@ -156,6 +156,40 @@ def down_cmd(port, timeout, purge, as_json) -> None:
         click.echo(f"data kept in {inst.data_dir}{memory}; `dragnet couch up` with the same port reuses it")
 
 
+@couch_cmd.command("prune")
+@click.option("--port", type=int, help="Only the objects labelled with this CouchDB's port.")
+@click.option("--running", is_flag=True, help="Remove running containers too (by default they stay: another "
+              "bench may be using one).")
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@json_option
+def prune_cmd(port, running, dry_run, as_json) -> None:
+    """Remove the Docker containers, volumes and networks dragnet made, found by its labels only.
+
+    Lists them first. Never touches anything without dragnet's labels, nor a CouchDB `couch up` recorded
+    here (`couch down --purge` for that), nor a volume or network still in use.
+    """
+    from dragnet.couchdb import prune as prune
+
+    items = prune.find(port=port, running=running)
+    if not as_json:
+        click.echo(f"dragnet's Docker objects{f' of port {port}' if port is not None else ''}: {len(items)}"
+                   + ("" if items else " (nothing to remove)"))
+        for it in items:
+            click.echo(f"  {it.text()}" + (f": stays, {it.keep}" if it.keep else ""))
+    if not dry_run:
+        prune.remove(items)
+    if as_json:
+        print_json({"dry_run": dry_run, "objects": [it.as_dict() for it in items]})
+        return
+    if dry_run:
+        return
+    for it in items:
+        if it.error:
+            click.echo(f"  {it.text()}: not removed ({it.error})")
+    done = sum(it.removed for it in items)
+    click.echo(f"removed {done}, kept {len(items) - done}")
+
+
 @couch_cmd.command("status")
 @click.option("--port", type=int, help="Only this CouchDB.")
 @json_option

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from dragnet.cli.options import db_option, json_option, print_json, url_option, server_option
+from dragnet.cli.options import db_option, json_option, print_json, server_option, url_option
+from dragnet.report.console import distribution_lines, render_forecast
 
 
 @click.command("forecast")
@@ -31,6 +32,8 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option, 
 @click.option("--languages", default="javascript", show_default=True,
               help="Comma-separated languages (the Erlang baseline runs too unless --no-baseline).")
 @click.option("--no-baseline", is_flag=True, help="Do not build the Erlang baseline.")
+@click.option("--no-ceiling", is_flag=True, help="Do not build the ceiling (the null query server): no bound on "
+              "what any engine could save at the target's size.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Builds per size.")
 @click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards of the sweep's databases.")
 @click.option("--shard-sweep/--no-shard-sweep", default=True, show_default=True,
@@ -52,14 +55,15 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option, 
 @server_option
 @json_option
 def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_docs, target_bytes, target_q,
-                 sizes_text, budget, languages, no_baseline, repeat, q, shard_sweep, memories, cpus_text, weighting,
-                 results_dir, from_sweep, server_opts, as_json):
+                 sizes_text, budget, languages, no_baseline, no_ceiling, repeat, q, shard_sweep, memories, cpus_text,
+                 weighting, results_dir, from_sweep, server_opts, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
     import datetime as _dt
 
     from rich.console import Console
 
+    from dragnet.axes.model import parse_list
     from dragnet.bench import run as b
     from dragnet.forecast import run as fr
     from dragnet.bench import sizes as sz
@@ -84,15 +88,15 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
         out = fr.from_sweep(Path(from_sweep), tgt, out_dir=Path(results_dir) if results_dir else None,
                             weighting=weighting)
         _charts(out, Path(results_dir or from_sweep))
-        print_json(out) if as_json else click.echo(render(out))
+        print_json(out) if as_json else click.echo(render_forecast(out))
         return
     if sizes_text != "auto":
         sz.parse_sizes(sizes_text)
     design = None
     if ddoc_source:
         from dragnet.build import design as dsg
-        design = dsg.load(ddoc_source, views=b.parse_list(view_names, "--view") or None)
-    langs = b.parse_list(languages, "--languages")
+        design = dsg.load(ddoc_source, views=parse_list(view_names, "--view") or None)
+    langs = parse_list(languages, "--languages")
     tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes, target_q)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     folder = Path(results_dir or Path("results") / f"forecast-{stamp}")
@@ -109,13 +113,13 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
 
     scenarios = expand(limits.parse_memory_limits(memories), [], []) if memories else []
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, views=views or str(b.DEFAULT_VIEWS),
-                           baseline=not no_baseline, q=q, design=design, scenarios=scenarios,
+                           baseline=not no_baseline, ceiling=not no_ceiling, q=q, design=design, scenarios=scenarios,
                            axes=AxisOptions(cpus=axis_cpus.parse(cpus_text)))
     console = Console(stderr=True)
 
     def on_event(kind: str, d: dict) -> None:
         if kind == "distribution":
-            console.print(_distribution(d["sample"], d["target"]), highlight=False)
+            console.print(distribution_lines(d["sample"], d["target"]), highlight=False)
         elif kind == "probe":
             console.print(f"first build: {d['docs']:,} documents, to size the sweep …")
         elif kind == "sizes":
@@ -136,12 +140,12 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
     if as_json:
         print_json(out)
         return
-    click.echo(render(out))
+    click.echo(render_forecast(out))
 
 
 def _charts(out: dict, folder: Path) -> None:
     """forecast.png, or forecast-<variant>.png per variant (a memory limit, a core count)."""
-    from dragnet.forecast.plot import forecast_chart
+    from dragnet.report.forecast_plot import forecast_chart
     from dragnet.results.build import slug
 
     checks = out.get("backtest") or {}
@@ -151,59 +155,3 @@ def _charts(out: dict, folder: Path) -> None:
                                               ).path)
                      for name, per_lang in out["forecasts"].items()}
     out["chart"] = next(iter(out["charts"].values()), None)
-
-
-def _distribution(sample: dict, target: dict) -> str:
-    t_docs = target["doc_count"]
-    t_ext = (target.get("sizes") or {}).get("external")
-    t_mean = f"{t_ext / t_docs:,.1f}" if t_ext else "–"
-    return "\n".join([
-        f"{'bytes/doc':<9} {'docs':>10} {'mean':>10} {'p50':>9} {'p90':>9} {'p99':>9} {'max':>10}",
-        f"{'sample':<9} {sample['docs']:>10,} {sample['mean']:>10,.1f} {sample['p50']:>9,} {sample['p90']:>9,} "
-        f"{sample['p99']:>9,} {sample['max']:>10,}",
-        f"{'target':<9} {t_docs:>10,} {t_mean:>10} {'–':>9} {'–':>9} {'–':>9} {'–':>10}",
-        "(target: GET /db sizes.external / doc_count; the sample: its data file's lines)"])
-
-
-def render(out: dict) -> str:
-    lines = [f"forecast for {out['target']['doc_count']:,} documents"
-             + (f" ({out['target']['url']})" if out['target'].get('url') else "")
-             + f" from sizes {', '.join(f'{n:,}' for n in out['sizes'])}"]
-    for label, per_lang in out["forecasts"].items():
-        for lang, f in sorted(per_lang.items()):
-            lines.append(f"{(label + ' ') if label else ''}{lang}:")
-            for q, e in f["quantities"].items():
-                if not e.get("fit"):
-                    lines.append(f"  {q:<14} no fit ({len(e['points'])} points)")
-                    continue
-                p, fit = e["prediction"], e["fit"]
-                fmt = (lambda v: f"{v:,.0f} s") if e["unit"] == "s" else (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
-                r2 = "–" if fit["r2"] is None else f"{fit['r2']:.3f}"
-                model = fit.get("model") or "linear"
-                model += f" k={fit['k']:.2f}" if model == "power" else ""
-                how = e.get("basis") or f"{model}, r² {r2}, {fit['points']} builds"
-                if e.get("shards"):
-                    how = f"{model}, r² {r2}, {fit['points']} one-shard builds; {how}"
-                lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] {how}")
-                lines += [f"  warning: {w}" for w in e.get("warnings") or []]
-            lines += [f"  warning: {w}" for w in f["warnings"]]
-    from ..results.schema import couchdb_versions
-
-    m, v = out["machine"], couchdb_versions(out)
-    load = out.get("load_average")
-    lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "
-                 f"CouchDB {v['couchdb'] or '?'} (OTP {v['erlang'] or '?'}, {v['javascript_engine'] or '?'}); "
-                 f"load average {'–' if not load else ' → '.join(f'{x:.1f}' for x in load)}; storage "
-                 f"{(out.get('settings') or {}).get('storages') or 'as found'}")
-    from ..forecast.model import QUANTITIES
-
-    for lang, qs in sorted((out.get("backtest") or {}).items()):
-        for q, c in qs.items():
-            whole = c.get("whole_database")
-            fmt = (lambda v: f"{v:,.0f} s") if QUANTITIES.get(q, ("s",))[0] == "s" else \
-                (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
-            lines.append(f"back-test {lang} {q}: predicted {fmt(c['predicted'])}, built {fmt(c['actual'])}: "
-                         f"error {c['error']:+.1%}, {'inside' if c['inside'] else 'OUTSIDE'} the interval"
-                         + (f" (whole-database sweep alone: {whole['error']:+.1%})" if whole else ""))
-    lines.append(f"results: {out['sweep_dir']}, forecast.json and {', '.join((out.get('charts') or {}).values())}")
-    return "\n".join(lines)

@@ -28,6 +28,29 @@ def print_json(obj: Any) -> None:
     click.echo(json.dumps(obj, ensure_ascii=False, sort_keys=True, default=str))
 
 
+def store_option(f):
+    return click.option("--store", "store_dir", type=click.Path(file_okay=False), default=None,
+                        help="Results store holding named baselines [default: $DRAGNET_STORE or results/store].")(f)
+
+
+def with_progress(run):
+    """run(show) under a progress bar on stderr; show takes a dragnet.data.sample.Progress."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[stats]}"), TimeRemainingColumn(), console=Console(stderr=True),
+                  transient=True) as bar:
+        tasks: dict = {}
+
+        def show(p) -> None:
+            if p.phase not in tasks:
+                label = "listing ids" if p.phase == "ids" else "sampling"
+                tasks[p.phase] = bar.add_task(label, total=p.total or None, stats="")
+            # doc_count may grow while we read: never let the bar run past its end
+            bar.update(tasks[p.phase], completed=p.seen, total=max(p.total, p.seen) or None,
+                       stats=f"{p.sampled:,} sampled" if p.phase == "copy" else "")
+        return run(show)
 def server_option(f: Callable) -> Callable:
     """--server NAME=COMMAND (or a servers file), repeatable: query servers of the user's
     (dragnet.servers.user), registered before the command runs."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -58,10 +59,15 @@ def _default_view() -> str:
                    "for the views whose reduce results differ).")
 @click.option("--strict", is_flag=True, help="With --ddoc: fail on reduce differences of an order-dependent "
                                              "reduce too.")
+@click.option("--couchdb", "couchdb_url", default=None, metavar="URL",
+              help="Afterwards build the same servers' view and the ceiling inside this CouchDB on the same "
+                   "documents (a bench, --repeat rounds, no baseline) and print both rankings side by side.")
+@click.option("--couchdb-db", "couchdb_db", default="dragnet_qsbench", show_default=True,
+              help="With --couchdb: the database the documents go into (imported once, kept).")
 @server_option
 @json_option
 def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_source, servers, languages, reference, repeat, min_runs, max_runs, warmup, shards, timeout,
-                config_file, results_dir, plot_file, check_reduce, strict, server_opts, as_json):
+                config_file, results_dir, plot_file, check_reduce, strict, couchdb_url, couchdb_db, server_opts, as_json):
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
     from dragnet.servers import user
 
@@ -82,6 +88,8 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         raise UsageError("--languages goes with --ddoc (use --servers)")
     if (check_reduce or strict) and not ddoc_source:
         raise UsageError("--check-reduce and --strict go with --ddoc")
+    if couchdb_url and (ddoc_source or as_json):
+        raise UsageError("--couchdb goes with a view folder's table (not --ddoc, not --json)")
     if ddoc_source:
         if servers and languages:
             raise UsageError("give --servers or --languages, not both")
@@ -108,6 +116,14 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
                          f"({', '.join(s.name for s, _ in chosen)})")
 
     docs = _docs(err, docs_file, count, fraction, seed, cache_dir, as_json)
+    inside = None
+    if couchdb_url:     # before anything runs: which servers CouchDB can run, and the documents' file
+        from dragnet.bench import inside as inside
+
+        names, left = inside.languages_for([s for s, _ in chosen])
+        data = docs.origin.get("source")
+        if not data or not Path(str(data)).is_file():
+            raise UsageError("--couchdb needs the documents in a file (--docs FILE or --count)")
 
     settings = {"repeat": repeat, "max_runs": max_runs or repeat, "warmup": warmup, "shards": shards,
                 "timeout_s": timeout}
@@ -141,7 +157,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
     path = qsbench.write_results(doc, results_dir)
     chart = None
     if plot_file is not None and bench.rows:
-        from dragnet.qsbench.plot import plot
+        from dragnet.report.qsbench_plot import plot
 
         chart = plot(doc, plot_file or path.with_suffix(".png"))
 
@@ -160,6 +176,9 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         out.print(f"results: {path}")
         if chart:
             out.print(f"chart:   {chart}")
+        if inside is not None:
+            _inside(out, err, inside, couchdb_url, couchdb_db, str(data), names, left, bench, view_dir, repeat,
+                    results_dir)
     if bench.failed:
         raise DragnetError(f"{len(bench.failed)} of {len(bench.results)} query servers failed: "
                            + ", ".join(f"{r.spec.name} ({'wrong rows' if r.status == 'wrong' else 'error'})"
@@ -207,8 +226,45 @@ def _print_ranking(out: Console, bench: qsbench.Benchmark) -> None:
         if not bench.decided:
             out.print("  the order of the pairs marked NOT significant is not supported by these runs "
                       "(more runs: --max-runs)", highlight=False)
+        out.print(qsbench.CEILING_POINTER, highlight=False, markup=False)
     for w in bench.warnings:
         out.print(f"[yellow]warning[/] {w}", highlight=False)
+
+
+def _inside(out: Console, err: Console, inside, url, db, data, names, left, bench, view_dir, repeat,
+            results_dir) -> None:
+    """The same servers inside CouchDB (bench.inside), then both rankings side by side."""
+    from rich.table import Table
+
+    from dragnet.report import share as share
+    from dragnet.results.load import load_results
+
+    for why in left:
+        err.print(f"[yellow]not inside CouchDB[/] {why}")
+    folder = Path(results_dir) / f"qsbench-couchdb-{int(time.time())}"
+
+    def on_event(kind: str, d: dict) -> None:
+        if kind == "start":
+            err.print(f"inside CouchDB, round {d['repeat'] + 1}: {d['language']} …")
+        elif kind in ("import", "warning"):
+            err.print(d["message"])
+
+    manifest = inside.run_inside(url, db, data, names, views=view_dir, repeat=repeat, results_dir=str(folder),
+                                 on_event=on_event)
+    loads = share.workloads(load_results([folder])) if any(r["result_file"] for r in manifest["runs"]) else []
+    rows = inside.side_by_side({r.name: r.docs_per_sec for r in bench.rows}, names, loads)
+    t = Table(title=f"over the protocol and inside CouchDB ({manifest['cluster'].get('q')} shards), same documents")
+    base = next((r.server for r in reversed(rows) if r.protocol_dps), "slowest")
+    for col in ("server", "language", "protocol docs/s", f"× {base}", "CouchDB docs/s", f"× {base}", "share"):
+        t.add_column(col, justify="left" if col in ("server", "language") else "right")
+    f = lambda v, d=0: "–" if v is None else f"{v:,.{d}f}"  # noqa: E731
+    for r in rows:
+        t.add_row(r.server, r.language, f(r.protocol_dps), f(r.protocol_x, 2), f(r.couchdb_dps), f(r.couchdb_x, 2),
+                  "–" if r.share is None else r.share.format())
+    out.print(t)
+    for line in share.lines(loads):
+        out.print(line, highlight=False, markup=False)
+    out.print(f"inside CouchDB: {folder}")
 
 
 def _docs(err: Console, docs_file, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:
@@ -235,7 +291,7 @@ def _db_sample(err: Console, spec, count, fraction, seed, cache_dir, as_json) ->
     if as_json:
         path, drawn = cached_sample(spec, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir)
     else:
-        from dragnet.cli.sample import with_progress
+        from dragnet.cli.options import with_progress
 
         path, drawn = with_progress(lambda show: cached_sample(spec, count=count, fraction=fraction, seed=seed,
                                                                cache_dir=cache_dir, progress=show))

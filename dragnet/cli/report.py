@@ -9,63 +9,9 @@ import click
 from dragnet.report import tables as rp
 from dragnet.errors import UsageError
 from dragnet.cli.options import print_json
-
-
-def _console(min_width: int):
-    import shutil
-    import sys
-
-    from rich.console import Console
-
-    # the terminal's width; wide enough for every column when output goes to a pipe or a file
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else min_width
-    return Console(width=width)
-
-
-def render_table(groups, title: str | None = None) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=title, header_style="bold")
-    for i, col in enumerate(rp.COLUMNS):
-        table.add_column(col, justify="left" if i in (0, 1, 13) else "right", no_wrap=i in (0, 8, 13))
-    for row in rp.table_rows(groups):
-        table.add_row(*(Text(c) for c in row))  # Text: "[...]" in a label is not rich markup
-    _console(200).print(table)
-    for line in rp.ranking_lines(groups):
-        click.echo(line)
-
-
-def render_design_table(groups, title: str | None = None) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=title, header_style="bold", caption=rp.DESIGN_LEGEND)
-    for i, col in enumerate(rp.DESIGN_COLUMNS):
-        table.add_column(col, justify="left" if i in (0, 1, 2, 3, 11, 16) else "right", no_wrap=i in (0, 1, 2))
-    for row in rp.design_table_rows(groups):
-        table.add_row(*(Text(c) for c in row))
-    _console(220).print(table)
-    for line in rp.design_ranking_lines(groups) + rp.design_notes(groups):
-        click.echo(line)
-
-
-def render_disk_matters(rows, ref: str, at: str = "") -> None:
-    """The "disk matters?" table (scenario.disk_matters() rows), its memory lines and verdict; `at` names
-    what the table is of (" at 10,000 documents" in a size sweep)."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from dragnet.bench.scenario import DISK_COLUMNS, disk_rows, memory_advice, verdict
-    table = Table(title=f"disk matters?{at} (× = docs/s against {ref})", header_style="bold")
-    for col in DISK_COLUMNS:
-        table.add_column(col)
-    for cells in disk_rows(rows):
-        table.add_row(*(Text(c) for c in cells))
-    _console(200).print(table)
-    for line in memory_advice(rows, ref):
-        click.echo(f"memory{at}: {line}")
-    click.echo(f"verdict{at}: {verdict(rows, ref)}")
+from dragnet.report.console import render_design_table, render_disk_matters, render_table
+from dragnet.results.load import load_results
+from dragnet.results.schema import read_json
 
 
 @click.command("report")
@@ -103,16 +49,16 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
     cmp_doc = None
     if compare_json:
         from dragnet.report.html import check_compare
-        cmp_doc = check_compare(rp._read_json(Path(compare_json)), compare_json)
+        cmp_doc = check_compare(read_json(Path(compare_json)), compare_json)
     try:
-        docs = rp.load_results(results)
+        docs = load_results(results)
     except UsageError:
         from dragnet.forecast.run import find_forecasts
 
         forecasts = find_forecasts(results)
         if not forecasts or html_dir or by or baseline:   # a forecast alone (its sweep's builds not kept)
             raise
-        from dragnet.cli.forecast import render as render_forecast
+        from dragnet.report.console import render_forecast
 
         if fmt == "json":
             print_json({"forecast": forecasts})
@@ -131,7 +77,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
     dgroups = rp.build_design_report(docs, reference)
     cmp = None
     if baseline:
-        from dragnet.results import compare as compare
+        from dragnet.report import compare as compare
         from dragnet.results import store as store
 
         old = [r for spec in baseline for r in store.load_side(spec, store.default_dir())[1]]
@@ -161,7 +107,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
                 click.echo()
             click.echo(rp.design_markdown(dgroups), nl=False)
         if cmp is not None:
-            from dragnet.results.compare import to_markdown
+            from dragnet.report.compare import to_markdown
             click.echo()
             click.echo(to_markdown(cmp), nl=False)
         if sc_ref:
@@ -181,12 +127,12 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         if dgroups:
             render_design_table(dgroups, title="design documents")
         if cmp is not None:
-            from dragnet.cli.compare import render
+            from dragnet.report.console import render_compare as render
             render(cmp)
         if sc_ref:
             render_disk_matters(sc_rows, sc_ref)
 
-    from dragnet.measure.build_iostat import IO_COLUMNS, io_rows
+    from dragnet.report.io_table import IO_COLUMNS, io_rows
 
     io, io_notes = io_rows(docs)
     if fmt == "json":
@@ -205,10 +151,18 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         else:
             click.echo("\n".join(report_by.lines(by_cmp, by_names)))
 
+    from dragnet.report import share as share
+
+    loads = share.shown(share.workloads(docs))   # per storage and axis combination, so --by sees its own
+    if fmt == "json":
+        out["engine_share"] = share.to_json(loads)
+    elif fmt != "csv" and loads:
+        click.echo("\n" + "\n".join(share.lines(loads)))
+
     from dragnet.forecast.run import find_forecasts
     forecasts = find_forecasts(results)
     if forecasts:   # a forecast among the results: its own section
-        from dragnet.cli.forecast import render as render_forecast
+        from dragnet.report.console import render_forecast
         if fmt == "json":
             out["forecast"] = forecasts
         elif fmt != "csv":
@@ -231,6 +185,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         extra = [s for f in forecasts for s in hr.forecast_sections(f)]
         if by_cmp is not None:
             extra += hr.by_axis_sections(by_cmp, by_names)
+        extra += hr.share_sections(loads)
         page = hr.write_html(html_dir, hr.Inputs(docs, groups, dgroups, sc_rows, sc_ref, hr.load_sizes(results),
                                                  cmp.to_json() if cmp is not None else cmp_doc), extra=extra)
         if fmt == "json":

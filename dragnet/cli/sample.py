@@ -6,7 +6,7 @@ import click
 
 from dragnet.couchdb.client import connect, mask_url
 from dragnet.errors import UsageError
-from dragnet.cli.options import json_option, print_json
+from dragnet.cli.options import json_option, print_json, with_progress
 
 
 @click.command("sample")
@@ -54,21 +54,3 @@ def sample_cmd(source: str, target: str, count: int | None, fraction: float | No
     click.echo(summary.format())
 
 
-def with_progress(run):
-    """run(show) under a progress bar on stderr; show takes a dragnet.data.sample.Progress."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[stats]}"), TimeRemainingColumn(), console=Console(stderr=True),
-                  transient=True) as bar:
-        tasks: dict = {}
-
-        def show(p) -> None:
-            if p.phase not in tasks:
-                label = "listing ids" if p.phase == "ids" else "sampling"
-                tasks[p.phase] = bar.add_task(label, total=p.total or None, stats="")
-            # doc_count may grow while we read: never let the bar run past its end
-            bar.update(tasks[p.phase], completed=p.seen, total=max(p.total, p.seen) or None,
-                       stats=f"{p.sampled:,} sampled" if p.phase == "copy" else "")
-        return run(show)

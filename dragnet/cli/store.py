@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from dragnet.cli.compare import store_option
+from dragnet.cli.options import store_option
 from dragnet.cli.options import print_json
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from dragnet.couchdb import control as ctl
-from dragnet.couchdb.client import connect, mask_url
+from dragnet.couchdb.client import Couch, CouchError, connect, db_path, mask_url
 from dragnet.errors import DragnetError, UsageError
 
 MAX_NODES = 9
@@ -228,3 +228,12 @@ def down(port: int, *, env: dict | None = None, **stop_options) -> list[tuple[ct
         forget(data["port"], env)
     return out
 
+
+def cluster_of(couch: Couch, db: str) -> dict:
+    """The database's shards (q) and replicas (n) and the cluster's nodes, as the bench records them."""
+    info = couch.get(db_path(db)).get("cluster") or {}
+    try:
+        nodes = couch.get("/_membership").get("cluster_nodes")
+    except CouchError:
+        nodes = None
+    return {"q": info.get("q"), "n": info.get("n"), "nodes": nodes}

@@ -29,7 +29,8 @@ REPO = paths.data_root()
 DOCKERFILE = "docker/Dockerfile"
 DEFAULT_IMAGE = "dragnet/couchdb:3.5.0"
 DATA_PATH = "/opt/couchdb/data"
-LABEL = "org.dragnet.couch.port"
+LABEL = "org.dragnet.couch.port"   # on every container, volume and network dragnet makes for a CouchDB
+TEMP_LABEL = "org.dragnet.temp"    # on a container (and its anonymous volume) dragnet makes only to read an image
 STOP_TIMEOUT = 30
 # What the image is built from (the build context); everything else in the repo stays out.
 CONTEXT_DIRS = ("docker", "query_servers")
@@ -153,7 +154,7 @@ def limits_not_applied(settings: dict, host_config: dict) -> list[str]:
 
 
 def device_node(device, dev: str = "/dev") -> str:
-    """The block device node of `device` (an iostat.BlockDevice) that the engine can resolve to its
+    """The block device node of `device` (a storage.BlockDevice) that the engine can resolve to its
     MAJ:MIN; refused when /dev has none or another device under that name."""
     path = Path(dev) / device.name
     try:
@@ -265,6 +266,26 @@ def user_server_settings(specs) -> tuple[dict, dict]:
         volumes[str(real)] = {"bind": inside, "mode": "ro"}
         env.update(environment_for([dataclasses.replace(spec, argv=(inside, *spec.argv[1:]))]))
     return env, volumes
+
+
+# the Erlang baseline is dragnet's own, so every container dragnet starts has the native query server on
+# (the official images keep it off; dragnet's image has it in default.d already). default.d: before
+# local.ini and local.d, so a --config-restart or a _config PUT still wins and is written elsewhere.
+ERLANG_INI = "/opt/couchdb/etc/default.d/10-dragnet-erlang.ini"
+ERLANG_SETTING = "native_query_servers/enable_erlang_query_server"
+
+
+def write_erlang_ini(env: dict | None = None) -> Path | None:
+    """The file that turns the native Erlang query server on, for a bind mount; None for a remote engine
+    (it cannot see this machine's files: the bench then says the baseline is unavailable)."""
+    from dragnet.servers.registration import ini_for
+
+    if not docker_host(env).startswith("unix://"):
+        return None
+    path = ctl.state_dir(env) / "docker-erlang.ini"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(ini_for(erlang=True, os_process_timeout_ms=None))   # no secret in it
+    return path
 
 
 def write_restart_ini(port: int, ini: dict, env: dict | None = None) -> Path:
@@ -440,6 +461,10 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     settings["environment"].update(qs_env)
     if qs_volumes:
         settings.setdefault("volumes", {}).update(qs_volumes)
+    erlang = write_erlang_ini(env)
+    if erlang is not None:
+        # rw: the official entrypoint chowns everything under /opt/couchdb and exits when it cannot
+        settings.setdefault("volumes", {})[str(erlang)] = {"bind": ERLANG_INI, "mode": "rw"}
     if ini:    # settings CouchDB takes only at start: a file in its local.d, bound into the container
         settings.setdefault("volumes", {})[str(write_restart_ini(port, ini, env))] = {"bind": RESTART_INI,
                                                                                       "mode": "rw"}
@@ -457,6 +482,8 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     from docker.errors import APIError
 
     _remove_stale(c, settings["name"])
+    if storage_kind == "disk" and data_dir is None:
+        ensure_volume(c, port)
     try:
         container = c.containers.run(**settings)
     except APIError as exc:
@@ -522,6 +549,16 @@ def raise_if_oom_killed(container, limit: int | None, *, settle: float = 5.0, in
     """ContainerOOMKilled if the engine says the container was OOM-killed (oom_killed())."""
     if oom_killed(container, settle=settle, interval=interval):
         raise ContainerOOMKilled(limit)
+
+
+def ensure_volume(c, port: int) -> None:
+    """The data volume, made here with dragnet's label (so `couch prune` finds it) unless it exists."""
+    from docker.errors import NotFound
+
+    try:
+        c.volumes.get(volume_name(port))
+    except NotFound:
+        c.volumes.create(name=volume_name(port), labels={LABEL: str(port)})
 
 
 def _remove_stale(c, name: str) -> None:

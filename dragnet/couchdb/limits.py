@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from dragnet.errors import DragnetError, UsageError
-from dragnet.measure.iostat import BlockDevice, NoBlockDevice, device_of
+from dragnet.couchdb.storage import BlockDevice, NoBlockDevice, device_of
 from dragnet.couchdb.storage import format_size, parse_size
 
 UNLIMITED = "unlimited"

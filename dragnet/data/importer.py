@@ -364,10 +364,6 @@ class ImportSummary:
     def bytes_per_sec(self) -> float:
         return self.bytes / self.seconds if self.seconds > 0 else 0.0
 
-    @property
-    def unsettled(self) -> int:
-        return self.read - self.imported - self.existing - self.rejected
-
     def as_dict(self) -> dict:
         d = asdict(self)
         d["docs_per_sec"] = round(self.docs_per_sec, 1)

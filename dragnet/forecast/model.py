@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Sequence
 
 from dragnet.bench.sizes import peak_memory
+from dragnet.results import schema as _schema
 
-SCHEMA = "dragnet.forecast/1"
+SCHEMA = _schema.schema(_schema.FORECAST)
 SUMMARY = "forecast.json"
 LEVEL = 0.95
 FAR = 10.0            # target beyond this many times the largest measured size: an extrapolation too far

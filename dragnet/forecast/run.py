@@ -8,7 +8,6 @@ Every check on the input happens before the first build; the only check that nee
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import time
 from dataclasses import replace
@@ -25,6 +24,7 @@ from dragnet.errors import DragnetError, UsageError
 from dragnet.couchdb.storage import parse_size
 from dragnet.measure.machine import machine_info
 from dragnet.data.sample import SizeDistribution, split_db_url
+from dragnet.results import schema as _schema
 
 PROBE_DOCS = 1000      # the first build of --sizes auto
 SHARD_SWEEP = "shard-sweep"   # the one-shard sweep's folder beside "sweep"
@@ -222,7 +222,7 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
                                                    db_bytes=db_bytes, target_db_bytes=target_db,
                                                    other_load=per_cpu, shard_runs=one, shards=shards)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / fc.SUMMARY).write_text(json.dumps(out, indent=1, ensure_ascii=False, default=str) + "\n")
+    _schema.write(folder / fc.SUMMARY, out)
     return out
 
 
@@ -264,8 +264,7 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
                             check["whole_database"] = fc.error_against(e["whole_database"], actual_mean)
                         checks.setdefault(" ".join(x for x in (name, lang) if x), {})[q] = check
         out["backtest"] = checks
-        (Path(out_dir or folder) / fc.SUMMARY).write_text(json.dumps(out, indent=1, ensure_ascii=False,
-                                                                      default=str) + "\n")
+        _schema.write(Path(out_dir or folder) / fc.SUMMARY, out)
     return out
 
 
@@ -285,10 +284,10 @@ def _couchdb_of(folder: Path, manifests: dict[int, dict]) -> dict | None:
         for r in m.get("runs", []):
             if r.get("result_file"):
                 path = folder / f"size-{n}" / r["result_file"]
-                for f, read in ((path, Path.read_bytes), (Path(f"{path}.gz"), lambda p: gzip.decompress(p.read_bytes()))):
+                for f in (path, Path(f"{path}.gz")):
                     try:
-                        return json.loads(read(f)).get("couchdb")
-                    except (OSError, ValueError):
+                        return _schema.read_json(f).get("couchdb")
+                    except _schema.ResultsFileError:
                         continue
     return None
 
@@ -306,9 +305,7 @@ def find_forecasts(paths: Sequence[str | Path]) -> list[dict]:
             sorted([*p.glob(fc.SUMMARY), *p.glob(f"*/{fc.SUMMARY}")]) if p.is_dir() else []
         for f in files:
             try:
-                doc = json.loads(f.read_text())
-            except (OSError, ValueError):
+                found.append(_schema.read(f, _schema.FORECAST))
+            except _schema.ResultsFileError:
                 continue
-            if doc.get("schema") == fc.SCHEMA:
-                found.append(doc)
     return found

@@ -14,13 +14,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from dragnet.measure import iostat as _iostat
+from dragnet.couchdb import storage as _storage
 from dragnet.couchdb.client import Couch, split_credentials
 
 
-def data_device(couch: Couch, url: str, env: dict | None = None) -> tuple[_iostat.BlockDevice | None, str | None, str]:
+def data_device(couch: Couch, url: str, env: dict | None = None) -> tuple[_storage.BlockDevice | None, str | None, str]:
     """(the data's disk, its directory, why not) for the CouchDB at url."""
     from dragnet.couchdb import control as ctl
-    from dragnet.bench.scenario import couch_pid, data_dir
+    from dragnet.measure.datadir import couch_pid, data_dir
 
     parts = urlsplit(split_credentials(url)[0])
     if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
@@ -47,8 +48,8 @@ def data_device(couch: Couch, url: str, env: dict | None = None) -> tuple[_iosta
         if data is None:
             return None, None, "CouchDB's database_dir is not visible on this machine"
     try:
-        return _iostat.device_of(data), str(data), ""
-    except _iostat.NoBlockDevice as exc:
+        return _storage.device_of(data), str(data), ""
+    except _storage.NoBlockDevice as exc:
         return None, str(data), str(exc)
     except OSError as exc:
         return None, str(data), f"cannot stat {data}: {exc.strerror}"
@@ -84,48 +85,3 @@ class BuildIostat:
                 "device_info": {"name": dev.name, "majmin": dev.majmin, "kind": dev.kind, "backing": dev.backing},
                 "samples": parsed.samples, "skipped": parsed.skipped,
                 "summary": _iostat.summarize(parsed.samples, {dev.name}, t_from=self.t0)}
-
-
-# ---------------------------------------------------------------- the report's view (pure)
-
-IO_COLUMNS = ("design doc / view", "engine", "storage", "builds", "device", "r/s", "rkB/s", "w/s", "wkB/s",
-              "r_await ms", "%util")
-_IO_KEYS = ("r_s", "rkb_s", "w_s", "wkb_s", "r_await", "util_pct")
-
-
-def io_rows(results) -> tuple[list[list[str]], list[str]]:
-    """Per design doc (or view file), engine and storage: medians over builds of each build's iostat
-    averages on the data's disk; and one note per reason iostat is absent from builds. Scenario builds
-    are left to the "disk matters?" table."""
-    from dragnet.report.tables import result_label
-    from dragnet.measure.stats import median
-
-    groups: dict[tuple, list[dict]] = {}
-    devices: dict[tuple, set] = {}
-    absent: dict[str, int] = {}
-    for r in results:
-        if r.get("scenario"):
-            continue
-        io = r.get("iostat")
-        if not isinstance(io, dict):
-            continue
-        if io.get("absent"):
-            absent[io["absent"]] = absent.get(io["absent"], 0) + 1
-            continue
-        dev = (io.get("summary") or {}).get(io.get("device") or "")
-        if not dev:
-            continue
-        view = r.get("view") or {}
-        where = ((view.get("design") or {}).get("id")) or view.get("path") or "?"
-        key = (str(where), result_label(r), str((r.get("bench") or {}).get("storage_label") or r.get("storage")))
-        groups.setdefault(key, []).append({k: (dev.get(k) or {}).get("avg") for k in _IO_KEYS})
-        devices.setdefault(key, set()).add(io["device"])
-    rows = []
-    for key, avgs in sorted(groups.items()):
-        cells = []
-        for k in _IO_KEYS:
-            vals = [a[k] for a in avgs if isinstance(a.get(k), (int, float))]
-            cells.append(f"{median(vals):,.1f}" if vals else "–")
-        rows.append([*key, str(len(avgs)), ",".join(sorted(devices[key])), *cells])
-    notes = [f"iostat absent from {n} build(s): {why}" for why, n in sorted(absent.items())]
-    return rows, notes

@@ -22,7 +22,7 @@ from urllib.parse import quote
 from dragnet.couchdb.client import Couch, CouchError, connect, db_path
 from dragnet.errors import DragnetError
 from dragnet.measure.poller import ddoc_id
-from dragnet.bench.scenario import bytes_written, couch_pid, data_dir, sizes
+from dragnet.measure.datadir import bytes_written, couch_pid, data_dir, sizes
 
 INTERVAL = 0.5
 

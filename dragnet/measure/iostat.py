@@ -7,11 +7,9 @@ taken from each header and samples are keyed by device, never by position.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 from dragnet.measure.sysstat import SysstatRunner
 
@@ -110,50 +108,6 @@ def format_summary(summary: dict) -> list[str]:
                      f"wkB/s avg {e['wkb_s']['avg']:8.0f}  r_await peak {e['r_await']['peak']:6.2f} ms  "
                      f"aqu-sz peak {e['aqu_sz']['peak']:5.2f}  %util peak {e['util_pct']['peak']:5.1f}")
     return lines
-
-
-@dataclass(frozen=True)
-class BlockDevice:
-    """The whole-disk block device under a path, as cgroup throttles and iostat name it."""
-
-    name: str           # e.g. vda, loop0
-    major: int
-    minor: int
-    kind: str           # disk | loop
-    backing: str = ""   # a loop device's backing file
-
-    @property
-    def majmin(self) -> str:
-        return f"{self.major}:{self.minor}"
-
-
-class NoBlockDevice(ValueError):
-    """The path is on tmpfs/overlay/another pseudo filesystem: nothing to throttle or watch."""
-
-
-def device_of(path: str | Path, sys: str = "/sys") -> BlockDevice:
-    """The whole disk holding path (a partition resolves to its disk: blkio throttles whole disks)."""
-    return device_of_dev(os.stat(path).st_dev, sys=sys, what=str(path))
-
-
-def device_of_dev(st_dev: int, sys: str = "/sys", what: str = "the data") -> BlockDevice:
-    """The whole disk of a file system's st_dev, found through sysfs (/sys/dev/block/MAJ:MIN)."""
-    major, minor = os.major(st_dev), os.minor(st_dev)
-    node = Path(sys) / "dev" / "block" / f"{major}:{minor}"
-    if major == 0 or not node.exists():
-        raise NoBlockDevice(f"{what} is on a filesystem without a block device (device {major}:{minor}, "
-                            "tmpfs or overlay): no disk to throttle")
-    real = node.resolve()
-    if (real / "partition").exists():
-        real = real.parent
-        major, minor = (int(x) for x in (real / "dev").read_text().split(":"))
-    name = real.name
-    backing = ""
-    loop = real / "loop" / "backing_file"
-    if loop.exists():
-        backing = loop.read_text().strip()
-    return BlockDevice(name=name, major=major, minor=minor, kind="loop" if name.startswith("loop") else "disk",
-                       backing=backing)
 
 
 class IostatRunner(SysstatRunner):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dragnet.couchdb.client import mask_urls_in
-from dragnet.servers.registry import pidstat_pattern, process_family
+from dragnet.servers.registry import family, pidstat_pattern
 from dragnet.measure.sysstat import SysstatRunner
 
 # Matches process names (pidstat -C is a regular expression over the command name).
@@ -56,24 +56,6 @@ class Parsed:
     skipped: list[str] = field(default_factory=list)   # lines not understood (kept so nothing goes missing)
 
 
-def _script(args: list[str]) -> str:
-    """What an interpreter runs: `-m module` or the first non-option argument (basename)."""
-    it = iter(args)
-    for a in it:
-        if a == "-m":
-            return "-m " + next(it, "")
-        if a.startswith("-m") and len(a) > 2:
-            return "-m " + a[2:]
-        if a in ("-W", "-X", "-c"):
-            if a == "-c":
-                return "-c"
-            next(it, None)
-            continue
-        if not a.startswith("-"):
-            return a.rsplit("/", 1)[-1]
-    return ""
-
-
 # families of the processes watching CouchDB rather than being it (the tools, this one and its tests)
 WATCHERS = frozenset({"pidstat", "dragnet", "harness", "other", "python-dragnet"})
 
@@ -84,33 +66,13 @@ def rss_peaks_kb(summary: dict | None) -> dict[str, float]:
             if isinstance(e, dict) and (e.get("rss_kb") or {}).get("peak")}
 
 
-def family(command: str) -> str:
-    """Command family of a pidstat command line, judged by the executable (and an interpreter's script),
-    never by other arguments: beam, the query servers' families (dragnet.servers.registry: couchjs, quickjs,
-    chakra, dragnet-node, dragnet-bun, couchpy[-pypy], dragnet_qs[-pypy]), python, pypy, node, bun,
-    pidstat, dragnet (this tool and its tests), else the executable's name."""
-    words = command.split()
-    if not words:
-        return "?"
-    exe = words[0].rsplit("/", 1)[-1]
-    if exe == "pidstat":
-        return "pidstat"
-    if exe.startswith("beam"):
-        return "beam"
-    known = process_family(exe, _script(words[1:]))   # a registered query server (dragnet.servers.registry)
-    if known:
-        return known
-    if exe in ("node", "nodejs") or exe.startswith("bun"):
-        return "node" if exe.startswith("node") else "bun"
-    if exe in ("dragnet", "pytest", "py.test"):
-        return "dragnet"
-    if exe.startswith(("python", "pypy")):
-        pypy = exe.startswith("pypy")
-        script = _script(words[1:])
-        if script in ("dragnet", "pytest", "py.test", "-m dragnet", "-m pytest"):
-            return "dragnet"
-        return "pypy" if pypy else "python"
-    return exe
+def own_memory(peaks_kb: dict | None) -> int | None:
+    """CouchDB's own memory in one build, bytes: the sum over beam and the query servers of their RSS
+    peaks (pidstat.rss_peaks_kb(), as a bench run keeps them in "pidstat_peak_rss_kb"). The page cache is not
+    in it, so a memory limit must be at least this, plus whatever page cache it means to leave, or the
+    kernel kills beam instead of the build reading from disk."""
+    peaks = [v for fam, v in (peaks_kb or {}).items() if fam not in WATCHERS]
+    return int(sum(peaks) * 1024) if peaks else None
 
 
 def _to_number(text: str):

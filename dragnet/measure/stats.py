@@ -281,3 +281,10 @@ def load_warning(fraction: float, limit: float = OTHER_LOAD_LIMIT) -> str | None
         return (f"other processes used {fraction:.0%} of the machine's CPU during the benchmark; "
                 f"the numbers may be skewed")
     return None
+
+
+def ratio(value: float | None, baseline: float | None) -> float | None:
+    """value / baseline, None when either is missing or the baseline is 0."""
+    if value is None or baseline is None or baseline == 0:
+        return None
+    return value / baseline

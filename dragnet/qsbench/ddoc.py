@@ -3,7 +3,7 @@
 Per run, one fresh process gets what CouchDB 3.5 sends while indexing one shard of the design document
 (couch_query_servers:start_doc_map/3): `reset`, `add_lib` (views.lib), one `add_fun` per distinct map
 function, one `map_doc` per document; then, for each index with JavaScript/Python reduce functions, the
-`reduce`/`rereduce` messages of its B-tree (dragnet.qsbench.reduce_batches). Then one process per map function
+`reduce`/`rereduce` messages of its B-tree (dragnet.build.reduce_batches). Then one process per map function
 alone maps the same documents, to split the map time between the functions.
 
 Every engine's rows (per view and document) and root reductions are compared with the reference engine's
@@ -28,7 +28,7 @@ from dragnet.servers import dialects
 from dragnet.servers.registry import LANGUAGE
 from dragnet.results.schema import QSBENCH_DDOC, schema
 from dragnet.servers.discovery import ServerSpec, Skipped
-from dragnet.qsbench.reduce_batches import Call, btree_rows, is_builtin, plan_and_reduce
+from dragnet.build.reduce_batches import Call, btree_rows, is_builtin, plan_and_reduce
 
 SCHEMA = schema(QSBENCH_DDOC)
 # a map function that emits nothing (dragnet.servers.dialects): its time alone is the protocol's own cost,
@@ -84,6 +84,7 @@ def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], name
     """Servers that can run the design document's language (a name may be a server or a CouchDB language);
     one process command runs once (quickjs-es2015 is quickjs when the code comes from the design doc)."""
     skipped = list(skipped)
+    specs = [s for s in specs if qsbench.reads_documents(s)]   # the ceiling runs no view: nothing to compare
     family = design_family(design)
     fits = lambda s: s.language == design.language or (family is not None and server_family(s) == family)  # noqa: E731
     if names:
@@ -511,7 +512,7 @@ def check_reduces(spec: ServerSpec, groups: Sequence[MapGroup], docs: qsbench.Do
     """Each JavaScript/Python reduce (of `views`, default all) run again in `spec`'s engine over the
     reference's rows in several orders and chunkings (dragnet.build.fault.check_order): {view: OrderCheck}."""
     from dragnet.build.fault import check_order
-    from dragnet.qsbench.reduce_batches import expand
+    from dragnet.build.reduce_batches import expand
     from dragnet.servers.reference_engine import ProcessEngine
 
     out = {}

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gc
 import json
-import math
 import os
 import re
 import resource
@@ -36,18 +35,15 @@ from dragnet.results.schema import QsbenchRun as Run, ShardRun
 from dragnet.results.schema import write as write_results_file
 from dragnet.errors import UsageError
 from dragnet.measure.machine import machine_info
-from dragnet.servers.protocol import ProtocolError, QueryServerProcess, encode
+from dragnet.build.rows import REL_TOL, values_equal
+from dragnet.servers.protocol import RESET_CONFIG, ProtocolError, QueryServerProcess, encode
 from dragnet.servers import dialects
 from dragnet.servers.discovery import ServerSpec, Skipped
 
 SCHEMA = schema(QSBENCH)
-# couch_proc_manager:get_proc_config/0 in CouchDB 3.5.0, with the defaults
-# ([query_server_config] reduce_limit = true, [couchdb] os_process_timeout = 5000).
-RESET_CONFIG = {"reduce_limit": True, "timeout": 5000}
 RESET_LINE = encode(["reset", RESET_CONFIG])
 # rows per `reduce` call; CouchDB reduces per B-tree node, a few hundred rows at most for small values
 REDUCE_BATCH = 200
-REL_TOL = 1e-9
 
 Progress = Callable[..., None]
 
@@ -327,21 +323,6 @@ def run_once(spec: ServerSpec, view: ViewCode, docs: DocSet, *, index: int = 0, 
 
 # -- correctness ------------------------------------------------------------------------------
 
-def values_equal(a: Any, b: Any, rel: float = REL_TOL) -> bool:
-    """JSON equality with numbers compared to a relative tolerance (JS and Python format floats differently)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        if a == b:
-            return True
-        return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=0.0)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(values_equal(x, y, rel) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(values_equal(a[k], b[k], rel) for k in a)
-    return type(a) is type(b) and a == b
-
-
 def _sorted_rows(answer: Any) -> Any:
     # CouchDB stores a doc's rows sorted by key, so emission order does not change the index
     if not isinstance(answer, list):
@@ -472,7 +453,7 @@ def check_results(results: list[ServerResult], docs: DocSet, reference: str | No
 
     The reference is `reference` if it ran without error, else the first server that did.
     """
-    ok = [r for r in results if r.error is None]
+    ok = [r for r in results if r.error is None and reads_documents(r.spec)]   # the ceiling's rows are not the view's
     if not ok:
         return None
     ref = next((r for r in ok if r.spec.name == reference), ok[0])
@@ -681,7 +662,7 @@ def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], name
                              f"available: {', '.join(known) or 'none'}")
         chosen = [known[n] for n in names]
     else:
-        chosen = list(specs)
+        chosen = [s for s in specs if reads_documents(s)]   # the ceiling ranks no engine: only when named
     out = []
     for spec in chosen:
         try:
@@ -689,6 +670,17 @@ def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], name
         except UsageError as exc:
             skipped.append(Skipped(spec.name, str(exc)))
     return out, skipped
+
+
+def reads_documents(spec: ServerSpec) -> bool:
+    """False for the null server (the ceiling), whose fixed rows are not the view's."""
+    record = qs_registry.server_for(spec)
+    return record is None or record.reads_docs
+
+
+# where a protocol ranking stops: inside CouchDB its own side of each document caps any engine's gain
+CEILING_POINTER = ("inside CouchDB its own side of each document caps what any engine gains: `dragnet bench` builds "
+                   "the ceiling (a null query server) next to these and reports each engine's share of the build")
 
 
 def _proc_stat() -> tuple[int, int] | None:

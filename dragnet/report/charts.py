@@ -29,7 +29,7 @@ class Chart:
     series: dict[str, Any] = field(default_factory=dict)
 
 
-def _save(fig, path: Path) -> None:
+def save_figure(fig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
@@ -83,7 +83,7 @@ def rate_over_time(results: Sequence[dict], path: Path) -> Chart:
     ax.grid(alpha=0.3)
     if series:
         ax.legend(fontsize=8)
-    _save(fig, path)
+    save_figure(fig, path)
     return Chart(path, title, series)
 
 
@@ -102,7 +102,7 @@ def total_time(groups: Sequence[Group], path: Path) -> Chart:
     title = f"View build time per language ({storage})"
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    _save(fig, path)
+    save_figure(fig, path)
     return Chart(path, title, {"labels": labels, "median": med, "err_low": lo, "err_high": hi,
                                "n": [g.n for g in gs]})
 
@@ -130,7 +130,7 @@ def resources(groups: Sequence[Group], path: Path) -> Chart:
     axes[0].legend(fontsize=8)
     title = f"Resources per process family ({storage})"
     fig.suptitle(title)
-    _save(fig, path)
+    save_figure(fig, path)
     return Chart(path, title, series)
 
 
@@ -170,7 +170,7 @@ def storage_compare(groups: Sequence[Group], path: Path) -> Chart | None:
     ax.set_title(title)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    _save(fig, path)
+    save_figure(fig, path)
     return Chart(path, title, series)
 
 
@@ -208,7 +208,7 @@ def disk_matters(rows: Sequence[Any], reference: str, path: Path) -> Chart:
     title = "Disk matters? docs/s against the reference scenario (bars: medians, dots: builds)"
     ax.set_title(title, fontsize=9)
     ax.grid(axis="y", alpha=0.3)
-    _save(fig, path)
+    save_figure(fig, path)
     return Chart(path, title, series)
 
 

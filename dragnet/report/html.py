@@ -120,7 +120,8 @@ def design_sections(inp: Inputs, runs: Sequence[rp.Run]) -> tuple[list[Section],
 def disk_sections(inp: Inputs, scenario_docs: Sequence[dict]) -> tuple[list[Section], list[Section]]:
     """The "disk matters?" table, memory lines and verdict; raw: the builds of each row.
     scenario_docs: the results that ran in a scenario, in the order runs_from_results() read them."""
-    from dragnet.bench.scenario import DISK_COLUMNS, disk_rows, label_of, memory_advice, verdict
+    from dragnet.bench.scenario import DISK_COLUMNS, disk_rows, memory_advice, verdict
+    from dragnet.results.load import scenario_label as label_of
 
     if not inp.disk_ref:
         return [], []
@@ -276,7 +277,7 @@ def meta_section(docs: Sequence[dict]) -> Section:
 
 def report_sections(inp: Inputs, charts: Sequence[Chart] = (), extra: Sequence[Section | dict] = ()) -> list[Section]:
     """Every section of the page, in order; extra: sections other stages add (plain data, html_page)."""
-    from dragnet.bench.scenario import label_of
+    from dragnet.results.load import scenario_label as label_of
 
     runs = rp.prepare(inp.docs)
     eng, r1 = engine_sections(inp, runs)
@@ -576,3 +577,31 @@ def by_axis_sections(comparison: list[dict], by: Sequence[str]) -> list[Section]
     return [Section(f"by {', '.join(by)}", ("other axes", "value", "runs", "docs/s median", "against the next"),
                     rows, ("adjacent pairs: two-sided Mann-Whitney U, alpha 0.05, ratio of medians with a 95% "
                            "bootstrap interval",), id="by-axis")]
+
+
+def share_sections(loads: Sequence[Any]) -> list[Section]:
+    """dragnet.report.share's workloads: each engine against couchjs, the ceiling and the Erlang baseline, its
+    share with an interval, a stacked bar per engine of where its build's time went, and what a switch gains."""
+    from dragnet.report.share import SPLIT_PARTS
+
+    out = []
+    colors = {"qs_cpu": "#ff7f0e", "beam_cpu": "#1f77b4", "waiting": "#bbbbbb"}
+    for i, w in enumerate(loads):
+        rows = []
+        for e in w.engines:
+            x = lambda v: "–" if v is None else f"×{v:.2f}"  # noqa: E731
+            rows.append([e.engine, e.runs, {"text": f"{e.wall_s:.2f}", "sort": e.wall_s}, x(e.x_couchjs),
+                         x(e.x_ceiling), x(e.x_baseline), "–" if e.share is None else e.share.format()])
+        split = [e for e in w.engines if e.split]
+        chart = Chart(f"where the build time goes ({w.key}, {w.storage})", [
+            {"type": "bar", "name": name, "x": [e.engine for e in split],
+             "y": [100 * e.split[k] for e in split], "marker": {"color": colors[k]},
+             "hovertemplate": f"%{{x}}<br>{name}: %{{y:.0f}}% of wall × cores<extra></extra>"}
+            for k, name in SPLIT_PARTS], {"barmode": "stack", "yaxis": {"title": {"text": "% of wall × cores"}}})
+        notes = [g.line() for g in w.gains] + list(w.notes)
+        notes += [f"{e.engine}: no split ({e.split_why})" for e in w.engines if e.split is None and e.split_why]
+        out.append(Section(f"engine share: {w.key}, {w.storage}",
+                           ("engine", "runs", "wall s (median)", "× couchjs", "× ceiling", "× baseline",
+                            "share [95% interval]"), rows, notes, charts=[chart] if split else [],
+                           id=f"engine-share-{i}"))
+    return out

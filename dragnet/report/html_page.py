@@ -55,7 +55,7 @@ class Section:
                    spec.get("caption", ""))
 
 
-def slug(text: str) -> str:
+def anchor_id(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
 
 
@@ -96,7 +96,7 @@ def _json_script(value: Any) -> str:
 
 
 def section_html(sec: Section, chart_ids: list[tuple[str, Chart]]) -> str:
-    sid = sec.id or slug(sec.title)
+    sid = sec.id or anchor_id(sec.title)
     level = "h3" if sid.startswith("raw-") else "h2"
     parts = [f'<section id="{html.escape(sid)}"><{level}>{html.escape(sec.title)}</{level}>']
     if sec.columns:
@@ -166,7 +166,7 @@ def build_page(title: str, sections: Sequence[Section | dict], *, plotly_js: str
     secs = [Section.of(s) for s in sections]
     charts: list[tuple[str, Chart]] = []
     body = "\n".join(section_html(s, charts) for s in secs)
-    nav = " ".join(f'<a href="#{html.escape(s.id or slug(s.title))}">{html.escape(s.title)}</a>'
+    nav = " ".join(f'<a href="#{html.escape(s.id or anchor_id(s.title))}">{html.escape(s.title)}</a>'
                    for s in secs if not (s.id or "").startswith("raw-"))
     scripts = []
     if charts:
@@ -185,4 +185,4 @@ def build_page(title: str, sections: Sequence[Section | dict], *, plotly_js: str
             + f"<nav>{nav}</nav>\n{body}\n<script>{SORT_JS}</script>\n" + "\n".join(scripts) + "\n</body></html>\n")
 
 
-__all__ = ["Chart", "Section", "slug", "table_html", "build_page"]
+__all__ = ["Chart", "Section", "anchor_id", "table_html", "build_page"]

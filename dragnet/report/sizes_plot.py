@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from dragnet.report.charts import DPI, Chart, _save, plt
+from dragnet.report.charts import DPI, Chart, save_figure, plt
 from dragnet.bench.sizes import Fit
 
 
@@ -51,5 +51,5 @@ def size_chart(rows: list[dict], fits: list[dict], first_exceeding: dict[str, in
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    _save(fig, path)
+    save_figure(fig, path)
     return Chart(path, title, series)

@@ -12,7 +12,7 @@ Rules (also in the README):
 - *Ratio to baseline*: docs/s (by wall time) of the result divided by docs/s of the Erlang baseline of the
   same storage and repeat (same bench run when recorded); without a baseline of that repeat, the baseline
   of that storage nearest in start time. The median of the per-repeat ratios is shown.
-- *--baseline*: the comparison of dragnet.results.compare (per cell: ratio of medians with a bootstrap interval,
+- *--baseline*: the comparison of dragnet.report.compare (per cell: ratio of medians with a bootstrap interval,
   Mann–Whitney U, improved / regressed / no change / undecided).
 """
 
@@ -21,22 +21,16 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dragnet.results import schema as rs
+from dragnet.results.load import ALL_VIEWS, BASELINE_LABEL, result_label, scenario_label, started_at
 from dragnet.measure import stats as stats
-from dragnet.errors import UsageError
 from dragnet.measure.pidstat import WATCHERS
-from dragnet.bench.scenario import label_of as scenario_label
 from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES
-from dragnet.measure.stats import Summary, median, summarize
+from dragnet.measure.stats import Summary, median, ratio, summarize
 
-RESULT_SCHEMA = rs.schema(rs.ADDVIEW)
-BENCH_MANIFEST = "bench.json"
-RECORDING_MARKER = "active_tasks.jsonl"
-BASELINE_LABEL = "erlang_baseline"
 # pidstat command families that are not a query server
 INFRA_FAMILIES = WATCHERS | {"beam"}
 
@@ -73,116 +67,7 @@ class Run:
     scenario: str | None = None          # bench --memory/--disk-profile/--cache: part of the storage label
 
 
-# ---------------------------------------------------------------- reading
-
-def load_results(paths: Iterable[str | Path]) -> list[dict]:
-    """Results dicts from files and directories (searched recursively for *.json results, and for recorded
-    build folders holding active_tasks.jsonl, read with dragnet.results.build.from_recording).
-
-    A directory's bench.json manifest is not a result; other JSON files that are not
-    dragnet.addview/1 results are skipped inside directories and refused when named directly.
-    """
-    out: list[dict] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            # folders recorded by a harness (active_tasks.jsonl, meta.json, pidstat.txt …) become results too
-            for rec in sorted(x.parent for x in p.rglob(RECORDING_MARKER)):
-                out.append(_from_recording(rec))
-            for f in sorted(p.rglob("*.json")):
-                if any(parent.joinpath(RECORDING_MARKER).is_file() for parent in f.parents):
-                    continue
-                if f.name == BENCH_MANIFEST:
-                    out.extend(failed_runs(_read_json(f), f))
-                    continue
-                doc = _read_json(f)
-                if rs.kind_of(doc) == rs.ADDVIEW:
-                    rs.check_schema(doc, f, [rs.ADDVIEW])   # a newer version is refused, not skipped
-                    doc.setdefault("_source", str(f))
-                    out.append(doc)
-        elif p.is_file():
-            doc = _read_json(p)
-            if rs.kind_of(doc) != rs.ADDVIEW:
-                raise UsageError(f"{p}: not a dragnet results file (schema {RESULT_SCHEMA!r} expected)")
-            rs.check_schema(doc, p, [rs.ADDVIEW])
-            doc.setdefault("_source", str(p))
-            out.append(doc)
-        else:
-            raise UsageError(f"{p}: no such file or directory")
-    if not out:
-        raise UsageError("no results found in " + ", ".join(str(p) for p in paths))
-    return out
-
-
-def failed_runs(manifest: Any, path: Path) -> list[dict]:
-    """Runs a bench manifest records as failed without a results file (e.g. a compilation error), as
-    minimal results so the report counts them."""
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("runs"), list):
-        return []
-    out = []
-    design = manifest.get("design") if isinstance(manifest.get("design"), dict) else None
-    for run in manifest["runs"]:
-        if not isinstance(run, dict) or run.get("status") != "error" or run.get("result_file"):
-            continue
-        # a design bench runs the baseline's view file, every other language the design doc
-        view = ({"design": {"id": design.get("id"), "views": design.get("views")}}
-                if design and run.get("language") != BASELINE_LABEL else {})
-        out.append({"schema": RESULT_SCHEMA, "kind": "bench-failure", "_source": str(path), "view": view,
-                    "started_at": run.get("started_at"), "storage": run.get("storage"),
-                    "bench": {"id": manifest.get("id"), "index": run.get("index"), "language": run.get("language"),
-                              "repeat": run.get("repeat"), "storage_label": run.get("storage"),
-                              "error": run.get("error")},
-                    "summary": {"ok": False, "error": run.get("error")}})
-    return out
-
-
-def _from_recording(folder: Path) -> dict:
-    from dragnet.results.build import from_recording
-
-    doc = from_recording(folder)
-    doc.setdefault("_source", str(folder))
-    return doc
-
-
-def _read_json(path: Path) -> Any:
-    return rs.read_json(path)
-
-
 # ---------------------------------------------------------------- one result -> Run
-
-def result_label(result: dict) -> str:
-    """The language name a result is reported under (see module docstring)."""
-    bench = result.get("bench") or {}
-    if bench.get("language"):
-        return str(bench["language"])
-    if result.get("label"):
-        return str(result["label"])
-    view = result.get("view") or {}
-    lang = str(view.get("language") or rs.Summary.of(result).language or "unknown")
-    path = str(view.get("path") or "").lower()
-    name = Path(path).name
-    if lang == "erlang" and "baseline" in path:
-        return BASELINE_LABEL
-    if lang.startswith("javascript") and ("es6" in name or "es2015" in name):
-        return lang if lang.endswith("_es2015") else f"{lang}_es2015"
-    return lang
-
-
-def started_at(result: dict) -> float:
-    """Unix seconds of the build's start (results may carry a number or an ISO 8601 string)."""
-    v = result.get("started_at")
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            pass
-    polls = result.get("polls") or []
-    if polls and isinstance(polls[0], dict) and "t" in polls[0]:
-        return float(polls[0]["t"])
-    return 0.0
-
 
 _num = rs.number
 
@@ -266,13 +151,6 @@ def assign_repeats(runs: list[Run]) -> None:
     for members in groups.values():
         for i, r in enumerate(sorted(members, key=lambda r: r.started_at)):
             r.repeat = i
-
-
-def ratio(value: float | None, baseline: float | None) -> float | None:
-    """value / baseline, None when either is missing or the baseline is 0."""
-    if value is None or baseline is None or baseline == 0:
-        return None
-    return value / baseline
 
 
 def pair_baseline(run: Run, baselines: Sequence[Run]) -> Run | None:
@@ -556,8 +434,6 @@ def to_json(groups: Sequence[Group]) -> dict:
 # one view alone (`addview --per-view`). The reference engine is the one the bench compared rows with
 # (results' "comparison.reference"); "× ref" is docs/s over the reference engine's run of the same design
 # doc, views, storage and repeat (nearest in time without one), median over repeats.
-
-ALL_VIEWS = "(all)"
 
 
 @dataclass

@@ -108,11 +108,6 @@ def count_logged_exceptions(lines: Iterable[str], t_from: float | None = None, t
     return n
 
 
-def _shards_of(polls: Iterable[dict], ddoc: str) -> int:
-    return len({poller.shard_range(t.get("database", "")) for p in polls
-                for t in poller.indexer_tasks(p.get("tasks") or [], ddoc)})
-
-
 def build_results(*, started_at: str, command: list[str], couchdb: dict | None, machine: dict, storage: str,
                   db: dict, view: dict, polls: list[dict], wall_time_s: float | None, docs: int | None,
                   rows: int | None, ok: bool, error: str | None, pidstat_samples: list[dict] | None = None,

@@ -9,6 +9,9 @@ Files carry `"schema": "<name>/<version>"`:
 | dragnet.sizes/1          | bench --sizes             | SizeRow per row              |
 | dragnet.qsbench/1        | qsbench                   | QsbenchRun per server run    |
 | dragnet.qsbench-ddoc/1   | qsbench --ddoc            | (read, not typed further)    |
+| dragnet.forecast/1       | forecast (forecast.json)  | (read, not typed further)    |
+| dragnet.compare/1        | compare --json            | (read, not typed further)    |
+| dragnet.store/1          | the store's index.json    | its `runs` entries           |
 
 read() refuses a file that is not JSON (naming the file, line and column: a truncated write ends there),
 one of another kind, and one from a newer schema version than this dragnet knows (naming that version).
@@ -19,6 +22,7 @@ write() writes atomically (a temporary file renamed), so a reader never sees hal
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -31,9 +35,12 @@ from dragnet.errors import UsageError
 
 ADDVIEW, BENCH, SIZES, QSBENCH, QSBENCH_DDOC = ("dragnet.addview", "dragnet.bench", "dragnet.sizes",
                                                 "dragnet.qsbench", "dragnet.qsbench-ddoc")
+FORECAST, COMPARE, STORE = "dragnet.forecast", "dragnet.compare", "dragnet.store"
 # the newest version of each schema this dragnet reads and writes
-VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1}
+VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1, FORECAST: 1, COMPARE: 1, STORE: 1}
 _SCHEMA = re.compile(r"^(dragnet\.[a-z-]+)/(\d+)$")
+# the name of a bench directory's manifest (dragnet.bench/1)
+BENCH_MANIFEST = "bench.json"
 
 
 def schema(name: str) -> str:
@@ -71,9 +78,10 @@ def read_json(path: str | os.PathLike) -> Any:
     """The JSON in `path`; a corrupt or truncated file is an error naming it and where the JSON breaks."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ResultsFileError(f"cannot read results file {p}: {exc.strerror or exc}") from None
+        # results kept as evidence in docs/ may be gzipped
+        text = gzip.decompress(p.read_bytes()).decode("utf-8") if p.name.endswith(".gz") else p.read_text(encoding="utf-8")
+    except (OSError, EOFError) as exc:
+        raise ResultsFileError(f"cannot read results file {p}: {getattr(exc, 'strerror', None) or exc}") from None
     except UnicodeDecodeError as exc:
         raise ResultsFileError(f"{p}: not UTF-8 text (byte {exc.start})") from None
     try:

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Iterator
 
 from dragnet.errors import DragnetError, UsageError
+from dragnet.results import schema as rs
 
-SCHEMA = "dragnet.store/1"
+SCHEMA = rs.schema(rs.STORE)
 INDEX = "index.json"
 LOCK = "index.lock"
 DEFAULT = "results/store"
@@ -51,9 +52,9 @@ def versions(result: dict) -> dict:
 
 def metrics_of(result: dict) -> dict[str, float | None]:
     """One build's figures history can follow (None when not recorded or the build failed)."""
-    from dragnet.results.compare import wall_s
+    from dragnet.results.load import wall_s
     from dragnet.measure.pidstat import rss_peaks_kb
-    from dragnet.bench.scenario import own_memory
+    from dragnet.measure.pidstat import own_memory
 
     if wall_s(result) is None:
         return {"docs_s": None, "index_bytes": None, "peak_rss": None}
@@ -66,8 +67,8 @@ def metrics_of(result: dict) -> dict[str, float | None]:
 
 def entry_for(results: list[dict], manifest: dict | None, *, run_id: str, name: str | None) -> dict:
     """The index entry of one saved run."""
-    from dragnet.results.compare import axes_of, sort_axes
-    from dragnet.report.tables import started_at
+    from dragnet.results.load import axes_of, sort_axes
+    from dragnet.results.load import started_at
 
     manifest = manifest or {}
     cells: dict[tuple, dict] = {}
@@ -116,9 +117,10 @@ def read_index(store: str | Path) -> list[dict]:
         raise DragnetError(f"{p}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
         raise DragnetError(f"{p}: not a dragnet results store index (schema {SCHEMA!r} expected)")
-    if doc.get("schema") != SCHEMA:
-        raise DragnetError(f"{p}: written by a newer dragnet (schema {doc.get('schema')!r}; this one reads "
-                           f"{SCHEMA!r})")
+    try:
+        rs.check_schema(doc, p, [rs.STORE])
+    except rs.ResultsFileError as exc:   # a damaged store fails the command (exit 1), as it always has
+        raise DragnetError(str(exc)) from None
     return doc["runs"]
 
 
@@ -142,16 +144,18 @@ def _write_index(store: Path, runs: list[dict]) -> None:
 
 def save(store: str | Path, folder: str | Path, name: str | None = None) -> dict:
     """Copy a bench folder into the store and add its entry to the index; returns the entry."""
-    from dragnet.bench.run import MANIFEST
-    from dragnet.report.tables import load_results
+    from dragnet.results.load import load_results
 
     store, folder = Path(store), Path(folder)
     if name is not None and (not name.strip() or "/" in name):
         raise UsageError(f"baseline name {name!r}: give a non-empty name without '/'")
     results = load_results([folder])
     # a bench folder has one manifest; a folder of rounds (one bench each) has one per round: the first
-    manifests = sorted(folder.rglob(MANIFEST))
-    manifest = json.loads(manifests[0].read_text(encoding="utf-8")) if manifests else None
+    manifests = sorted(folder.rglob(rs.BENCH_MANIFEST))
+    manifest = rs.read(manifests[0], rs.BENCH) if manifests else None
+    sizes = sorted({rs.read(m, rs.BENCH).get("size") for m in manifests} - {None})
+    if manifest is not None and len(sizes) > 1:    # a size sweep: one bench per size, all of them named
+        manifest["size"] = sizes
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     run_id = f"{stamp}-{uuid.uuid4().hex[:8]}"
     runs_dir = store / "runs"
@@ -191,7 +195,7 @@ def baseline(store: str | Path, name: str) -> dict:
 
 def load_side(spec: str, store: str | Path) -> tuple[str, list[dict]]:
     """A results file or folder, else a baseline name in the store: (label, results)."""
-    from dragnet.report.tables import load_results
+    from dragnet.results.load import load_results
 
     if Path(spec).exists():
         return spec, load_results([spec])

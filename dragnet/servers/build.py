@@ -117,7 +117,28 @@ def build_bun(env: dict | None = None) -> Built:
     return Built("bun", True, str(qs.BUN_BINARY))
 
 
-BUILDERS = {"chakra": build_chakra, "couchpy-pypy": build_couchpy_pypy, "bun": build_bun}
+def build_ceiling(env: dict | None = None) -> Built:
+    """query_servers/ceiling's Makefile (C, no library), BUILD at qs.CEILING_QS's folder as for chakra."""
+    env = dict(os.environ if env is None else env)
+    make = shutil.which("make", path=env.get("PATH"))
+    if not make:
+        return Built("ceiling", False, "make not found (Debian: apt-get install make)")
+    cc = env.get("CC") or "gcc"
+    if not shutil.which(cc.split()[0], path=env.get("PATH")):
+        return Built("ceiling", False, f"no C compiler: {cc} not found (Debian: apt-get install gcc)")
+    out_dir = qs.CEILING_QS.parent
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run([make, "-C", str(qs.CEILING_SRC), f"BUILD={out_dir}"], capture_output=True, env=env,
+                              timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Built("ceiling", False, f"make failed: {exc}")
+    if proc.returncode != 0:
+        return Built("ceiling", False, f"make exited {proc.returncode}: {_tail(proc.stderr or proc.stdout)}")
+    return Built("ceiling", True, str(qs.CEILING_QS))
+
+
+BUILDERS = {"ceiling": build_ceiling, "chakra": build_chakra, "couchpy-pypy": build_couchpy_pypy, "bun": build_bun}
 
 
 def build(names: list[str] | tuple[str, ...] = STEPS, env: dict | None = None, on_step=None) -> list[Built]:

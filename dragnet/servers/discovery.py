@@ -17,6 +17,7 @@ here (its discovery function), external definitions (variables, config files) an
 | couchjs       | javascript          | es5     | $DRAGNET_COUCHDB_HOME/bin/couchjs share/server/main.js      |
 | quickjs       | javascript_quickjs  | es5     | $DRAGNET_COUCHDB_HOME/lib/couch_quickjs-*/priv/couchjs_mainjs |
 | quickjs-es2015| javascript_quickjs  | es2015  | the same binary, running the ES2015 view file               |
+| ceiling       | ceiling             | es5     | query_servers/ceiling/build/dragnet-ceiling (reads no document) |
 
 plus servers from COUCHDB_QUERY_SERVER_<LANG> variables and from a config file (ini or JSON).
 
@@ -53,6 +54,8 @@ BUN_SRC = REPO / "query_servers" / "bun"
 BUILD = paths.build_root()
 CHAKRA_QS = BUILD / "chakra" / "build" / "dragnet-chakra"
 BUN_BINARY = BUILD / "bun" / "build" / "bun"
+CEILING_SRC = REPO / "query_servers" / "ceiling"
+CEILING_QS = BUILD / "ceiling" / "build" / "dragnet-ceiling"
 NODE_MIN_MAJOR = 18
 # a directory holding only the `couchdb` package, so PyPy can import couchpy without CPython's site-packages
 COUCHPY_PYPY_PATH = BUILD / "python" / "build" / "couchpy-pypy"
@@ -173,6 +176,14 @@ def discover_chakra(env: dict) -> Found | str:
     if not _executable(CHAKRA_QS):
         return (f"{CHAKRA_QS} is not executable")
     return Found((str(CHAKRA_QS),))
+
+
+def discover_ceiling(env: dict) -> Found | str:
+    if not CEILING_QS.exists():
+        return f"{CEILING_QS} not built ({BUILD_HINT})"
+    if not _executable(CEILING_QS):
+        return f"{CEILING_QS} is not executable"
+    return Found((str(CEILING_QS),))
 
 
 @functools.lru_cache(maxsize=8)
@@ -297,10 +308,15 @@ def discover_couchpy_pypy(path: dict) -> Found | str:
     return Found((pypy, "-m", "couchdb.view"), env=(("PYTHONPATH", str(COUCHPY_PYPY_PATH)),))
 
 
+def given_couchdb_home(env: dict | None = None) -> Path | None:
+    """The CouchDB release named by DRAGNET_COUCHDB_HOME, or None."""
+    env = os.environ if env is None else env
+    return Path(env["DRAGNET_COUCHDB_HOME"]) if env.get("DRAGNET_COUCHDB_HOME") else None
+
+
 def couchdb_home(env: dict | None = None) -> Path:
     """The CouchDB release dragnet uses: DRAGNET_COUCHDB_HOME, else /opt/couchdb."""
-    env = os.environ if env is None else env
-    return Path(env.get("DRAGNET_COUCHDB_HOME") or DEFAULT_COUCHDB_HOME)
+    return given_couchdb_home(env) or Path(DEFAULT_COUCHDB_HOME)
 
 
 def quickjs_binary(home: Path) -> Path | None:

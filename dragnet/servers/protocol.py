@@ -26,6 +26,9 @@ from dragnet.errors import DragnetError
 _COMMAND = re.compile(rb'\s*\[\s*"(log|error|fatal)"')
 _READ_SIZE = 1 << 16
 STDERR_TAIL_BYTES = 2000
+# couch_proc_manager:get_proc_config/0 in CouchDB 3.5.0, with the defaults
+# ([query_server_config] reduce_limit = true, [couchdb] os_process_timeout = 5000).
+RESET_CONFIG = {"reduce_limit": True, "timeout": 5000}
 
 
 class ProtocolError(DragnetError):

@@ -10,15 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from dragnet.errors import DragnetError
-from dragnet.servers.protocol import ProtocolError, QueryServerProcess
-from dragnet.servers.discovery import ServerSpec
+from dragnet.servers.protocol import RESET_CONFIG, ProtocolError, QueryServerProcess
+from dragnet.servers.discovery import ServerSpec, discover
 
 
 def spec_for(language: str, env: dict | None = None) -> ServerSpec:
     """The server CouchDB would run for `language` here (ES5 file dialect first, as CouchDB's own)."""
-    from dragnet.qsbench.run import available_servers
-
-    specs, skipped = available_servers(env=env)
+    specs, skipped = discover(env=env)
     mine = sorted((s for s in specs if s.language == language), key=lambda s: s.dialect != "es5")
     if not mine:
         why = "; ".join(f"{s.name}: {s.reason}" for s in skipped) or "none found"
@@ -31,8 +29,6 @@ class ProcessEngine:
 
     def __init__(self, spec: ServerSpec, map_source: str | None = None, lib: dict | None = None,
                  timeout: float = 30.0):
-        from dragnet.qsbench.run import RESET_CONFIG
-
         self.name = spec.name
         self.qs = QueryServerProcess(spec.argv, env=dict(spec.env) or None, timeout=timeout, name=spec.name)
         try:

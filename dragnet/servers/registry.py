@@ -55,6 +55,8 @@ class Server:
                "pypi:<package>:<label>", "couchjs -V", "couchdb-quickjs", "interpreter"
     aliases:   other spellings of its language accepted by `--language` and view headers
     ddoc:      it claims the `ddoc` commands (filters, validate_doc_update, shows, updates, lists)
+    reads_docs: False for a server that answers without reading the documents (the ceiling): its rows are
+               not the view's, so nothing compares them, and only the maps of a design doc run on it
     """
 
     name: str
@@ -69,6 +71,7 @@ class Server:
     aliases: tuple[str, ...] = ()
     source: str = "dragnet"
     ddoc: bool = True
+    reads_docs: bool = True
 
     def find(self, env: dict) -> ServerSpec | Skipped:
         """This server as it runs here, or why it cannot."""
@@ -118,6 +121,11 @@ SERVERS: tuple[Server, ...] = (
     Server("quickjs-es2015", "javascript_quickjs", "es2015", qs.discover_quickjs,
            processes=(Process("quickjs", r".*quickjs.*|couchjs_mainjs"),), commands=("quickjs",),
            version=("couchdb-quickjs",), source="couchdb"),
+    # the null server: every map_doc gets one fixed row, unread; a build on it is CouchDB's share alone
+    Server("ceiling", "ceiling", "es5", qs.discover_ceiling, build="ceiling",
+           docker=(f"{_DOCKER}/query_servers/ceiling/dragnet-ceiling",),
+           processes=(Process("ceiling", r"dragnet-ceiling"),), commands=("dragnet-ceiling",),
+           aliases=("null",), ddoc=False, reads_docs=False),
 )
 SERVER = {s.name: s for s in SERVERS}
 
@@ -126,7 +134,8 @@ SERVER = {s.name: s for s in SERVERS}
 class Language:
     """One CouchDB language (a design doc's "language") dragnet benchmarks.
 
-    family:    view-file family: js, python or erlang
+    family:    view-file family: js, python or erlang; "any" for a server that reads no document (it runs
+               any design doc, and its view file's source is never looked at)
     view_file: the file of views/<name>/ that `bench` runs on it
     processes: pidstat families of its query-server processes, preferred first (from its servers)
     commands:  process names pidstat -C must match to see them (from its servers)
@@ -139,6 +148,7 @@ class Language:
     processes: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
+    reads_docs: bool = True
 
 
 # language -> (description, its bench view file's dialect); the order is the order of `--language` help
@@ -146,6 +156,7 @@ _DESCRIPTIONS = (
     ("javascript", "couchjs (SpiderMonkey), CouchDB's default JavaScript server", "es5"),
     ("javascript_quickjs", "QuickJS, built into CouchDB 3.4+", "es5"),
     ("erlang", "CouchDB's native Erlang query server (in beam)", "erlang"),
+    ("ceiling", "dragnet's null query server: reads no document, CouchDB's share of a build alone", "es5"),
     ("python", "couchpy 1.2 (the historical Python query server)", "python"),
     ("chakra", "dragnet's ChakraCore query server", "es2015"),
     ("node", "dragnet's query server on Node.js (V8)", "es2015"),
@@ -162,11 +173,24 @@ def _language(name: str, description: str, dialect: str) -> Language:
     processes = tuple(dict.fromkeys(p.family for s in servers for p in s.processes))
     commands = tuple(dict.fromkeys(c for s in servers for c in s.commands))
     aliases = tuple(dict.fromkeys([a for s in servers for a in s.aliases] + list(_EXTRA_ALIASES.get(name, ()))))
-    return Language(name, dialects.family(dialect), description, DIALECT_FILES[dialect], processes, commands, aliases)
+    reads = any(s.reads_docs for s in servers) or not servers
+    return Language(name, dialects.family(dialect) if reads else "any", description, DIALECT_FILES[dialect],
+                    processes, commands, aliases, reads)
 
 
 LANGUAGES: tuple[Language, ...] = tuple(_language(*d) for d in _DESCRIPTIONS)
 LANGUAGE = {lang.name: lang for lang in LANGUAGES}
+
+
+def reads_documents(language: str) -> bool:
+    """False for a language whose server reads no document (the ceiling): no rows to compare, maps only."""
+    lang = LANGUAGE.get(language)
+    return lang is None or lang.reads_docs
+
+
+def ceiling_language() -> str | None:
+    """The language of the null server a bench builds next to the Erlang baseline (None: none registered)."""
+    return next((lang.name for lang in LANGUAGES if not lang.reads_docs), None)
 
 
 def variants() -> list[tuple[str, str, str]]:
@@ -216,8 +240,6 @@ def server_for(spec: ServerSpec) -> Server | None:
         return SERVER[spec.name]
     if not spec.argv:
         return None
-    from dragnet.measure.pidstat import family   # pidstat reads this module at import time
-
     fam = family(" ".join(spec.argv))
     return next((s for s in SERVERS if any(p.family == fam for p in s.processes)), None)
 
@@ -262,3 +284,50 @@ def probe_version(spec: ServerSpec) -> str | None:
         probes = ("interpreter",)   # an unregistered script on a Python: at least the interpreter
     parts = [_probe(p, spec.argv) for p in probes]
     return "; ".join(p for p in parts if p) or None
+
+
+def _script(args: list[str]) -> str:
+    """What an interpreter runs: `-m module` or the first non-option argument (basename)."""
+    it = iter(args)
+    for a in it:
+        if a == "-m":
+            return "-m " + next(it, "")
+        if a.startswith("-m") and len(a) > 2:
+            return "-m " + a[2:]
+        if a in ("-W", "-X", "-c"):
+            if a == "-c":
+                return "-c"
+            next(it, None)
+            continue
+        if not a.startswith("-"):
+            return a.rsplit("/", 1)[-1]
+    return ""
+
+
+def family(command: str) -> str:
+    """Command family of a pidstat command line, judged by the executable (and an interpreter's script),
+    never by other arguments: beam, the query servers' families (dragnet.servers.registry: couchjs, quickjs,
+    chakra, dragnet-node, dragnet-bun, couchpy[-pypy], dragnet_qs[-pypy]), python, pypy, node, bun,
+    pidstat, dragnet (this tool and its tests), else the executable's name."""
+    words = command.split()
+    if not words:
+        return "?"
+    exe = words[0].rsplit("/", 1)[-1]
+    if exe == "pidstat":
+        return "pidstat"
+    if exe.startswith("beam"):
+        return "beam"
+    known = process_family(exe, _script(words[1:]))   # a registered query server (dragnet.servers.registry)
+    if known:
+        return known
+    if exe in ("node", "nodejs") or exe.startswith("bun"):
+        return "node" if exe.startswith("node") else "bun"
+    if exe in ("dragnet", "pytest", "py.test"):
+        return "dragnet"
+    if exe.startswith(("python", "pypy")):
+        pypy = exe.startswith("pypy")
+        script = _script(words[1:])
+        if script in ("dragnet", "pytest", "py.test", "-m dragnet", "-m pytest"):
+            return "dragnet"
+        return "pypy" if pypy else "python"
+    return exe

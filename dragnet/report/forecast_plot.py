@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dragnet.report.charts import DPI, Chart, _save, plt
+from dragnet.report.charts import DPI, Chart, save_figure, plt
 from dragnet.forecast.model import LABELS, QUANTITIES, SCALE, entry_curve, entry_points, entry_value
 
 
@@ -52,5 +52,5 @@ def forecast_chart(fc: dict, path: Path, label: str = "", built: dict | None = N
         ax.legend(fontsize=7)
     title = f"forecast at {target:,} documents{' ' + label if label else ''}" if target else "forecast"
     fig.suptitle(title)
-    _save(fig, path)
+    save_figure(fig, path)
     return Chart(path, title, series)

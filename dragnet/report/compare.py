@@ -29,88 +29,25 @@ Everything here is pure over results dicts, except that rows comparisons read th
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dragnet.measure import stats as stats
+from dragnet.results import schema as rs
 from dragnet.errors import UsageError
-from dragnet.report.tables import ALL_VIEWS, result_label, started_at
-from dragnet.bench.scenario import label_of as scenario_label
+from dragnet.results.load import axes_of, axes_text, sort_axes, started_at, wall_s
 
-SCHEMA = "dragnet.compare/1"
+SCHEMA = rs.schema(rs.COMPARE)
 METRIC = "wall_time_s"
 TEST = ("two-sided Mann-Whitney U over the builds' wall times, alpha 0.05; ratio of medians NEW/OLD with a "
         "95% percentile bootstrap interval")
-# axes shown first, in this order; others after, by name
-AXIS_ORDER = ("design", "view", "ddoc", "language", "storage", "scenario", "size", "couchdb", "config", "cpus", "q")
 # what was built: matched, never paired nor left out (a design doc is not a revision of a view file)
 IDENTITY = ("design", "view")
 REGRESSED, IMPROVED, NO_CHANGE, UNDECIDED = "regressed", "improved", "no change", "undecided"
 
 
-# ---------------------------------------------------------------- axes of one result
-
-def ddoc_hash(doc: dict) -> str:
-    """Short content hash of a design doc's indexing part (12 hex digits of sha256 of its sorted JSON)."""
-    canon = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:12]
-
-
-def _text(v: Any) -> str:
-    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
-
-
-def axes_of(result: dict) -> dict[str, str]:
-    """Every axis value labelling a result's build (absent axes are left out; values as text)."""
-    bench = result.get("bench") or {}
-    view = result.get("view") or {}
-    design = view.get("design") if isinstance(view.get("design"), dict) else None
-    if isinstance(bench.get("axes"), dict):
-        out = {k: _text(v) for k, v in bench["axes"].items() if v not in (None, "")}
-    else:
-        out = {"language": result_label(result),
-               "storage": str(bench.get("storage_label") or result.get("storage") or "unknown")}
-        if scenario_label(result):
-            out["scenario"] = str(scenario_label(result))
-        if bench.get("size") is not None:
-            out["size"] = str(bench["size"])
-    # what a bench did not vary still tells two runs apart: the design doc's content and the CouchDB version
-    if design and isinstance(design.get("doc"), dict):
-        out.setdefault("ddoc", ddoc_hash(design["doc"]))
-    version = (result.get("couchdb") or {}).get("version")
-    if version:
-        out.setdefault("couchdb", str(version))
-    if design:
-        out.setdefault("design", str(design.get("id")))
-        every = [v for v in ((design.get("doc") or {}).get("views") or {}) if v != "lib"]
-        built = list(design.get("views") or ())
-        out.setdefault("view", ALL_VIEWS if not built or set(built) >= set(every) else ",".join(built))
-    return out
-
-
-def axes_text(axes: dict[str, str], skip: Iterable[str] = ()) -> str:
-    skip = set(skip)
-    return " ".join(f"{k}={axes[k]}" for k in sort_axes(axes) if k not in skip)
-
-
-def sort_axes(names: Iterable[str]) -> list[str]:
-    return sorted(names, key=lambda k: (AXIS_ORDER.index(k) if k in AXIS_ORDER else len(AXIS_ORDER), k))
-
-
 # ---------------------------------------------------------------- one side's builds
-
-def wall_s(result: dict) -> float | None:
-    """The build's wall time, or None for a failed build."""
-    from dragnet.results.schema import Summary
-
-    s = Summary.of(result)
-    ok = s.succeeded and not (result.get("bench") or {}).get("error")
-    v = s.wall_time_s
-    return v if ok and v is not None and v > 0 else None
-
 
 @dataclass
 class Side:

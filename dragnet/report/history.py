@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from dragnet.measure import stats as stats
-from dragnet.results.compare import axes_text
+from dragnet.results.load import axes_text
 from dragnet.errors import UsageError
 from dragnet.results.store import METRICS
 
@@ -125,7 +125,7 @@ def chart(all_series: Sequence[Series], metric: str, path) -> object:
     """One line per cell (median, min…max bars) over the groups; steps marked. Returns charts.Chart."""
     from pathlib import Path
 
-    from dragnet.report.charts import Chart, _save, plt
+    from dragnet.report.charts import Chart, save_figure, plt
 
     fig, ax = plt.subplots(figsize=(10, 5))
     drawn: dict = {}
@@ -152,5 +152,5 @@ def chart(all_series: Sequence[Series], metric: str, path) -> object:
     ax.set_title(f"{METRICS[metric]} over runs (red circle: a significant step)")
     if len(all_series) <= 8:
         ax.legend(fontsize=7)
-    _save(fig, Path(path))
+    save_figure(fig, Path(path))
     return Chart(Path(path), ax.get_title(), drawn)

@@ -1,0 +1,4 @@
+// dragnet: language=javascript
+(doc) => {
+  emit(doc._id, doc.type);
+}

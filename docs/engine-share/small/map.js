@@ -1,0 +1,4 @@
+// dragnet: language=javascript
+function (doc) {
+  emit(doc._id, doc.type);
+}

@@ -1,0 +1,140 @@
+"""The console renderers: the report's tables, comparisons and forecasts as a person reads them in a
+terminal (rich tables, plain lines). They only format what dragnet.report and dragnet.forecast computed."""
+
+from __future__ import annotations
+
+import click
+
+from dragnet.report import tables as rp
+
+
+def console(min_width: int):
+    import shutil
+    import sys
+
+    from rich.console import Console
+
+    # the terminal's width; wide enough for every column when output goes to a pipe or a file
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else min_width
+    return Console(width=width)
+
+
+def render_table(groups, title: str | None = None) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, header_style="bold")
+    for i, col in enumerate(rp.COLUMNS):
+        table.add_column(col, justify="left" if i in (0, 1, 13) else "right", no_wrap=i in (0, 8, 13))
+    for row in rp.table_rows(groups):
+        table.add_row(*(Text(c) for c in row))  # Text: "[...]" in a label is not rich markup
+    console(200).print(table)
+    for line in rp.ranking_lines(groups):
+        click.echo(line)
+
+
+def render_design_table(groups, title: str | None = None) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, header_style="bold", caption=rp.DESIGN_LEGEND)
+    for i, col in enumerate(rp.DESIGN_COLUMNS):
+        table.add_column(col, justify="left" if i in (0, 1, 2, 3, 11, 16) else "right", no_wrap=i in (0, 1, 2))
+    for row in rp.design_table_rows(groups):
+        table.add_row(*(Text(c) for c in row))
+    console(220).print(table)
+    for line in rp.design_ranking_lines(groups) + rp.design_notes(groups):
+        click.echo(line)
+
+
+def render_disk_matters(rows, ref: str, at: str = "") -> None:
+    """The "disk matters?" table (scenario.disk_matters() rows), its memory lines and verdict; `at` names
+    what the table is of (" at 10,000 documents" in a size sweep)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from dragnet.bench.scenario import DISK_COLUMNS, disk_rows, memory_advice, verdict
+    table = Table(title=f"disk matters?{at} (× = docs/s against {ref})", header_style="bold")
+    for col in DISK_COLUMNS:
+        table.add_column(col)
+    for cells in disk_rows(rows):
+        table.add_row(*(Text(c) for c in cells))
+    console(200).print(table)
+    for line in memory_advice(rows, ref):
+        click.echo(f"memory{at}: {line}")
+    click.echo(f"verdict{at}: {verdict(rows, ref)}")
+
+
+def render_compare(cmp) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from dragnet.report import compare as c
+
+    table = Table(title=c.title(cmp), header_style="bold")
+    for i, col in enumerate(c.COLUMNS):
+        table.add_column(col, justify="left" if i in (0, 6) else "right")
+    for row in c.table_rows(cmp):
+        style = {c.REGRESSED: "red", c.IMPROVED: "green"}.get(row[-1].split(" ")[0])
+        table.add_row(*(Text(x) for x in row), style=style)
+    console(160).print(table)
+    for line in c.notes(cmp):
+        click.echo(line)
+
+
+def distribution_lines(sample: dict, target: dict) -> str:
+    t_docs = target["doc_count"]
+    t_ext = (target.get("sizes") or {}).get("external")
+    t_mean = f"{t_ext / t_docs:,.1f}" if t_ext else "–"
+    return "\n".join([
+        f"{'bytes/doc':<9} {'docs':>10} {'mean':>10} {'p50':>9} {'p90':>9} {'p99':>9} {'max':>10}",
+        f"{'sample':<9} {sample['docs']:>10,} {sample['mean']:>10,.1f} {sample['p50']:>9,} {sample['p90']:>9,} "
+        f"{sample['p99']:>9,} {sample['max']:>10,}",
+        f"{'target':<9} {t_docs:>10,} {t_mean:>10} {'–':>9} {'–':>9} {'–':>9} {'–':>10}",
+        "(target: GET /db sizes.external / doc_count; the sample: its data file's lines)"])
+
+
+def render_forecast(out: dict) -> str:
+    lines = [f"forecast for {out['target']['doc_count']:,} documents"
+             + (f" ({out['target']['url']})" if out['target'].get('url') else "")
+             + f" from sizes {', '.join(f'{n:,}' for n in out['sizes'])}"]
+    for label, per_lang in out["forecasts"].items():
+        for lang, f in sorted(per_lang.items()):
+            lines.append(f"{(label + ' ') if label else ''}{lang}:")
+            for q, e in f["quantities"].items():
+                if not e.get("fit"):
+                    lines.append(f"  {q:<14} no fit ({len(e['points'])} points)")
+                    continue
+                p, fit = e["prediction"], e["fit"]
+                fmt = (lambda v: f"{v:,.0f} s") if e["unit"] == "s" else (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
+                r2 = "–" if fit["r2"] is None else f"{fit['r2']:.3f}"
+                model = fit.get("model") or "linear"
+                model += f" k={fit['k']:.2f}" if model == "power" else ""
+                how = e.get("basis") or f"{model}, r² {r2}, {fit['points']} builds"
+                if e.get("shards"):
+                    how = f"{model}, r² {r2}, {fit['points']} one-shard builds; {how}"
+                lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] {how}")
+                lines += [f"  warning: {w}" for w in e.get("warnings") or []]
+            lines += [f"  warning: {w}" for w in f["warnings"]]
+    from dragnet.report.share import forecast_gains
+    from dragnet.results.schema import couchdb_versions
+
+    lines += forecast_gains(out)
+    m, v = out["machine"], couchdb_versions(out)
+    load = out.get("load_average")
+    lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "
+                 f"CouchDB {v['couchdb'] or '?'} (OTP {v['erlang'] or '?'}, {v['javascript_engine'] or '?'}); "
+                 f"load average {'–' if not load else ' → '.join(f'{x:.1f}' for x in load)}; storage "
+                 f"{(out.get('settings') or {}).get('storages') or 'as found'}")
+    from dragnet.forecast.model import QUANTITIES
+
+    for lang, qs in sorted((out.get("backtest") or {}).items()):
+        for q, c in qs.items():
+            whole = c.get("whole_database")
+            fmt = (lambda v: f"{v:,.0f} s") if QUANTITIES.get(q, ("s",))[0] == "s" else \
+                (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
+            lines.append(f"back-test {lang} {q}: predicted {fmt(c['predicted'])}, built {fmt(c['actual'])}: "
+                         f"error {c['error']:+.1%}, {'inside' if c['inside'] else 'OUTSIDE'} the interval"
+                         + (f" (whole-database sweep alone: {whole['error']:+.1%})" if whole else ""))
+    lines.append(f"results: {out['sweep_dir']}, forecast.json and {', '.join((out.get('charts') or {}).values())}")
+    return "\n".join(lines)

@@ -1,0 +1,199 @@
+"""Reading results: every results file and bench directory into results dicts, and the names a result is
+reported under. Everything that reads results for a report, a comparison or the store starts here.
+
+Rules (also in the README):
+- A result's *label* is the bench language name (javascript, javascript_quickjs_es2015, erlang_baseline …)
+  recorded by `dragnet bench`; for a result made elsewhere it is derived from the view (language, plus
+  `_es2015` for an ES2015 source and `erlang_baseline` for the baseline map).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+from dragnet.errors import UsageError
+from dragnet.results import schema as rs
+
+RESULT_SCHEMA = rs.schema(rs.ADDVIEW)
+BENCH_MANIFEST = rs.BENCH_MANIFEST
+RECORDING_MARKER = "active_tasks.jsonl"
+BASELINE_LABEL = "erlang_baseline"
+ALL_VIEWS = "(all)"   # a design document's row for all its views together
+UNKNOWN = "unknown"   # the storage of a CouchDB given by URL without --storage-label
+# axes shown first, in this order; others after, by name
+AXIS_ORDER = ("design", "view", "ddoc", "language", "storage", "scenario", "size", "couchdb", "config", "cpus", "q")
+
+
+def load_results(paths: Iterable[str | Path]) -> list[dict]:
+    """Results dicts from files and directories (searched recursively for *.json results, and for recorded
+    build folders holding active_tasks.jsonl, read with dragnet.results.build.from_recording).
+
+    A directory's bench.json manifest is not a result; other JSON files that are not
+    dragnet.addview/1 results are skipped inside directories and refused when named directly.
+    """
+    out: list[dict] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            # folders recorded by a harness (active_tasks.jsonl, meta.json, pidstat.txt …) become results too
+            for rec in sorted(x.parent for x in p.rglob(RECORDING_MARKER)):
+                out.append(_from_recording(rec))
+            for f in sorted(p.rglob("*.json")):
+                if any(parent.joinpath(RECORDING_MARKER).is_file() for parent in f.parents):
+                    continue
+                if f.name == BENCH_MANIFEST:
+                    out.extend(failed_runs(rs.read_json(f), f))
+                    continue
+                doc = rs.read_json(f)
+                if rs.kind_of(doc) == rs.ADDVIEW:
+                    rs.check_schema(doc, f, [rs.ADDVIEW])   # a newer version is refused, not skipped
+                    doc.setdefault("_source", str(f))
+                    out.append(doc)
+        elif p.is_file():
+            doc = rs.read_json(p)
+            if rs.kind_of(doc) != rs.ADDVIEW:
+                raise UsageError(f"{p}: not a dragnet results file (schema {RESULT_SCHEMA!r} expected)")
+            rs.check_schema(doc, p, [rs.ADDVIEW])
+            doc.setdefault("_source", str(p))
+            out.append(doc)
+        else:
+            raise UsageError(f"{p}: no such file or directory")
+    if not out:
+        raise UsageError("no results found in " + ", ".join(str(p) for p in paths))
+    return out
+
+
+def failed_runs(manifest: Any, path: Path) -> list[dict]:
+    """Runs a bench manifest records as failed without a results file (e.g. a compilation error), as
+    minimal results so the report counts them."""
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("runs"), list):
+        return []
+    out = []
+    design = manifest.get("design") if isinstance(manifest.get("design"), dict) else None
+    for run in manifest["runs"]:
+        if not isinstance(run, dict) or run.get("status") != "error" or run.get("result_file"):
+            continue
+        # a design bench runs the baseline's view file, every other language the design doc
+        view = ({"design": {"id": design.get("id"), "views": design.get("views")}}
+                if design and run.get("language") != BASELINE_LABEL else {})
+        out.append({"schema": RESULT_SCHEMA, "kind": "bench-failure", "_source": str(path), "view": view,
+                    "started_at": run.get("started_at"), "storage": run.get("storage"),
+                    "bench": {"id": manifest.get("id"), "index": run.get("index"), "language": run.get("language"),
+                              "repeat": run.get("repeat"), "storage_label": run.get("storage"),
+                              "error": run.get("error")},
+                    "summary": {"ok": False, "error": run.get("error")}})
+    return out
+
+
+def _from_recording(folder: Path) -> dict:
+    from dragnet.results.build import from_recording
+
+    doc = from_recording(folder)
+    doc.setdefault("_source", str(folder))
+    return doc
+
+
+def result_label(result: dict) -> str:
+    """The language name a result is reported under (see module docstring)."""
+    bench = result.get("bench") or {}
+    if bench.get("language"):
+        return str(bench["language"])
+    if result.get("label"):
+        return str(result["label"])
+    view = result.get("view") or {}
+    lang = str(view.get("language") or rs.Summary.of(result).language or "unknown")
+    path = str(view.get("path") or "").lower()
+    name = Path(path).name
+    if lang == "erlang" and "baseline" in path:
+        return BASELINE_LABEL
+    if lang.startswith("javascript") and ("es6" in name or "es2015" in name):
+        return lang if lang.endswith("_es2015") else f"{lang}_es2015"
+    return lang
+
+
+def started_at(result: dict) -> float:
+    """Unix seconds of the build's start (results may carry a number or an ISO 8601 string)."""
+    v = result.get("started_at")
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    polls = result.get("polls") or []
+    if polls and isinstance(polls[0], dict) and "t" in polls[0]:
+        return float(polls[0]["t"])
+    return 0.0
+
+
+def scenario_label(result: dict) -> str | None:
+    """The scenario a results file's build ran in, or None."""
+    sc = result.get("scenario")
+    return (result.get("bench") or {}).get("scenario") or (sc.get("label") if isinstance(sc, dict) else None) \
+        or None
+
+
+# ---------------------------------------------------------------- axes of one result
+
+def ddoc_hash(doc: dict) -> str:
+    """Short content hash of a design doc's indexing part (12 hex digits of sha256 of its sorted JSON)."""
+    canon = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:12]
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+def axes_of(result: dict) -> dict[str, str]:
+    """Every axis value labelling a result's build (absent axes are left out; values as text)."""
+    bench = result.get("bench") or {}
+    view = result.get("view") or {}
+    design = view.get("design") if isinstance(view.get("design"), dict) else None
+    if isinstance(bench.get("axes"), dict):
+        out = {k: _text(v) for k, v in bench["axes"].items() if v not in (None, "")}
+    else:
+        out = {"language": result_label(result),
+               "storage": str(bench.get("storage_label") or result.get("storage") or UNKNOWN)}
+        if scenario_label(result):
+            out["scenario"] = str(scenario_label(result))
+        if bench.get("size") is not None:
+            out["size"] = str(bench["size"])
+    if out.get("storage") == UNKNOWN:   # a CouchDB given by URL: not known, so it labels nothing
+        del out["storage"]
+    # what a bench did not vary still tells two runs apart: the design doc's content and the CouchDB version
+    if design and isinstance(design.get("doc"), dict):
+        out.setdefault("ddoc", ddoc_hash(design["doc"]))
+    version = (result.get("couchdb") or {}).get("version")
+    if version:
+        out.setdefault("couchdb", str(version))
+    if design:
+        out.setdefault("design", str(design.get("id")))
+        every = [v for v in ((design.get("doc") or {}).get("views") or {}) if v != "lib"]
+        built = list(design.get("views") or ())
+        out.setdefault("view", ALL_VIEWS if not built or set(built) >= set(every) else ",".join(built))
+    return out
+
+
+def axes_text(axes: dict[str, str], skip: Iterable[str] = ()) -> str:
+    skip = set(skip)
+    return " ".join(f"{k}={axes[k]}" for k in sort_axes(axes) if k not in skip)
+
+
+def sort_axes(names: Iterable[str]) -> list[str]:
+    return sorted(names, key=lambda k: (AXIS_ORDER.index(k) if k in AXIS_ORDER else len(AXIS_ORDER), k))
+
+
+def wall_s(result: dict) -> float | None:
+    """The build's wall time, or None for a failed build."""
+    from dragnet.results.schema import Summary
+
+    s = Summary.of(result)
+    ok = s.succeeded and not (result.get("bench") or {}).get("error")
+    v = s.wall_time_s
+    return v if ok and v is not None and v > 0 else None
