@@ -18,7 +18,8 @@ from dragnet.cli.options import print_json, server_option
 @click.option("--config", type=click.Path(dir_okay=False), default=None,
               help="Extra servers from an ini or JSON file (name, command, language, dialect).")
 @click.option("--timeout-ms", type=click.IntRange(min=1), default=reg.DEFAULT_OS_PROCESS_TIMEOUT_MS,
-              show_default=True, help="[couchdb] os_process_timeout written to the ini fragment.")
+              show_default=True, help="[couchdb] os_process_timeout written to the ini fragment; with "
+                                      "--check, how long each answer may take [default there: 5000, CouchDB's].")
 @click.option("--build", "build", is_flag=False, flag_value="all", default=None, metavar="[NAMES]",
               help="First build the servers that need it (chakra, couchpy-pypy, bun, or the comma-separated NAMES) "
                    "and say why any cannot be.")
@@ -39,8 +40,9 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
     user.install(server_opts, config)
     if (cases or functions_dir) and not check:
         raise UsageError("--case and --functions go with --check NAME")
-    if check:
-        return _check(check, cases, functions_dir, mode == "json")
+    if check:   # --timeout-ms, when given, is how long an answer may take; else CouchDB's default, 5 s
+        given = click.get_current_context().get_parameter_source("timeout_ms") == click.core.ParameterSource.COMMANDLINE
+        return _check(check, cases, functions_dir, mode == "json", timeout_ms / 1000 if given else None)
     if views_dir:
         return _views(views_dir, mode == "json")
     if build:
@@ -96,7 +98,7 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
     click.echo(ini, nl=False)
 
 
-def _check(name: str, cases: tuple, functions_dir: str | None, as_json: bool) -> None:
+def _check(name: str, cases: tuple, functions_dir: str | None, as_json: bool, timeout_s: float | None) -> None:
     from dragnet.servers import conformance
 
     def show(o) -> None:
@@ -110,6 +112,7 @@ def _check(name: str, cases: tuple, functions_dir: str | None, as_json: bool) ->
     if not as_json:
         click.echo(f"checking {name} against CouchDB 3.5's query-server protocol:")
     report = conformance.check_available(name, functions_dir=functions_dir, cases=cases or None,
+                                         timeout=timeout_s or conformance.DEFAULT_TIMEOUT_S,
                                          progress=None if as_json else show)
     summary = report.as_dict()
     if as_json:
