@@ -366,3 +366,16 @@ def test_stderr_lines_are_what_couchdb_did_not_write_and_restarts_are_summarised
                            error="e", qs_before=before, qs_after=after, query_server_stderr="boom")
     s = res["summary"]
     assert (s["qs_process_starts"], s["qs_process_errors"], s["qs_stderr_tail"]) == (2, 2, "boom")
+
+
+def test_a_design_doc_in_the_servers_language_runs_on_it(goqs, tmp_path, sample):
+    ddoc = tmp_path / "ddoc.json"
+    ddoc.write_text(json.dumps({"_id": "_design/g", "language": "goqs",
+                                "views": {"income": {"map": "income"}, "ids": {"map": "emit_v", "reduce": "count"}}}))
+    r = CliRunner().invoke(main, ["qsbench", "--server", f"goqs={goqs}", "--ddoc", str(ddoc), "--docs", str(sample),
+                                  "--repeat", "1", "--warmup", "0", "--results", str(tmp_path / "res"), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert [s["name"] for s in out["servers"]] == ["goqs"]
+    skipped = {s["name"]: s["reason"] for s in out["skipped"]}
+    assert "does not run goqs" in skipped["python3"]
