@@ -278,14 +278,35 @@ def test_go_server_in_qsbench_rows_match_the_javascript_view(goqs, tmp_path, sam
     assert got["goqs"]["docs_per_sec"] > 0 and got["goqs"]["mismatch_count"] == 0
 
 
+def _build_go_and_js(runner, env: dict, url: str, tmp_path: Path, goqs: str) -> None:
+    """views/income built by goqs (a "language": "goqs" design doc) and by couchjs: the same rows."""
+    from conftest import normalised_declarations
+    from dragnet.build.rows import values_equal
+    from dragnet.couchdb.client import connect
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in normalised_declarations(300, 7)))
+    r = runner.invoke(main, ["import", str(docs), "--url", url, "--db", "goqs", "--q", "2"], env=env)
+    assert r.exit_code == 0, r.output
+    folder = _view_folder(tmp_path)
+    for path, ddoc in ((folder / "map.js", "js"), (folder / "map.goqs", "go")):
+        r = runner.invoke(main, ["addview", str(path), "--url", url, "--db", "goqs", "--ddoc", ddoc,
+                                 "--view", "income", "--server", f"goqs={goqs}"], env=env)
+        assert r.exit_code == 0, r.output
+    couch = connect(url)
+    assert couch.get("/goqs/_design/go")["language"] == "goqs"
+    rows = {d: couch.get(f"/goqs/_design/{d}/_view/income", timeout=120)["rows"] for d in ("js", "go")}
+    assert len(rows["js"]) > 200
+    assert values_equal(rows["go"], rows["js"])
+
+
 @pytest.mark.live
 @pytest.mark.slow
 def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
     """couch up --backend local --server goqs=...: CouchDB 3.5 runs goqs for "language": "goqs", and the
     rows of views/income built by goqs are those built by couchjs."""
-    from conftest import couch_env, free_port, normalised_declarations
+    from conftest import couch_env, free_port
     from dragnet.couchdb import control as ctl
-    from dragnet.couchdb.client import connect
 
     home = os.environ.get("DRAGNET_COUCHDB_HOME")
     if not home or not Path(home, "bin", "couchdb").exists():
@@ -306,28 +327,13 @@ def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
         environ = Path(f"/proc/{inst.pid}/environ").read_bytes().split(b"\0")
         assert f"COUCHDB_QUERY_SERVER_GOQS={goqs}".encode() in environ
         url = f"http://admin:goqs-secret-34@127.0.0.1:{port}"
-        docs = tmp_path / "docs.jsonl"
-        docs.write_text("".join(json.dumps(d) + "\n" for d in normalised_declarations(300, 7)))
-        r = runner.invoke(main, ["import", str(docs), "--url", url, "--db", "goqs", "--q", "2"], env=env)
-        assert r.exit_code == 0, r.output
-        folder = _view_folder(tmp_path)
-        for path, ddoc in ((folder / "map.js", "js"), (folder / "map.goqs", "go")):
-            r = runner.invoke(main, ["addview", str(path), "--url", url, "--db", "goqs", "--ddoc", ddoc,
-                                     "--view", "income", "--server", f"goqs={goqs}"], env=env)
-            assert r.exit_code == 0, r.output
-        couch = connect(url)
-        assert couch.get("/goqs/_design/go")["language"] == "goqs"
-        rows = {d: couch.get(f"/goqs/_design/{d}/_view/income", timeout=120)["rows"] for d in ("js", "go")}
-        assert len(rows["js"]) > 200
-        from dragnet.qsbench.run import values_equal
-
-        assert values_equal(rows["go"], rows["js"])
+        _build_go_and_js(runner, env, url, tmp_path, goqs)
 
         # a server that crashes mid-build: the build fails with its stderr, CouchDB's restarts are counted
         out = tmp_path / "res"
-        r = runner.invoke(main, ["addview", str(folder / "map.goqs"), "--language", "crashy", "--url", url,
-                                 "--db", "goqs", "--benchmark", "--server", str(servers), "--results", str(out)],
-                          env=env)
+        r = runner.invoke(main, ["addview", str(tmp_path / "income" / "map.goqs"), "--language", "crashy",
+                                 "--url", url, "--db", "goqs", "--benchmark", "--server", str(servers),
+                                 "--results", str(out)], env=env)
         assert r.exit_code != 0
         (res,) = [json.loads(f.read_text()) for f in out.glob("addview-*.json")]
         s = res["summary"]
@@ -338,17 +344,28 @@ def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
         runner.invoke(main, ["couch", "down", "--port", str(port)], env=env)
 
 
-def test_servers_views_says_which_servers_have_which_views(tmp_path):
-    _view_folder(tmp_path)
-    (tmp_path / "other").mkdir()
-    (tmp_path / "other" / "map.py").write_text("def fun(doc):\n    yield doc['_id'], 1\n")
-    r = CliRunner().invoke(main, ["servers", "--server", "goqs=/bin/cat", "--views", str(tmp_path), "--json"])
-    assert r.exit_code == 0, r.output
-    has = {(x["view"], x["server"]): x["has"] for x in json.loads(r.stdout)}
-    assert has[("income", "goqs")] and not has[("other", "goqs")]
-    assert has[("other", "python3")] and not has[("income", "python3")]
-    r = CliRunner().invoke(main, ["servers", "--server", "goqs=/bin/cat", "--views", str(tmp_path)])
-    assert "goqs" in r.output and "no map.goqs: skipped" in r.output
+@pytest.mark.docker
+@pytest.mark.slow
+def test_go_server_builds_in_a_container_through_server(engine, goqs, tmp_path):
+    """couch up --backend docker --server goqs=...: the binary bound read-only into the container, the
+    variable set inside it, and the rows those of couchjs."""
+    from conftest import couch_env, free_port
+    from dragnet.couchdb import control as ctl
+
+    env = couch_env(tmp_path, "goqs-secret-34d")
+    port = free_port()
+    runner = CliRunner()
+    r = runner.invoke(main, ["couch", "up", "--backend", "docker", "--image", os.environ["DRAGNET_TEST_DOCKER_IMAGE"],
+                             "--port", str(port), "--server", f"goqs={goqs}", "--timeout", "180"], env=env)
+    try:
+        assert r.exit_code == 0, r.output
+        container = engine.containers.get(ctl.load_state(port, env).container)
+        assert "COUCHDB_QUERY_SERVER_GOQS=/opt/dragnet-user/goqs/goqs" in container.attrs["Config"]["Env"]
+        mount = next(m for m in container.attrs["Mounts"] if m["Destination"] == "/opt/dragnet-user/goqs/goqs")
+        assert mount["Source"] == str(Path(goqs).resolve()) and mount["RW"] is False
+        _build_go_and_js(runner, env, f"http://admin:goqs-secret-34d@127.0.0.1:{port}", tmp_path, goqs)
+    finally:
+        runner.invoke(main, ["couch", "down", "--port", str(port), "--purge"], env=env)
 
 
 def test_stderr_lines_are_what_couchdb_did_not_write_and_restarts_are_summarised():
