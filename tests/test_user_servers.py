@@ -278,14 +278,35 @@ def test_go_server_in_qsbench_rows_match_the_javascript_view(goqs, tmp_path, sam
     assert got["goqs"]["docs_per_sec"] > 0 and got["goqs"]["mismatch_count"] == 0
 
 
+def _build_go_and_js(runner, env: dict, url: str, tmp_path: Path, goqs: str) -> None:
+    """views/income built by goqs (a "language": "goqs" design doc) and by couchjs: the same rows."""
+    from conftest import normalised_declarations
+    from dragnet.build.rows import values_equal
+    from dragnet.couchdb.client import connect
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in normalised_declarations(300, 7)))
+    r = runner.invoke(main, ["import", str(docs), "--url", url, "--db", "goqs", "--q", "2"], env=env)
+    assert r.exit_code == 0, r.output
+    folder = _view_folder(tmp_path)
+    for path, ddoc in ((folder / "map.js", "js"), (folder / "map.goqs", "go")):
+        r = runner.invoke(main, ["addview", str(path), "--url", url, "--db", "goqs", "--ddoc", ddoc,
+                                 "--view", "income", "--server", f"goqs={goqs}"], env=env)
+        assert r.exit_code == 0, r.output
+    couch = connect(url)
+    assert couch.get("/goqs/_design/go")["language"] == "goqs"
+    rows = {d: couch.get(f"/goqs/_design/{d}/_view/income", timeout=120)["rows"] for d in ("js", "go")}
+    assert len(rows["js"]) > 200
+    assert values_equal(rows["go"], rows["js"])
+
+
 @pytest.mark.live
 @pytest.mark.slow
 def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
     """couch up --backend local --server goqs=...: CouchDB 3.5 runs goqs for "language": "goqs", and the
     rows of views/income built by goqs are those built by couchjs."""
-    from conftest import couch_env, free_port, normalised_declarations
+    from conftest import couch_env, free_port
     from dragnet.couchdb import control as ctl
-    from dragnet.couchdb.client import connect
 
     home = os.environ.get("DRAGNET_COUCHDB_HOME")
     if not home or not Path(home, "bin", "couchdb").exists():
@@ -294,7 +315,11 @@ def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
     env["DRAGNET_COUCHDB_HOME"] = home
     port = free_port()
     runner = CliRunner()
-    r = runner.invoke(main, ["couch", "up", "--backend", "local", "--port", str(port), "--server", f"goqs={goqs}",
+    servers = tmp_path / "servers.json"   # goqs, and goqs behind a wrapper that crashes after 50 documents
+    servers.write_text(json.dumps([{"name": "goqs", "command": [goqs]}, {
+        "name": "crashy", "command": [sys.executable, TESTSERVER, "crash-after", "50", "--", goqs],
+        "dialect": "goqs", "process": "qs_testserver.py"}]))
+    r = runner.invoke(main, ["couch", "up", "--backend", "local", "--port", str(port), "--server", str(servers),
                              "--timeout", "120"], env=env)
     try:
         assert r.exit_code == 0, r.output
@@ -302,23 +327,72 @@ def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
         environ = Path(f"/proc/{inst.pid}/environ").read_bytes().split(b"\0")
         assert f"COUCHDB_QUERY_SERVER_GOQS={goqs}".encode() in environ
         url = f"http://admin:goqs-secret-34@127.0.0.1:{port}"
-        docs = tmp_path / "docs.jsonl"
-        docs.write_text("".join(json.dumps(d) + "\n" for d in normalised_declarations(300, 7)))
-        r = runner.invoke(main, ["import", str(docs), "--url", url, "--db", "goqs", "--q", "2"], env=env)
-        assert r.exit_code == 0, r.output
-        folder = _view_folder(tmp_path)
-        for path, ddoc in ((folder / "map.js", "js"), (folder / "map.goqs", "go")):
-            r = runner.invoke(main, ["addview", str(path), "--url", url, "--db", "goqs", "--ddoc", ddoc,
-                                     "--view", "income", "--server", f"goqs={goqs}"], env=env)
-            assert r.exit_code == 0, r.output
-        couch = connect(url)
-        assert couch.get("/goqs/_design/go")["language"] == "goqs"
-        rows = {d: couch.get(f"/goqs/_design/{d}/_view/income", timeout=120)["rows"] for d in ("js", "go")}
-        assert len(rows["js"]) > 200
-        from dragnet.qsbench.run import values_equal
+        _build_go_and_js(runner, env, url, tmp_path, goqs)
 
-        assert values_equal(rows["go"], rows["js"])
-        stats = couch.get("/_node/_local/_stats/couchdb/query_server")
-        assert stats is not None
+        # a server that crashes mid-build: the build fails with its stderr, CouchDB's restarts are counted
+        out = tmp_path / "res"
+        r = runner.invoke(main, ["addview", str(tmp_path / "income" / "map.goqs"), "--language", "crashy",
+                                 "--url", url, "--db", "goqs", "--benchmark", "--server", str(servers),
+                                 "--results", str(out)], env=env)
+        assert r.exit_code != 0
+        (res,) = [json.loads(f.read_text()) for f in out.glob("addview-*.json")]
+        s = res["summary"]
+        assert not s["ok"] and "os_process_error" in s["error"] and "boom after 50 docs" in s["error"]
+        assert "boom after 50 docs" in s["qs_stderr_tail"] and s["qs_process_errors"] >= 1
+        assert s["qs_process_starts"] >= 1
     finally:
         runner.invoke(main, ["couch", "down", "--port", str(port)], env=env)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_go_server_builds_in_a_container_through_server(engine, goqs, tmp_path):
+    """couch up --backend docker --server goqs=...: the binary bound read-only into the container, the
+    variable set inside it, and the rows those of couchjs."""
+    from conftest import couch_env, free_port
+    from dragnet.couchdb import control as ctl
+
+    env = couch_env(tmp_path, "goqs-secret-34d")
+    port = free_port()
+    runner = CliRunner()
+    r = runner.invoke(main, ["couch", "up", "--backend", "docker", "--image", os.environ["DRAGNET_TEST_DOCKER_IMAGE"],
+                             "--port", str(port), "--server", f"goqs={goqs}", "--timeout", "180"], env=env)
+    try:
+        assert r.exit_code == 0, r.output
+        container = engine.containers.get(ctl.load_state(port, env).container)
+        assert "COUCHDB_QUERY_SERVER_GOQS=/opt/dragnet-user/goqs/goqs" in container.attrs["Config"]["Env"]
+        mount = next(m for m in container.attrs["Mounts"] if m["Destination"] == "/opt/dragnet-user/goqs/goqs")
+        assert mount["Source"] == str(Path(goqs).resolve()) and mount["RW"] is False
+        _build_go_and_js(runner, env, f"http://admin:goqs-secret-34d@127.0.0.1:{port}", tmp_path, goqs)
+    finally:
+        runner.invoke(main, ["couch", "down", "--port", str(port), "--purge"], env=env)
+
+
+def test_stderr_lines_are_what_couchdb_did_not_write_and_restarts_are_summarised():
+    from dragnet.results import build as rb
+
+    log = ["[info] 2026-11-25T12:24:30.1Z node <0.1.0> -------- Starting", "boom after 100 docs",
+           "[error] 2026-11-25T12:24:34.8Z node <0.2.0> -------- OS Process Error :: {os_process_error,{exit_status,3}}",
+           "{{nocatch,{os_process_error,{exit_status,3}}},[{couch_os_process,prompt,2}]}", "  more report",
+           "panic: runtime error"]
+    assert rb.stderr_lines(log) == "boom after 100 docs\npanic: runtime error"
+    before = {"process_starts": {"value": 2, "type": "counter"}, "process_errors": {"value": 0, "type": "counter"}}
+    after = {"process_starts": {"value": 4, "type": "counter"}, "process_errors": {"value": 2, "type": "counter"}}
+    res = rb.build_results(started_at="x", command=[], couchdb=None, machine={}, storage="disk", db={},
+                           view={"ddoc": "_design/x"}, polls=[], wall_time_s=None, docs=None, rows=None, ok=False,
+                           error="e", qs_before=before, qs_after=after, query_server_stderr="boom")
+    s = res["summary"]
+    assert (s["qs_process_starts"], s["qs_process_errors"], s["qs_stderr_tail"]) == (2, 2, "boom")
+
+
+def test_a_design_doc_in_the_servers_language_runs_on_it(goqs, tmp_path, sample):
+    ddoc = tmp_path / "ddoc.json"
+    ddoc.write_text(json.dumps({"_id": "_design/g", "language": "goqs",
+                                "views": {"income": {"map": "income"}, "ids": {"map": "emit_v", "reduce": "count"}}}))
+    r = CliRunner().invoke(main, ["qsbench", "--server", f"goqs={goqs}", "--ddoc", str(ddoc), "--docs", str(sample),
+                                  "--repeat", "1", "--warmup", "0", "--results", str(tmp_path / "res"), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert [s["name"] for s in out["servers"]] == ["goqs"]
+    skipped = {s["name"]: s["reason"] for s in out["skipped"]}
+    assert "does not run goqs" in skipped["python3"]

@@ -519,6 +519,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         exceptions = (_results.count_logged_exceptions(lines, (request.t_trigger or t_begin) - 1, t_end + 1)
                       if lines is not None else None)
         ok = error is None
+        # a failed build: what its query servers wrote to stderr (in the log of a CouchDB logging to stderr)
+        qs_stderr = _results.stderr_lines(lines) if error is not None and lines is not None else None
         wall = (request.t_return - request.t_trigger) if ok and request.t_return and request.t_trigger else None
         res = _results.build_results(
             started_at=_dt.datetime.fromtimestamp(request.t_trigger or t_begin, _dt.timezone.utc).isoformat(),
@@ -544,13 +546,15 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             docs=after.get("doc_count") if ok else None,
             rows=rows,
             ok=ok,
-            error=str(error) if error else None,
+            error=(f"{error}; query server stderr: {qs_stderr.splitlines()[-1]}" if error and qs_stderr
+                   else str(error) if error else None),
             pidstat_samples=samples,
             pidstat_summary=summary_ps,
             pidstat_note=pidstat_note,
             qs_before=qs_before,
             qs_after=qs_after,
             exceptions_logged=exceptions,
+            query_server_stderr=qs_stderr,
             extra={"trigger": {"path": path, "t_trigger": request.t_trigger, "t_return": request.t_return,
                                "status": request.status, "t_end": t_end, "reissued_at": request.reissued_at},
                    "index": info.get("view_index"),
@@ -710,6 +714,9 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
     lines.append(build_work_line(fig, db.get("shards"), db.get("replicas"), db.get("nodes")))
     if s.get("exceptions_logged") is not None:
         lines.append(f"exceptions logged by the map function = {s['exceptions_logged']}")
+    if s.get("qs_process_errors"):
+        lines.append(f"query server: {s['qs_process_errors']} process error(s), {s.get('qs_process_starts')} "
+                     "process(es) started (CouchDB restarts a query server that fails)")
     if s.get("map_calls") == 0:
         lines.append("query server: no map calls counted (native Erlang views run inside beam)")
     elif s.get("map_calls") is not None:

@@ -176,3 +176,20 @@ def design_view(design, language: str | None = None) -> ViewFile:
     return ViewFile(path=design.source, source=json.dumps(design.doc["views"], ensure_ascii=False),
                     language=lang, dialect=dialect, detected_from="option" if language else "design",
                     known=lang in LANGUAGES)
+
+
+def coverage(specs, root: str | Path) -> list[tuple[str, str, str, bool]]:
+    """(view, server, its file's name, whether the folder has it) for every view folder under `root` (or `root` itself when it holds
+    map files) and every server: which servers have which views (`dragnet servers --views DIR`)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise UsageError(f"--views {root}: not a folder")
+    folders = [root] if any(root.glob("map.*")) else sorted(d for d in root.iterdir() if any(d.glob("map.*")))
+    if not folders:
+        raise UsageError(f"--views {root}: no view folders (folders holding map.* files)")
+    out = []
+    for folder in folders:
+        for spec in specs:
+            f = folder / dialects.view_file(spec.dialect)
+            out.append((folder.name, spec.name, f.name, f.is_file()))
+    return out

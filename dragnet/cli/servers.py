@@ -18,7 +18,8 @@ from dragnet.cli.options import print_json, server_option
 @click.option("--config", type=click.Path(dir_okay=False), default=None,
               help="Extra servers from an ini or JSON file (name, command, language, dialect).")
 @click.option("--timeout-ms", type=click.IntRange(min=1), default=reg.DEFAULT_OS_PROCESS_TIMEOUT_MS,
-              show_default=True, help="[couchdb] os_process_timeout written to the ini fragment.")
+              show_default=True, help="[couchdb] os_process_timeout written to the ini fragment; with "
+                                      "--check, how long each answer may take [default there: 5000, CouchDB's].")
 @click.option("--build", "build", is_flag=False, flag_value="all", default=None, metavar="[NAMES]",
               help="First build the servers that need it (chakra, couchpy-pypy, bun, or the comma-separated NAMES) "
                    "and say why any cannot be.")
@@ -27,17 +28,23 @@ from dragnet.cli.options import print_json, server_option
 @click.option("--case", "cases", multiple=True, metavar="CASE", help="With --check: only this case (repeatable).")
 @click.option("--functions", "functions_dir", type=click.Path(file_okay=False), default=None,
               help="With --check: a folder of <role>.<ext> functions in the server's own language.")
+@click.option("--views", "views_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Say which servers have which views: every view folder under DIR (e.g. views/) per server.")
 @server_option
 def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: int, build: str | None,
-                check: str | None, cases: tuple, functions_dir: str | None, server_opts: tuple) -> None:
+                check: str | None, cases: tuple, functions_dir: str | None, views_dir: str | None,
+                server_opts: tuple) -> None:
     """List query servers and print how to register them with CouchDB 3.5; --check NAME checks one."""
     from dragnet.servers import user
 
     user.install(server_opts, config)
     if (cases or functions_dir) and not check:
         raise UsageError("--case and --functions go with --check NAME")
-    if check:
-        return _check(check, cases, functions_dir, mode == "json")
+    if check:   # --timeout-ms, when given, is how long an answer may take; else CouchDB's default, 5 s
+        given = click.get_current_context().get_parameter_source("timeout_ms") == click.core.ParameterSource.COMMANDLINE
+        return _check(check, cases, functions_dir, mode == "json", timeout_ms / 1000 if given else None)
+    if views_dir:
+        return _views(views_dir, mode == "json")
     if build:
         from dragnet.servers import build as server_build
 
@@ -75,7 +82,8 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
     click.echo("available:")
     for s in specs:
         extra = " ".join(f"{k}={v}" for k, v in s.env)
-        version = f"  ({s.version})" if s.version else ""
+        known = s.version or (user.probe_version(s) if s.version_command else "")   # a user-given server's
+        version = f"  ({known})" if known else ""
         click.echo(f"  {s.name:<{width}}  {s.language:<18} {s.dialect:<6}  {(extra + ' ') if extra else ''}"
                    f"{' '.join(s.argv)}{version}")
     if skipped:
@@ -90,7 +98,7 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
     click.echo(ini, nl=False)
 
 
-def _check(name: str, cases: tuple, functions_dir: str | None, as_json: bool) -> None:
+def _check(name: str, cases: tuple, functions_dir: str | None, as_json: bool, timeout_s: float | None) -> None:
     from dragnet.servers import conformance
 
     def show(o) -> None:
@@ -104,6 +112,7 @@ def _check(name: str, cases: tuple, functions_dir: str | None, as_json: bool) ->
     if not as_json:
         click.echo(f"checking {name} against CouchDB 3.5's query-server protocol:")
     report = conformance.check_available(name, functions_dir=functions_dir, cases=cases or None,
+                                         timeout=timeout_s or conformance.DEFAULT_TIMEOUT_S,
                                          progress=None if as_json else show)
     summary = report.as_dict()
     if as_json:
@@ -113,3 +122,20 @@ def _check(name: str, cases: tuple, functions_dir: str | None, as_json: bool) ->
     if report.failed:
         raise DragnetError(f"{name} failed {len(report.failed)} of {len(report.outcomes)} cases: "
                            + ", ".join(o.case for o in report.failed))
+
+
+def _views(views_dir: str, as_json: bool) -> None:
+    from dragnet.build.views import coverage
+
+    specs, _ = discover()
+    rows = coverage(specs, views_dir)
+    if as_json:
+        print_json([{"view": v, "server": s, "file": f, "has": has} for v, s, f, has in rows])
+        return
+    width = max(len(s) for _, s, _, _ in rows)
+    view = None
+    for v, s, f, has in rows:
+        if v != view:
+            click.echo(f"{v}:")
+            view = v
+        click.echo(f"  {s:<{width}}  {f if has else f'no {f}: skipped'}")

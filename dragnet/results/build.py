@@ -80,6 +80,17 @@ def _log_time(line: str) -> float | None:
     return _dt.datetime.strptime(stamp, fmt).replace(tzinfo=_dt.timezone.utc).timestamp()
 
 
+_LOG_LINE = re.compile(r"^\[(debug|info|notice|warning|error|critical|alert|emergency)\] ")
+
+
+def stderr_lines(lines: Iterable[str], limit: int = 20) -> str:
+    """The last lines of CouchDB's log that CouchDB did not write: a query server's stderr, which its
+    processes inherit from beam (the log of a CouchDB whose [log] writer is stderr), without Erlang's
+    multi-line reports."""
+    out = [ln for ln in lines if ln.strip() and not _LOG_LINE.match(ln) and not ln.startswith(("{", " ", "\t"))]
+    return "\n".join(out[-limit:])
+
+
 def count_logged_exceptions(lines: Iterable[str], t_from: float | None = None, t_to: float | None = None) -> int:
     """`function raised exception` lines of CouchDB's log within [t_from, t_to] (unix seconds).
 
@@ -102,8 +113,10 @@ def build_results(*, started_at: str, command: list[str], couchdb: dict | None, 
                   rows: int | None, ok: bool, error: str | None, pidstat_samples: list[dict] | None = None,
                   pidstat_summary: dict | None = None, pidstat_note: str | None = None,
                   qs_before: dict | None = None, qs_after: dict | None = None,
-                  exceptions_logged: int | None = None, extra: dict | None = None) -> dict:
-    """The results document; summary figures are computed here from the raw polls."""
+                  exceptions_logged: int | None = None, extra: dict | None = None,
+                  query_server_stderr: str | None = None) -> dict:
+    """The results document; summary figures are computed here from the raw polls.
+    query_server_stderr: of a failed build, what its query servers wrote to stderr (stderr_lines())."""
     fig = poller.analyze(polls, view["ddoc"])
     docs_per_sec = (docs / wall_time_s) if docs is not None and wall_time_s else None
     summary = {
@@ -130,6 +143,11 @@ def build_results(*, started_at: str, command: list[str], couchdb: dict | None, 
     if delta:
         summary["map_calls"] = delta["map_calls"]
         summary["map_us_per_call"] = delta["map_us_per_call"]
+        # a query server that crashed is restarted by CouchDB: counted here, not hidden
+        summary["qs_process_starts"] = delta["counters"].get("process_starts")
+        summary["qs_process_errors"] = delta["counters"].get("process_errors")
+    if query_server_stderr is not None:
+        summary["qs_stderr_tail"] = query_server_stderr
     build = fig.as_dict()
     per_poll, per_shard = build.pop("per_poll"), build.pop("per_shard")
     results = {
