@@ -19,7 +19,7 @@ from dragnet.build import addview as addview
 from dragnet.build import ddoc as ddoc
 from dragnet.qsbench import run as qsbench
 from dragnet.build import views as views
-from dragnet.servers.discovery import LANGUAGES
+from dragnet.servers.registry import LANGUAGES
 
 REPO = Path(__file__).resolve().parent.parent
 INCOME = REPO / "views" / "income"

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from dragnet.servers import available
 from dragnet.servers import discovery as qs
 from qs_conformance import CHECKS, JS, QueryServer, check_id, couchjs_argv, couchjs_session, run_check, transcript
 
@@ -18,7 +19,7 @@ RUNTIMES = ("node", "bun")
 @pytest.fixture(scope="module", params=RUNTIMES)
 def server(request) -> list[str]:
     """argv of the node or bun server as dragnet discovers it; skips with discover()'s reason when absent."""
-    specs, skipped = qs.builtin_servers()
+    specs, skipped = available.builtin_servers()
     found = {s.name: s for s in specs}
     if request.param not in found:
         reason = next((s.reason for s in skipped if s.name == request.param), "not found")
@@ -139,7 +140,7 @@ def test_live_addview_benchmark_matches_couchjs(language, income_db, tmp_path):
     """`addview --benchmark --language node|bun` indexes every doc, with the rows couchjs gives."""
     from pathlib import Path
 
-    specs, skipped = qs.builtin_servers()
+    specs, skipped = available.builtin_servers()
     if language not in {s.name for s in specs}:
         pytest.skip(f"{language}: " + next((s.reason for s in skipped if s.name == language), "not found"))
     views = Path(__file__).resolve().parent.parent / "views" / "income"
@@ -164,15 +165,15 @@ def _fake_runtime(path, text: str, code: int = 0):
 def test_old_or_missing_node_is_skipped_with_the_reason(tmp_path):
     qs.runtime_version.cache_clear()
     _fake_runtime(tmp_path / "node", "v16.20.2")
-    specs, skipped = qs.builtin_servers({"PATH": str(tmp_path)})
+    specs, skipped = available.builtin_servers({"PATH": str(tmp_path)})
     reasons = {s.name: s.reason for s in skipped}
     assert "node" not in {s.name for s in specs}
     assert "Node.js 16.20.2" in reasons["node"] and "18 or later" in reasons["node"]
-    _, skipped = qs.builtin_servers({"PATH": str(tmp_path / "nowhere")})
+    _, skipped = available.builtin_servers({"PATH": str(tmp_path / "nowhere")})
     assert "not on PATH" in {s.name: s.reason for s in skipped}["node"]
     _fake_runtime(tmp_path / "node", "v20.1.0")
     qs.runtime_version.cache_clear()
-    specs, _ = qs.builtin_servers({"PATH": str(tmp_path)})
+    specs, _ = available.builtin_servers({"PATH": str(tmp_path)})
     node = {s.name: s for s in specs}["node"]
     assert node.version == "Node.js 20.1.0" and node.argv == (str(tmp_path / "node"), str(qs.NODE_QS))
 
@@ -181,11 +182,11 @@ def test_bun_that_cannot_run_is_skipped_with_the_reason(tmp_path, monkeypatch):
     qs.runtime_version.cache_clear()
     broken = _fake_runtime(tmp_path / "bun", "Illegal instruction", code=132)
     monkeypatch.setattr(qs, "BUN_BINARY", broken)
-    specs, skipped = qs.builtin_servers()
+    specs, skipped = available.builtin_servers()
     assert "bun" not in {s.name for s in specs}
     assert "exited 132" in {s.name: s.reason for s in skipped}["bun"]
     monkeypatch.setattr(qs, "BUN_BINARY", tmp_path / "absent")
-    _, skipped = qs.builtin_servers()
+    _, skipped = available.builtin_servers()
     assert "not installed" in {s.name: s.reason for s in skipped}["bun"]
     qs.runtime_version.cache_clear()
 
@@ -197,7 +198,7 @@ def test_registered_for_couchdb_and_watched_by_pidstat():
     from dragnet.cli import main
     from dragnet.report.tables import QS_FAMILIES
 
-    specs, _ = qs.builtin_servers()
+    specs, _ = available.builtin_servers()
     out = CliRunner().invoke(main, ["servers", "--env"])
     assert out.exit_code == 0, out.output
     for spec in specs:

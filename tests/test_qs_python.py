@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from dragnet.servers.discovery import PYTHON_QS, REPO, discover, find_couchpy
+from dragnet.servers.available import discover
+from dragnet.servers.discovery import PYTHON_QS, REPO, find_couchpy
 
 INTERPRETERS = [pytest.param(sys.executable, id="cpython")]
 if shutil.which("pypy3"):

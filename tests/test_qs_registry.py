@@ -11,7 +11,8 @@ from dragnet.servers import registry as qs_registry
 from dragnet.servers import registration as registration
 from dragnet.servers import build as server_build
 from dragnet.build import views as views
-from dragnet.servers.discovery import DIALECT_FILES, ServerSpec, Skipped, builtin_servers
+from dragnet.servers.available import builtin_servers
+from dragnet.servers.discovery import DIALECT_FILES, ServerSpec, Skipped
 
 
 def test_names_are_unique_and_dialects_known():

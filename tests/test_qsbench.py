@@ -21,7 +21,8 @@ from dragnet.qsbench import run as qsbench
 from dragnet.build import views as views
 from dragnet.cli import main
 from dragnet.report.qsbench_plot import bars, plot
-from dragnet.servers.discovery import ServerSpec, discover
+from dragnet.servers.available import discover
+from dragnet.servers.discovery import ServerSpec
 
 REPO = Path(__file__).resolve().parent.parent
 VIEW = REPO / "views" / "income"

@@ -24,7 +24,8 @@ from dragnet.build import design as dsg
 from dragnet.qsbench import run as qsbench
 from dragnet.qsbench import ddoc as qsddoc
 from dragnet.cli import main
-from dragnet.servers.discovery import ServerSpec, Skipped, discover
+from dragnet.servers.available import discover
+from dragnet.servers.discovery import ServerSpec, Skipped
 from dragnet.build.reduce_batches import Atom, Call, btree_rows, chunkify, expand, plan_and_reduce, term_size
 
 REPO = Path(__file__).resolve().parent.parent

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 from dragnet.servers import registration as reg
 from dragnet.cli import main as cli
 from dragnet.errors import DragnetError
-from dragnet.servers.discovery import (DIALECT_FILES, PYTHON_QS, REPO, ServerSpec, discover, from_environment, load_config)
+from dragnet.servers.available import discover
+from dragnet.servers.discovery import DIALECT_FILES, PYTHON_QS, REPO, ServerSpec, from_environment, load_config
 
 
 def _env(**extra):

@@ -21,7 +21,9 @@ from click.testing import CliRunner
 from dragnet.cli import main
 from dragnet.errors import DragnetError, UsageError
 from dragnet.servers import conformance, dialects, user
-from dragnet.servers.discovery import PYTHON_QS, REPO, ServerSpec, discover
+from dragnet.servers import available
+from dragnet.servers.available import discover
+from dragnet.servers.discovery import PYTHON_QS, REPO, ServerSpec
 
 GOQS_SRC = REPO / "tests" / "goqs"
 TESTSERVER = str(REPO / "tests" / "qs_testserver.py")
@@ -78,7 +80,7 @@ def test_a_servers_file_takes_a_new_dialect_process_and_version_command(tmp_path
     cfg.write_text(json.dumps({"servers": [{"name": "couchgo", "command": "/usr/local/bin/couchgo", "language": "go",
                                             "dialect": "go", "process": "couchgo",
                                             "version_command": "/usr/local/bin/couchgo --version"}]}))
-    (spec,) = user.collect((), cfg)
+    (spec,) = available.collect((), cfg)
     assert (spec.name, spec.language, spec.dialect, spec.process) == ("couchgo", "go", "go", "couchgo")
     assert spec.version_command == ("/usr/local/bin/couchgo", "--version")
 
@@ -96,17 +98,17 @@ def test_a_servers_file_takes_a_new_dialect_process_and_version_command(tmp_path
 ])
 def test_colliding_or_malformed_servers_are_refused_before_anything_runs(options, message):
     with pytest.raises(DragnetError, match=message.replace("(", r"\(")):
-        user.collect(options)
+        available.collect(options)
 
 
 def test_a_language_collision_in_a_file_is_refused(tmp_path):
     cfg = tmp_path / "servers.ini"
     cfg.write_text("[mine]\ncommand = /bin/cat\nlanguage = python\n")
     with pytest.raises(UsageError, match="language 'python' is a built-in language"):
-        user.collect((), cfg)
+        available.collect((), cfg)
     cfg.write_text("[other]\ncommand = /bin/cat\nlanguage = mine\n")
     with pytest.raises(UsageError, match="language 'mine' is also other's"):
-        user.collect(["mine=/bin/true"], cfg)
+        available.collect(["mine=/bin/true"], cfg)
 
 
 def test_cli_refuses_a_collision_with_one_line_and_runs_nothing(tmp_path):
@@ -117,7 +119,7 @@ def test_cli_refuses_a_collision_with_one_line_and_runs_nothing(tmp_path):
 
 
 def test_user_servers_are_discovered_watched_and_their_view_files_known(tmp_path):
-    user.install(["goqs=/bin/cat"])
+    available.install(["goqs=/bin/cat"])
     specs, _ = discover()
     (spec,) = [s for s in specs if s.name == "goqs"]
     assert (spec.language, spec.dialect, spec.source) == ("goqs", "goqs", "option:--server")
@@ -137,7 +139,7 @@ def test_user_servers_are_discovered_watched_and_their_view_files_known(tmp_path
     env, volumes = user_server_settings([spec])
     assert env == {"COUCHDB_QUERY_SERVER_GOQS": "/opt/dragnet-user/goqs/cat"}
     assert volumes == {str(Path("/bin/cat").resolve()): {"bind": "/opt/dragnet-user/goqs/cat", "mode": "ro"}}
-    user.install([])
+    available.install([])
     assert pidstat.family("/bin/cat --x") == "cat"
 
 
@@ -145,7 +147,7 @@ def test_bench_takes_a_user_language_on_its_dialect_file_and_skips_it_without_on
     from dragnet.bench import run as b
 
     folder = _view_folder(tmp_path)
-    user.install(["goqs=/bin/cat", "rubyqs=/bin/true"])
+    available.install(["goqs=/bin/cat", "rubyqs=/bin/true"])
     (spec,) = b.resolve_languages(["goqs"], folder)
     assert (spec.language, spec.path(folder).name) == ("goqs", "map.goqs")
     kept, skipped = b.user_languages(["javascript", "goqs", "rubyqs"], folder)

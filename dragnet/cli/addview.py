@@ -72,9 +72,9 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
     written to the database. --per-view also builds each view alone, in its own fresh copy.
     """
     from dragnet.errors import UsageError
-    from dragnet.servers import user
+    from dragnet.servers import available
 
-    user.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
+    available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
 
     design = None
     if mango_source:

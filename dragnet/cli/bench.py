@@ -97,9 +97,9 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     from dragnet.errors import UsageError
     from dragnet.results import store as store
     from dragnet.report.console import render_design_table, render_table
-    from dragnet.servers import user
+    from dragnet.servers import available, user
 
-    user.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
+    available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
 
     sdir = store.default_dir(store_dir)
     baseline_entry = store.baseline(sdir, baseline_name) if baseline_name else None   # a missing name: now

@@ -54,9 +54,9 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
 
     from dragnet.couchdb import storage as storage
     from dragnet.errors import UsageError
-    from dragnet.servers import user
+    from dragnet.servers import available
 
-    user.install(server_opts)   # registered in the CouchDB started (COUCHDB_QUERY_SERVER_<NAME>)
+    available.install(server_opts)   # registered in the CouchDB started (COUCHDB_QUERY_SERVER_<NAME>)
 
     size = storage.parse_size(data_size)
     if backend == "local" and image:

@@ -69,9 +69,9 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
     from dragnet.bench import sizes as sz
     from dragnet.errors import UsageError
     from dragnet.couchdb.limits import parse_count
-    from dragnet.servers import user
+    from dragnet.servers import available
 
-    user.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
+    available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
 
     if (target is None) == (target_docs is None):
         raise UsageError("give one of --target URL/db and --target-docs N")

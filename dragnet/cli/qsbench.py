@@ -69,9 +69,9 @@ def _default_view() -> str:
 def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_source, servers, languages, reference, repeat, min_runs, max_runs, warmup, shards, timeout,
                 config_file, results_dir, plot_file, check_reduce, strict, couchdb_url, couchdb_db, server_opts, as_json):
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
-    from dragnet.servers import user
+    from dragnet.servers import available
 
-    user.install(server_opts, config_file)   # --config and --server: checked before anything runs
+    available.install(server_opts, config_file)   # --config and --server: checked before anything runs
     config_file = None
     err = Console(stderr=True)
     out = Console() if sys.stdout.isatty() else Console(width=160)  # a pipe must not squeeze the table

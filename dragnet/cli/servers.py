@@ -6,7 +6,7 @@ import click
 
 from dragnet.servers import registration as reg
 from dragnet.errors import DragnetError, UsageError
-from dragnet.servers.discovery import discover
+from dragnet.servers.available import discover
 from dragnet.cli.options import print_json, server_option
 
 
@@ -35,9 +35,9 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
                 check: str | None, cases: tuple, functions_dir: str | None, views_dir: str | None,
                 server_opts: tuple) -> None:
     """List query servers and print how to register them with CouchDB 3.5; --check NAME checks one."""
-    from dragnet.servers import user
+    from dragnet.servers import available, user
 
-    user.install(server_opts, config)
+    available.install(server_opts, config)
     if (cases or functions_dir) and not check:
         raise UsageError("--case and --functions go with --check NAME")
     if check:   # --timeout-ms, when given, is how long an answer may take; else CouchDB's default, 5 s

@@ -754,6 +754,6 @@ def _reset_checks(results: list[ServerResult]) -> list[ServerResult]:
 
 def available_servers(env: dict | None = None, config: str | None = None) -> tuple[list[ServerSpec], list[Skipped]]:
     """Every query server found here, and why each other one is not (dragnet.servers.discovery.discover)."""
-    from dragnet.servers.discovery import discover
+    from dragnet.servers.available import discover
 
     return discover(env=env, config=config)

@@ -470,7 +470,7 @@ def check_available(name: str, *, functions_dir: str | Path | None = None, cases
                     timeout: float = DEFAULT_TIMEOUT_S, progress: Callable[[Outcome], None] | None = None) -> Report:
     """`dragnet servers --check NAME`: the server of that name found here (built-in, COUCHDB_QUERY_SERVER_*,
     or given with --server/--config), checked case by case."""
-    from dragnet.servers.discovery import discover
+    from dragnet.servers.available import discover
     from dragnet.servers.registry import SERVER
 
     specs, skipped = discover()

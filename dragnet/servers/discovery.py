@@ -103,16 +103,14 @@ class Skipped:
     reason: str
 
 
-def __getattr__(name: str):
-    # the language list moved to the registry; older imports of it keep working
-    if name in ("LANGUAGES", "LANGUAGE", "Language", "pidstat_pattern"):
-        from dragnet.servers import registry as qs_registry
-
-        return getattr(qs_registry, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 ENV_PREFIX = "COUCHDB_QUERY_SERVER_"
+# Languages CouchDB serves without a COUCHDB_QUERY_SERVER_* variable from us.
+BUILT_IN_LANGUAGES = {
+    "javascript": "set by CouchDB's start script (bin/couchjs share/server/main.js)",
+    "javascript_quickjs": "built into CouchDB 3.5 (couch_quickjs); use \"language\": \"javascript_quickjs\"",
+    "query": "Mango, built into CouchDB",
+    "erlang": "native, enabled in the ini ([native_query_servers] enable_erlang_query_server = true)",
+}
 _JS_NAME = re.compile(r"javascript|couchjs|quickjs|chakra|node|bun", re.I)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
@@ -152,7 +150,7 @@ def which(program: str) -> str | None:
     return shutil.which(program)
 
 
-def _executable(path: Path) -> bool:
+def executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
@@ -173,7 +171,7 @@ class Found:
 def discover_chakra(env: dict) -> Found | str:
     if not CHAKRA_QS.exists():
         return (f"{CHAKRA_QS} not built ({BUILD_HINT})")
-    if not _executable(CHAKRA_QS):
+    if not executable(CHAKRA_QS):
         return (f"{CHAKRA_QS} is not executable")
     return Found((str(CHAKRA_QS),))
 
@@ -181,7 +179,7 @@ def discover_chakra(env: dict) -> Found | str:
 def discover_ceiling(env: dict) -> Found | str:
     if not CEILING_QS.exists():
         return f"{CEILING_QS} not built ({BUILD_HINT})"
-    if not _executable(CEILING_QS):
+    if not executable(CEILING_QS):
         return f"{CEILING_QS} is not executable"
     return Found((str(CEILING_QS),))
 
@@ -242,7 +240,7 @@ def find_couchpy(path: dict) -> str | None:
     """couchpy of this environment: next to sys.executable (the venv), else on PATH."""
     if sys.executable:
         here = Path(sys.executable).with_name("couchpy")
-        if _executable(here):
+        if executable(here):
             return str(here)
     return shutil.which("couchpy", path=path.get("PATH"))
 
@@ -328,7 +326,7 @@ def quickjs_binary(home: Path) -> Path | None:
 def discover_couchjs(env: dict) -> Found | str:
     home = couchdb_home(env)
     couchjs, main_js = home / "bin" / "couchjs", home / "share" / "server" / "main.js"
-    if _executable(couchjs) and main_js.is_file():
+    if executable(couchjs) and main_js.is_file():
         return Found((str(couchjs), str(main_js)))
     return (f"no CouchDB at {home} ({couchjs} and {main_js}; set DRAGNET_COUCHDB_HOME)")
 
@@ -337,17 +335,9 @@ def discover_quickjs(env: dict) -> Found | str:
     """CouchDB's QuickJS binary (quickjs and quickjs-es2015 run the same one on different view files)."""
     home = couchdb_home(env)
     quickjs = quickjs_binary(home)
-    if quickjs and _executable(quickjs):
+    if quickjs and executable(quickjs):
         return Found((str(quickjs),))
     return f"no {home}/lib/couch_quickjs-*/priv/couchjs_mainjs (CouchDB >= 3.4 release)"
-
-
-def builtin_servers(env: dict | None = None) -> tuple[list[ServerSpec], list[Skipped]]:
-    from dragnet.servers.registry import discover_builtin   # the registry refers to this module's discovery functions
-
-    env = os.environ if env is None else env
-    found = discover_builtin(env)
-    return [s for s in found if isinstance(s, ServerSpec)], [s for s in found if isinstance(s, Skipped)]
 
 
 # -- config files --------------------------------------------------------------------------------
@@ -449,42 +439,3 @@ def load_config(path: str | os.PathLike) -> list[ServerSpec]:
     if dupes:
         raise DragnetError(f"{path}: server names defined twice: {', '.join(dupes)}")
     return specs
-
-
-def _runnable(spec: ServerSpec, env: dict) -> str | None:
-    exe = spec.argv[0]
-    if os.sep in exe:
-        return None if _executable(Path(exe)) else f"{exe} is not an executable file"
-    return None if shutil.which(exe, path=env.get("PATH")) else f"{exe} is not on PATH"
-
-
-def discover(env: dict | None = None, config: str | os.PathLike | None = None) -> tuple[list[ServerSpec], list[Skipped]]:
-    """Every query server that can run here, and a reason for each one that cannot.
-
-    Built-ins first, then COUCHDB_QUERY_SERVER_* variables, then the config file. A server defined in
-    a variable or the config file replaces a built-in only when it carries the same name (the variable
-    COUCHDB_QUERY_SERVER_COUCHPY names "couchpy"); one that just runs the same command as an earlier
-    server is skipped as a duplicate."""
-    from dragnet.servers import user   # user-given servers (--server, --config) of this process
-
-    env = dict(os.environ if env is None else env)
-    specs, skipped = builtin_servers(env)
-    external = from_environment(env)
-    if config is not None:
-        external += load_config(config)
-    external += [s for s in user.active() if s.name not in {e.name for e in external}]
-    for spec in external:
-        why = _runnable(spec, env)
-        if why:
-            skipped.append(Skipped(spec.name, f"{spec.source}: {why}"))
-            continue
-        same_name = [s for s in specs if s.name == spec.name]
-        if not same_name:
-            twin = next((s for s in specs if s.argv == spec.argv and s.env == spec.env), None)
-            if twin is not None:
-                skipped.append(Skipped(spec.name, f"{spec.source}: same command as {twin.name}"))
-                continue
-        # an explicitly named definition replaces the built-in (or the earlier definition) of that name
-        specs = [s for s in specs if s.name != spec.name] + [spec]
-        skipped = [k for k in skipped if k.name != spec.name]
-    return specs, skipped

@@ -11,7 +11,8 @@ from typing import Any
 
 from dragnet.errors import DragnetError
 from dragnet.servers.protocol import RESET_CONFIG, ProtocolError, QueryServerProcess
-from dragnet.servers.discovery import ServerSpec, discover
+from dragnet.servers.available import discover
+from dragnet.servers.discovery import ServerSpec
 
 
 def spec_for(language: str, env: dict | None = None) -> ServerSpec:

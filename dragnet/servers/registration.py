@@ -20,15 +20,9 @@ import shlex
 from typing import Iterable, Mapping
 
 from dragnet.servers.registry import docker_specs
-from dragnet.servers.discovery import ENV_PREFIX, ServerSpec, Skipped, discover
+from dragnet.servers.available import discover
+from dragnet.servers.discovery import BUILT_IN_LANGUAGES, ENV_PREFIX, ServerSpec, Skipped
 
-# Languages CouchDB serves without a COUCHDB_QUERY_SERVER_* variable from us.
-BUILT_IN_LANGUAGES = {
-    "javascript": "set by CouchDB's start script (bin/couchjs share/server/main.js)",
-    "javascript_quickjs": "built into CouchDB 3.5 (couch_quickjs); use \"language\": \"javascript_quickjs\"",
-    "query": "Mango, built into CouchDB",
-    "erlang": "native, enabled in the ini ([native_query_servers] enable_erlang_query_server = true)",
-}
 _LANGUAGE = re.compile(r"^[a-z0-9_]+$")
 
 # Where the Docker image (docker/Dockerfile) puts dragnet's servers.

@@ -15,11 +15,10 @@ import os
 import re
 import shlex
 import subprocess
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from dragnet.errors import UsageError
-from dragnet.servers import dialects
-from dragnet.servers.discovery import ServerSpec, load_config
+from dragnet.servers.discovery import ServerSpec
 
 _LANGUAGE = re.compile(r"^[a-z][a-z0-9_]*$")
 OPTION_SOURCE = "option:--server"
@@ -43,59 +42,6 @@ def parse_option(text: str) -> list[ServerSpec]:
     if not argv:
         raise UsageError(f"{where}: the command is empty")
     return [ServerSpec(name, name, argv, name, source=OPTION_SOURCE)]
-
-
-def builtin_names() -> tuple[set[str], set[str]]:
-    """(server names, CouchDB languages and their spellings) dragnet and CouchDB already own."""
-    from dragnet.servers.registration import BUILT_IN_LANGUAGES
-    from dragnet.servers.registry import LANGUAGES, SERVERS
-
-    names = {s.name for s in SERVERS}
-    languages = set(BUILT_IN_LANGUAGES) | {lang.name for lang in LANGUAGES}
-    languages |= {a for lang in LANGUAGES for a in lang.aliases}
-    return names, languages
-
-
-def check(specs: Sequence[ServerSpec]) -> None:
-    """Refuses, in one line, a user-given server whose name or language collides with a built-in one, or a
-    name or language given twice. (A --config entry named like a built-in server replaces it: that is a
-    redefinition, not a collision; its language must still be its own.)"""
-    names, languages = builtin_names()
-    seen: dict[str, str] = {}
-    seen_lang: dict[str, str] = {}
-    for s in specs:
-        where = f"{s.source}: {s.name}"
-        if s.name in seen:
-            raise UsageError(f"{where}: server name given twice ({seen[s.name]} and {s.source})")
-        seen[s.name] = s.source
-        if s.source == OPTION_SOURCE and s.name in names:
-            raise UsageError(f"{where}: {s.name!r} is a built-in server's name; pick another")
-        if s.language in languages and s.name not in names:
-            raise UsageError(f"{where}: language {s.language!r} is a built-in language; pick another")
-        if s.language in seen_lang:
-            raise UsageError(f"{where}: language {s.language!r} is also {seen_lang[s.language]}'s")
-        seen_lang[s.language] = s.name
-        try:
-            dialects.get(s.dialect)
-        except ValueError as exc:
-            raise UsageError(f"{where}: {exc}") from None
-
-
-def collect(options: Iterable[str] = (), config: str | os.PathLike | None = None) -> list[ServerSpec]:
-    """The servers of `--config FILE` and of `--server` options, checked. A `--server` value is NAME=COMMAND,
-    or without "=" the path of a servers file (the format of --config)."""
-    specs = list(load_config(config)) if config else []
-    for o in options:
-        specs += parse_option(o) if "=" in o else load_config(o)
-    check(specs)
-    return specs
-
-
-def install(options: Iterable[str] = (), config: str | os.PathLike | None = None) -> list[ServerSpec]:
-    """collect(), then use(): the servers of this run, refused before anything runs when they collide."""
-    specs = collect(options, config)
-    use(specs)
-    return specs
 
 
 def use(specs: Sequence[ServerSpec]) -> None:
