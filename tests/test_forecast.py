@@ -601,7 +601,7 @@ def test_live_forecast_small(live_url, tmp_path):
     try:
         r = CliRunner().invoke(main, ["forecast", "--url", live_url, "--db", db, "--target-docs", "12000",
                                       "--sizes", ",".join(map(str, sizes)), "--languages", "javascript",
-                                      "--results", str(tmp_path / "fc"), "--json"])
+                                      "--results", str(tmp_path / "fc"), "--json", "--no-ceiling"])
         assert r.exit_code == 0, r.output
         out = json.loads(r.output.strip().splitlines()[-1])
         assert out["sizes"] == sizes and (tmp_path / "fc" / "forecast.json").is_file()
@@ -643,7 +643,7 @@ def test_live_forecast_small(live_url, tmp_path):
         app = Path(__file__).parent / "ddocs" / "app.json"
         r = CliRunner().invoke(main, ["forecast", "--url", live_url, "--db", db, "--target-docs", "12000",
                                       "--sizes", ",".join(map(str, sizes)), "--ddoc", str(app),
-                                      "--view", "by_year,name_words", "--no-baseline",
+                                      "--view", "by_year,name_words", "--no-baseline", "--no-ceiling",
                                       "--results", str(tmp_path / "app"), "--json"])
         assert r.exit_code == 0, r.output
         f = json.loads(r.output.strip().splitlines()[-1])["forecasts"][""]
@@ -675,7 +675,7 @@ def test_live_forecast_per_variant(live_url, tmp_path, option, values, keys):
     try:
         r = CliRunner().invoke(main, ["forecast", "--url", live_url, "--db", db, "--target-docs", "20000",
                                       "--target-bytes", "2g", "--sizes", ",".join(map(str, sizes)),
-                                      "--languages", "javascript", "--no-baseline", option, values,
+                                      "--languages", "javascript", "--no-baseline", "--no-ceiling", option, values,
                                       *(["--no-shard-sweep"] if option == "--cpus" else []),
                                       "--results", str(tmp_path / "fc"), "--json"])
         assert r.exit_code == 0, r.output
@@ -728,7 +728,7 @@ def test_out_of_disk_build_ends_in_one_line(live_url, tmp_path):
     inst = local.up(port=port, storage_kind="tmpfs", data_dir=str(fs), home=home, env=env)
     url = f"http://admin:oodtest@127.0.0.1:{port}"
     args = ["forecast", "--url", url, "--db", "ood", "--data", str(data), "--sizes", "200,400,600",
-            "--target-docs", "5000", "--languages", "javascript", "--no-baseline", "--q", "1"]
+            "--target-docs", "5000", "--languages", "javascript", "--no-baseline", "--no-ceiling", "--q", "1"]
     try:
         first = CliRunner().invoke(main, args + ["--results", str(tmp_path / "r1")])
         assert first.exit_code == 0, first.output           # imports and builds fit

@@ -51,7 +51,7 @@ def test_a_config_sweep_records_each_value_and_puts_config_back(live_url, tmp_pa
     before = _config(couch)
     db = f"dragnet_axcfg_{int(time.time())}"
     try:
-        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path)), "--repeat", "1", "--no-baseline",
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path)), "--repeat", "1", "--no-baseline", "--no-ceiling",
                    "--config", "view_updater/min_writer_items=50,200")
         assert p.returncode == 0, p.stdout + p.stderr
         m = json.loads((tmp_path / "out" / "bench.json").read_text())
@@ -80,7 +80,7 @@ def test_a_restart_setting_is_written_restarted_checked_and_undone(live_url, tmp
     db = f"dragnet_axrst_{int(time.time())}"
     try:
         p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path, 40)), "--repeat", "1",
-                   "--no-baseline", "--config-restart", "couchdb/max_dbs_open=700,900")
+                   "--no-baseline", "--no-ceiling", "--config-restart", "couchdb/max_dbs_open=700,900")
         assert p.returncode == 0, p.stdout + p.stderr
         m = json.loads((tmp_path / "out" / "bench.json").read_text())
         assert [r["axes"] for r in m["runs"]] == [{"config:couchdb/max_dbs_open": "700"},
@@ -149,14 +149,14 @@ def test_a_misspelt_key_is_refused_on_a_server_given_by_url_before_a_missing_dat
     couch = connect(live_url)
     before = _config(couch)
     state = {"DRAGNET_STATE_DIR": str(tmp_path / "state")}
-    p = _bench(live_url, tmp_path, "--db", "dragnet_axnosuch", "--no-baseline",
+    p = _bench(live_url, tmp_path, "--db", "dragnet_axnosuch", "--no-baseline", "--no-ceiling",
                "--config", "view_updater/queue_item_capp=50", env_extra=state)
     assert p.returncode != 0, p.stdout + p.stderr
     assert "--config view_updater/queue_item_capp is not a setting of CouchDB 3.5" in p.stderr
     assert "did you mean view_updater/queue_item_cap?" in p.stderr and "Database" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and not (tmp_path / "out" / "bench.json").exists()
     # the key spelt right passes the check (and the missing database is what stops it then)
-    p = _bench(live_url, tmp_path, "--db", "dragnet_axnosuch", "--no-baseline",
+    p = _bench(live_url, tmp_path, "--db", "dragnet_axnosuch", "--no-baseline", "--no-ceiling",
                "--config", "view_updater/queue_item_cap=50", env_extra=state)
     assert p.returncode != 0 and "not a setting" not in p.stderr and "Database does not exist" in p.stderr
     assert _config(couch) == before
@@ -172,7 +172,7 @@ def test_a_misspelt_key_is_refused_before_the_bench_starts_a_couchdb(live_url, t
     state = tmp_path / "state"
     _, user, password = split_credentials(live_url)
     p = _bench(f"http://{user}:{password}@127.0.0.1:{port}", tmp_path, "--backend", "local", "--db", "dragnet_axnosuch",
-               "--no-baseline", "--config", "view_updater/queue_item_capp=50",
+               "--no-baseline", "--no-ceiling", "--config", "view_updater/queue_item_capp=50",
                env_extra={"DRAGNET_STATE_DIR": str(state), "DRAGNET_COUCHDB_HOME": home})
     assert p.returncode != 0, p.stdout + p.stderr
     assert "did you mean view_updater/queue_item_cap?" in p.stderr and len(p.stderr.strip().splitlines()) == 1
@@ -183,7 +183,7 @@ def test_q_axis_builds_on_2_and_8_shards(live_url, tmp_path):
     couch = connect(live_url)
     db = f"dragnet_axq_{int(time.time())}"
     try:
-        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path)), "--repeat", "1", "--no-baseline",
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path)), "--repeat", "1", "--no-baseline", "--no-ceiling",
                    "--q", "2,8")
         assert p.returncode == 0, p.stdout + p.stderr
         m = json.loads((tmp_path / "out" / "bench.json").read_text())
@@ -205,7 +205,7 @@ def test_cpus_1_holds_beam_and_a_query_server(live_url, tmp_path):
     couch = connect(live_url)
     db = f"dragnet_axcpu_{int(time.time())}"
     try:
-        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path)), "--repeat", "1", "--no-baseline",
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path)), "--repeat", "1", "--no-baseline", "--no-ceiling",
                    "--cpus", "1")
         assert p.returncode == 0, p.stdout + p.stderr
         m = json.loads((tmp_path / "out" / "bench.json").read_text())
@@ -231,7 +231,7 @@ def test_two_ddoc_revisions_are_built_in_every_round_and_labelled(live_url, tmp_
     couch = connect(live_url)
     db = f"dragnet_axddoc_{int(time.time())}"
     try:
-        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path, 60)), "--repeat", "2", "--no-baseline",
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path, 60)), "--repeat", "2", "--no-baseline", "--no-ceiling",
                    "--ddoc", f"file={ROOT / 'tests/ddocs/app.json'}", "--ddoc", f"folder={ROOT / 'tests/ddocs/app'}")
         assert p.returncode == 0, p.stdout + p.stderr
         m = json.loads((tmp_path / "out" / "bench.json").read_text())

@@ -87,7 +87,7 @@ def test_live_bench_saves_a_baseline_and_compares_with_it(live_url, items, tmp_p
 
     s = tmp_path / "store"
     common = ["bench", "--url", live_url, "--db", items[1], "--data", str(items[0]), "--languages", "javascript",
-              "--repeat", "1", "--no-baseline", "--store", str(s)]
+              "--repeat", "1", "--no-baseline", "--no-ceiling", "--store", str(s)]
     r = CliRunner().invoke(main, [*common, "--ddoc", str(DDOCS / "base.json"), "--results", str(tmp_path / "a"),
                                   "--save-baseline", "main"])
     assert r.exit_code == 0, r.output
@@ -111,7 +111,7 @@ def test_live_compare_of_a_bench_by_url_leaves_the_unknown_storage_out(live_url,
     env = {"DRAGNET_STATE_DIR": str(tmp_path / "state")}     # dragnet does not manage this server here
     r = CliRunner(env=env).invoke(main, [
         "bench", "--url", live_url, "--db", items[1], "--data", str(items[0]), "--languages", "javascript",
-        "--repeat", "1", "--no-baseline", "--results", str(tmp_path / "out"),
+        "--repeat", "1", "--no-baseline", "--no-ceiling", "--results", str(tmp_path / "out"),
         "--ddoc", f"a={DDOCS / 'base.json'}", "--ddoc", f"b={DDOCS / 'renamed.json'}"])
     assert r.exit_code == 0, r.output
     r = CliRunner(env=env).invoke(main, ["compare", str(tmp_path / "out")])
@@ -129,7 +129,7 @@ def test_live_size_sweep_saved_as_a_baseline_reads_in_history_and_compare(live_u
     s = tmp_path / "store"
     r = CliRunner().invoke(main, [
         "bench", "--url", live_url, "--db", items[1] + "_sizes", "--data", str(items[0]), "--sizes", "100,200",
-        "--languages", "javascript", "--repeat", "1", "--no-baseline", "--results", str(tmp_path / "sweep"),
+        "--languages", "javascript", "--repeat", "1", "--no-baseline", "--no-ceiling", "--results", str(tmp_path / "sweep"),
         "--store", str(s), "--save-baseline", "sweep"])
     assert r.exit_code == 0, r.output
     (entry,) = store.read_index(s)

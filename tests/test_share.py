@@ -133,3 +133,11 @@ def test_forecast_gains_at_the_targets_size_from_a_recorded_forecast():
     assert line.startswith("a rebuild of 200,000 documents: ") and f"saving {saving:.0%} " in line
     assert f"[{1 - erl['high'] / js['low']:.0%} … {1 - erl['low'] / js['high']:.0%}]" in line
     assert line.endswith("within the intervals")      # the baseline's interval reaches past couchjs's
+
+
+def test_forecast_gains_with_an_interval_down_to_zero_is_unbounded_not_a_crash():
+    pred = {"javascript": (40.0, 0.0, 90.0), "javascript_quickjs": (30.0, 10.0, 50.0)}
+    out = {"forecasts": {"": {lang: {"quantities": {"build_time": {"prediction": {
+        "value": v, "low": lo, "high": hi, "docs": 5000}}}} for lang, (v, lo, hi) in pred.items()}}}
+    (line,) = sh.forecast_gains(out)
+    assert "saving 25% [unbounded … 89%]: within the intervals" in line     # 1 - 10 / 90

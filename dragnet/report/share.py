@@ -378,10 +378,13 @@ def forecast_gains(out: dict) -> list[str]:
         for b in [x for x in pred if x != a]:
             pb = pred[b]
             saving = 1 - pb["value"] / pa["value"]
-            lo, hi = 1 - pb["high"] / pa["low"], 1 - pb["low"] / pa["high"]
+            # a forecast interval reaching down to 0 s leaves the saving unbounded below
+            lo = 1 - pb["high"] / pa["low"] if pa["low"] > 0 else float("-inf")
+            hi = 1 - pb["low"] / pa["high"]
+            span = f"[{'unbounded' if lo == float('-inf') else format(lo, '.0%')} … {hi:.0%}]"
             what = (f"the ceiling {_duration(pb['value'])}: no external engine can save more than {saving:.0%} "
-                    f"[{lo:.0%} … {hi:.0%}]") if b == CEILING else \
-                (f"{_duration(pb['value'])} on {b}, saving {saving:.0%} [{lo:.0%} … {hi:.0%}]"
+                    f"{span}") if b == CEILING else \
+                (f"{_duration(pb['value'])} on {b}, saving {saving:.0%} {span}"
                  + (": within the intervals" if lo <= 0 <= hi else ""))
             lines.append(f"{head}, {what}")
     return lines
