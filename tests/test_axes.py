@@ -269,3 +269,18 @@ def test_each_axis_module_builds_its_axis_with_its_behaviour():
     merge_restart(kw, {"ini": {"couchdb/y": "2"}, "cpus": 1.0})
     assert kw == {"home": "/r", "ini": {"couchdb/x": "1", "couchdb/y": "2"}, "cpus": 1.0}
 
+
+
+def test_shuffled_plan_varies_the_order_per_round_and_keeps_the_baseline_first():
+    a = axes.Axis("ddoc", ["A", "B"])
+    lang = axes.Axis("language", ["erlang_baseline", "javascript", "python"])
+    pts = axes.plan_product([a, lang], 12, shuffle_seed=1, keep_first="erlang_baseline")
+    assert pts == axes.plan_product([a, lang], 12, shuffle_seed=1, keep_first="erlang_baseline")   # seeded
+    firsts = set()
+    for r in range(12):
+        rnd = [p.values for p in pts if p.repeat == r]
+        assert sorted((v["ddoc"], v["language"]) for v in rnd) == sorted(
+            (d, l) for d in "AB" for l in lang.values)                      # every combination once a round
+        assert rnd[0]["language"] == rnd[3]["language"] == "erlang_baseline"
+        firsts.add(rnd[0]["ddoc"])
+    assert firsts == {"A", "B"}
