@@ -134,16 +134,20 @@ class Snapshot:
     steal_s: float | None
     pressure_s: float | None
     pids: int
+    by_name: tuple = ()          # (comm, utime+stime+cutime+cstime seconds) per process name of the tree
 
     @classmethod
     def take(cls, root: int, proc: str = "/proc", sys_fs: str = "/sys/fs/cgroup") -> "Snapshot":
         pids = tree(root, proc)
         ticks, run_ns, wait_ns = 0, 0, 0
+        names: dict[str, int] = {}
         for pid in pids:
             text = _read(f"{proc}/{pid}/stat")
             if text:
                 _, u, s, cu, cs = parse_pid_stat(text)
                 ticks += u + s + cu + cs
+                comm = text[text.index("(") + 1:text.rindex(")")]
+                names[comm] = names.get(comm, 0) + u + s + cu + cs
             try:
                 tids = os.listdir(f"{proc}/{pid}/task")
             except OSError:
@@ -157,7 +161,8 @@ class Snapshot:
         steal = parse_steal(_read(f"{proc}/stat") or "")
         return cls(time.time(), ticks / CLK_TCK, cg[0] if cg else None, cg[1] if cg else None, run_ns / 1e9,
                    wait_ns / 1e9, None if steal is None else steal / CLK_TCK,
-                   parse_pressure(_read(f"{proc}/pressure/cpu") or ""), len(pids))
+                   parse_pressure(_read(f"{proc}/pressure/cpu") or ""), len(pids),
+                   tuple(sorted((k, v / CLK_TCK) for k, v in names.items())))
 
 
 def usage(before: Snapshot, after: Snapshot) -> dict:
@@ -173,7 +178,9 @@ def usage(before: Snapshot, after: Snapshot) -> dict:
             "proc_cpu_s": round(proc_s, 6), "cgroup_cpu_s": None if cg_s is None else round(cg_s, 6),
             "interval_s": round(after.t - before.t, 6), "run_s": round(run_s, 6), "wait_s": round(wait_s, 6),
             "steal_s": diff(after.steal_s, before.steal_s), "pressure_some_s": diff(after.pressure_s, before.pressure_s),
-            "waited_more_than_ran": wait_s > run_s > 0, "pids": after.pids}
+            "waited_more_than_ran": wait_s > run_s > 0, "pids": after.pids,
+            # per process name (beam.smp, erl_child_setup holding exited query servers, couchjs …)
+            "by_process": {k: round(v - dict(before.by_name).get(k, 0.0), 6) for k, v in after.by_name}}
 
 
 def schedstat_of(pid: int, proc: str = "/proc") -> tuple[float, float] | None:

@@ -213,6 +213,10 @@ class Pair:
     def ratio(self) -> float:
         return self.interval.ratio
 
+    @property
+    def decided(self) -> bool:
+        return self.state != UNRESOLVED
+
     def as_dict(self) -> dict:
         d = asdict(self)
         d["ratio"] = self.ratio

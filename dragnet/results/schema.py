@@ -283,6 +283,7 @@ class QsbenchRun:
     index: int
     warmup: bool
     shards: list[ShardRun]
+    round: int | None = None    # the interleaved round it ran in (absent in older files: never paired)
 
     @property
     def docs(self) -> int:
@@ -318,7 +319,8 @@ class QsbenchRun:
         return out
 
     def as_dict(self, latencies: bool = True) -> dict:
-        return {"index": self.index, "warmup": self.warmup, "docs": self.docs, "wall_ns": self.wall_ns,
+        return {"index": self.index, "warmup": self.warmup, "round": self.round, "docs": self.docs,
+                "wall_ns": self.wall_ns,
                 "docs_per_sec": self.docs_per_sec, "cpu_s": self.cpu_s, "peak_rss_kb": self.peak_rss_kb,
                 "startup_ns": self.startup_ns, "log_lines": sum(s.log_lines for s in self.shards),
                 "shards": [s.as_dict(latencies) for s in self.shards]}
@@ -328,7 +330,7 @@ class QsbenchRun:
         return cls(d["index"], d["warmup"], [
             ShardRun(shard=s["shard"], docs=s["docs"], pid=s["pid"], startup_ns=s["startup_ns"], map_ns=s["map_ns"],
                      reduce_ns=s["reduce_ns"], latencies_ns=s.get("latencies_ns", []), cpu_s=s["cpu_s"],
-                     peak_rss_kb=s["peak_rss_kb"], log_lines=s["log_lines"]) for s in d["shards"]])
+                     peak_rss_kb=s["peak_rss_kb"], log_lines=s["log_lines"]) for s in d["shards"]], d.get("round"))
 
 
 def qsbench_runs(doc: dict) -> dict[str, list[QsbenchRun]]:
