@@ -186,6 +186,13 @@ def _print_table(out: Console, bench: qsbench.Benchmark, docs: qsbench.DocSet, s
                   f"{r.cpu_per_1000:.3f}" if getattr(r, "cpu_per_1000", 0) else f"{r.cpu_s:.2f} s",
                   f"{r.peak_rss_kb / 1024:.1f}" if r.peak_rss_kb else "?", f"{r.startup_ms:.0f}")
     out.print(t)
+    shares = [(r.name, r.harness_share) for r in bench.rows if getattr(r, "harness_share", None) is not None]
+    if shares:
+        big = [n for n, h in shares if h > 0.10]
+        out.print("harness share of the map loop's wall time (qsbench's own CPU while it drives): "
+                  + ", ".join(f"{n} {h:.0%}" for n, h in shares)
+                  + (f"; not negligible for {', '.join(big)}: their docs/s is partly the driver's" if big else ""),
+                  highlight=False)
     for r in bench.rows:
         out.print(f"  {r.name}: {cmd[r.name]}", highlight=False)
 

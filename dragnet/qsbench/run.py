@@ -235,7 +235,9 @@ def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Seq
         if barrier is not None:
             barrier.wait()
 
+        cpu0 = time.thread_time()
         answers, latencies, map_ns = map_timed(qs, lines)
+        driver_cpu_s = time.thread_time() - cpu0
         clock = time.perf_counter_ns
 
         reduction, reduce_ns = None, 0
@@ -252,7 +254,7 @@ def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Seq
     ps = qs.close()
     return ShardRun(shard=shard, docs=len(lines), pid=qs.pid, startup_ns=startup_ns, map_ns=map_ns,
                     reduce_ns=reduce_ns, latencies_ns=latencies, cpu_s=ps.cpu_s, peak_rss_kb=ps.peak_rss_kb,
-                    log_lines=log_lines, answers=answers, reduction=reduction)
+                    log_lines=log_lines, answers=answers, reduction=reduction, driver_cpu_s=driver_cpu_s)
 
 
 def _rows_for_reduce(answers: list[bytes], ids: Sequence[str], name: str) -> list:
@@ -510,6 +512,7 @@ class Row:
     peak_rss_kb: int | None       # max over measured runs (per process)
     startup_ms: float             # median over measured runs
     cpu_per_1000: float = 0.0     # CPU-seconds per 1,000 documents, median over measured runs
+    harness_share: float | None = None   # median share of the map loop's wall time that was the driver's
     ratio: float = 1.0            # fastest docs/s / this docs/s (1.0 for the fastest)
 
     def as_dict(self) -> dict:
@@ -530,7 +533,9 @@ def summarize_runs(name: str, runs: Sequence[Run]) -> Row:
                p50_ms=pct(50), p95_ms=pct(95), p99_ms=pct(99), max_ms=lat[-1] / 1e6,
                cpu_s=stats.median([r.cpu_s for r in runs]), peak_rss_kb=max(rss) if rss else None,
                startup_ms=stats.median([r.startup_ns / 1e6 for r in runs]),
-               cpu_per_1000=stats.median([r.cpu_s / r.docs * 1000 for r in runs]))
+               cpu_per_1000=stats.median([r.cpu_s / r.docs * 1000 for r in runs]),
+               harness_share=stats.median(shares) if (shares := [h for r in runs
+                                                                  if (h := r.harness_share) is not None]) else None)
 
 
 def rank(rows: list[Row]) -> list[Row]:

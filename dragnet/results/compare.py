@@ -558,10 +558,15 @@ def common_axes(cmp: Comparison) -> dict[str, str]:
     return {k: v for k, v in first.items() if k not in cmp.varied and all(c.axes.get(k) == v for c in cmp.cells)}
 
 
+def _metric_title(cmp: Comparison) -> str:
+    used = {c.metric for c in cmp.cells if c.metric} or {cmp.metric}
+    return " / ".join({"cpu": "CPU per document", "wall": "wall time"}[m] for m in sorted(used))
+
+
 def title(cmp: Comparison) -> str:
     what = "; ".join(f"{k} {o} → {n}" for k, (o, n) in cmp.varied.items())
     same = axes_text(common_axes(cmp))
-    return (f"{cmp.old_label} → {cmp.new_label}" + (f" ({what})" if what else "") + f": build {'CPU per document' if cmp.metric == 'cpu' else 'wall time'} per cell"
+    return (f"{cmp.old_label} → {cmp.new_label}" + (f" ({what})" if what else "") + f": build {_metric_title(cmp)} per cell"
             + (f"; in every cell {same}" if same else ""))
 
 

@@ -262,6 +262,7 @@ class ShardRun:
     log_lines: int
     answers: list[bytes] = field(default_factory=list, repr=False)
     reduction: Any = None
+    driver_cpu_s: float | None = None   # qsbench's own thread CPU during the map loop (the harness's share)
 
     @property
     def wall_ns(self) -> int:
@@ -270,7 +271,7 @@ class ShardRun:
     def as_dict(self, latencies: bool = True) -> dict:
         d = {"shard": self.shard, "docs": self.docs, "pid": self.pid, "startup_ns": self.startup_ns,
              "map_ns": self.map_ns, "reduce_ns": self.reduce_ns, "cpu_s": self.cpu_s,
-             "peak_rss_kb": self.peak_rss_kb, "log_lines": self.log_lines}
+             "peak_rss_kb": self.peak_rss_kb, "log_lines": self.log_lines, "driver_cpu_s": self.driver_cpu_s}
         if latencies:
             d["latencies_ns"] = self.latencies_ns
         return d
@@ -312,6 +313,15 @@ class QsbenchRun:
         return max(s.startup_ns for s in self.shards)
 
     @property
+    def harness_share(self) -> float | None:
+        """The driver's CPU over the map loops' wall time: in a one-message-at-a-time exchange the server
+        waits while the driver works, so this share of the wall time is the harness's, not the server's."""
+        cpu = [s.driver_cpu_s for s in self.shards]
+        if None in cpu or not self.shards:
+            return None
+        return sum(cpu) / max(1e-9, sum(s.map_ns for s in self.shards) / 1e9)
+
+    @property
     def latencies_ns(self) -> list[int]:
         out: list[int] = []
         for s in self.shards:
@@ -330,7 +340,8 @@ class QsbenchRun:
         return cls(d["index"], d["warmup"], [
             ShardRun(shard=s["shard"], docs=s["docs"], pid=s["pid"], startup_ns=s["startup_ns"], map_ns=s["map_ns"],
                      reduce_ns=s["reduce_ns"], latencies_ns=s.get("latencies_ns", []), cpu_s=s["cpu_s"],
-                     peak_rss_kb=s["peak_rss_kb"], log_lines=s["log_lines"]) for s in d["shards"]], d.get("round"))
+                     peak_rss_kb=s["peak_rss_kb"], log_lines=s["log_lines"], driver_cpu_s=s.get("driver_cpu_s"))
+            for s in d["shards"]], d.get("round"))
 
 
 def qsbench_runs(doc: dict) -> dict[str, list[QsbenchRun]]:
