@@ -319,3 +319,15 @@ def test_store_index_of_a_newer_schema_or_damaged_is_one_line(tmp_path):
     (s / "index.json").write_text('{"schema": "dragnet.store/1", "runs": [')
     r = CliRunner().invoke(main, ["store", "list", "--store", str(s)])
     assert r.exit_code == 1 and "index.json: not valid JSON (line 1" in r.output
+
+
+def test_one_folder_keeps_the_order_the_bench_was_given(ci):
+    """Shuffled rounds may build the second revision first: the recorded axis order still makes it NEW."""
+    def labelled(results, rev):
+        return [dict(r, bench=dict(r["bench"], axes={"language": "javascript", "ddoc": rev},
+                                   axis_values={"ddoc": ["main", "branch"]})) for r in results]
+    both = labelled(ci["slower"], "branch") + labelled(ci["base"], "main")
+    for r in both[:len(ci["slower"])]:    # the branch's builds made first
+        r["started_at"] = "2000-01-01T00:00:00+00:00"
+    cmp = c.compare_along(both, threshold=0.05)
+    assert (cmp.old_label, cmp.new_label) == ("ddoc=main", "ddoc=branch") and cmp.exit_code == 1

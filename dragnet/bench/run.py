@@ -437,6 +437,7 @@ class Bench:
                                 data_size=self._data_size, on_event=self.on_event)
         extra_axes = axis_opts.axes(inst.backend if inst else None)
         self.labels = {a.name: a.label for a in extra_axes}
+        self.axis_values = {a.name: [str(v) for v in a.values] for a in extra_axes}
         planned = plan(cfg.languages, cfg.repeat, storages, baseline=cfg.baseline,
                        scenarios=list(scenarios) or [""], axes=extra_axes, shuffle_seed=cfg.shuffle_seed)
         from dragnet.measure.machine import machine_info
@@ -637,7 +638,10 @@ class Bench:
 
         result["bench"] = {"id": self.id, "index": run["index"], "language": spec.name, "repeat": run["repeat"],
                            "storage_label": run["storage"], "scenario": run["scenario"], "size": cfg.size,
-                           "axes": run_axes({**run, "axes": axes or {}}, cfg.size)}
+                           "axes": run_axes({**run, "axes": axes or {}}, cfg.size),
+                           # each axis's values in the order given (compare's OLD is the first), as shuffled
+                           # rounds build them in any order
+                           "axis_values": getattr(self, "axis_values", {})}
         from dragnet.axes.couchdb import versions_of
 
         versions = versions or versions_of(result.get("couchdb"))

@@ -404,14 +404,21 @@ def _pick(results: Sequence[dict], axes: Sequence[dict], key: tuple, varied: dic
 # ---------------------------------------------------------------- one folder, two values of an axis
 
 def two_valued_axes(results: Sequence[dict]) -> dict[str, list[str]]:
-    """Axes with exactly two values among the results that have them, values in order of first build."""
+    """Axes with exactly two values among the results that have them, values in the order the bench was
+    given them (`bench.axis_values`) where recorded, else in order of first build."""
     first: dict[str, dict[str, float]] = {}
+    given: dict[str, list[str]] = {}
     for r in results:
         t = started_at(r)
+        for k, vals in ((r.get("bench") or {}).get("axis_values") or {}).items():
+            given.setdefault(k, list(vals))
         for k, v in axes_of(r).items():
             first.setdefault(k, {})
             first[k][v] = min(first[k].get(v, t), t)
-    return {k: sorted(vs, key=lambda v: vs[v]) for k, vs in first.items() if len(vs) == 2}
+
+    def key(k: str, v: str) -> tuple:
+        return (given[k].index(v), 0.0) if v in given.get(k, ()) else (len(given.get(k, ())), first[k][v])
+    return {k: sorted(vs, key=lambda v: key(k, v)) for k, vs in first.items() if len(vs) == 2}
 
 
 def choose_axis(results: Sequence[dict], along: str | None = None) -> tuple[str, list[str]]:
