@@ -37,6 +37,7 @@ from dragnet.results.schema import QSBENCH, schema
 from dragnet.results.schema import QsbenchRun as Run, ShardRun
 from dragnet.results.schema import write as write_results_file
 from dragnet.errors import UsageError
+from dragnet.measure.cpu import schedstat_of
 from dragnet.measure.machine import machine_info
 from dragnet.servers.protocol import ProtocolError, QueryServerProcess, encode
 from dragnet.servers.discovery import DIALECT_FILES, ServerSpec, Skipped
@@ -235,9 +236,12 @@ def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Seq
         if barrier is not None:
             barrier.wait()
 
-        cpu0 = time.thread_time()
+        sched0, cpu0 = schedstat_of(qs.pid), time.thread_time()
         answers, latencies, map_ns = map_timed(qs, lines)
-        driver_cpu_s = time.thread_time() - cpu0
+        driver_cpu_s, sched1 = time.thread_time() - cpu0, schedstat_of(qs.pid)
+        map_cpu_s = map_wait_s = None
+        if sched0 and sched1:
+            map_cpu_s, map_wait_s = sched1[0] - sched0[0], sched1[1] - sched0[1]
         clock = time.perf_counter_ns
 
         reduction, reduce_ns = None, 0
@@ -254,7 +258,8 @@ def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Seq
     ps = qs.close()
     return ShardRun(shard=shard, docs=len(lines), pid=qs.pid, startup_ns=startup_ns, map_ns=map_ns,
                     reduce_ns=reduce_ns, latencies_ns=latencies, cpu_s=ps.cpu_s, peak_rss_kb=ps.peak_rss_kb,
-                    log_lines=log_lines, answers=answers, reduction=reduction, driver_cpu_s=driver_cpu_s)
+                    log_lines=log_lines, answers=answers, reduction=reduction, driver_cpu_s=driver_cpu_s,
+                    map_cpu_s=map_cpu_s, map_wait_s=map_wait_s)
 
 
 def _rows_for_reduce(answers: list[bytes], ids: Sequence[str], name: str) -> list:
@@ -533,7 +538,7 @@ def summarize_runs(name: str, runs: Sequence[Run]) -> Row:
                p50_ms=pct(50), p95_ms=pct(95), p99_ms=pct(99), max_ms=lat[-1] / 1e6,
                cpu_s=stats.median([r.cpu_s for r in runs]), peak_rss_kb=max(rss) if rss else None,
                startup_ms=stats.median([r.startup_ns / 1e6 for r in runs]),
-               cpu_per_1000=stats.median([r.cpu_s / r.docs * 1000 for r in runs]),
+               cpu_per_1000=stats.median([cpu_per_1000(r) for r in runs]),
                harness_share=stats.median(shares) if (shares := [h for r in runs
                                                                   if (h := r.harness_share) is not None]) else None)
 
@@ -721,11 +726,18 @@ def _own_cpu_s() -> float:
 BUDGET_S = 120.0    # default --budget of --repeat auto
 
 
+def cpu_per_1000(run: Run) -> float:
+    """CPU-seconds per 1,000 documents: the server's threads on CPU during the map loop (schedstat, exact to
+    the ns, start-up and compiling left out), else its whole process tree's user + system (wait4)."""
+    cpu = run.map_cpu_s
+    return (run.cpu_s if cpu is None else cpu) / run.docs * 1000
+
+
 def cost(run: Run, metric: str) -> float:
-    """A run's cost per 1,000 documents, lower is better: CPU-seconds of the server's process tree (user +
-    system, wait4) or wall seconds of its map loop."""
+    """A run's cost per 1,000 documents, lower is better: CPU-seconds (cpu_per_1000) or wall seconds of
+    its map loop."""
     if metric == "cpu":
-        return run.cpu_s / run.docs * 1000
+        return cpu_per_1000(run)
     return 1000 / run.docs_per_sec
 
 
