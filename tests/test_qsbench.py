@@ -332,7 +332,7 @@ def test_adaptive_rounds_separate_a_clearly_costlier_server(docs, tmp_path):
     path = qsbench.write_results(doc, tmp_path)
     # the interval recomputed from the file's raw runs
     saved = json.loads(path.read_text())
-    cost = {s["name"]: {r["round"]: r["cpu_s"] / r["docs"] * 1000 for r in s["runs"] if not r["warmup"]}
+    cost = {s["name"]: {r["round"]: r["map_cpu_s"] / r["docs"] * 1000 for r in s["runs"] if not r["warmup"]}
             for s in saved["servers"]}
     iv = decide.paired_interval([cost["chatty"][k] for k in sorted(cost["echo"])],
                                 [cost["echo"][k] for k in sorted(cost["echo"])])
