@@ -331,3 +331,19 @@ def test_one_folder_keeps_the_order_the_bench_was_given(ci):
         r["started_at"] = "2000-01-01T00:00:00+00:00"
     cmp = c.compare_along(both, threshold=0.05)
     assert (cmp.old_label, cmp.new_label) == ("ddoc=main", "ddoc=branch") and cmp.exit_code == 1
+
+
+def test_gate_bad_input_is_one_line_before_anything_runs(tmp_path):
+    ddocs = REPO / "tests" / "ddocs" / "compare"
+    common = ["bench", "--url", "http://127.0.0.1:9", "--db", "x", "--languages", "javascript",
+              "--results", str(tmp_path / "r")]
+    cases = [([f"--ddoc={ddocs / 'base.json'}", "--gate", "5%"], "--gate needs exactly two --ddoc revisions"),
+             ([f"--ddoc=a={ddocs / 'base.json'}", f"--ddoc=b={ddocs / 'slower.json'}", "--gate", "0%"],
+              "--gate 0%: expected a percentage above 0"),
+             ([f"--ddoc=a={ddocs / 'base.json'}", f"--ddoc=b={ddocs / 'slower.json'}", "--gate", "5%",
+               "--max-runs", "4"], "--max-runs 4: the gate needs at least 5 rounds")]
+    for args, message in cases:
+        r = CliRunner().invoke(main, [*common, *args])
+        assert r.exit_code == 2 and message in r.output, r.output
+        assert len(r.output.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
