@@ -72,8 +72,8 @@ def t_cdf(t: float, df: float) -> float:
 @functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
     """The p-quantile of Student's t (bisection on t_cdf; 1e-10 is plenty for an interval)."""
-    if not 0 < p < 1:
-        raise ValueError(f"quantile of p={p}")
+    if not 0 < p < 1 or df <= 0:
+        raise ValueError(f"t_quantile({p}, {df})")
     if p < 0.5:
         return -t_quantile(1 - p, df)
     lo, hi = 0.0, 1.0
