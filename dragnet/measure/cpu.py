@@ -75,24 +75,11 @@ def _read(path: str | Path) -> str | None:
         return None
 
 
-def _children(proc: str) -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for entry in os.listdir(proc):
-        if entry.isdigit():
-            text = _read(f"{proc}/{entry}/stat")
-            if text:
-                out.setdefault(parse_pid_stat(text)[0], []).append(int(entry))
-    return out
-
-
 def tree(root: int, proc: str = "/proc") -> set[int]:
-    kids, out, todo = _children(proc), {root}, [root]
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
+    """root and all its descendants now."""
+    from dragnet.measure.pidstat import process_tree
+
+    return process_tree(root, proc)
 
 
 def _cgroup_usage_s(root: int, pids: set[int], proc: str, sys_fs: str) -> tuple[str, float] | None:

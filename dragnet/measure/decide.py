@@ -335,19 +335,32 @@ class Plan:
         return todo
 
 
+def drive(plan: Plan, state: Callable[[], tuple[Mapping[str, Mapping[object, float]], Mapping[str, int]]],
+          measure: Callable[[str, int], None], over_budget: Callable[[], bool] = lambda: False) -> None:
+    """Run a plan: state() -> (costs by round, runs attempted) so far; measure(item, round) runs one item;
+    over_budget() is asked before every round after the first."""
+    while True:
+        costs, runs = state()
+        if plan.rounds and over_budget():
+            plan.stopped = "budget"
+            return
+        todo = plan.next_round(costs, runs)
+        if not todo:
+            return
+        for item in todo:
+            measure(item, plan.rounds)
+
+
 def simulate(plan: Plan, draw: Callable[[str, int], float], *, budget_rounds: int | None = None) -> tuple[int, list[Pair]]:
     """Drive a plan with draw(item, round) -> cost (a simulation or a test): (rounds run, final pairs)."""
     costs: dict[str, dict[int, float]] = {i: {} for i in plan.items}
     runs: dict[str, int] = {i: 0 for i in plan.items}
-    while True:
-        if budget_rounds is not None and plan.rounds >= budget_rounds:
-            plan.stopped = "budget"
-            break
-        todo = plan.next_round(costs, runs)
-        if not todo:
-            break
-        for item in todo:
-            costs[item][plan.rounds] = draw(item, plan.rounds)
-            runs[item] += 1
+
+    def measure(item: str, r: int) -> None:
+        costs[item][r] = draw(item, r)
+        runs[item] += 1
+
+    drive(plan, lambda: (costs, runs), measure,
+          lambda: budget_rounds is not None and plan.rounds >= budget_rounds)
     _, pairs = order(costs, metric="sim", noise=plan.noise, tie=plan.tie, level=plan.level)
     return plan.rounds, pairs

@@ -808,21 +808,22 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
         raise UsageError(f"--budget {budget_s:g} s is too small for one round (the warm-up round took "
                          f"{round_s:.1f} s)")
     t_rounds = time.monotonic()
-    while True:
+
+    def state() -> tuple[dict, dict]:
         costs = costs_by_round(results, metric)
-        runs = {n: len(by_name[n].measured) for n in costs}
-        last_round = time.monotonic() - t_rounds if plan.rounds == 0 else (time.monotonic() - t_rounds) / plan.rounds
-        if budget_s is not None and plan.rounds and time.monotonic() - t0 + last_round > budget_s:
-            plan.stopped = "budget"
-            break
-        todo = plan.next_round(costs, runs)
-        if not todo:
-            break
-        for name in todo:
-            res = by_name[name]
-            if res.error is None and _measure_once(res, docs, warmup=False, shards=shards, timeout=timeout,
-                                                   progress=progress, total=warmup + bound):
-                res.runs[-1].round = plan.rounds
+        return costs, {n: len(by_name[n].measured) for n in costs}
+
+    def measure(name: str, rnd: int) -> None:
+        res = by_name[name]
+        if res.error is None and _measure_once(res, docs, warmup=False, shards=shards, timeout=timeout,
+                                               progress=progress, total=warmup + bound):
+            res.runs[-1].round = rnd
+
+    def over_budget() -> bool:    # another round of the mean length would overrun it
+        spent = time.monotonic() - t_rounds
+        return budget_s is not None and time.monotonic() - t0 + spent / plan.rounds > budget_s
+
+    decide.drive(plan, state, measure, over_budget)
     ref = check_results(_reset_checks(results), docs, reference)
     ok = [r for r in results if r.status == "ok"]
     rows = rank([summarize_runs(r.spec.name, r.measured) for r in ok if r.measured])
