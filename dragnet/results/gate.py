@@ -50,7 +50,8 @@ def run_gate(config: BenchConfig, threshold: float, *, metric: str = "cpu", max_
              on_event: Callable[[str, dict], None] | None = None) -> GateOutcome:
     check(config, threshold, max_runs)
     old, new = list(config.axes.ddoc)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    now = _dt.datetime.now(_dt.timezone.utc)
+    stamp, seed = now.strftime("%Y%m%dT%H%M%SZ"), int(now.timestamp() * 1000)
     base = Path(config.results_dir or Path("results") / f"gate-{stamp}")
     out = GateOutcome(comparison=None, rounds=0)  # type: ignore[arg-type]
     batch = min(max(config.repeat, decide.MIN_ROUNDS), max_runs)
@@ -58,8 +59,9 @@ def run_gate(config: BenchConfig, threshold: float, *, metric: str = "cpu", max_
         folder = base / f"batch-{len(out.dirs) + 1}"
         # a fresh random order each round: a build that leaves work behind for the next does not always
         # burden the same revision
+        # seeded by the gate's start time: each gate its own orders, each bench.json records the one it ran
         bench = Bench(dataclasses.replace(config, repeat=batch, results_dir=str(folder),
-                                          shuffle_seed=len(out.dirs) + 1), on_event=on_event)
+                                          shuffle_seed=seed + len(out.dirs)), on_event=on_event)
         out.manifests.append(bench.run())
         out.dirs.append(bench.dir)
         out.rounds += batch
