@@ -55,7 +55,7 @@ test: deps test-deps venv servers
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # every query server found here, over the protocol, on 3,000 generated declarations (cached in cache/)
-DEMO_ARGS ?= --count 3000 --seed 1 --repeat 3 --warmup 1
+DEMO_ARGS ?= --count 3000 --seed 1 --warmup 1
 demo: deps venv servers
 	$(VENV)/bin/dragnet qsbench $(DEMO_ARGS) --plot
 

@@ -356,3 +356,16 @@ def test_a_new_axis_is_one_record_the_cli_the_plan_and_the_report_take(monkeypat
                for p in bench.plan(["javascript"], 4, ["disk"], baseline=False, axes=axes)]
     by = {g["group"]: g for g in report_by.compare(results, ["fake"])}
     assert [v["value"] for v in by["language=javascript storage=disk q=8"]["values"]] == ["fake=y", "fake=x"]
+def test_shuffled_plan_varies_the_order_per_round_and_keeps_the_baseline_first():
+    a = axes.Axis("ddoc", ["A", "B"])
+    lang = axes.Axis("language", ["erlang_baseline", "javascript", "python"])
+    pts = axes.plan_product([a, lang], 12, shuffle_seed=1, keep_first="erlang_baseline")
+    assert pts == axes.plan_product([a, lang], 12, shuffle_seed=1, keep_first="erlang_baseline")   # seeded
+    firsts = set()
+    for r in range(12):
+        rnd = [p.values for p in pts if p.repeat == r]
+        assert sorted((v["ddoc"], v["language"]) for v in rnd) == sorted(
+            (d, l) for d in "AB" for l in lang.values)                      # every combination once a round
+        assert rnd[0]["language"] == rnd[3]["language"] == "erlang_baseline"
+        firsts.add(rnd[0]["ddoc"])
+    assert firsts == {"A", "B"}

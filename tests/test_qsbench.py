@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy
 import pytest
+
+from dragnet.measure import decide
 from click.testing import CliRunner
 from conftest import QS_COUNT
 
@@ -314,37 +316,59 @@ def _spec(name, *args):
     return ServerSpec(name, "python", (sys.executable, TESTSERVER, *args), "python", source="test")
 
 
-def test_max_runs_runs_until_the_pair_is_decided(docs):
-    # identical rows; "chatty" writes 300 log lines per answer, so it is slower in every run, and
-    # Mann-Whitney's exact p reaches 2/70 < 0.05 at four runs each (0.1 at three): exactly four runs
+def test_adaptive_rounds_separate_a_clearly_costlier_server(docs, tmp_path):
+    # identical rows; "chatty" writes 300 log lines per answer, so it costs far more CPU per document: the first
+    # look (round five) separates the pair and the rounds stop there
     fast, slow = _spec("echo", "echo"), _spec("chatty", "log", "300")
     chosen = [(s, qsbench.load_view(VIEW, "python")) for s in (fast, slow)]
-    b = qsbench.run_benchmark(chosen, docs, repeat=2, warmup=0, max_runs=8, reference="echo")
-    assert [r.name for r in b.rows] == ["echo", "chatty"]
-    assert [len(r.measured) for r in b.results] == [4, 4]
+    b = qsbench.run_benchmark(chosen, docs, warmup=1, reference="echo")
+    assert b.rounds == decide.MIN_ROUNDS and b.stopped == "decided" and b.metric == "cpu"
+    assert [len(r.measured) for r in b.results] == [5, 5] and [len(r.runs) for r in b.results] == [6, 6]
+    assert [m.round for m in b.results[0].measured] == [1, 2, 3, 4, 5]
     (pair,) = b.verdicts
-    assert pair.decided and pair.p == pytest.approx(2 / 70) and pair.ratio > 1 and b.decided
+    assert (pair.faster, pair.slower, pair.state) == ("echo", "chatty", decide.SEPARATED) and b.decided
+    assert pair.interval.paired and pair.interval.low > 1 + decide.NOISE and b.order == "echo > chatty"
     doc = qsbench.results_document(b.results, b.rows, docs=docs, view_dir=str(VIEW), settings={},
-                                   pairs=b.verdicts, warnings=b.warnings, other_load=b.other_load)
-    assert doc["ranking"]["decided"] and doc["ranking"]["pairs"][0]["faster"] == "echo"
-    assert "Mann-Whitney" in doc["ranking"]["test"] and 0 <= doc["other_load"] <= 1
+                                   pairs=b.verdicts, warnings=b.warnings, other_load=b.other_load, bench=b)
+    path = qsbench.write_results(doc, tmp_path)
+    # the interval recomputed from the file's raw runs
+    saved = json.loads(path.read_text())
+    cost = {s["name"]: {r["round"]: r["map_cpu_s"] / r["docs"] * 1000 for r in s["runs"] if not r["warmup"]}
+            for s in saved["servers"]}
+    iv = decide.paired_interval([cost["chatty"][k] for k in sorted(cost["echo"])],
+                                [cost["echo"][k] for k in sorted(cost["echo"])])
+    got = saved["ranking"]["pairs"][0]["interval"]
+    assert (got["ratio"], got["low"], got["high"]) == pytest.approx((iv.ratio, iv.low, iv.high))
+    assert saved["ranking"]["order"] == "echo > chatty" and saved["ranking"]["decided"]
+    assert 0 <= saved["other_load"] <= 1
 
 
-def test_max_runs_bounds_an_undecidable_pair(docs):
-    # two copies of one server: at three runs each no order can reach p < 0.05, so it stops at the bound
+def test_the_same_server_twice_is_never_run_past_max_runs(docs):
     chosen = [(s, qsbench.load_view(VIEW, "python")) for s in (_spec("a", "echo"), _spec("b", "echo"))]
-    b = qsbench.run_benchmark(chosen, docs, repeat=2, warmup=0, max_runs=3)
-    assert [len(r.measured) for r in b.results] == [3, 3]
-    assert not b.decided and not b.verdicts[0].decided and b.verdicts[0].p >= 0.1
-    with pytest.raises(qsbench.UsageError):
+    b = qsbench.run_benchmark(chosen, docs, warmup=0, max_runs=6)
+    (pair,) = b.verdicts
+    runs = [len(r.measured) for r in b.results]
+    if pair.state == decide.UNRESOLVED:
+        assert b.stopped == "max-runs" and runs == [6, 6] and "stopped by max-runs" in pair.why
+    else:
+        assert b.stopped == "decided" and 5 <= runs[0] <= 6
+    with pytest.raises(qsbench.UsageError, match="--max-runs 4: below the 5 rounds"):
+        qsbench.run_benchmark(chosen, docs, max_runs=4)
+    with pytest.raises(qsbench.UsageError, match="--max-runs 2: below the 3 rounds"):
         qsbench.run_benchmark(chosen, docs, repeat=3, max_runs=2)
+    with pytest.raises(qsbench.UsageError, match="too small for one round"):
+        qsbench.run_benchmark(chosen, docs, budget_s=0.001)
 
 
 def test_cli_prints_the_ranking_verdicts(servers, sample, tmp_path):
     r = CliRunner().invoke(main, ["qsbench", "--docs", str(sample), "--servers", "couchpy,python3",
-                                  "--min-runs", "2", "--max-runs", "2", "--warmup", "0",
-                                  "--results", str(tmp_path)])
+                                  "--repeat", "2", "--warmup", "0", "--results", str(tmp_path)])
     assert r.exit_code == 0, r.output
-    assert "Mann-Whitney" in r.output and "NOT significant" in r.output  # two runs can never decide
+    # two rounds: a 99% t interval with one degree of freedom is 45 times the spread wide, never decided
+    assert "order on CPU-seconds per 1,000 docs" in r.output and "unresolved" in r.output
+    assert "NOT supported" in r.output
     full = json.loads(next(tmp_path.glob("qsbench-*.json")).read_text())
-    assert full["settings"]["max_runs"] == 2 and full["ranking"]["decided"] is False
+    assert full["settings"]["repeat"] == 2 and full["ranking"]["decided"] is False
+    assert full["ranking"]["rounds"] == 2 and full["ranking"]["stopped"] == "repeat"
+    r = CliRunner().invoke(main, ["qsbench", "--docs", str(sample), "--max-runs", "3"])
+    assert r.exit_code == 2 and "--max-runs 3: below the 5 rounds" in r.output

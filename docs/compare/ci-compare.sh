@@ -1,28 +1,27 @@
 #!/bin/sh
-# Bench two revisions of a design doc in interleaved rounds, then fail on a significant slowdown.
+# Bench two revisions of a design doc in shuffled interleaved rounds until the regression gate decides.
 #
 # Environment: URL (CouchDB, no credentials: those come from COUCHDB_USER/COUCHDB_PASSWORD), DB, DATA (a
 # .jsonl[.gz] file imported once; optional if DB is loaded), OLD and NEW (--ddoc sources: a JSON file, a couchapp
-# folder, URL/db/_design/name or git:REF:path), LANGUAGES [javascript], ROUNDS [5], THRESHOLD [5%],
-# OUT [results/ci], DRAGNET [dragnet]. Exit: 0 pass, 1 significantly slower (or newly failing), 2 bad input.
+# folder, URL/db/_design/name or git:REF:path), LANGUAGES [javascript], MAX_RUNS [15], THRESHOLD [5%],
+# METRIC [cpu], OUT [results/ci], DRAGNET [dragnet].
+# Exit: 0 pass (the slowdown's 99% interval lies below THRESHOLD), 1 slower beyond it (or newly failing),
+# 2 bad input, 3 undecided after MAX_RUNS rounds (the comment says how many more would likely decide).
 set -eu
 D=${DRAGNET:-dragnet}
 OUT=${OUT:-results/ci}
 rm -rf "$OUT"
 mkdir -p "$OUT"
-i=1
-while [ "$i" -le "${ROUNDS:-5}" ]; do
-  # alternate which revision goes first, so a drifting load does not favour one of them
-  if [ $((i % 2)) = 1 ]; then order="old new"; else order="new old"; fi
-  for side in $order; do
-    if [ "$side" = old ]; then src=$OLD; else src=$NEW; fi
-    $D bench --url "$URL" --db "$DB" ${DATA:+--data "$DATA"} --ddoc "$src" --languages "${LANGUAGES:-javascript}" \
-      --repeat 1 --no-baseline --results "$OUT/$side/r$i" >"$OUT/$side-r$i.log" 2>&1 \
-      || { cat "$OUT/$side-r$i.log"; exit 2; }
-  done
-  i=$((i + 1))
-done
 rc=0
-$D compare "$OUT/old" "$OUT/new" --markdown --fail-if-slower "${THRESHOLD:-5%}" >"$OUT/comment.md" || rc=$?
+$D bench --url "$URL" --db "$DB" ${DATA:+--data "$DATA"} --ddoc "old=$OLD" --ddoc "new=$NEW" \
+  --languages "${LANGUAGES:-javascript}" --no-baseline --gate "${THRESHOLD:-5%}" --metric "${METRIC:-cpu}" \
+  --max-runs "${MAX_RUNS:-15}" --results "$OUT/bench" >"$OUT/bench.log" 2>&1 || rc=$?
+case $rc in
+  0|1|3) ;;
+  *) cat "$OUT/bench.log"; exit "$rc" ;;
+esac
+# the same decision, as a pull-request comment
+$D compare "$OUT/bench" --along ddoc --markdown --metric "${METRIC:-cpu}" --fail-if-slower "${THRESHOLD:-5%}" \
+  >"$OUT/comment.md" || true
 cat "$OUT/comment.md"
 exit "$rc"

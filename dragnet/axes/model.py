@@ -11,6 +11,7 @@ each run has a baseline of the same combination and round (ratios() pairs them).
 from __future__ import annotations
 
 import itertools
+import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -131,9 +132,14 @@ class Point:
     values: dict = field(default_factory=dict)
 
 
-def plan_product(axes: Sequence[Axis], repeats: int) -> list[Point]:
+def plan_product(axes: Sequence[Axis], repeats: int, shuffle_seed: int | None = None,
+                 keep_first: str | None = None) -> list[Point]:
     """Every build in order. Outer axes (in their order) enclose the rounds; inside each round every
-    combination of the other axes comes once, the last axis varying fastest (A B C A B C …)."""
+    combination of the other axes comes once, the last axis varying fastest (A B C A B C …).
+
+    With shuffle_seed, each round's combinations come in a fresh random order (seeded: the plan is
+    reproducible), so no value is always built first; `keep_first`, a value of the last axis (the Erlang
+    baseline), still opens each combination of the other axes."""
     if repeats < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeats}")
     names = [a.name for a in axes]
@@ -144,10 +150,31 @@ def plan_product(axes: Sequence[Axis], repeats: int) -> list[Point]:
     points: list[Point] = []
     for o in itertools.product(*(a.values for a in outer)):
         for r in range(repeats):
-            for i in itertools.product(*(a.values for a in inner)):
+            combos = list(itertools.product(*(a.values for a in inner)))
+            if shuffle_seed is not None and combos:
+                combos = _shuffled(combos, random.Random(f"{shuffle_seed}-{o}-{r}"), keep_first)
+            for i in combos:
                 values = dict(zip([a.name for a in outer], o)) | dict(zip([a.name for a in inner], i))
                 points.append(Point(len(points), r, {n: values[n] for n in names}))
     return points
+
+
+def _shuffled(combos: list[tuple], rng: random.Random, keep_first: str | None) -> list[tuple]:
+    """Groups of the last axis (per combination of the others) in random order, each group shuffled but
+    keep_first, when present, at its head."""
+    groups: dict[tuple, list[tuple]] = {}
+    for c in combos:
+        groups.setdefault(c[:-1], []).append(c)
+    keys = list(groups)
+    rng.shuffle(keys)
+    out = []
+    for k in keys:
+        g = groups[k]
+        head = [c for c in g if c[-1] == keep_first]
+        rest = [c for c in g if c[-1] != keep_first]
+        rng.shuffle(rest)
+        out += head + rest
+    return out
 
 
 def combination_key(run: dict, exclude: str = "language") -> tuple:

@@ -150,14 +150,15 @@ class PlannedRun:
 
 def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, baseline: bool = True,
          baseline_name: str = BASELINE_LABEL, scenarios: Sequence[str] = ("",),
-         axes: Sequence[Any] = ()) -> list[PlannedRun]:
+         axes: Sequence[Any] = (), shuffle_seed: int | None = None) -> list[PlannedRun]:
     """Every run in order: per storage, per repeat, per combination of scenario and `axes`
     (dragnet.axes.model.Axis), every language once (A B C A B C …).
 
     The Erlang baseline opens each combination of each repeat (unless baseline=False), so each language has a
     baseline measured moments before it in the same combination and repeat. Combinations alternate within a
     repeat, as languages do, so a load that drifts over the bench touches every one alike (storages stay
-    outermost: each is a restart and an import).
+    outermost: each is a restart and an import). With shuffle_seed each round's order is random instead
+    (the baseline still first in each combination).
     """
     from dragnet.axes.model import Axis, plan_product
 
@@ -170,7 +171,8 @@ def plan(languages: Sequence[str], repeats: int, storages: Sequence[str], *, bas
         raise UsageError("no language to benchmark")
     extra = [a.name for a in axes]
     points = plan_product([Axis("storage", list(storages), outer=True), Axis("scenario", list(scenarios or ("",))),
-                           *axes, Axis("language", order)], repeats)
+                           *axes, Axis("language", order)], repeats, shuffle_seed,
+                          baseline_name if order[0] == baseline_name else None)
     return [PlannedRun(p.index, p.values["storage"], p.repeat, p.values["language"], p.values["scenario"],
                        {n: p.values[n] for n in extra}) for p in points]
 
@@ -264,6 +266,7 @@ class BenchConfig:
     mango_design: Any = None      # --mango: the index's Mango design doc, built by the "mango" language
     axes: Any = None              # dragnet.bench.switch.AxisOptions: --couchdb, --cpus, --q, --config
     ceiling: bool = True          # also build on the null query server (CEILING) in every round
+    shuffle_seed: int | None = None   # each round in a fresh (seeded) random order (bench --gate)
 
 
 def _now_iso() -> str:
@@ -366,6 +369,7 @@ class Bench:
         extra_axes = axis_opts.axes(inst.backend if inst else None)
         own_dbs = any(a.how == REFILL for a in extra_axes)
         self.labels = {a.name: a.label for a in extra_axes}
+        self.axis_values = {a.name: [str(v) for v in a.values] for a in extra_axes}
         try:    # the baseline's native query server: off on a CouchDB given by URL, the baseline is left out
             languages, erlang = erlang_baseline.languages(languages, cfg.baseline, cfg.url, inst, self.env)
         except BaseException:
@@ -375,7 +379,7 @@ class Bench:
         if not erlang.get("available", True):
             specs.pop(BASELINE_LABEL, None)
         planned = plan(languages, cfg.repeat, storages, baseline=cfg.baseline and erlang.get("available", True),
-                       scenarios=list(scenarios) or [""], axes=extra_axes)
+                       scenarios=list(scenarios) or [""], axes=extra_axes, shuffle_seed=cfg.shuffle_seed)
         from dragnet.measure.machine import machine_info
 
         self.manifest = {
@@ -598,7 +602,10 @@ class Bench:
 
         result["bench"] = {"id": self.id, "index": run["index"], "language": spec.name, "repeat": run["repeat"],
                            "storage_label": run["storage"], "scenario": run["scenario"], "size": cfg.size,
-                           "axes": run_axes({**run, "axes": axes or {}}, cfg.size)}
+                           "axes": run_axes({**run, "axes": axes or {}}, cfg.size),
+                           # each axis's values in the order given (compare's OLD is the first), as shuffled
+                           # rounds build them in any order
+                           "axis_values": getattr(self, "axis_values", {})}
         from dragnet.axes.couchdb import versions_of
 
         versions = versions or versions_of(result.get("couchdb"))

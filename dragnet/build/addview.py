@@ -264,6 +264,28 @@ def couchdb_root_pid(port: int) -> int | None:
     return pid
 
 
+def _cpu_snapshot(root: int | None):
+    from dragnet.measure import cpu as _cpu
+
+    if root is None:
+        return None
+    try:
+        return _cpu.Snapshot.take(root)
+    except OSError:   # CouchDB gone meanwhile: the build fails on its own
+        return None
+
+
+def _cpu_record(before, after, docs: int | None) -> dict | None:
+    """CPU of CouchDB and its query servers over the build (dragnet.measure.cpu), per 1,000 documents."""
+    from dragnet.measure import cpu as _cpu
+
+    if before is None or after is None:
+        return None
+    out = _cpu.usage(before, after)
+    out["cpu_s_per_1000_docs"] = round(out["cpu_s"] / docs * 1000, 6) if docs else None
+    return out
+
+
 class ProcessScope:
     """The local CouchDB's processes (beam and its descendants), gathered at every poll so query servers
     that come and go are caught; pidstat's summary is limited to them on a shared machine. On a local
@@ -487,12 +509,15 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         tracker = poller.Tracker(ident)
         polls: list[dict] = []
         error: DragnetError | None = None
+        cpu_root = scope.root if scope else ProcessScope(couch.url).root
+        cpu_before = _cpu_snapshot(cpu_root)
         request.start()
         try:
             error = _poll_until_done(couch, request, tracker, polls, cfg.interval, deadline, timeout, on_poll,
                                      scope.refresh if scope else None)
         finally:
             t_end = time.time()
+            cpu_after = _cpu_snapshot(cpu_root)
             text = runner.stop() if runner else None     # pidstat covers exactly the build
             io_text = io.stop() if io else ""
             if cfg.on_built is not None:
@@ -564,6 +589,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         )
         if io is not None:
             res["iostat"] = io.record(io_text)
+        res["cpu"] = _cpu_record(cpu_before, cpu_after, res["summary"].get("docs"))
+        res["summary"]["cpu_s_per_1000_docs"] = (res["cpu"] or {}).get("cpu_s_per_1000_docs")
         if not error and cfg.compact:
             from dragnet.build.compact import compact_index
 

@@ -80,6 +80,13 @@ from dragnet.results.load import load_results
 @click.option("--save-baseline", "save_baseline", default=None, metavar="NAME",
               help="Save this run in the results store (--store) under NAME, for `compare NAME …`, "
                    "`--baseline NAME` and `history`.")
+@click.option("--gate", "gate", default=None, metavar="PCT",
+              help="With two --ddoc revisions: run rounds until the second is shown slower than the first by more "
+                   "than PCT (exit 1) or not (exit 0), or --max-runs rounds are spent (exit 3).")
+@click.option("--metric", type=click.Choice(["cpu", "wall"]), default="cpu", show_default=True,
+              help="With --gate: decide on CPU-seconds per 1,000 documents or on wall time.")
+@click.option("--max-runs", "max_runs", type=int, default=15, show_default=True,
+              help="With --gate: at most this many rounds.")
 @click.option("--baseline", "baseline_name", default=None, metavar="NAME",
               help="Afterwards compare this run with the baseline saved as NAME (see `dragnet compare`).")
 @axis_options
@@ -88,7 +95,8 @@ from dragnet.results.load import load_results
 @json_option
 def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, strict, reference, languages, repeat,
               storages, storage_label, backend, results_dir, no_baseline, no_ceiling, n, memories, profiles, caches,
-              sizes_text, plot_path, save_baseline, baseline_name, store_dir, server_opts, as_json, **axis_raw):
+              sizes_text, plot_path, save_baseline, gate, metric, max_runs, baseline_name, store_dir, server_opts,
+              as_json, **axis_raw):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -224,6 +232,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         elif kind == "size":
             console.print(f"size {d['count']:,} documents (database {d['db']})")
 
+    if gate is not None:
+        return _gate(config, gate, metric, max_runs, on_event, as_json)
     if indexes is not None:
         return _mango(config, indexes, on_event, total, as_json, strict)
     if sizes_text is not None:
@@ -290,6 +300,28 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
 
     if (failed and len(failed) == len(runs)) or fault.blocking_runs(runs, strict):
         sys.exit(1)
+
+
+def _gate(config, gate, metric, max_runs, on_event, as_json) -> None:
+    from dragnet.report import compare as c
+    from dragnet.report import gate as g
+
+    threshold = c.parse_threshold(gate, "--gate")
+    g.check(config, threshold, max_runs)
+    try:
+        outcome = g.run_gate(config, threshold, metric=metric, max_runs=max_runs, on_event=on_event)
+    except KeyboardInterrupt as exc:
+        click.echo("interrupted: the finished rounds are kept in their bench folders")
+        sys.exit(getattr(exc, "exit_code", 130))
+    if as_json:
+        print_json({"dirs": [str(d) for d in outcome.dirs], "rounds": outcome.rounds,
+                    "comparison": outcome.comparison.to_json()})
+    else:
+        from dragnet.report.console import render_compare
+
+        render_compare(outcome.comparison)
+        click.echo(f"gate: {outcome.rounds} rounds in {', '.join(str(d) for d in outcome.dirs)}")
+    sys.exit(outcome.exit_code)
 
 
 def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:

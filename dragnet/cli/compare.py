@@ -16,16 +16,20 @@ from dragnet.report.console import render_compare
 @click.option("--along", default=None, metavar="AXIS",
               help="With one results set: the axis to compare along [default: the one with two values].")
 @click.option("--fail-if-slower", "fail_if_slower", default=None, metavar="PCT",
-              help="Exit 1 when a cell is significantly slower by more than PCT (e.g. 5%), or its builds newly "
-                   "fail; noise alone never fails, and cells too noisy to judge are listed.")
+              help="Exit 1 when a cell's whole 99% interval lies above +PCT (e.g. 5%), or its builds newly fail; "
+                   "exit 0 when every interval lies below; exit 3 when some cell cannot tell yet (the rounds that "
+                   "would likely decide are printed).")
+@click.option("--metric", type=click.Choice(["cpu", "wall"]), default="cpu", show_default=True,
+              help="Decide on CPU-seconds per 1,000 documents (falls back to wall where no CPU was recorded) "
+                   "or on wall time.")
 @click.option("--markdown", is_flag=True, help="Print Markdown (for a pull-request comment).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON object.")
 @click.option("--no-rows", is_flag=True, help="Do not compare the dumped rows of design-doc builds.")
 @store_option
-def compare_cmd(old, new, along, fail_if_slower, markdown, as_json, no_rows, store_dir):
-    """Compare OLD and NEW (results files, bench folders or baseline names in the store) cell by cell: ratio
-    of median build times with a 95% bootstrap interval, Mann-Whitney U, and a verdict (improved, regressed,
-    no change, undecided); views whose rows changed; cells on one side only. With only OLD, compare along
+def compare_cmd(old, new, along, fail_if_slower, metric, markdown, as_json, no_rows, store_dir):
+    """Compare OLD and NEW (results files, bench folders or baseline names in the store) cell by cell: the
+    ratio of CPU per document (or wall time) with a 99% interval, paired by bench round, and a verdict
+    (improved, regressed, no change, undecided); views whose rows changed; cells on one side only. With only OLD, compare along
     the axis that has two values (e.g. two design doc revisions in one bench)."""
     from dragnet.report import compare as c
     from dragnet.results import store as store
@@ -37,21 +41,21 @@ def compare_cmd(old, new, along, fail_if_slower, markdown, as_json, no_rows, sto
         raise UsageError("--markdown and --json: give one of them")
     old_label, old_results = store.load_side(old, sdir)
     if new is None:
-        cmp = c.compare_along(old_results, along, threshold=threshold, rows=not no_rows)
+        cmp = c.compare_along(old_results, along, threshold=threshold, rows=not no_rows, metric=metric)
     else:
         if along:
             raise UsageError("--along is for one results set (dragnet compare RESULTS --along AXIS)")
         new_label, new_results = store.load_side(new, sdir)
         cmp = c.compare(old_results, new_results, old_label=old_label, new_label=new_label, threshold=threshold,
-                        rows=not no_rows)
+                        rows=not no_rows, metric=metric)
     if as_json:
         print_json(cmp.to_json())
     elif markdown:
         click.echo(c.to_markdown(cmp), nl=False)
     else:
         render_compare(cmp)
-    if cmp.failing:
-        sys.exit(1)
+    if cmp.exit_code:
+        sys.exit(cmp.exit_code)
 
 
 @click.command("history")

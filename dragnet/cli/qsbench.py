@@ -41,10 +41,16 @@ def _default_view() -> str:
               "one running its language).")
 @click.option("--languages", help="With --ddoc: same as --servers (server or CouchDB language names).")
 @click.option("--reference", help="Server whose rows the others must match (default: the first).")
-@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Measured runs per server.")
-@click.option("--min-runs", type=click.IntRange(min=1), help="Same as --repeat: measured runs every server gets.")
+@click.option("--repeat", default="auto", show_default=True, metavar="auto|N",
+              help="Measured rounds: auto keeps running the servers of unresolved adjacent pairs from the fifth "
+                   "round on, until none is left, --max-runs or --budget; N runs exactly N rounds.")
+@click.option("--min-runs", type=click.IntRange(min=1), help="With --max-runs: the first look, after this many rounds.")
 @click.option("--max-runs", type=click.IntRange(min=1),
-              help="Keep running the servers of undecided adjacent pairs until the ranking is decided or this bound.")
+              help="At most this many measured runs per server [default with --repeat auto: 15].")
+@click.option("--budget", "budget", type=float, default=None,
+              help="With --repeat auto: stop starting rounds after this many seconds [default: 120].")
+@click.option("--metric", type=click.Choice(["cpu", "wall"]), default="cpu", show_default=True,
+              help="Rank on CPU-seconds per 1,000 documents (the server's process tree) or on wall time.")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Unmeasured runs before them.")
 @click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True, help="Processes in parallel, one per shard.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
@@ -66,7 +72,7 @@ def _default_view() -> str:
               help="With --couchdb: the database the documents go into (imported once, kept).")
 @server_option
 @json_option
-def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_source, servers, languages, reference, repeat, min_runs, max_runs, warmup, shards, timeout,
+def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_source, servers, languages, reference, repeat, min_runs, max_runs, budget, metric, warmup, shards, timeout,
                 config_file, results_dir, plot_file, check_reduce, strict, couchdb_url, couchdb_db, server_opts, as_json):
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
     from dragnet.servers import available
@@ -86,6 +92,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         raise UsageError("--docs URL/db needs --count N or --fraction F (one of them)")
     if languages and not ddoc_source:
         raise UsageError("--languages goes with --ddoc (use --servers)")
+    repeat = _repeat(repeat, min_runs)
     if (check_reduce or strict) and not ddoc_source:
         raise UsageError("--check-reduce and --strict go with --ddoc")
     if couchdb_url and (ddoc_source or as_json):
@@ -93,14 +100,14 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
     if ddoc_source:
         if servers and languages:
             raise UsageError("give --servers or --languages, not both")
-        if shards != 1 or max_runs or plot_file is not None:
-            raise UsageError("--ddoc runs one shard, without --max-runs or --plot")
-        return _ddoc(err, out, ddoc_source, view_dir, servers or languages, reference, repeat=min_runs or repeat,
+        if shards != 1 or max_runs or plot_file is not None or budget is not None:
+            raise UsageError("--ddoc runs one shard, without --max-runs, --budget or --plot")
+        return _ddoc(err, out, ddoc_source, view_dir, servers or languages, reference, repeat=repeat or 3,
                      warmup=warmup, timeout=timeout, config_file=config_file, results_dir=results_dir,
                      as_json=as_json, docs=_docs(err, docs_file, count, fraction, seed, cache_dir, as_json),
                      check_reduce=check_reduce, strict=strict)
     view_dir = view_dir or _default_view()
-    repeat = min_runs or repeat
+    qsbench.check_bounds(repeat, warmup, shards, max_runs, budget)    # before any server starts
     names = [n.strip() for n in servers.split(",") if n.strip()] if servers else None
 
     specs, skipped = qsbench.available_servers(config=config_file)
@@ -125,14 +132,16 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         if not data or not Path(str(data)).is_file():
             raise UsageError("--couchdb needs the documents in a file (--docs FILE or --count)")
 
-    settings = {"repeat": repeat, "max_runs": max_runs or repeat, "warmup": warmup, "shards": shards,
-                "timeout_s": timeout}
+    settings = {"repeat": "auto" if repeat is None else repeat, "max_runs": max_runs, "budget_s": budget,
+                "metric": metric, "warmup": warmup, "shards": shards, "timeout_s": timeout}
+    kw = dict(repeat=repeat, warmup=warmup, shards=shards, timeout=timeout, reference=reference, skipped=skipped,
+              max_runs=max_runs, budget_s=budget, metric=metric)
     if as_json:
-        bench = qsbench.run_benchmark(chosen, docs, repeat=repeat, warmup=warmup, shards=shards, timeout=timeout,
-                                      reference=reference, skipped=skipped, max_runs=max_runs)
+        bench = qsbench.run_benchmark(chosen, docs, **kw)
     else:
+        rounds = "adaptive rounds" if repeat is None else f"{repeat} rounds"
         err.print(f"{len(docs)} documents ({sum(docs.sizes) / 1e6:.1f} MB) from {docs.origin.get('source')}; "
-                  f"view {view_dir}; {warmup} warm-up + {repeat} runs; {shards} shard(s)")
+                  f"view {view_dir}; {warmup} warm-up + {rounds}, each in a random order; {shards} shard(s)")
         with Progress(TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("{task.fields[note]}"), TimeElapsedColumn(), console=err) as bar:
             tasks = {}
@@ -147,13 +156,11 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
                 elif event == "failed":
                     bar.update(tasks[server], note="[red]failed[/]")
 
-            bench = qsbench.run_benchmark(chosen, docs, repeat=repeat, warmup=warmup, shards=shards,
-                                          timeout=timeout, reference=reference, skipped=skipped,
-                                          progress=progress, max_runs=max_runs)
+            bench = qsbench.run_benchmark(chosen, docs, progress=progress, **kw)
 
     doc = qsbench.results_document(bench.results, bench.rows, docs=docs, view_dir=view_dir, settings=settings,
                                    skipped=skipped, reference=bench.reference, pairs=bench.verdicts,
-                                   warnings=bench.warnings, other_load=bench.other_load)
+                                   warnings=bench.warnings, other_load=bench.other_load, bench=bench)
     path = qsbench.write_results(doc, results_dir)
     chart = None
     if plot_file is not None and bench.rows:
@@ -165,7 +172,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         compact = qsbench.results_document(bench.results, bench.rows, docs=docs, view_dir=view_dir,
                                            settings=settings, skipped=skipped, reference=bench.reference,
                                            latencies=False, pairs=bench.verdicts, warnings=bench.warnings,
-                                           other_load=bench.other_load)
+                                           other_load=bench.other_load, bench=bench)
         compact["results_file"] = str(path)
         compact["chart"] = str(chart) if chart else None
         print_json(compact)
@@ -177,8 +184,9 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         if chart:
             out.print(f"chart:   {chart}")
         if inside is not None:
-            _inside(out, err, inside, couchdb_url, couchdb_db, str(data), names, left, bench, view_dir, repeat,
-                    results_dir)
+            # inside CouchDB a round is a full build per server: adaptive rounds there are a later step
+            _inside(out, err, inside, couchdb_url, couchdb_db, str(data), names, left, bench, view_dir,
+                    repeat or 3, results_dir)
     if bench.failed:
         raise DragnetError(f"{len(bench.failed)} of {len(bench.results)} query servers failed: "
                            + ", ".join(f"{r.spec.name} ({'wrong rows' if r.status == 'wrong' else 'error'})"
@@ -193,15 +201,23 @@ def _print_table(out: Console, bench: qsbench.Benchmark, docs: qsbench.DocSet, s
                     f"rows checked against {bench.reference}",
               title_justify="left")
     for col in ("server", "docs/s", "× slower", "mean ± σ", "min … max", "latency p50 / p95 / p99 / max ms",
-                "CPU s", "RSS MB", "start ms"):
+                "CPU s/1k docs", "RSS MB", "start ms"):
         t.add_column(col, justify="left" if col == "server" else "right", no_wrap=True)
     for r in bench.rows:
         s = r.rate
         t.add_row(r.name, f"{r.docs_per_sec:,.0f}", f"{r.ratio:.2f}", f"{s.mean:,.0f} ± {s.stdev:,.0f}",
                   f"{s.min:,.0f} … {s.max:,.0f}",
-                  f"{r.p50_ms:.3f} / {r.p95_ms:.3f} / {r.p99_ms:.3f} / {r.max_ms:.2f}", f"{r.cpu_s:.2f}",
+                  f"{r.p50_ms:.3f} / {r.p95_ms:.3f} / {r.p99_ms:.3f} / {r.max_ms:.2f}",
+                  f"{r.cpu_per_1000:.3f}" if getattr(r, "cpu_per_1000", 0) else f"{r.cpu_s:.2f} s",
                   f"{r.peak_rss_kb / 1024:.1f}" if r.peak_rss_kb else "?", f"{r.startup_ms:.0f}")
     out.print(t)
+    shares = [(r.name, r.harness_share) for r in bench.rows if getattr(r, "harness_share", None) is not None]
+    if shares:
+        big = [n for n, h in shares if h > 0.10]
+        out.print("harness share of the map loop's wall time (qsbench's own CPU while it drives): "
+                  + ", ".join(f"{n} {h:.0%}" for n, h in shares)
+                  + (f"; not negligible for {', '.join(big)}: their docs/s is partly the driver's" if big else ""),
+                  highlight=False)
     for r in bench.rows:
         out.print(f"  {r.name}: {cmd[r.name]}", highlight=False)
 
@@ -217,15 +233,25 @@ def _print_failures(out: Console, bench: qsbench.Benchmark) -> None:
                 out.print(f"  {m.message()}", highlight=False, markup=False)
 
 
-def _print_ranking(out: Console, bench: qsbench.Benchmark) -> None:
-    if bench.verdicts:
+def _print_ranking(out: Console, bench) -> None:
+    if bench.verdicts and hasattr(bench, "order"):
+        metric = {"cpu": "CPU-seconds per 1,000 docs", "wall": "wall seconds per 1,000 docs"}[bench.metric]
+        out.print(f"order on {metric} (> separated, ≈ tied, ? unresolved): {bench.order}", highlight=False)
+        out.print(f"{bench.rounds} rounds, stopped: {bench.stopped}; adjacent pairs, ratio slower/faster "
+                  f"[99% interval]:", highlight=False)
+        for v in bench.verdicts:
+            out.print(f"  {v.format()}", highlight=False, markup=False)
+        for v in bench.other_pairs:
+            out.print(f"  ({v.metric}) {v.format()}", highlight=False, markup=False)
+        out.print("the whole order is supported" if bench.decided else
+                  "the order is NOT supported where a pair is unresolved (too noisy: more rounds or a quieter "
+                  "machine; too close: more rounds; budget/max-runs: raise them)", highlight=False)
+    elif bench.verdicts:
         out.print("ranking, adjacent pairs (two-sided Mann-Whitney U over the runs' docs/s, alpha 0.05; "
                   "ratio of medians [95% bootstrap interval]):", highlight=False)
         for v in bench.verdicts:
             out.print(f"  {v.format()}", highlight=False, markup=False)
-        if not bench.decided:
-            out.print("  the order of the pairs marked NOT significant is not supported by these runs "
-                      "(more runs: --max-runs)", highlight=False)
+    if bench.verdicts:      # inside CouchDB the ceiling caps the gain: say where that is measured
         out.print(qsbench.CEILING_POINTER, highlight=False, markup=False)
     for w in bench.warnings:
         out.print(f"[yellow]warning[/] {w}", highlight=False)
@@ -265,6 +291,19 @@ def _inside(out: Console, err: Console, inside, url, db, data, names, left, benc
     for line in share.lines(loads):
         out.print(line, highlight=False, markup=False)
     out.print(f"inside CouchDB: {folder}")
+def _repeat(text: str, min_runs: int | None) -> int | None:
+    """--repeat auto -> None (adaptive), N -> N; --min-runs N is --repeat N."""
+    if min_runs is not None:
+        return min_runs
+    if str(text).strip().lower() == "auto":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        raise UsageError(f"--repeat {text}: expected auto or a number of rounds") from None
+    if n < 1:
+        raise UsageError(f"--repeat {text}: at least 1")
+    return n
 
 
 def _docs(err: Console, docs_file, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:

@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Sequence
 
 from dragnet.bench.sizes import peak_memory
 from dragnet.results import schema as _schema
+from dragnet.measure.decide import t_cdf, t_quantile  # noqa: F401  Student t without scipy: one home
 
 SCHEMA = _schema.schema(_schema.FORECAST)
 SUMMARY = "forecast.json"
@@ -28,58 +29,6 @@ LEVEL = 0.95
 FAR = 10.0            # target beyond this many times the largest measured size: an extrapolation too far
 POOR_R2 = 0.9         # below this the line does not describe the sweep
 LOADED = 1.0          # load average per CPU above which the timings are suspect (runnable tasks queue)
-
-
-# ---------------------------------------------------------------- Student t (no scipy in the project)
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the regularised incomplete beta (Numerical Recipes, modified Lentz)."""
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        for num in (m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
-                    -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betai(a: float, b: float, x: float) -> float:
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1) / (a + b + 2):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    tail = 0.5 * _betai(df / 2, 0.5, df / (df + t * t))
-    return 1 - tail if t > 0 else tail
-
-
-def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t with df degrees of freedom (bisection on the cdf)."""
-    if not 0 < p < 1 or df <= 0:
-        raise ValueError(f"t_quantile({p}, {df})")
-    lo, hi = -1e6, 1e6
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
 
 
 # ---------------------------------------------------------------- the fit

@@ -14,6 +14,7 @@ arithmetic over the recorded samples, so the table can be recomputed from a resu
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
@@ -29,11 +30,13 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from data_prep.nacp import Malformed, Source
 
 from dragnet.servers import registry as qs_registry
+from dragnet.measure import decide as decide
 from dragnet.measure import stats as stats
 from dragnet.results.schema import QSBENCH, schema
 from dragnet.results.schema import QsbenchRun as Run, ShardRun
 from dragnet.results.schema import write as write_results_file
 from dragnet.errors import UsageError
+from dragnet.measure.cpu import schedstat_of
 from dragnet.measure.machine import machine_info
 from dragnet.build.rows import REL_TOL, values_equal
 from dragnet.servers.protocol import RESET_CONFIG, ProtocolError, QueryServerProcess, encode
@@ -237,7 +240,12 @@ def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Seq
         if barrier is not None:
             barrier.wait()
 
+        sched0, cpu0 = schedstat_of(qs.pid), time.thread_time()
         answers, latencies, map_ns = map_timed(qs, lines)
+        driver_cpu_s, sched1 = time.thread_time() - cpu0, schedstat_of(qs.pid)
+        map_cpu_s = map_wait_s = None
+        if sched0 and sched1:
+            map_cpu_s, map_wait_s = sched1[0] - sched0[0], sched1[1] - sched0[1]
         clock = time.perf_counter_ns
 
         reduction, reduce_ns = None, 0
@@ -254,7 +262,8 @@ def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Seq
     ps = qs.close()
     return ShardRun(shard=shard, docs=len(lines), pid=qs.pid, startup_ns=startup_ns, map_ns=map_ns,
                     reduce_ns=reduce_ns, latencies_ns=latencies, cpu_s=ps.cpu_s, peak_rss_kb=ps.peak_rss_kb,
-                    log_lines=log_lines, answers=answers, reduction=reduction)
+                    log_lines=log_lines, answers=answers, reduction=reduction, driver_cpu_s=driver_cpu_s,
+                    map_cpu_s=map_cpu_s, map_wait_s=map_wait_s)
 
 
 def _rows_for_reduce(answers: list[bytes], ids: Sequence[str], name: str) -> list:
@@ -496,6 +505,8 @@ class Row:
     cpu_s: float                  # median over measured runs
     peak_rss_kb: int | None       # max over measured runs (per process)
     startup_ms: float             # median over measured runs
+    cpu_per_1000: float = 0.0     # CPU-seconds per 1,000 documents, median over measured runs
+    harness_share: float | None = None   # median share of the map loop's wall time that was the driver's
     ratio: float = 1.0            # fastest docs/s / this docs/s (1.0 for the fastest)
 
     def as_dict(self) -> dict:
@@ -515,7 +526,10 @@ def summarize_runs(name: str, runs: Sequence[Run]) -> Row:
     return Row(name=name, docs_per_sec=stats.median(rates), rate=stats.summarize(rates),
                p50_ms=pct(50), p95_ms=pct(95), p99_ms=pct(99), max_ms=lat[-1] / 1e6,
                cpu_s=stats.median([r.cpu_s for r in runs]), peak_rss_kb=max(rss) if rss else None,
-               startup_ms=stats.median([r.startup_ns / 1e6 for r in runs]))
+               startup_ms=stats.median([r.startup_ns / 1e6 for r in runs]),
+               cpu_per_1000=stats.median([cpu_per_1000(r) for r in runs]),
+               harness_share=stats.median(shares) if (shares := [h for r in runs
+                                                                  if (h := r.harness_share) is not None]) else None)
 
 
 def rank(rows: list[Row]) -> list[Row]:
@@ -570,12 +584,19 @@ def server_entry(res: ServerResult, row: Row | None, latencies: bool = True) -> 
 
 def results_document(results: list[ServerResult], rows: list[Row], *, docs: DocSet, view_dir: str,
                      settings: dict, skipped: Sequence[Skipped] = (), reference: str | None = None,
-                     latencies: bool = True, pairs: Sequence[stats.PairVerdict] = (),
-                     warnings: Sequence[str] = (), other_load: float | None = None) -> dict:
+                     latencies: bool = True, pairs: Sequence = (), warnings: Sequence[str] = (),
+                     other_load: float | None = None, bench: "Benchmark | None" = None) -> dict:
     by_name = {r.name: r for r in rows}
     ordered = sorted(results, key=lambda r: (r.spec.name not in by_name,
                                              -(by_name[r.spec.name].docs_per_sec if r.spec.name in by_name
                                                else 0)))
+    ranking_doc: dict[str, Any] = {
+        "test": f"ratio of costs per 1,000 docs, {decide.LEVEL:.0%} t interval on the log ratios paired by "
+                f"round; separated beyond ±{decide.NOISE:.0%}, tied inside ±{decide.TIE:.0%}",
+        "pairs": [v.as_dict() for v in pairs], "decided": all(v.decided for v in pairs)}
+    if bench is not None:
+        ranking_doc.update(metric=bench.metric, order=bench.order, rounds=bench.rounds, stopped=bench.stopped,
+                           other_pairs=[v.as_dict() for v in bench.other_pairs])
     return {
         "schema": SCHEMA,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -587,9 +608,7 @@ def results_document(results: list[ServerResult], rows: list[Row], *, docs: DocS
         "settings": dict(settings, reference=reference),
         "skipped": [{"name": s.name, "reason": s.reason} for s in skipped],
         "servers": [server_entry(r, by_name.get(r.spec.name), latencies) for r in ordered],
-        "ranking": {"test": f"two-sided Mann-Whitney U on per-run docs/s, alpha {stats.ALPHA}; ratio of "
-                            f"medians with a 95% percentile bootstrap interval",
-                    "pairs": [v.as_dict() for v in pairs], "decided": all(v.decided for v in pairs)},
+        "ranking": ranking_doc,
         "warnings": list(warnings),
         "other_load": other_load,
     }
@@ -643,9 +662,18 @@ class Benchmark(Ranked):
     rows: list[Row]
     reference: str | None
     skipped: list[Skipped]
-    verdicts: list[stats.PairVerdict] = field(default_factory=list)
+    verdicts: list = field(default_factory=list)      # decide.Pair on `metric` (adjacent, cheapest first)
     warnings: list[str] = field(default_factory=list)
     other_load: float | None = None   # share of the machine's CPU used by other processes meanwhile
+    metric: str = "cpu"
+    other_pairs: list = field(default_factory=list)   # the same on the other metric (wall or cpu)
+    rounds: int = 0
+    stopped: str = ""                 # decided, max-runs, budget, repeat, failed
+
+    @property
+    def order(self) -> str:
+        names = [p.faster for p in self.verdicts[:1]] + [p.slower for p in self.verdicts]
+        return decide.order_text(names, self.verdicts)
 
 
 def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], names: Sequence[str] | None,
@@ -695,55 +723,139 @@ def _own_cpu_s() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, *, repeat: int = 3,
-                  warmup: int = 1, shards: int = 1, timeout: float = 5.0, reference: str | None = None,
-                  skipped: Sequence[Skipped] = (), progress: Progress | None = None,
-                  max_runs: int | None = None) -> Benchmark:
-    """`repeat` measured runs per server (the minimum); with max_runs, servers in an adjacent pair of the
-    ranking that Mann-Whitney cannot yet tell apart get one more run each round, until every pair is
-    decided or they reach max_runs."""
-    if repeat < 1:
-        raise UsageError(f"--repeat must be at least 1, got {repeat}")
+BUDGET_S = 120.0    # default --budget of --repeat auto
+
+
+def cpu_per_1000(run: Run) -> float:
+    """CPU-seconds per 1,000 documents: the server's threads on CPU during the map loop (schedstat, exact to
+    the ns, start-up and compiling left out), else its whole process tree's user + system (wait4)."""
+    cpu = run.map_cpu_s
+    return (run.cpu_s if cpu is None else cpu) / run.docs * 1000
+
+
+def cost(run: Run, metric: str) -> float:
+    """A run's cost per 1,000 documents, lower is better: CPU-seconds (cpu_per_1000) or wall seconds of
+    its map loop."""
+    if metric == "cpu":
+        return cpu_per_1000(run)
+    return 1000 / run.docs_per_sec
+
+
+def costs_by_round(results: Sequence[ServerResult], metric: str) -> dict[str, dict[Any, float]]:
+    """Each working server's measured costs keyed by round (runs without a round keyed apart: never paired)."""
+    out: dict[str, dict[Any, float]] = {}
+    for r in results:
+        if r.status == "failed":
+            continue
+        out[r.spec.name] = {(m.round if m.round is not None else ("run", m.index)): cost(m, metric)
+                            for m in r.measured if cost(m, metric) > 0}
+    return out
+
+
+def check_bounds(repeat: int | None, warmup: int, shards: int, max_runs: int | None,
+                 budget_s: float | None) -> None:
+    """Bad input, before anything runs."""
+    if repeat is not None and repeat < 1:
+        raise UsageError(f"--repeat must be at least 1 or auto, got {repeat}")
     if warmup < 0:
         raise UsageError(f"--warmup must be 0 or more, got {warmup}")
     if shards < 1:
         raise UsageError(f"--shards must be at least 1, got {shards}")
-    max_runs = repeat if max_runs is None else max_runs
-    if max_runs < repeat:
-        raise UsageError(f"--max-runs ({max_runs}) must be at least --min-runs/--repeat ({repeat})")
+    first = decide.MIN_ROUNDS if repeat is None else repeat
+    if max_runs is not None and max_runs < first:
+        raise UsageError(f"--max-runs {max_runs}: below the {first} rounds of the first look"
+                         + ("" if repeat is None else " (--repeat/--min-runs)"))
+    if budget_s is not None and budget_s <= 0:
+        raise UsageError(f"--budget must be above 0 seconds, got {budget_s}")
+
+
+def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, *, repeat: int | None = None,
+                  warmup: int = 1, shards: int = 1, timeout: float = 5.0, reference: str | None = None,
+                  skipped: Sequence[Skipped] = (), progress: Progress | None = None,
+                  max_runs: int | None = None, budget_s: float | None = None, metric: str = "cpu",
+                  seed: int = 0) -> Benchmark:
+    """Interleaved rounds, each server once per round in a fresh random order, after `warmup` discarded runs.
+
+    repeat=None (--repeat auto): from the fifth round on, only the servers of unresolved adjacent pairs
+    (dragnet.measure.decide on `metric`) run again, until none is unresolved, max_runs (default 15) or
+    budget_s (default 120 s) is reached. repeat=N: N rounds; with max_runs too, the first look is at N.
+    """
+    check_bounds(repeat, warmup, shards, max_runs, budget_s)
+    if repeat is None:
+        plan = decide.Plan([s.name for s, _ in servers], max_runs=max_runs or decide.MAX_RUNS, seed=seed)
+        budget_s = BUDGET_S if budget_s is None else budget_s
+    elif max_runs is not None:
+        plan = decide.Plan([s.name for s, _ in servers], min_rounds=repeat, max_runs=max_runs, seed=seed)
+    else:
+        plan = decide.Plan([s.name for s, _ in servers], fixed=repeat, seed=seed)
+    bound = plan.fixed or plan.max_runs
     stat0, cpu0 = _proc_stat(), _own_cpu_s()
-    results = []
-    for spec, view in servers:
-        if progress:
-            progress("start", server=spec.name, total=warmup + max_runs)
-        results.append(measure_server(spec, view, docs, repeat=repeat, warmup=warmup, shards=shards,
-                                      timeout=timeout, progress=progress))
-    ref = check_results(results, docs, reference)
-    rows, pairs = _rank_and_test(results)
-    for _ in range(max_runs - repeat):  # bounded: at most max_runs measured runs per server
-        todo = {n for v in pairs if not v.decided for n in (v.faster, v.slower)}
-        if not todo:
-            break
-        for res in results:
-            if res.spec.name in todo and res.status == "ok":
-                _measure_once(res, docs, warmup=False, shards=shards, timeout=timeout, progress=progress,
-                              total=warmup + max_runs)
-        ref = check_results(_reset_checks(results), docs, reference)
-        rows, pairs = _rank_and_test(results)
+    results = [ServerResult(spec=spec, view=view, version=server_version(spec)) for spec, view in servers]
+    by_name = {r.spec.name: r for r in results}
+    if progress:
+        for r in results:
+            progress("start", server=r.spec.name, total=warmup + bound)
+    t0 = time.monotonic()
+    for _ in range(warmup):
+        order = list(results)
+        plan.rng.shuffle(order)
+        for res in order:
+            if res.error is None:
+                _measure_once(res, docs, warmup=True, shards=shards, timeout=timeout, progress=progress,
+                              total=warmup + bound)
+    round_s = time.monotonic() - t0 if warmup else None
+    if budget_s is not None and round_s is not None and round_s > budget_s:
+        raise UsageError(f"--budget {budget_s:g} s is too small for one round (the warm-up round took "
+                         f"{round_s:.1f} s)")
+    t_rounds = time.monotonic()
+
+    def state() -> tuple[dict, dict]:
+        costs = costs_by_round(results, metric)
+        return costs, {n: len(by_name[n].measured) for n in costs}
+
+    def measure(name: str, rnd: int) -> None:
+        res = by_name[name]
+        if res.error is None and _measure_once(res, docs, warmup=False, shards=shards, timeout=timeout,
+                                               progress=progress, total=warmup + bound):
+            res.runs[-1].round = rnd
+
+    def over_budget() -> bool:    # another round of the mean length would overrun it
+        spent = time.monotonic() - t_rounds
+        return budget_s is not None and time.monotonic() - t0 + spent / plan.rounds > budget_s
+
+    decide.drive(plan, state, measure, over_budget)
+    ref = check_results(_reset_checks(results), docs, reference)
+    ok = [r for r in results if r.status == "ok"]
+    rows = rank([summarize_runs(r.spec.name, r.measured) for r in ok if r.measured])
+    pairs = ranking(ok, metric, plan, repeat)
+    other = ranking(ok, "wall" if metric == "cpu" else "cpu", plan, repeat)
     stat1 = _proc_stat()
     load = stats.other_load(stat0, stat1, _own_cpu_s() - cpu0, os.sysconf("SC_CLK_TCK")) \
         if stat0 and stat1 else None
-    rates = {r.spec.name: [m.docs_per_sec for m in r.measured] for r in results if r.status == "ok"}
+    rates = {r.spec.name: [m.docs_per_sec for m in r.measured] for r in ok}
     warnings = run_warnings(rates)
     if load is not None and stats.load_warning(load):
         warnings.append(stats.load_warning(load))
-    return Benchmark(results, rows, ref, list(skipped), pairs, warnings, load)
+    if repeat is not None and repeat < 2:
+        warnings.append(f"--repeat {repeat}: one round gives no interval; nothing can be decided")
+    for p, q in decide.disagreements(pairs, other):
+        warnings.append(f"CPU and wall disagree: by {p.metric} {p.faster} is ahead of {p.slower}, by {q.metric} "
+                        f"{q.faster} is ahead (CPU ranks efficiency, wall ranks speed: helper threads such as a "
+                        f"JIT or GC cost CPU in parallel)")
+    return Benchmark(results, rows, ref, list(skipped), pairs, warnings, load, metric=metric, other_pairs=other,
+                     rounds=plan.rounds, stopped=plan.stopped or "")
 
 
-def _rank_and_test(results: Sequence[ServerResult]) -> tuple[list[Row], list[stats.PairVerdict]]:
-    ok = [r for r in results if r.status == "ok"]
-    rows = rank([summarize_runs(r.spec.name, r.measured) for r in ok])
-    return rows, verdicts(rows, {r.spec.name: [m.docs_per_sec for m in r.measured] for r in ok})
+def ranking(ok: Sequence[ServerResult], metric: str, plan: "decide.Plan", repeat: int | None) -> list[decide.Pair]:
+    """The servers ordered on `metric`, each adjacent pair judged; unresolved ones say why (budget and max-runs
+    included)."""
+    costs = {n: c for n, c in costs_by_round(ok, metric).items() if c}
+    _, pairs = decide.order(costs, metric=metric)
+    if plan.stopped in ("budget", "max-runs"):
+        why = "budget" if plan.stopped == "budget" else "max-runs"
+        pairs = [dataclasses.replace(p, why=f"{p.why}; stopped by {why}") if p.state == decide.UNRESOLVED else p
+                 for p in pairs]
+    return pairs
 
 
 def _reset_checks(results: list[ServerResult]) -> list[ServerResult]:

@@ -8,17 +8,17 @@ NEW too): that is what the two sides compare (two design doc revisions, two Couc
 values are paired instead of matched. An axis only one side records is left out. The design doc id and
 the views built are always matched.
 
-Per cell, over the successful builds' wall times (the same samples `report` ranks by, as docs/s):
-- ratio of medians NEW / OLD (above 1: NEW is slower) with a 95% percentile bootstrap interval;
-- the two-sided Mann–Whitney U test `report` uses (dragnet.measure.stats);
-- a label, as criterion gives one:
-  - *regressed* / *improved*: p < 0.05 and the interval excludes 1;
-  - *no change*: p >= 0.05 and the interval holds 1;
-  - *undecided*: fewer than two builds on a side, too few for the exact test ever to reach p < 0.05
-    (fewer than 4 a side with 4 on the other, see stats.min_p_value), or test and interval disagree.
-- `threshold` (e.g. 0.05 for --fail-if-slower 5%): a cell *fails* when it regressed and its ratio exceeds
-  1 + threshold; it is *too noisy to judge* when undecided, or "no change" with an interval reaching
-  past 1 + threshold. A cell whose NEW builds failed where OLD's did not fails too.
+Per cell, over the successful builds' cost on the chosen metric (`cpu`: CPU-seconds of CouchDB and its query
+servers per 1,000 documents, recorded by addview; `wall`: the build's wall time), decided as
+dragnet.measure.decide decides a pair:
+- ratio NEW / OLD (above 1: NEW is slower) with a 99% t interval on the log ratios, paired by round
+  (builds of one bench with the same `bench.id` and `bench.repeat`) where both sides have such rounds;
+- a label: *regressed* / *improved*: the interval lies beyond 1 ± 2% (separated); *no change*: it lies
+  inside 1 ± 5% (tied); *undecided* otherwise (too noisy, too close, too few builds).
+- the wall-time ratio with its own interval, always, beside the metric's.
+- `threshold` (e.g. 0.05 for --fail-if-slower 5%): a cell *fails* when its whole interval lies above
+  1 + threshold, *passes* when it lies below, and is *undecided* otherwise, with the rounds that would likely
+  decide it. A cell whose NEW builds failed where OLD's did not fails too.
 
 Rows: for design-doc builds that dumped their rows (bench --ddoc), the first such build of each side is
 compared per view with dragnet.build.rows (rows and reduce results matched by document id / key), so a
@@ -29,19 +29,23 @@ Everything here is pure over results dicts, except that rows comparisons read th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from dragnet.measure import decide as decide
 from dragnet.measure import stats as stats
 from dragnet.results import schema as rs
 from dragnet.errors import UsageError
 from dragnet.results.load import axes_of, axes_text, sort_axes, started_at, wall_s
 
 SCHEMA = rs.schema(rs.COMPARE)
-METRIC = "wall_time_s"
-TEST = ("two-sided Mann-Whitney U over the builds' wall times, alpha 0.05; ratio of medians NEW/OLD with a "
-        "95% percentile bootstrap interval")
+METRICS = ("cpu", "wall")
+METRIC_FIELD = {"cpu": "cpu_s_per_1000_docs", "wall": "wall_time_s"}
+TEST = (f"ratio NEW/OLD with a {decide.LEVEL:.0%} t interval on the log ratios, paired by round where possible; "
+        f"separated beyond ±{decide.NOISE:.0%}, tied inside ±{decide.TIE:.0%}")
+PASS, FAIL, UNDECIDED_EXIT = 0, 1, 3     # exit codes of the gate (2 is bad input)
 # what was built: matched, never paired nor left out (a design doc is not a revision of a view file)
 IDENTITY = ("design", "view")
 REGRESSED, IMPROVED, NO_CHANGE, UNDECIDED = "regressed", "improved", "no change", "undecided"
@@ -49,11 +53,28 @@ REGRESSED, IMPROVED, NO_CHANGE, UNDECIDED = "regressed", "improved", "no change"
 
 # ---------------------------------------------------------------- one side's builds
 
+def cpu_per_1000(result: dict) -> float | None:
+    """CPU-seconds of CouchDB and its query servers per 1,000 documents (addview's `cpu` record), or None."""
+    v = (result.get("summary") or {}).get("cpu_s_per_1000_docs")
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
+def round_key(result: dict) -> tuple | None:
+    """Builds of one bench round share this key: paired across the sides."""
+    bench = result.get("bench") or {}
+    if bench.get("id") is not None and bench.get("repeat") is not None:
+        return (str(bench["id"]), int(bench["repeat"]))
+    return None
+
+
 @dataclass
 class Side:
-    """One side of a cell: its builds' wall times (successful), failures, and where they are recorded."""
+    """One side of a cell: its successful builds' wall times and CPU per 1,000 docs, each with its round key,
+    failures, and where they are recorded."""
 
     samples: list[float] = field(default_factory=list)
+    cpu: list[float | None] = field(default_factory=list)
+    keys: list[Any] = field(default_factory=list)
     failed: int = 0
     sources: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -62,8 +83,24 @@ class Side:
     def median(self) -> float | None:
         return stats.median(self.samples) if self.samples else None
 
+    @property
+    def cpu_median(self) -> float | None:
+        v = [x for x in self.cpu if x is not None]
+        return stats.median(v) if v else None
+
+    def costs(self, metric: str) -> dict[Any, float]:
+        """The metric's values by round key (builds without one keyed by their position: never paired)."""
+        vals = self.cpu if metric == "cpu" else self.samples
+        out: dict[Any, float] = {}
+        for i, (k, v) in enumerate(zip(self.keys or [None] * len(vals), vals)):
+            if v is not None:
+                out[k if k is not None and k not in out else ("unpaired", id(self), i)] = v
+        return out
+
     def as_dict(self) -> dict:
         return {"n": len(self.samples), "failed": self.failed, "median": self.median, "samples": self.samples,
+                "cpu_s_per_1000_docs": self.cpu, "cpu_median": self.cpu_median,
+                "rounds": [list(k) if isinstance(k, tuple) else k for k in self.keys],
                 "sources": self.sources, "errors": self.errors}
 
 
@@ -72,13 +109,15 @@ class Cell:
     axes: dict[str, str]
     old: Side
     new: Side
-    ratio: float | None = None        # median NEW / median OLD wall time: above 1, NEW is slower
+    ratio: float | None = None        # NEW / OLD on the metric: above 1, NEW is slower
     ci_low: float | None = None
     ci_high: float | None = None
-    p: float | None = None
-    method: str | None = None
+    metric: str | None = None         # what it was decided on: cpu or wall
+    paired: bool = False
     label: str = UNDECIDED
     why: str = ""                     # for undecided: what is missing
+    needed: int | None = None         # rounds that would likely decide it (the label, or the gate)
+    wall: list[float] | None = None   # wall-time ratio NEW / OLD and its interval, always
     rows: list[dict] = field(default_factory=list)   # per view, see compare_rows()
 
     @property
@@ -88,30 +127,63 @@ class Cell:
     def as_dict(self) -> dict:
         return {"axes": self.axes, "old": self.old.as_dict(), "new": self.new.as_dict(), "ratio": self.ratio,
                 "ci": None if self.ci_low is None else [self.ci_low, self.ci_high], "change_pct": self.change_pct,
-                "p": self.p, "test": self.method, "label": self.label, "why": self.why, "rows": self.rows}
+                "metric": self.metric, "paired": self.paired, "wall": self.wall, "label": self.label,
+                "why": self.why, "rounds_needed": self.needed, "rows": self.rows}
 
 
-def judge(cell: Cell, alpha: float = stats.ALPHA) -> Cell:
-    """Fill ratio, interval, p and label from the cell's samples (rules in the module docstring)."""
-    x, y = cell.new.samples, cell.old.samples
-    if not x or not y:
+def judge(cell: Cell, metric: str = "cpu", threshold: float | None = None) -> Cell:
+    """Fill ratio, interval, label (rules in the module docstring). The cpu metric falls back to wall when a
+    side has a build without CPU recorded (older results, a remote CouchDB)."""
+    if not cell.new.samples or not cell.old.samples:
+        x, y = cell.new.samples, cell.old.samples
         cell.label, cell.why = UNDECIDED, "no successful build on " + ("either side" if not x and not y else
                                                                       "the new side" if not x else "the old side")
         return cell
-    cell.ratio, cell.ci_low, cell.ci_high = stats.bootstrap_ratio_ci(x, y)
-    if len(x) < 2 or len(y) < 2 or stats.min_p_value(len(x), len(y)) >= alpha:
-        cell.label, cell.why = UNDECIDED, f"too few builds ({len(y)} old, {len(x)} new) for the test to decide"
-        return cell
-    mw = stats.mann_whitney_u(x, y)
-    cell.p, cell.method = mw.p, f"Mann-Whitney ({mw.method})"
-    holds_one = cell.ci_low <= 1 <= cell.ci_high
-    if mw.p < alpha and not holds_one:
-        cell.label = REGRESSED if cell.ratio > 1 else IMPROVED
-    elif mw.p >= alpha and holds_one:
+    if metric == "cpu" and (None in cell.new.cpu or None in cell.old.cpu or not cell.new.cpu):
+        metric, fallback = "wall", "no CPU recorded for every build: judged on wall time"
+    else:
+        fallback = ""
+    cell.metric = metric
+    wall = decide.ratio_interval(cell.new.costs("wall"), cell.old.costs("wall"))
+    cell.wall = [wall.ratio, wall.low, wall.high]
+    iv = decide.ratio_interval(cell.new.costs(metric), cell.old.costs(metric))
+    cell.ratio, cell.ci_low, cell.ci_high, cell.paired = iv.ratio, iv.low, iv.high, iv.paired
+    state = decide.classify(iv)
+    if state == decide.SEPARATED:
+        cell.label = REGRESSED if iv.ratio > 1 else IMPROVED
+    elif state == decide.TIED:
         cell.label = NO_CHANGE
     else:
-        cell.label, cell.why = UNDECIDED, "the test and the interval disagree"
+        cell.label, cell.why = UNDECIDED, decide.why_unresolved(iv)
+        cell.needed = decide.rounds_needed(iv)
+    if threshold is not None and gate_of(cell, threshold) is None:
+        cell.needed = gate_rounds_needed(iv, threshold)
+    if fallback:
+        cell.why = f"{cell.why}; {fallback}" if cell.why else fallback
     return cell
+
+
+def gate_of(cell: Cell, threshold: float) -> bool | None:
+    """True: slower beyond the threshold (the whole interval above it); False: the whole interval below it;
+    None: cannot tell yet."""
+    if cell.ci_low is None or cell.ci_high is None:
+        return None
+    if cell.ci_low > 1 + threshold:
+        return True
+    if cell.ci_high < 1 + threshold:
+        return False
+    return None
+
+
+def gate_rounds_needed(iv: "decide.Interval", threshold: float, cap: int = 200) -> int | None:
+    """Rounds that would likely put the interval on one side of 1 + threshold, spread and ratio as measured."""
+    room = abs(math.log(iv.ratio) - math.log1p(threshold)) if iv.ratio > 0 else 0
+    if iv.n < 2 or not math.isfinite(iv.sd_log) or room <= 0:
+        return None
+    for n in range(max(2, iv.n + 1), cap + 1):
+        if decide.t_quantile(1 - (1 - iv.level) / 2, n - 1) * iv.sd_log / math.sqrt(n) < room:
+            return n
+    return None
 
 
 # ---------------------------------------------------------------- matching two sides
@@ -126,23 +198,34 @@ class Comparison:
     varied: dict[str, list[str]]      # axis -> [old value, new value]: what the two sides compare
     threshold: float | None = None    # --fail-if-slower as a fraction
     along: str | None = None          # one-folder comparison: the axis with two values
+    metric: str = "cpu"               # asked for; a cell without CPU recorded falls back to wall
 
     @property
     def failing(self) -> list[Cell]:
-        """Cells that fail --fail-if-slower: significant regressions beyond it, and new failed builds."""
+        """Cells that fail --fail-if-slower: the whole interval above it, and new failed builds."""
         if self.threshold is None:
             return []
-        return [c for c in self.cells
-                if (c.label == REGRESSED and c.ratio is not None and c.ratio > 1 + self.threshold)
-                or (c.new.failed and not c.old.failed)]
+        return [c for c in self.cells if gate_of(c, self.threshold) is True or (c.new.failed and not c.old.failed)]
 
     @property
     def too_noisy(self) -> list[Cell]:
-        """Cells that cannot say whether they are past the threshold (every undecided cell without one)."""
-        limit = 1 + (self.threshold or 0)
-        return [c for c in self.cells if c not in self.failing and (
-            c.label == UNDECIDED or (self.threshold is not None and c.label == NO_CHANGE
-                                     and c.ci_high is not None and c.ci_high > limit))]
+        """Cells the gate cannot decide yet (undecided cells, without a threshold)."""
+        if self.threshold is None:
+            return [c for c in self.cells if c.label == UNDECIDED]
+        return [c for c in self.cells if c not in self.failing and gate_of(c, self.threshold) is None]
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 slower beyond the threshold (or newly failing), 3 cannot decide yet."""
+        if self.failing:
+            return FAIL
+        return UNDECIDED_EXIT if self.threshold is not None and self.too_noisy else PASS
+
+    @property
+    def rounds_needed(self) -> int | None:
+        """The most rounds any undecided cell likely needs (None if one cannot be estimated)."""
+        need = [c.needed for c in self.too_noisy]
+        return None if not need or None in need else max(need)
 
     @property
     def rows_changed(self) -> list[tuple[Cell, dict]]:
@@ -162,17 +245,22 @@ class Comparison:
             return ", ".join(f"{n} {lab}" for lab, n in counts.items() if n) or "no cells"
         pct = f"{self.threshold * 100:g}%"
         if self.failing:
-            return f"FAIL: {len(self.failing)} cell(s) significantly slower by more than {pct} (or newly failing)"
-        noisy = f"; {len(self.too_noisy)} cell(s) too noisy to judge (more rounds)" if self.too_noisy else ""
-        return f"pass: no cell significantly slower by more than {pct}{noisy}"
+            return f"FAIL: {len(self.failing)} cell(s) slower by more than {pct} (whole interval), or newly failing"
+        if self.too_noisy:
+            need = self.rounds_needed
+            more = f"; about {need} rounds would likely decide" if need else ""
+            return f"UNDECIDED: {len(self.too_noisy)} cell(s) cannot tell yet whether slower by more than {pct}{more}"
+        return f"pass: every cell's interval lies below +{pct}"
 
     def to_json(self) -> dict:
-        return {"schema": SCHEMA, "old": self.old_label, "new": self.new_label, "metric": METRIC, "test": TEST,
+        return {"schema": SCHEMA, "old": self.old_label, "new": self.new_label, "metric": self.metric,
+                "metrics": sorted({c.metric for c in self.cells if c.metric}), "test": TEST,
                 "varied": self.varied, "along": self.along, "threshold": self.threshold,
                 "cells": [c.as_dict() for c in self.cells], "only_old": self.only_old, "only_new": self.only_new,
                 "rows_changed": [{"axes": c.axes, **r} for c, r in self.rows_changed],
                 "failing": [c.axes for c in self.failing], "too_noisy": [c.axes for c in self.too_noisy],
-                "failed": bool(self.failing), "verdict": self.verdict()}
+                "failed": bool(self.failing), "exit_code": self.exit_code, "rounds_needed": self.rounds_needed,
+                "verdict": self.verdict()}
 
 
 def varied_axes(old: Sequence[dict], new: Sequence[dict]) -> dict[str, list[str]]:
@@ -195,7 +283,8 @@ def _key(axes: dict[str, str], varied: dict[str, list[str]], side: str) -> tuple
 
 
 def compare(old: Iterable[dict], new: Iterable[dict], *, old_label: str = "OLD", new_label: str = "NEW",
-            threshold: float | None = None, rows: bool = True, along: str | None = None) -> Comparison:
+            threshold: float | None = None, rows: bool = True, along: str | None = None,
+            metric: str = "cpu") -> Comparison:
     """OLD and NEW results (lists of dragnet.addview/1 dicts) compared cell by cell; UsageError (exit 2)
     when no cell is on both sides."""
     old, new = list(old), list(new)
@@ -221,6 +310,8 @@ def compare(old: Iterable[dict], new: Iterable[dict], *, old_label: str = "OLD",
                                     or "build failed"))
             else:
                 s.samples.append(w)
+                s.cpu.append(cpu_per_1000(r))
+                s.keys.append(round_key(r))
             if r.get("_source"):
                 s.sources.append(str(r["_source"]))
     both = [k for k in cells if sides[k] == {"old", "new"}]
@@ -231,12 +322,12 @@ def compare(old: Iterable[dict], new: Iterable[dict], *, old_label: str = "OLD",
     by_key = {k: (_pick(old, ax_old, k, varied, "old"), _pick(new, ax_new, k, varied, "new")) for k in both}
     out = []
     for k in sorted(both, key=lambda k: [(sort_axes([n]), v) for n, v in k]):
-        cell = judge(cells[k])
+        cell = judge(cells[k], metric, threshold)
         if rows:
             cell.rows = compare_rows(*by_key[k])
         out.append(cell)
     only = lambda side: [cells[k].axes for k in cells if sides[k] == {side}]  # noqa: E731
-    return Comparison(old_label, new_label, out, only("old"), only("new"), varied, threshold, along)
+    return Comparison(old_label, new_label, out, only("old"), only("new"), varied, threshold, along, metric)
 
 
 def _pick(results: Sequence[dict], axes: Sequence[dict], key: tuple, varied: dict, side: str) -> dict | None:
@@ -250,14 +341,21 @@ def _pick(results: Sequence[dict], axes: Sequence[dict], key: tuple, varied: dic
 # ---------------------------------------------------------------- one folder, two values of an axis
 
 def two_valued_axes(results: Sequence[dict]) -> dict[str, list[str]]:
-    """Axes with exactly two values among the results that have them, values in order of first build."""
+    """Axes with exactly two values among the results that have them, values in the order the bench was
+    given them (`bench.axis_values`) where recorded, else in order of first build."""
     first: dict[str, dict[str, float]] = {}
+    given: dict[str, list[str]] = {}
     for r in results:
         t = started_at(r)
+        for k, vals in ((r.get("bench") or {}).get("axis_values") or {}).items():
+            given.setdefault(k, list(vals))
         for k, v in axes_of(r).items():
             first.setdefault(k, {})
             first[k][v] = min(first[k].get(v, t), t)
-    return {k: sorted(vs, key=lambda v: vs[v]) for k, vs in first.items() if len(vs) == 2}
+
+    def key(k: str, v: str) -> tuple:
+        return (given[k].index(v), 0.0) if v in given.get(k, ()) else (len(given.get(k, ())), first[k][v])
+    return {k: sorted(vs, key=lambda v: key(k, v)) for k, vs in first.items() if len(vs) == 2}
 
 
 def choose_axis(results: Sequence[dict], along: str | None = None) -> tuple[str, list[str]]:
@@ -330,11 +428,16 @@ def compare_rows(old: dict | None, new: dict | None) -> list[dict]:
 
 # ---------------------------------------------------------------- text
 
-COLUMNS = ("cell", "old s", "new s", "runs old/new", "change [95% interval]", "p", "verdict")
+COLUMNS = ("cell", "old s", "new s", "old CPU s/1k", "new CPU s/1k", "runs old/new", "wall change [99%]",
+           "change [99%] (metric)", "verdict")
 
 
 def _pct(r: float | None) -> str:
     return "–" if r is None else f"{(r - 1) * 100:+.1f}%"
+
+
+def _num(v: float | None, digits: int = 2) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
 
 
 def table_rows(cmp: Comparison) -> list[list[str]]:
@@ -342,14 +445,15 @@ def table_rows(cmp: Comparison) -> list[list[str]]:
     varied = set(cmp.varied) | set(common_axes(cmp))
     for c in cmp.cells:
         fails = lambda s: f" ({s.failed} failed)" if s.failed else ""  # noqa: E731
-        mark = c.label + (" FAIL" if c in cmp.failing else " (too noisy)" if c in cmp.too_noisy
-                          and cmp.threshold is not None else "")
-        rows.append([axes_text(c.axes, varied) or "(all)",
-                     "–" if c.old.median is None else f"{c.old.median:.2f}",
-                     "–" if c.new.median is None else f"{c.new.median:.2f}",
+        mark = c.label + (" FAIL" if c in cmp.failing else " (gate undecided)" if c in cmp.too_noisy
+                          and cmp.threshold is not None and c.label != UNDECIDED else "")
+        rows.append([axes_text(c.axes, varied) or "(all)", _num(c.old.median), _num(c.new.median),
+                     _num(c.old.cpu_median, 3), _num(c.new.cpu_median, 3),
                      f"{len(c.old.samples)}{fails(c.old)} / {len(c.new.samples)}{fails(c.new)}",
-                     "–" if c.ratio is None else f"{_pct(c.ratio)} [{_pct(c.ci_low)} … {_pct(c.ci_high)}]",
-                     "–" if c.p is None else f"{c.p:.3f}", mark])
+                     "–" if c.wall is None else f"{_pct(c.wall[0])} [{_pct(c.wall[1])} … {_pct(c.wall[2])}]",
+                     "–" if c.ratio is None else f"{_pct(c.ratio)} [{_pct(c.ci_low)} … {_pct(c.ci_high)}] "
+                                                 f"({c.metric}{', paired' if c.paired else ''})",
+                     mark])
     return rows
 
 
@@ -365,13 +469,29 @@ def notes(cmp: Comparison) -> list[str]:
     out += [f"only in {cmp.old_label}: {axes_text(a)}" for a in cmp.only_old]
     out += [f"only in {cmp.new_label}: {axes_text(a)}" for a in cmp.only_new]
     for c in cmp.cells:
-        if c.label == UNDECIDED and c.why:
-            out.append(f"undecided: {axes_text(c.axes, cmp.varied) or '(all)'}: {c.why}")
+        if c.why:
+            need = f"; about {c.needed} rounds would likely decide" if c.needed and c in cmp.too_noisy else ""
+            out.append(f"{c.label}: {axes_text(c.axes, cmp.varied) or '(all)'}: {c.why}{need}")
+        if c.wall and c.ratio is not None and c.metric == "cpu" and _disagree(c):
+            out.append(f"cpu and wall disagree: {axes_text(c.axes, cmp.varied) or '(all)'}: CPU {_pct(c.ratio)}, "
+                       f"wall {_pct(c.wall[0])} (CPU ranks efficiency, wall ranks speed)")
         for side, s in (("old", c.old), ("new", c.new)):
             out += [f"failed ({side}): {axes_text(c.axes, cmp.varied)}: {e}" for e in s.errors]
     out.append(f"test: {TEST}")
     out.append(f"verdict: {cmp.verdict()}")
     return out
+
+
+def _direction(low: float, high: float) -> int | None:
+    """+1 separated slower, -1 separated faster, 0 tied, None unresolved."""
+    iv = decide.Interval(1.0, low, high, 2, True, decide.LEVEL, 0.0)
+    state = decide.classify(iv)
+    return None if state == decide.UNRESOLVED else 0 if state == decide.TIED else (1 if low > 1 else -1)
+
+
+def _disagree(c: Cell) -> bool:
+    a, b = _direction(c.ci_low, c.ci_high), _direction(c.wall[1], c.wall[2])
+    return a is not None and b is not None and a != b
 
 
 def common_axes(cmp: Comparison) -> dict[str, str]:
@@ -382,10 +502,15 @@ def common_axes(cmp: Comparison) -> dict[str, str]:
     return {k: v for k, v in first.items() if k not in cmp.varied and all(c.axes.get(k) == v for c in cmp.cells)}
 
 
+def _metric_title(cmp: Comparison) -> str:
+    used = {c.metric for c in cmp.cells if c.metric} or {cmp.metric}
+    return " / ".join({"cpu": "CPU per document", "wall": "wall time"}[m] for m in sorted(used))
+
+
 def title(cmp: Comparison) -> str:
     what = "; ".join(f"{k} {o} → {n}" for k, (o, n) in cmp.varied.items())
     same = axes_text(common_axes(cmp))
-    return (f"{cmp.old_label} → {cmp.new_label}" + (f" ({what})" if what else "") + ": build wall time per cell"
+    return (f"{cmp.old_label} → {cmp.new_label}" + (f" ({what})" if what else "") + f": build {_metric_title(cmp)} per cell"
             + (f"; in every cell {same}" if same else ""))
 
 
@@ -396,13 +521,13 @@ def to_markdown(cmp: Comparison) -> str:
             + "".join(f"- {line}\n" for line in notes(cmp)))
 
 
-def parse_threshold(text: str) -> float:
-    """'5%' or '5' -> 0.05; a one-line error otherwise."""
+def parse_threshold(text: str, option: str = "--fail-if-slower") -> float:
+    """'5%' or '5' -> 0.05; a one-line error otherwise (0 too: no interval can lie below a zero slowdown)."""
     t = str(text).strip().rstrip("%").strip()
     try:
         v = float(t)
     except ValueError:
-        raise UsageError(f"--fail-if-slower {text}: expected a percentage such as 5%") from None
-    if not 0 <= v < 1000:
-        raise UsageError(f"--fail-if-slower {text}: expected a percentage between 0 and 1000")
+        raise UsageError(f"{option} {text}: expected a percentage such as 5%") from None
+    if not 0 < v < 1000:
+        raise UsageError(f"{option} {text}: expected a percentage above 0 and below 1000")
     return v / 100

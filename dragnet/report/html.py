@@ -175,22 +175,23 @@ def size_sections(inp: Inputs) -> tuple[list[Section], list[Section]]:
 
 
 def compare_sections(cmp: dict | None, hrefs: dict[str, str]) -> tuple[list[Section], list[Section]]:
-    """compare.py's JSON: one row per cell ({axes, ratio, ci or ci_low/ci_high, p, label}), a chart of the
+    """compare.py's JSON: one row per cell ({axes, ratio, ci or ci_low/ci_high, metric, label}), a chart of the
     ratios with their intervals, raw: each side's samples."""
     if not cmp:
         return [], []
     cells = cmp.get("cells") or []
     axes = list(dict.fromkeys(k for c in cells for k in (c.get("axes") or {})))
-    cols = tuple(axes) + ("old median", "new median", "ratio", "CI low", "CI high", "p", "label")
+    cols = tuple(axes) + ("old median", "new median", "ratio", "CI low", "CI high", "metric", "label")
     rows, raws, names, ratios, lo, hi = [], [], [], [], [], []
     for i, c in enumerate(cells):
         anchor = f"raw-compare-{i}"
         ci = c.get("ci") or [c.get("ci_low"), c.get("ci_high")]
         old, new = c.get("old") or {}, c.get("new") or {}
-        figures = [old.get("median"), new.get("median"), c.get("ratio"), ci[0], ci[1], c.get("p")]
+        figures = [old.get("median"), new.get("median"), c.get("ratio"), ci[0], ci[1]]
         rows.append([str((c.get("axes") or {}).get(a, "")) for a in axes]
                     + [dict(_num(v, 3), href=f"#{anchor}") if isinstance(v, (int, float)) else _num(v)
-                       for v in figures] + [c.get("label", "") + (f" ({c['why']})" if c.get("why") else "")])
+                       for v in figures] + [str(c.get("metric") or "wall"),
+                                            c.get("label", "") + (f" ({c['why']})" if c.get("why") else "")])
         raw_rows = []
         for side, d in (("old", old), ("new", new)):
             samples = d.get("samples") or []

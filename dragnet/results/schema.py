@@ -270,6 +270,9 @@ class ShardRun:
     log_lines: int
     answers: list[bytes] = field(default_factory=list, repr=False)
     reduction: Any = None
+    driver_cpu_s: float | None = None   # qsbench's own thread CPU during the map loop (the harness's share)
+    map_cpu_s: float | None = None      # the server's threads on CPU during the map loop (schedstat, ns-exact)
+    map_wait_s: float | None = None     # … and waiting on a run queue meanwhile
 
     @property
     def wall_ns(self) -> int:
@@ -278,7 +281,8 @@ class ShardRun:
     def as_dict(self, latencies: bool = True) -> dict:
         d = {"shard": self.shard, "docs": self.docs, "pid": self.pid, "startup_ns": self.startup_ns,
              "map_ns": self.map_ns, "reduce_ns": self.reduce_ns, "cpu_s": self.cpu_s,
-             "peak_rss_kb": self.peak_rss_kb, "log_lines": self.log_lines}
+             "peak_rss_kb": self.peak_rss_kb, "log_lines": self.log_lines, "driver_cpu_s": self.driver_cpu_s,
+             "map_cpu_s": self.map_cpu_s, "map_wait_s": self.map_wait_s}
         if latencies:
             d["latencies_ns"] = self.latencies_ns
         return d
@@ -291,6 +295,7 @@ class QsbenchRun:
     index: int
     warmup: bool
     shards: list[ShardRun]
+    round: int | None = None    # the interleaved round it ran in (absent in older files: never paired)
 
     @property
     def docs(self) -> int:
@@ -319,6 +324,26 @@ class QsbenchRun:
         return max(s.startup_ns for s in self.shards)
 
     @property
+    def map_cpu_s(self) -> float | None:
+        """The servers' CPU over their map loops (None in older files or where /proc has no schedstat)."""
+        v = [s.map_cpu_s for s in self.shards]
+        return None if None in v or not v else sum(v)
+
+    @property
+    def waited_more_than_ran(self) -> bool:
+        return any(s.map_wait_s is not None and s.map_cpu_s is not None and s.map_wait_s > s.map_cpu_s
+                   for s in self.shards)
+
+    @property
+    def harness_share(self) -> float | None:
+        """The driver's CPU over the map loops' wall time: in a one-message-at-a-time exchange the server
+        waits while the driver works, so this share of the wall time is the harness's, not the server's."""
+        cpu = [s.driver_cpu_s for s in self.shards]
+        if None in cpu or not self.shards:
+            return None
+        return sum(cpu) / max(1e-9, sum(s.map_ns for s in self.shards) / 1e9)
+
+    @property
     def latencies_ns(self) -> list[int]:
         out: list[int] = []
         for s in self.shards:
@@ -326,8 +351,10 @@ class QsbenchRun:
         return out
 
     def as_dict(self, latencies: bool = True) -> dict:
-        return {"index": self.index, "warmup": self.warmup, "docs": self.docs, "wall_ns": self.wall_ns,
-                "docs_per_sec": self.docs_per_sec, "cpu_s": self.cpu_s, "peak_rss_kb": self.peak_rss_kb,
+        return {"index": self.index, "warmup": self.warmup, "round": self.round, "docs": self.docs,
+                "wall_ns": self.wall_ns,
+                "docs_per_sec": self.docs_per_sec, "cpu_s": self.cpu_s, "map_cpu_s": self.map_cpu_s,
+                "waited_more_than_ran": self.waited_more_than_ran, "peak_rss_kb": self.peak_rss_kb,
                 "startup_ns": self.startup_ns, "log_lines": sum(s.log_lines for s in self.shards),
                 "shards": [s.as_dict(latencies) for s in self.shards]}
 
@@ -336,7 +363,9 @@ class QsbenchRun:
         return cls(d["index"], d["warmup"], [
             ShardRun(shard=s["shard"], docs=s["docs"], pid=s["pid"], startup_ns=s["startup_ns"], map_ns=s["map_ns"],
                      reduce_ns=s["reduce_ns"], latencies_ns=s.get("latencies_ns", []), cpu_s=s["cpu_s"],
-                     peak_rss_kb=s["peak_rss_kb"], log_lines=s["log_lines"]) for s in d["shards"]])
+                     peak_rss_kb=s["peak_rss_kb"], log_lines=s["log_lines"], driver_cpu_s=s.get("driver_cpu_s"),
+                     map_cpu_s=s.get("map_cpu_s"), map_wait_s=s.get("map_wait_s"))
+            for s in d["shards"]], d.get("round"))
 
 
 def qsbench_runs(doc: dict) -> dict[str, list[QsbenchRun]]:

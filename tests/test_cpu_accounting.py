@@ -1,0 +1,61 @@
+"""dragnet.measure.cpu: parsers over real /proc text shapes, and a real process tree whose child exits."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dragnet.measure import cpu
+
+
+def test_parse_pid_stat_with_spaces_in_comm():
+    text = "1234 (Web Content) S 77 1234 1234 0 -1 4194560 100 0 0 0 250 40 7 3 20 0 5 0 1000 0 0"
+    assert cpu.parse_pid_stat(text) == (77, 250, 40, 7, 3)
+
+
+def test_parse_pressure_and_steal():
+    assert cpu.parse_pressure("some avg10=1.00 avg60=0.50 avg300=0.10 total=2500000\n"
+                              "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n") == 2.5
+    assert cpu.parse_pressure("") is None
+    assert cpu.parse_steal("cpu  10 0 5 100 1 0 0 42 0 0\ncpu0 1 2 3 4\n") == 42
+
+
+def test_cgroup_path_v1_and_v2():
+    v1 = "12:cpu,cpuacct:/docker/abc\n11:cpuset:/dragnet\n0::/user.slice\n"
+    assert cpu.cgroup_path(v1) == "/docker/abc"
+    assert cpu.cgroup_path(v1, "cpuset") == "/dragnet"
+    assert cpu.cgroup_path("0::/system.slice/x.service\n") == "/system.slice/x.service"
+
+
+def test_usage_flags_a_run_that_waited_more_than_it_ran():
+    a = cpu.Snapshot(0.0, 1.0, None, None, 1.0, 0.5, 0.0, 10.0, 3)
+    b = cpu.Snapshot(2.0, 2.5, None, None, 2.0, 2.0, 0.0, 11.0, 3)
+    u = cpu.usage(a, b)
+    assert u["cpu_s"] == 1.5 and u["source"] == "/proc process tree"
+    assert u["wait_s"] == 1.5 and u["run_s"] == 1.0 and u["waited_more_than_ran"]
+    assert u["pressure_some_s"] == 1.0
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+def test_tree_counts_a_child_that_exited():
+    # a shell (the root) runs a CPU-burning child to completion, then execs a sleep: the child's CPU is
+    # only in the root's cutime by the time of the second snapshot
+    burn = f"{sys.executable} -c 'import time; t=time.process_time(); exec(\"while time.process_time()-t<0.4: pass\")'"
+    root = subprocess.Popen(["sh", "-c", f"sleep 0.3; {burn}; exec sleep 30"])
+    try:
+        time.sleep(0.1)
+        before = cpu.Snapshot.take(root.pid)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            time.sleep(0.2)
+            if len(cpu.tree(root.pid)) == 1:   # the shell became the final sleep: the burner is gone
+                after = cpu.Snapshot.take(root.pid)
+                break
+        used = cpu.usage(before, after)
+        assert 0.35 <= used["proc_cpu_s"] <= 2.0
+        assert used["run_s"] >= 0 and used["pids"] == 1
+    finally:
+        root.kill()
+        root.wait()
