@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -45,14 +46,15 @@ def test_tree_counts_a_child_that_exited():
     burn = f"{sys.executable} -c 'import time; t=time.process_time(); exec(\"while time.process_time()-t<0.4: pass\")'"
     root = subprocess.Popen(["sh", "-c", f"sleep 0.3; {burn}; exec sleep 30"])
     try:
-        time.sleep(0.1)
-        before = cpu.Snapshot.take(root.pid)
-        deadline = time.time() + 20
+        before = cpu.Snapshot.take(root.pid)      # the burner starts 0.3 s after the shell does
+        deadline = time.time() + 30
+        after = None
         while time.time() < deadline:
             time.sleep(0.2)
-            if len(cpu.tree(root.pid)) == 1:   # the shell became the final sleep: the burner is gone
+            if Path(f"/proc/{root.pid}/comm").read_text().strip() == "sleep":   # exec'd: the burner is done
                 after = cpu.Snapshot.take(root.pid)
                 break
+        assert after is not None, "the shell never reached its final sleep"
         used = cpu.usage(before, after)
         assert 0.35 <= used["proc_cpu_s"] <= 2.0
         assert used["run_s"] >= 0 and used["pids"] == 1
