@@ -201,6 +201,7 @@ def median_split(splits: Sequence[Split]) -> dict[str, float] | None:
     if not splits:
         return None
     out = {k: median([s.fractions()[k] for s in splits]) for k in ("qs_cpu", "beam_cpu", "waiting", "run_queue")}
+    out["run_queue_s"] = median([s.run_queue_s for s in splits])
     out["wall_s"] = median([s.wall_s for s in splits])
     out["cores"] = splits[0].cores
     out["builds"] = len(splits)
@@ -211,8 +212,8 @@ def split_line(label: str, m: dict[str, float] | None, why: str | None = None) -
     if m is None:
         return f"{label}: no split ({why or 'no process figures'})"
     parts = " · ".join(f"{name} {m[k]:.0%}" for k, name in SPLIT_PARTS)
-    return (f"{label}: {parts} of {m['wall_s']:.1f} s × {m['cores']} cores; runnable but not running "
-            f"{m['run_queue']:.0%} (median of {m['builds']})")
+    return (f"{label}: {parts} of {m['wall_s']:.1f} s × {m['cores']} cores (median of {m['builds']}); its "
+            f"processes runnable but not running {m['run_queue_s']:.1f} s (summed over them)")
 
 
 # ---------------------------------------------------------------- engines of one workload
