@@ -230,6 +230,8 @@ class EngineShare:
     share: Interval | None
     split: dict[str, float] | None
     split_why: str | None
+    wall_min_s: float | None = None    # the spread of the runs
+    wall_max_s: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -293,7 +295,7 @@ def workloads(results: Iterable[dict]) -> list[Workload]:
             engines.append(EngineShare(
                 lab, len(rs), median(walls), dps[lab], _ratio(dps[lab], dps.get(COUCHJS)),
                 _ratio(dps[lab], dps.get(CEILING)), _ratio(dps[lab], dps.get(BASELINE_LABEL)), sh,
-                median_split(good), whys[0] if whys and not good else None))
+                median_split(good), whys[0] if whys and not good else None, min(walls), max(walls)))
         notes = []
         if not ceiling:
             notes.append("no ceiling build here (bench --no-ceiling, or its CouchDB could not run it): "
@@ -333,7 +335,8 @@ def lines(loads: Sequence[Workload]) -> list[str]:
                    f"share = 1 − ceiling time ÷ engine time, {LEVEL:.0%} interval over the runs):")
         for e in w.engines:
             share_text = "" if e.share is None else f"  share {e.share.format()}"
-            out.append(f"  {e.engine:<26} {e.runs} run(s)  {e.wall_s:8.2f} s  {_x(e.x_couchjs):>6} couchjs  "
+            spread = "" if e.runs < 2 else f" [{e.wall_min_s:.2f} … {e.wall_max_s:.2f}]"
+            out.append(f"  {e.engine:<26} {e.runs} run(s)  {e.wall_s:8.2f} s{spread}  {_x(e.x_couchjs):>6} couchjs  "
                        f"{_x(e.x_ceiling):>6} ceiling  {_x(e.x_baseline):>6} baseline{share_text}")
         out.append("  where the time goes (share of wall × cores):")
         for e in w.engines:
