@@ -244,3 +244,20 @@ def test_the_ceiling_opens_each_round_after_the_baseline_unless_asked_not_to(tmp
     (tmp_path / "map.py").write_text("def fun(doc):\n    yield doc['_id'], None\n")
     assert bench.LANGUAGES["ceiling"].path(tmp_path) == tmp_path / "map.py"
     assert bench.resolve_languages(["ceiling"], tmp_path)[0].language == "ceiling"
+
+
+def test_a_couchdb_without_the_ceiling_is_said_once_and_its_runs_set_aside(tmp_path):
+    events = []
+    b = bench.Bench(bench.BenchConfig(url="http://127.0.0.1:1", db="d", languages=["javascript"],
+                                      results_dir=str(tmp_path)), on_event=lambda k, d: events.append((k, d)))
+    b.manifest = {"runs": []}
+    # CouchDB 3.5.0's answer to a view of a language it has no server for, as a bench run records it
+    run = {"language": "ceiling", "status": "error", "error": "CouchDB answered 500 to GET /s/_design/x/_view/v?"
+                                                              "limit=1: unknown_query_language: ceiling"}
+    b._note_ceiling_refused(run)
+    assert run["status"] == "not_applicable" and "unknown_query_language" in run["error"]
+    assert b.ceiling_refused and b.manifest["ceiling"] == b.ceiling_refused
+    assert [k for k, _ in events] == ["warning"]
+    other = {"language": "javascript", "status": "error", "error": "unknown_query_language: javascript"}
+    b._note_ceiling_refused(other)
+    assert other["status"] == "error" and len(events) == 1

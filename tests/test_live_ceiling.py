@@ -5,23 +5,13 @@ check, and the report gives each engine's share. Needs DRAGNET_TEST_COUCHDB_URL 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import generated_db
+from test_live_design import APP_JSON, N_DOCS, app_db  # noqa: F401  (app_db: the same module fixture)
 
 from dragnet.bench import run as bench
 from dragnet.cli import main
-
-APP_JSON = Path(__file__).resolve().parent / "ddocs" / "app.json"
-N_DOCS = 200
-
-
-@pytest.fixture(scope="module")
-def app_db(live_url):
-    with generated_db(live_url, "dragnet_test_ceiling", N_DOCS, 37) as (couch, name, _docs):
-        yield couch, name
 
 
 def _bench(live_url, db, out, *extra):

@@ -58,3 +58,21 @@ def test_record_discovery_and_language(ceiling, tmp_path):
     # any view file goes on it: its source is never looked at
     assert views.load("views/income/map.py", "ceiling").language == "ceiling"
     assert views.ALIASES["null"] == "ceiling"
+
+
+def test_qsbench_runs_it_only_when_named_and_never_compares_its_rows(ceiling, tmp_path):
+    from dragnet.qsbench import run as qsbench
+
+    specs, skipped = qsbench.available_servers()
+    if "python3" not in {s.name for s in specs}:
+        pytest.skip("no python3 server here")
+    chosen, _ = qsbench.select_servers(specs, skipped, None, "views/income")
+    assert "ceiling" not in [s.name for s, _ in chosen]
+    chosen, _ = qsbench.select_servers(specs, skipped, ["ceiling", "python3"], "views/income")
+    docs_file = tmp_path / "d.jsonl"
+    docs_file.write_text("".join('{"_id": "d%d", "step_0": {"declarationType": "1"}}\n' % i for i in range(20)))
+    bench = qsbench.run_benchmark(chosen, qsbench.load_docs(docs_file), repeat=1, warmup=0)
+    by_name = {r.spec.name: r for r in bench.results}
+    # the real processes ran; the ceiling's fixed rows differ from python3's, and that is no mismatch
+    assert by_name["ceiling"].status == "ok" and by_name["ceiling"].mismatch_count == 0
+    assert by_name["python3"].status == "ok" and bench.reference == "python3"

@@ -549,6 +549,8 @@ class Bench:
             self.ceiling_refused = (f"this CouchDB has no {CEILING} query server (one dragnet does not manage "
                                     f"cannot be given one): the figures are without the ceiling")
             self.manifest["ceiling"] = self.ceiling_refused
+            run.update(status="not_applicable", error=f"{self.ceiling_refused} ({run['error']})")
+            self._write_manifest()
             self.on_event("warning", {"message": self.ceiling_refused})
 
     def _data_size(self) -> int:

@@ -202,6 +202,7 @@ def median_split(splits: Sequence[Split]) -> dict[str, float] | None:
     if not splits:
         return None
     out = {k: median([s.fractions()[k] for s in splits]) for k in ("qs_cpu", "beam_cpu", "waiting", "run_queue")}
+    out["run_queue_s"] = median([s.run_queue_s for s in splits])
     out["wall_s"] = median([s.wall_s for s in splits])
     out["cores"] = splits[0].cores
     out["builds"] = len(splits)
@@ -212,8 +213,8 @@ def split_line(label: str, m: dict[str, float] | None, why: str | None = None) -
     if m is None:
         return f"{label}: no split ({why or 'no process figures'})"
     parts = " · ".join(f"{name} {m[k]:.0%}" for k, name in SPLIT_PARTS)
-    return (f"{label}: {parts} of {m['wall_s']:.1f} s × {m['cores']} cores; runnable but not running "
-            f"{m['run_queue']:.0%} (median of {m['builds']})")
+    return (f"{label}: {parts} of {m['wall_s']:.1f} s × {m['cores']} cores (median of {m['builds']}); its "
+            f"processes runnable but not running {m['run_queue_s']:.1f} s (summed over them)")
 
 
 # ---------------------------------------------------------------- engines of one workload
@@ -230,6 +231,8 @@ class EngineShare:
     share: Interval | None
     split: dict[str, float] | None
     split_why: str | None
+    wall_min_s: float | None = None    # the spread of the runs
+    wall_max_s: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -293,7 +296,7 @@ def workloads(results: Iterable[dict]) -> list[Workload]:
             engines.append(EngineShare(
                 lab, len(rs), median(walls), dps[lab], _ratio(dps[lab], dps.get(COUCHJS)),
                 _ratio(dps[lab], dps.get(CEILING)), _ratio(dps[lab], dps.get(BASELINE_LABEL)), sh,
-                median_split(good), whys[0] if whys and not good else None))
+                median_split(good), whys[0] if whys and not good else None, min(walls), max(walls)))
         notes = []
         if not ceiling:
             notes.append("no ceiling build here (bench --no-ceiling, or its CouchDB could not run it): "
@@ -333,7 +336,8 @@ def lines(loads: Sequence[Workload]) -> list[str]:
                    f"share = 1 − ceiling time ÷ engine time, {LEVEL:.0%} interval over the runs):")
         for e in w.engines:
             share_text = "" if e.share is None else f"  share {e.share.format()}"
-            out.append(f"  {e.engine:<26} {e.runs} run(s)  {e.wall_s:8.2f} s  {_x(e.x_couchjs):>6} couchjs  "
+            spread = "" if e.runs < 2 else f" [{e.wall_min_s:.2f} … {e.wall_max_s:.2f}]"
+            out.append(f"  {e.engine:<26} {e.runs} run(s)  {e.wall_s:8.2f} s{spread}  {_x(e.x_couchjs):>6} couchjs  "
                        f"{_x(e.x_ceiling):>6} ceiling  {_x(e.x_baseline):>6} baseline{share_text}")
         out.append("  where the time goes (share of wall × cores):")
         for e in w.engines:

@@ -41,29 +41,40 @@ def _pychakra_library() -> Path | None:
     return lib if lib.is_file() else None
 
 
-def build_chakra(env: dict | None = None) -> Built:
-    """query_servers/chakra's Makefile, with BUILD pointing at qs.CHAKRA_QS's folder (the user cache when
-    installed: the sources may sit in a read-only site-packages)."""
+def _make_c(name: str, src: Path, target: Path, env: dict | None, *args: str, timeout: int = 600,
+            check=None) -> Built:
+    """A C server's Makefile with BUILD at target's folder (the user cache when installed: the sources may sit
+    in a read-only site-packages); check() says what else is missing, or None."""
     env = dict(os.environ if env is None else env)
     make = shutil.which("make", path=env.get("PATH"))
     if not make:
-        return Built("chakra", False, "make not found (Debian: apt-get install make)")
+        return Built(name, False, "make not found (Debian: apt-get install make)")
     cc = env.get("CC") or "gcc"
     if not shutil.which(cc.split()[0], path=env.get("PATH")):
-        return Built("chakra", False, f"no C compiler: {cc} not found (Debian: apt-get install gcc)")
-    if _pychakra_library() is None:
-        return Built("chakra", False, f"PyChakra (libChakraCore.so) is not installed for {sys.executable} "
-                                      "(pip install PyChakra==2.3.0)")
-    out_dir = qs.CHAKRA_QS.parent
+        return Built(name, False, f"no C compiler: {cc} not found (Debian: apt-get install gcc)")
+    why = check() if check else None
+    if why:
+        return Built(name, False, why)
+    out_dir = target.parent
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run([make, "-C", str(qs.CHAKRA_SRC), f"BUILD={out_dir}", f"PYTHON={sys.executable}"],
-                              capture_output=True, env=env, timeout=600)
+        proc = subprocess.run([make, "-C", str(src), f"BUILD={out_dir}", *args], capture_output=True, env=env,
+                              timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return Built("chakra", False, f"make failed: {exc}")
+        return Built(name, False, f"make failed: {exc}")
     if proc.returncode != 0:
-        return Built("chakra", False, f"make exited {proc.returncode}: {_tail(proc.stderr or proc.stdout)}")
-    return Built("chakra", True, str(qs.CHAKRA_QS))
+        return Built(name, False, f"make exited {proc.returncode}: {_tail(proc.stderr or proc.stdout)}")
+    return Built(name, True, str(target))
+
+
+def build_chakra(env: dict | None = None) -> Built:
+    """query_servers/chakra's Makefile, against the libChakraCore.so of this python's PyChakra."""
+    def check() -> str | None:
+        if _pychakra_library() is None:
+            return f"PyChakra (libChakraCore.so) is not installed for {sys.executable} (pip install PyChakra==2.3.0)"
+        return None
+
+    return _make_c("chakra", qs.CHAKRA_SRC, qs.CHAKRA_QS, env, f"PYTHON={sys.executable}", check=check)
 
 
 def build_couchpy_pypy(env: dict | None = None) -> Built:
@@ -118,24 +129,8 @@ def build_bun(env: dict | None = None) -> Built:
 
 
 def build_ceiling(env: dict | None = None) -> Built:
-    """query_servers/ceiling's Makefile (C, no library), BUILD at qs.CEILING_QS's folder as for chakra."""
-    env = dict(os.environ if env is None else env)
-    make = shutil.which("make", path=env.get("PATH"))
-    if not make:
-        return Built("ceiling", False, "make not found (Debian: apt-get install make)")
-    cc = env.get("CC") or "gcc"
-    if not shutil.which(cc.split()[0], path=env.get("PATH")):
-        return Built("ceiling", False, f"no C compiler: {cc} not found (Debian: apt-get install gcc)")
-    out_dir = qs.CEILING_QS.parent
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run([make, "-C", str(qs.CEILING_SRC), f"BUILD={out_dir}"], capture_output=True, env=env,
-                              timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Built("ceiling", False, f"make failed: {exc}")
-    if proc.returncode != 0:
-        return Built("ceiling", False, f"make exited {proc.returncode}: {_tail(proc.stderr or proc.stdout)}")
-    return Built("ceiling", True, str(qs.CEILING_QS))
+    """query_servers/ceiling's Makefile: C, no library."""
+    return _make_c("ceiling", qs.CEILING_SRC, qs.CEILING_QS, env, timeout=300)
 
 
 BUILDERS = {"ceiling": build_ceiling, "chakra": build_chakra, "couchpy-pypy": build_couchpy_pypy, "bun": build_bun}
