@@ -307,3 +307,52 @@ def test_each_axis_module_builds_its_axis_with_its_behaviour():
     merge_restart(kw, {"ini": {"couchdb/y": "2"}, "cpus": 1.0})
     assert kw == {"home": "/r", "ini": {"couchdb/x": "1", "couchdb/y": "2"}, "cpus": 1.0}
 
+
+
+def test_a_new_axis_is_one_record_the_cli_the_plan_and_the_report_take(monkeypatch):
+    # a made-up live setting, added in one place (dragnet.axes.kinds.KINDS): the bench's option, its plan and
+    # `report --by` take it with no other edit
+    import importlib
+    from dataclasses import asdict
+
+    from click.testing import CliRunner
+
+    from dragnet.axes import kinds
+    from dragnet.axes.model import LIVE, Axis, AxisKind, Option, parse_list, run_axes
+    from dragnet.bench import run as bench
+    from dragnet.bench.switch import AxisOptions, contract_axes
+    from dragnet.cli import bench as cli_bench
+    from dragnet.report import by_axis as report_by
+
+    fake = AxisKind("fake", (Option(("--fake",), "fake_text", "A,B", "A made-up setting."),),
+                    parse=lambda raw: parse_list(raw.get("fake_text"), "--fake"),
+                    make=lambda values, backend: [Axis("fake", values, how=LIVE, apply=lambda v, ctx: None)])
+    monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, fake))
+    try:
+        cmd = importlib.reload(cli_bench).bench_cmd
+        assert "--fake" in [o for p in cmd.params for o in p.opts]
+        assert "A made-up setting." in CliRunner().invoke(cmd, ["--help"]).output
+        seen = {}
+        monkeypatch.setattr(AxisOptions, "from_options",
+                            classmethod(lambda cls, raw, **v: seen.setdefault("opts", cls({"fake": fake.parse(raw)}))))
+        CliRunner().invoke(cmd, ["--db", "d", "--fake", "x,y", "--no-baseline", "--no-ceiling",
+                                 "--languages", "javascript", "--url", "http://127.0.0.1:9"])
+        opts = seen["opts"]
+    finally:
+        monkeypatch.undo()
+        importlib.reload(cli_bench)
+    assert opts.values == {"fake": ["x", "y"]}
+    # planned like any live setting: both values in every round, after the restart and refill axes
+    with monkeypatch.context() as m:
+        m.setattr(kinds, "KINDS", (*kinds.KINDS, fake))
+        axes = AxisOptions(q=["2", "8"], fake=["x", "y"]).axes("local")
+    assert [a.name for a in axes] == ["q", "fake"]
+    planned = bench.plan(["javascript"], 2, ["disk"], baseline=False, axes=axes)
+    assert [(p.repeat, p.axes["q"], p.axes["fake"]) for p in planned][:4] == [
+        (0, "2", "x"), (0, "2", "y"), (0, "8", "x"), (0, "8", "y")]
+    # the results record it as bench.axes, and `report --by fake` compares along it
+    results = [{"summary": {"ok": True, "docs_per_sec_wall": 100.0 + (p.axes["fake"] == "y") * 50 + p.repeat},
+                "bench": {"axes": run_axes({**asdict(p), "axes": contract_axes(p.axes)})}}
+               for p in bench.plan(["javascript"], 4, ["disk"], baseline=False, axes=axes)]
+    by = {g["group"]: g for g in report_by.compare(results, ["fake"])}
+    assert [v["value"] for v in by["language=javascript storage=disk q=8"]["values"]] == ["fake=y", "fake=x"]

@@ -269,3 +269,20 @@ def axis(s: Setting, backend: str | None):
                 running=lambda v, ctx: (getattr(ctx.inst, "ini", None) or {}).get(s.name) == v,
                 check=lambda v, ctx: check_restarted(ctx.couch, {s: v}))
 
+
+def _kind():
+    from dragnet.axes.model import AxisKind, Option
+
+    return AxisKind(
+        "config",
+        (Option(("--config",), "configs", "SECTION/KEY=V1,V2",
+                "Axis, repeatable: a CouchDB setting set through /_node/_local/_config, e.g. "
+                "view_updater/gc_interval_docs=1,1000,infinity; put back afterwards.", multiple=True),
+         Option(("--config-restart",), "restart_configs", "SECTION/KEY=V1,V2",
+                "Axis, repeatable: a setting CouchDB takes only when it starts (local backend): written into "
+                "its ini and CouchDB restarted per value; the ini it had is restored afterwards.", multiple=True)),
+        parse=lambda raw: parse_all(list(raw.get("configs") or ()), list(raw.get("restart_configs") or ())),
+        make=lambda settings, backend: [axis(s, backend) for s in settings], restored_as="config_restored")
+
+
+KIND = _kind()

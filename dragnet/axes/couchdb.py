@@ -126,3 +126,21 @@ def axis(values: list[str], backend: str | None):
                 restart=lambda v, ctx: restart_settings(v, ctx.inst.backend),
                 running=lambda v, ctx: running(v, ctx.inst))
 
+
+def _start_on(values: list[str], backend: str | None) -> dict:
+    return {"image": values[0]} if backend == "docker" else {"home": values[0]}
+
+
+def _kind():
+    from dragnet.axes.model import AxisKind, Option, parse_list
+
+    return AxisKind(
+        "couchdb", (Option(("--couchdb",), "couchdbs", "A,B",
+                           "Axis: CouchDB installs, release directories (local backend) or images (docker backend); "
+                           "the managed CouchDB restarts on each."),),
+        parse=lambda raw: parse_list(raw.get("couchdbs"), "--couchdb"), make=lambda v, backend: [axis(v, backend)],
+        restarts=True, check_first=lambda v, backend, env: check_values(v, backend, env) if backend else None,
+        start_on=_start_on)
+
+
+KIND = _kind()

@@ -107,5 +107,18 @@ def axis(values: list[str], backend: str | None):
                 # a container's cpuset is set at its creation: a docker node is recreated for any value
                 running=lambda v, ctx: ctx.inst.backend == "local" and bool(ctx.inst.cpus)
                 and str(int(ctx.inst.cpus)) == v,
-                check=lambda v, ctx: check(v, ctx.root_pid(), ctx.group()), check_after_build=True)
+                check=lambda v, ctx: check(v, ctx.root_pid(), ctx.group()), check_after_build=True,
+                record_as="cpuset")
 
+
+def _kind():
+    from dragnet.axes.model import AxisKind, Option
+
+    return AxisKind("cpus", (Option(("--cpus",), "cpus_text", "N,N",
+                                    "Axis: cores CouchDB and its query servers may use (a cpuset; restarts "
+                                    "CouchDB)."),),
+                    parse=lambda raw: parse(raw.get("cpus_text")), make=lambda v, backend: [axis(v, backend)],
+                    restarts=True)
+
+
+KIND = _kind()

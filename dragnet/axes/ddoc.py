@@ -37,3 +37,13 @@ def axis(labels: list[str]):
 
     return Axis("ddoc", labels, label=lambda v: f"ddoc-{v}")
 
+
+def _kind():
+    from dragnet.axes.model import AxisKind
+
+    # no option of its own: several --ddoc are its values (label -> the revision's Design)
+    return AxisKind("ddoc", (), parse=lambda raw: {}, make=lambda designs, backend: [axis(list(designs))],
+                    designs=True)
+
+
+KIND = _kind()

@@ -56,7 +56,7 @@ class Axis:
 
     Language, storage, scenario and size are label axes of the plan (the bench applies storage and
     scenarios itself). The CouchDB axes live in dragnet/axes/<name>.py, each with an `axis(...)` factory;
-    dragnet.bench.switch.AxisOptions lists them (docs/axes.md: adding an axis)."""
+    each module's KIND (an AxisKind) is listed in dragnet.axes.kinds (docs/axes.md: adding an axis)."""
 
     name: str
     values: list[str]
@@ -68,12 +68,58 @@ class Axis:
     apply: Callable[[str, Any], None] | None = None
     check: Callable[[str, Any], Any] | None = None
     check_after_build: bool = False
+    record_as: str | None = None   # with check_after_build: the manifest run key its check is kept under
 
     def __post_init__(self) -> None:
         if not self.values:
             raise UsageError(f"axis {self.name}: no value")
         if len(set(self.values)) != len(self.values):
             raise UsageError(f"axis {self.name}: a value given twice")
+
+
+# the plan order of the kinds of application: restarts outermost within a round, then databases, then live
+# settings, label axes (design-doc revisions) fastest
+_HOW_ORDER = {RESTART: 0, CONTAINER: 0, REFILL: 1, LIVE: 2, LABEL: 3}
+
+
+def in_plan_order(axes: Iterable[Axis]) -> list[Axis]:
+    return sorted(axes, key=lambda a: _HOW_ORDER[a.how])
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option of an axis kind; dragnet.cli.options.axis_options builds it for every command
+    that takes the kind."""
+
+    flags: tuple[str, ...]
+    dest: str
+    metavar: str
+    help: str
+    multiple: bool = False
+
+
+@dataclass(frozen=True)
+class AxisKind:
+    """A kind of bench axis as the CLI and the bench know it: one record in each axis module, listed once in
+    dragnet.axes.kinds.KINDS. Everything the bench does for it comes from here; the bench names no axis.
+
+    - `parse(raw)`: its options' raw values (by dest) to its values; empty when it is not varied.
+    - `make(values, backend)`: its axes (one, or one per setting).
+    - `restarts`: a value restarts CouchDB (a release, a cpuset): the bench needs a CouchDB it manages.
+    - `check_first(values, backend, env)`: checked before the bench starts anything (a release exists).
+    - `start_on(values, backend)`: the keywords of the first CouchDB the bench starts itself.
+    - `restored_as`: the manifest key under which the bench records what it put back at the end.
+    - `designs`: the values name design documents the runs build (`--ddoc A --ddoc B`)."""
+
+    name: str
+    options: tuple[Option, ...]
+    parse: Callable[[dict], Any]
+    make: Callable[[Any, str | None], list[Axis]]
+    restarts: bool = False
+    check_first: Callable[[Any, str | None, Any], Any] | None = None
+    start_on: Callable[[Any, str | None], dict] | None = None
+    restored_as: str | None = None
+    designs: bool = False
 
 
 @dataclass(frozen=True)

@@ -43,3 +43,16 @@ def axis(values: list[str]):
     return Axis("q", values, how=REFILL, label=lambda v: f"q{v}", apply=apply,
                 check=lambda v, ctx: check(v, cluster_of(ctx.couch, ctx.build_db)))
 
+
+def _kind():
+    from dragnet.axes.model import AxisKind, Option
+
+    return AxisKind("q", (Option(("--q",), "q_text", "N[,N...]",
+                                 "Shards when creating the database; several (2,8,16) are an axis: one database "
+                                 "<db>-q<N> per value, filled once from --data."),),
+                    # one value is the database's shards, not an axis
+                    parse=lambda raw: (lambda v: v if len(v) > 1 else [])(parse(raw.get("q_text"))),
+                    make=lambda v, backend: [axis(v)])
+
+
+KIND = _kind()

@@ -21,6 +21,7 @@ from dragnet import paths
 from dragnet.bench import erlang_baseline
 from dragnet.bench.managed import (container_limits, drop_tmpfs_data, managed_instance, restart_on, start_managed,
                                    stop_managed)
+from dragnet.axes.model import REFILL
 from dragnet.couchdb.client import Couch, CouchError, connect, db_path, mask_url
 from dragnet.couchdb.cluster import cluster_of
 from dragnet.data.ensure import ensure_data
@@ -318,16 +319,14 @@ class Bench:
             raise UsageError(f"--backend {cfg.backend}: the CouchDB dragnet manages on port {inst.port} runs "
                              f"on {inst.backend}")
         started_here = False
-        if cfg.axes is not None and cfg.axes.couchdb and (inst is not None or cfg.backend):
-            from dragnet.axes.couchdb import check_values     # before starting anything on one of them
+        from dragnet.bench.switch import AxisOptions, AxisSwitcher, contract_axes
 
-            check_values(cfg.axes.couchdb, inst.backend if inst is not None else cfg.backend, self.env)
+        axis_opts = cfg.axes or AxisOptions()
+        axis_opts.check_first(inst.backend if inst is not None else cfg.backend, self.env)   # before starting anything
         if inst is None and cfg.backend:
             self.on_event("start_couch", {"backend": cfg.backend, "storage": (cfg.storages or ["disk"])[0]})
-            first = cfg.axes.couchdb[0] if cfg.axes is not None and cfg.axes.couchdb else None
-            where = {} if first is None else {"image": first} if cfg.backend == "docker" else {"home": first}
             inst = start_managed(cfg.backend, cfg.url, (cfg.storages or ["disk"])[0],
-                                 data_size=self._data_size(), env=self.env, **where)
+                                 data_size=self._data_size(), env=self.env, **axis_opts.start_on(cfg.backend))
             started_here = True
         if cfg.storages and inst is None:
             raise UsageError(f"--storage {','.join(cfg.storages)} needs a CouchDB started by `dragnet couch up` "
@@ -357,15 +356,13 @@ class Bench:
                              "bench imports it again")
         scenarios = {sc.label: sc for sc in cfg.scenarios}
         prepared: dict = {}
-        from dragnet.bench.switch import AxisOptions, AxisSwitcher, contract_axes
-
-        axis_opts = cfg.axes or AxisOptions()
-        if docker_scenarios and (axis_opts.couchdb or axis_opts.cpus):
+        if docker_scenarios and axis_opts.restarts:
             raise UsageError("--memory/--disk-profile/--cache with --couchdb or --cpus on docker: not combinable "
                              "yet (each recreates the container)")
         switcher = AxisSwitcher(axis_opts, url=cfg.url, db=cfg.db, env=self.env, inst=inst, data=cfg.data, n=cfg.n,
                                 data_size=self._data_size, on_event=self.on_event)
         extra_axes = axis_opts.axes(inst.backend if inst else None)
+        own_dbs = any(a.how == REFILL for a in extra_axes)
         self.labels = {a.name: a.label for a in extra_axes}
         try:    # the baseline's native query server: off on a CouchDB given by URL, the baseline is left out
             languages, erlang = erlang_baseline.languages(languages, cfg.baseline, cfg.url, inst, self.env)
@@ -387,7 +384,7 @@ class Bench:
                                                        "views": cfg.design.view_names,
                                                        "reference": self.reference,
                                                        "revisions": {label: d.source for label, d in
-                                                                     (cfg.axes.ddoc if cfg.axes else {}).items()}},
+                                                                     axis_opts.designs().items()}},
             "languages": list(specs), "repeat": cfg.repeat, "storages": storages,
             "scenarios": [sc.to_json() for sc in cfg.scenarios],
             "managed": None if inst is None else {"backend": inst.backend, "port": inst.port},
@@ -432,14 +429,14 @@ class Bench:
                     stale = False
                     drop_tmpfs_data(old, keep)
                 couch = connect(cfg.url, env=self.env)
-                if cfg.data and not axis_opts.q:     # with --q N,N each q has its own database
+                if cfg.data and not own_dbs:     # an axis that fills a database per value (--q N,N) does it
                     imp = ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
                                       progress=lambda m: self.on_event("import", {"message": m}))
                     self.manifest["imports"].append({"storage": st, **imp})
                     self._write_manifest()
-                elif not axis_opts.q:
+                elif not own_dbs:
                     couch.get(db_path(cfg.db))  # a one-line error now rather than in every run
-                if not axis_opts.q:
+                if not own_dbs:
                     self.manifest["cluster"] = cluster_of(couch, cfg.db)
                 self._write_manifest()
                 if docker_scenarios:
@@ -496,8 +493,9 @@ class Bench:
                     self._one(couch, run, specs[run["language"]], sc, target=target, db=db,
                               axes=contract_axes(run["axes"]), versions=switcher.versions)
                     self._note_ceiling_refused(run)
-                    if axis_opts.cpus and run["status"] == "ok":
-                        run["cpuset"] = switcher.verify(run)
+                    checked = switcher.verify(run) if run["status"] == "ok" else {}
+                    if checked:     # what the axes checked once the build's processes ran (its cores)
+                        run.update(checked)
                         self._write_manifest()
                     current = None
                     if run["status"] == "oom":
@@ -520,8 +518,8 @@ class Bench:
             for pool in (self._pool or {}).values():
                 pool.close()
             inst = switcher.inst if switcher.inst is not None else inst   # it may have restarted it
-            if axis_opts.config:     # also on Ctrl-C/SIGTERM: the node's settings as the bench found them
-                self.manifest["config_restored"] = switcher.finish(lambda: connect(cfg.url, env=self.env))
+            for key in axis_opts.restored_as():   # also on Ctrl-C/SIGTERM: the node's settings as found
+                self.manifest[key] = switcher.finish(lambda: connect(cfg.url, env=self.env))
             if not started_here and not self.manifest["interrupted"] and inst is not None:
                 inst = switcher.restore_instance(inst.storage)
             self.manifest["finished_at"] = _now_iso()
@@ -649,17 +647,21 @@ class Bench:
         self._cleanup(couch, run, db=db)
         self.on_event("done", dict(run))
 
+    def _revision(self, run: dict):
+        """The design-doc revision a run built (several --ddoc), or None."""
+        return self.config.axes.design_label(run.get("axes")) if self.config.axes is not None else None
+
     def _design_of(self, run: dict):
         """The design document a run built: its revision's (--ddoc A --ddoc B), Mango's, or the bench's."""
-        revision = (run.get("axes") or {}).get("ddoc")
-        if revision is not None and self.config.axes is not None and self.config.axes.ddoc:
-            return self.config.axes.ddoc[revision]
+        revision = self._revision(run)
+        if revision is not None:
+            return self.config.axes.designs()[revision]
         return self.config.design
 
     def _engine_pool(self, run: dict):
         """The reference engine's processes for classifying differences (dragnet.bench.fault), one per
         design-doc revision, kept for the whole bench and closed at its end."""
-        revision = (run.get("axes") or {}).get("ddoc")
+        revision = self._revision(run)
         if self._pool is None:
             self._pool = {}
         if revision not in self._pool:
@@ -673,9 +675,9 @@ class Bench:
 
     def _first_with_rows(self, language: str, run: dict) -> list[dict]:
         """Runs of language with rows, of the same design-doc revision as run, in order."""
-        revision = (run.get("axes") or {}).get("ddoc")
+        revision = self._revision(run)
         return [r for r in self.manifest["runs"] if r["language"] == language and r.get("rows")
-                and (r.get("axes") or {}).get("ddoc") == revision]
+                and self._revision(r) == revision]
 
     def _compare_repeats(self, run: dict, couch: Couch | None = None, db: str | None = None) -> dict | None:
         """A later build of a non-reference engine against that engine's own first build: what differs

@@ -10,48 +10,86 @@ the CouchDB the bench found; the bench calls both in its finally block (Ctrl-C, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from dragnet.axes import config as axis_config
 from dragnet.axes import couchdb as axis_couchdb
-from dragnet.axes import cpus as axis_cpus
-from dragnet.axes import ddoc as axis_ddoc
-from dragnet.axes import q as axis_q
-from dragnet.axes.model import CONTAINER, LIVE, REFILL, RESTART, Axis, merge_restart
+from dragnet.axes.model import CONTAINER, LIVE, REFILL, RESTART, Axis, in_plan_order, merge_restart
 from dragnet.couchdb.client import Couch, connect
 from dragnet.errors import UsageError
 
 
-@dataclass
 class AxisOptions:
-    """The values the CLI parsed; empty lists: the axis is not varied."""
+    """The values of every axis kind the command line varied (dragnet.axes.kinds.KINDS), by kind name; a kind
+    left out is not varied. `AxisOptions(q=["2", "8"])` names them as keywords."""
 
-    couchdb: list[str] = field(default_factory=list)
-    cpus: list[str] = field(default_factory=list)
-    q: list[str] = field(default_factory=list)
-    config: list[axis_config.Setting] = field(default_factory=list)
-    ddoc: dict[str, Any] = field(default_factory=dict)   # revision label -> dragnet.build.design.Design
+    def __init__(self, values: dict[str, Any] | None = None, **named: Any):
+        from dragnet.axes.kinds import KINDS
+
+        self.kinds = KINDS
+        self.values = {k: v for k, v in {**(values or {}), **named}.items() if v}
+        unknown = set(self.values) - {k.name for k in self.kinds}
+        if unknown:
+            raise UsageError(f"unknown bench axis: {', '.join(sorted(unknown))}")
+
+    @classmethod
+    def from_options(cls, raw: dict[str, Any], **values: Any) -> "AxisOptions":
+        """From the options the CLI parsed (by dest, dragnet.cli.options.axis_options), plus values given
+        otherwise (the ddoc revisions)."""
+        from dragnet.axes.kinds import KINDS
+
+        return cls({**{k.name: k.parse(raw) for k in KINDS if k.options}, **values})
+
+    def __getattr__(self, name: str) -> Any:
+        # a kind's values by name (opts.config); not varied: an empty list
+        if name.startswith("_") or name in ("values", "kinds"):
+            raise AttributeError(name)
+        if name in {k.name for k in self.kinds}:
+            return self.values.get(name, [])
+        raise AttributeError(name)
+
+    def varied(self):
+        return [(k, self.values[k.name]) for k in self.kinds if k.name in self.values]
 
     @property
     def any(self) -> bool:
-        return bool(self.couchdb or self.cpus or self.q or self.config or self.ddoc)
+        return bool(self.values)
+
+    @property
+    def restarts(self) -> bool:
+        """Whether a varied axis restarts CouchDB (a release, a cpuset)."""
+        return any(k.restarts for k, _ in self.varied())
+
+    def check_first(self, backend: str | None, env: Any) -> None:
+        """What each varied axis checks before anything is started."""
+        for k, v in self.varied():
+            if k.check_first is not None:
+                k.check_first(v, backend, env)
+
+    def start_on(self, backend: str | None) -> dict:
+        """The keywords of the CouchDB a bench starts itself: on each axis's first value."""
+        out: dict = {}
+        for k, v in self.varied():
+            if k.start_on is not None:
+                out.update(k.start_on(v, backend))
+        return out
+
+    def restored_as(self) -> list[str]:
+        """The manifest keys of what the bench puts back at the end."""
+        return [k.restored_as for k, _ in self.varied() if k.restored_as]
+
+    def designs(self) -> dict:
+        """label -> design document of the varied design-doc axis (several --ddoc), else {}."""
+        return next((v for k, v in self.varied() if k.designs), {})
+
+    def design_label(self, run_axes: dict | None) -> Any:
+        """The design-doc revision a run's axes name, or None."""
+        return next(((run_axes or {}).get(k.name) for k in self.kinds if k.designs), None)
 
     def axes(self, backend: str | None) -> list[Axis]:
-        """In plan order: restarts outermost within a round, then databases, then live settings; each axis
-        from its own module (adding an axis: its module's axis() here, docs/axes.md)."""
-        out = []
-        if self.couchdb:
-            out.append(axis_couchdb.axis(self.couchdb, backend))
-        if self.cpus:
-            out.append(axis_cpus.axis(self.cpus, backend))
-        out += [axis_config.axis(s, backend) for s in self.config if s.restart]
-        if self.q:
-            out.append(axis_q.axis(self.q))
-        out += [axis_config.axis(s, backend) for s in self.config if not s.restart]
-        if self.ddoc:     # fastest after the language: revisions of a design doc alternate build by build
-            out.append(axis_ddoc.axis(list(self.ddoc)))
-        return out
+        """In plan order: restarts outermost within a round, then databases, then live settings, design-doc
+        revisions fastest (adding an axis: its module's KIND in dragnet.axes.kinds, docs/axes.md)."""
+        return in_plan_order(a for k, v in self.varied() for a in k.make(v, backend))
 
 
 def config_value_label(axes: dict) -> str:
@@ -90,11 +128,13 @@ class AxisSwitcher:
     def check_up_front(self, couch: Couch) -> None:
         o, inst = self.opts, self.inst
         backend = inst.backend if inst is not None else None
-        if (o.couchdb or o.cpus or self._restart_settings()) and inst is None:
-            raise UsageError("--couchdb, --cpus and --config-restart restart CouchDB: they need one started by "
+        restarting = [a.name for a in self.axes if a.how in (RESTART, CONTAINER)]
+        if restarting and inst is None:
+            raise UsageError(f"{', '.join(restarting)}: these axes restart CouchDB, so they need one started by "
                              "`dragnet couch up` or --backend")
-        if o.q and not self.data:
-            raise UsageError("--q N,N fills one database per q: give --data")
+        refilling = [a.name for a in self.axes if a.how == REFILL]
+        if refilling and not self.data:
+            raise UsageError(f"{', '.join(refilling)}: each value fills a database of its own: give --data")
         known: dict[str, set] = {}
         if o.couchdb:
             for v, text in axis_couchdb.check_values(o.couchdb, backend, self.env).items():
@@ -161,18 +201,16 @@ class AxisSwitcher:
                     self.checks[a.name] = a.check(ax[a.name], self)
         return couch, self.build_db
 
-    def _restart_settings(self) -> list:
-        return [s for s in self.opts.config if s.restart]
-
-    def verify(self, run: dict) -> dict | None:
+    def verify(self, run: dict) -> dict:
         """After a build (its query servers still in the pool): the checks that need the build's processes
-        (every CouchDB process on the run's cores); what the cpus axis checked, for the manifest."""
+        (every CouchDB process on the run's cores); what they found, by the manifest key each axis names."""
         ax = run.get("axes") or {}
-        out = None
+        out: dict = {}
         for a in self.axes:
             if a.check_after_build and a.name in ax:
                 got = a.check(ax[a.name], self)
-                out = got if a.name == "cpus" else out
+                if a.record_as:
+                    out[a.record_as] = got
         return out
 
     def group(self) -> str | None:

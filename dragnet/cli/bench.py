@@ -9,7 +9,8 @@ import click
 from dragnet.axes.model import parse_list
 from dragnet.bench import run as b
 from dragnet.results.schema import RunEntry
-from dragnet.cli.options import db_option, json_option, print_json, server_option, store_option, url_option
+from dragnet.cli.options import (axis_options, db_option, json_option, print_json, server_option, store_option,
+                                 url_option)
 from dragnet.results.load import load_results
 
 
@@ -55,19 +56,6 @@ from dragnet.results.load import load_results
 @click.option("--no-baseline", is_flag=True, help="Do not run the Erlang baseline in each round (no ratios).")
 @click.option("--no-ceiling", is_flag=True,
               help="Do not build on the ceiling (the null query server) in each round: no engine shares.")
-@click.option("--q", "q_text", default=None, metavar="N[,N...]", help="Shards when creating the database; "
-              "several (2,8,16) are an axis: one database <db>-q<N> per value, filled once from --data.")
-@click.option("--couchdb", "couchdbs", default=None, metavar="A,B",
-              help="Axis: CouchDB installs, release directories (local backend) or images (docker backend); "
-                   "the managed CouchDB restarts on each.")
-@click.option("--cpus", "cpus_text", default=None, metavar="N,N",
-              help="Axis: cores CouchDB and its query servers may use (a cpuset; restarts CouchDB).")
-@click.option("--config", "configs", multiple=True, metavar="SECTION/KEY=V1,V2",
-              help="Axis, repeatable: a CouchDB setting set through /_node/_local/_config, e.g. "
-                   "view_updater/gc_interval_docs=1,1000,infinity; put back afterwards.")
-@click.option("--config-restart", "restart_configs", multiple=True, metavar="SECTION/KEY=V1,V2",
-              help="Axis, repeatable: a setting CouchDB takes only when it starts (local backend): written into "
-                   "its ini and CouchDB restarted per value; the ini it had is restored afterwards.")
 @click.option("--n", "n", type=click.IntRange(min=1), default=None, help="Replicas when creating the database "
               "(at most the cluster's nodes).")
 @click.option("--memory", "memories", default=None,
@@ -93,13 +81,13 @@ from dragnet.results.load import load_results
                    "`--baseline NAME` and `history`.")
 @click.option("--baseline", "baseline_name", default=None, metavar="NAME",
               help="Afterwards compare this run with the baseline saved as NAME (see `dragnet compare`).")
+@axis_options
 @store_option
 @server_option
 @json_option
 def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, strict, reference, languages, repeat,
-              storages, storage_label, backend, results_dir, no_baseline, no_ceiling, q_text, couchdbs, cpus_text,
-              configs, restart_configs, n, memories, profiles, caches, sizes_text, plot_path, save_baseline,
-              baseline_name, store_dir, server_opts, as_json):
+              storages, storage_label, backend, results_dir, no_baseline, no_ceiling, n, memories, profiles, caches,
+              sizes_text, plot_path, save_baseline, baseline_name, store_dir, server_opts, as_json, **axis_raw):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -160,16 +148,12 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     if memories or profiles or caches:
         scenarios = expand(limits.parse_memory_limits(memories or "unlimited"),
                            limits.parse_profiles(profiles or "unlimited"), parse_list(caches, "--cache"))
-    from dragnet.axes import config as axis_config
-    from dragnet.axes import cpus as axis_cpus
     from dragnet.axes import q as axis_q
     from dragnet.bench.switch import AxisOptions
 
-    qs = axis_q.parse(q_text)
-    q = int(qs[0]) if len(qs) == 1 else None
-    axis_opts = AxisOptions(couchdb=parse_list(couchdbs, "--couchdb"), cpus=axis_cpus.parse(cpus_text),
-                            q=qs if len(qs) > 1 else [], config=axis_config.parse_all(list(configs), list(restart_configs)),
-                            ddoc=revisions)
+    qs = axis_q.parse(axis_raw.get("q_text"))
+    q = int(qs[0]) if len(qs) == 1 else None     # one --q is the database's shards
+    axis_opts = AxisOptions.from_options(axis_raw, ddoc=revisions)
     if (len(qs) > 1 or revisions) and sizes_text is not None:   # each size is its own database already
         raise UsageError("--sizes with --q N,N or several --ddoc: not combinable yet")
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,

@@ -114,7 +114,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
     scenarios = expand(limits.parse_memory_limits(memories), [], []) if memories else []
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, views=views or str(b.DEFAULT_VIEWS),
                            baseline=not no_baseline, ceiling=not no_ceiling, q=q, design=design, scenarios=scenarios,
-                           axes=AxisOptions(cpus=axis_cpus.parse(cpus_text)))
+                           axes=AxisOptions({"cpus": axis_cpus.parse(cpus_text)}))
     console = Console(stderr=True)
 
     def on_event(kind: str, d: dict) -> None:

@@ -58,3 +58,15 @@ def server_option(f: Callable) -> Callable:
                         help="Your own query server: its language in design docs is NAME, its map files "
                              "map.NAME; or a servers file (ini/JSON, as --config). Repeatable. "
                              "See docs/your-server.md.")(f)
+
+
+def axis_options(f: Callable) -> Callable:
+    """Every bench axis kind's options (dragnet.axes.kinds.KINDS), passed on by dest: a new axis is a record
+    there, not an edit here."""
+    from dragnet.axes.kinds import KINDS
+
+    for kind in reversed(KINDS):
+        for o in reversed(kind.options):
+            f = click.option(*o.flags, o.dest, default=None, metavar=o.metavar, help=o.help,
+                             multiple=o.multiple)(f)
+    return f
