@@ -133,3 +133,11 @@ def test_forecast_gains_at_the_targets_size_from_a_recorded_forecast():
     assert line.startswith("a rebuild of 200,000 documents: ") and f"saving {saving:.0%} " in line
     assert f"[{1 - erl['high'] / js['low']:.0%} … {1 - erl['low'] / js['high']:.0%}]" in line
     assert line.endswith("within the intervals")      # the baseline's interval reaches past couchjs's
+
+
+def test_split_of_a_user_given_server_takes_the_other_family_pidstat_saw():
+    # goqs (--server): no registry language; its process family is the one that is neither beam nor a watcher
+    samples = [s for t in (101.0, 102.0) for s in (_sample(1, t, 100), _sample(3, t, 30), _sample(8, t, 5))]
+    fams = {"beam": {"pids": [1]}, "goqs": {"pids": [3]}, "pidstat": {"pids": [8]}}
+    s = sh.split_of(_result("goqs", "goqs", 2.0, 0, samples, fams))
+    assert s.qs_cpu_s == pytest.approx(2 * 0.3) and s.beam_cpu_s == pytest.approx(2 * 1.0)
