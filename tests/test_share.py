@@ -141,3 +141,11 @@ def test_forecast_gains_with_an_interval_down_to_zero_is_unbounded_not_a_crash()
         "value": v, "low": lo, "high": hi, "docs": 5000}}}} for lang, (v, lo, hi) in pred.items()}}}
     (line,) = sh.forecast_gains(out)
     assert "saving 25% [unbounded … 89%]: within the intervals" in line     # 1 - 10 / 90
+
+
+def test_split_of_a_user_given_server_takes_the_other_family_pidstat_saw():
+    # goqs (--server): no registry language; its process family is the one that is neither beam nor a watcher
+    samples = [s for t in (101.0, 102.0) for s in (_sample(1, t, 100), _sample(3, t, 30), _sample(8, t, 5))]
+    fams = {"beam": {"pids": [1]}, "goqs": {"pids": [3]}, "pidstat": {"pids": [8]}}
+    s = sh.split_of(_result("goqs", "goqs", 2.0, 0, samples, fams))
+    assert s.qs_cpu_s == pytest.approx(2 * 0.3) and s.beam_cpu_s == pytest.approx(2 * 1.0)

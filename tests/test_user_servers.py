@@ -342,6 +342,7 @@ def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
         assert not s["ok"] and "os_process_error" in s["error"] and "boom after 50 docs" in s["error"]
         assert "boom after 50 docs" in s["qs_stderr_tail"] and s["qs_process_errors"] >= 1
         assert s["qs_process_starts"] >= 1
+        assert res["query_server"]["name"] == "crashy" and res["query_server"]["command"][-1] == goqs
     finally:
         runner.invoke(main, ["couch", "down", "--port", str(port)], env=env)
 

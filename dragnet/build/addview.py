@@ -228,6 +228,17 @@ def _managed_log(url: str, env: dict | None) -> Path | None:
     return Path(inst.log) if inst is not None and inst.backend == "local" and inst.log else None
 
 
+def _user_server(language: str) -> dict:
+    """{"query_server": ...} when a user-given server (--server) runs `language`: what ran and its version."""
+    from dragnet.servers import user
+
+    own = user.find(language)
+    if own is None:
+        return {}
+    return {"query_server": {"name": own.name, "language": own.language, "command": list(own.argv),
+                             "dialect": own.dialect, "source": own.source, "version": user.probe_version(own)}}
+
+
 class LogWatch:
     """Reads what CouchDB appends to its log from now on."""
 
@@ -585,7 +596,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
                    "index": info.get("view_index"),
                    "pidstat_command": runner.argv if runner else None,
                    "pidstat_scope": scope.as_dict() if scope else None,
-                   "couchdb_log": str(log.path) if log.path else None},
+                   "couchdb_log": str(log.path) if log.path else None,
+                   **_user_server(view.language)},
         )
         if io is not None:
             res["iostat"] = io.record(io_text)

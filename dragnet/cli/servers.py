@@ -16,7 +16,8 @@ from dragnet.cli.options import print_json, server_option
 @click.option("--json", "mode", flag_value="json", help="Print everything as one JSON object.")
 @click.option("--docker", is_flag=True, help="Registration for the Docker image (its in-image paths).")
 @click.option("--config", type=click.Path(dir_okay=False), default=None,
-              help="Extra servers from an ini or JSON file (name, command, language, dialect).")
+              help="Extra servers from an ini or JSON file (name, command, language, dialect, process, "
+                   "version_command; docs/your-server.md).")
 @click.option("--timeout-ms", type=click.IntRange(min=1), default=reg.DEFAULT_OS_PROCESS_TIMEOUT_MS,
               show_default=True, help="[couchdb] os_process_timeout written to the ini fragment; with "
                                       "--check, how long each answer may take [default there: 5000, CouchDB's].")

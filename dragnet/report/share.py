@@ -22,7 +22,7 @@ from typing import Any, Iterable, Sequence
 
 from dragnet.measure import stats as stats
 from dragnet.measure.stats import median
-from dragnet.report.tables import Run, prepare
+from dragnet.report.tables import INFRA_FAMILIES, Run, prepare
 from dragnet.results.load import BASELINE_LABEL
 from dragnet.servers.registry import LANGUAGE, ceiling_language
 
@@ -167,7 +167,8 @@ def split_of(result: dict) -> Split | str:
         return f"no process figures: {why}"
     language = str((result.get("view") or {}).get("language") or summary.get("language") or "")
     lang = LANGUAGE.get(language)
-    qs_fams = lang.processes if lang else ()
+    # a user-given server (--server) is no registry language: its family is whatever else pidstat saw
+    qs_fams = lang.processes if lang else tuple(f for f in fams if f not in INFRA_FAMILIES)
     in_beam = language in IN_BEAM
     if not in_beam and not any(f in fams for f in qs_fams):
         return f"pidstat saw no {language} query-server process"
