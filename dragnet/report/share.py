@@ -18,7 +18,7 @@ need no server.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from dragnet.measure import stats as stats
 from dragnet.measure.stats import median
