@@ -358,15 +358,30 @@ def test_go_server_builds_in_a_container_through_server(engine, goqs, tmp_path):
     env = couch_env(tmp_path, "goqs-secret-34d")
     port = free_port()
     runner = CliRunner()
+    servers = tmp_path / "servers.json"   # goqs, and goqs told to crash after 50 documents
+    servers.write_text(json.dumps([{"name": "goqs", "command": [goqs]}, {
+        "name": "crashy", "command": [goqs, "--crash-after", "50"], "dialect": "goqs", "process": "goqs"}]))
     r = runner.invoke(main, ["couch", "up", "--backend", "docker", "--image", os.environ["DRAGNET_TEST_DOCKER_IMAGE"],
-                             "--port", str(port), "--server", f"goqs={goqs}", "--timeout", "180"], env=env)
+                             "--port", str(port), "--server", str(servers), "--timeout", "180"], env=env)
     try:
         assert r.exit_code == 0, r.output
         container = engine.containers.get(ctl.load_state(port, env).container)
         assert "COUCHDB_QUERY_SERVER_GOQS=/opt/dragnet-user/goqs/goqs" in container.attrs["Config"]["Env"]
         mount = next(m for m in container.attrs["Mounts"] if m["Destination"] == "/opt/dragnet-user/goqs/goqs")
         assert mount["Source"] == str(Path(goqs).resolve()) and mount["RW"] is False
-        _build_go_and_js(runner, env, f"http://admin:goqs-secret-34d@127.0.0.1:{port}", tmp_path, goqs)
+        url = f"http://admin:goqs-secret-34d@127.0.0.1:{port}"
+        _build_go_and_js(runner, env, url, tmp_path, goqs)
+
+        # a server that crashes mid-build in the container: its stderr, from the container's output, names why
+        out = tmp_path / "res"
+        r = runner.invoke(main, ["addview", str(tmp_path / "income" / "map.goqs"), "--language", "crashy",
+                                 "--url", url, "--db", "goqs", "--benchmark", "--server", str(servers),
+                                 "--results", str(out)], env=env)
+        assert r.exit_code != 0
+        (res,) = [json.loads(f.read_text()) for f in out.glob("addview-*.json")] or pytest.fail(f"{r.output} {r.exception!r}")
+        s = res["summary"]
+        assert not s["ok"] and "boom after 50 docs" in s["error"], s["error"]
+        assert "boom after 50 docs" in s["qs_stderr_tail"] and s["qs_process_errors"] >= 1
     finally:
         runner.invoke(main, ["couch", "down", "--port", str(port), "--purge"], env=env)
 

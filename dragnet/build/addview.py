@@ -239,6 +239,31 @@ def _user_server(language: str) -> dict:
                              "dialect": own.dialect, "source": own.source, "version": user.probe_version(own)}}
 
 
+def _managed_container(url: str, env: dict | None) -> bool:
+    """Whether the CouchDB at url is a container dragnet started (`couch up --backend docker`)."""
+    from dragnet.couchdb import control as ctl
+
+    try:
+        inst = ctl.load_state(urlsplit(url).port or 5984, env)
+    except DragnetError:
+        return False
+    return inst is not None and inst.backend == "docker"
+
+
+class ContainerLogWatch:
+    """Reads what a CouchDB container dragnet started writes from now on (its log goes to the container's
+    output, and so does its query servers' stderr)."""
+
+    def __init__(self, port: int, env: dict | None):
+        self.port, self.env, self.since = port, env, time.time()
+        self.path = f"the output of the container on port {port}"   # what the results name as the log
+
+    def new_lines(self) -> list[str] | None:
+        from dragnet.couchdb.docker import container_log_lines
+
+        return container_log_lines(self.port, self.since, self.env)
+
+
 class LogWatch:
     """Reads what CouchDB appends to its log from now on."""
 
@@ -475,7 +500,10 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
     server = couch.version()
     db_info = _require_db(couch, cfg.db)
     storage = detect_storage(couch, cfg.storage, env)
-    log = LogWatch(find_log(couch, cfg.couchdb_log, env))
+    if cfg.couchdb_log or not _managed_container(couch.url, env):
+        log = LogWatch(find_log(couch, cfg.couchdb_log, env))
+    else:   # a container dragnet started logs to its output, not to a file
+        log = ContainerLogWatch(urlsplit(couch.url).port or 5984, env)
 
     nonce = f"{time.time():.6f}-{os.getpid()}-{ident}"
     if design is not None:

@@ -262,8 +262,8 @@ def user_server_settings(specs) -> tuple[dict, dict]:
     env, volumes = {}, {}
     for spec in specs:
         real = Path(shutil.which(spec.argv[0]) or spec.argv[0]).resolve()
-        inside = f"{USER_SERVERS}/{spec.name}/{real.name}"
-        volumes[str(real)] = {"bind": inside, "mode": "ro"}
+        # one bind per executable: servers running the same one (with other arguments) share it
+        inside = volumes.setdefault(str(real), {"bind": f"{USER_SERVERS}/{spec.name}/{real.name}", "mode": "ro"})["bind"]
         env.update(environment_for([dataclasses.replace(spec, argv=(inside, *spec.argv[1:]))]))
     return env, volumes
 
@@ -586,6 +586,23 @@ def data_path(c, inst: ctl.Instance) -> Path | None:
         return Path(c.volumes.get(inst.volume or volume_name(inst.port)).attrs["Mountpoint"])
     except NotFound:
         raise DragnetError(f"docker volume {inst.volume or volume_name(inst.port)} not found") from None
+
+
+def container_log_lines(port: int, since: float, env: dict | None = None) -> list[str] | None:
+    """What the running container dragnet published on `port` wrote since `since` (unix seconds, whole
+    seconds: Docker's granularity), stdout and stderr: CouchDB's log, and its query servers' stderr, which
+    they inherit from beam. None without such a container."""
+    try:
+        c = client(env)
+    except DragnetError:
+        return None
+    for container in c.containers.list(filters={"label": f"{LABEL}={port}"}):
+        try:
+            data = container.logs(stdout=True, stderr=True, since=int(since))
+        except Exception:   # the engine's own error: no log, as for a CouchDB dragnet cannot read
+            return None
+        return data.decode("utf-8", errors="replace").splitlines()
+    return None
 
 
 def container_root_pid(port: int, env: dict | None = None) -> int | None:

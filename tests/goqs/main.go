@@ -171,8 +171,10 @@ func funName(src string) string {
 }
 
 type server struct {
-	out  *bufio.Writer
-	funs []mapFun
+	out        *bufio.Writer
+	funs       []mapFun
+	mapped     int
+	crashAfter int // --crash-after N: exit with a line on stderr after N documents (a server that crashes mid-build)
 }
 
 func (s *server) send(v any) {
@@ -202,6 +204,11 @@ func (s *server) handle(cmd []any) {
 		s.funs = append(s.funs, f)
 		s.send(true)
 	case "map_doc":
+		s.mapped++
+		if s.crashAfter > 0 && s.mapped > s.crashAfter {
+			fmt.Fprintf(os.Stderr, "boom after %d docs\n", s.crashAfter)
+			os.Exit(3)
+		}
 		d, _ := cmd[1].(map[string]any)
 		out := make([][]row, len(s.funs))
 		for i, f := range s.funs {
@@ -263,6 +270,9 @@ func main() {
 	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	s := &server{out: bufio.NewWriterSize(os.Stdout, 1<<16)}
+	if len(os.Args) > 2 && os.Args[1] == "--crash-after" {
+		s.crashAfter, _ = strconv.Atoi(os.Args[2])
+	}
 	for {
 		line, err := in.ReadBytes('\n')
 		if len(strings.TrimSpace(string(line))) > 0 {
