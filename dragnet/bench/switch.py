@@ -41,13 +41,9 @@ class AxisOptions:
 
         return cls({**{k.name: k.parse(raw) for k in KINDS if k.options}, **values})
 
-    def __getattr__(self, name: str) -> Any:
-        # a kind's values by name (opts.config); not varied: an empty list
-        if name.startswith("_") or name in ("values", "kinds"):
-            raise AttributeError(name)
-        if name in {k.name for k in self.kinds}:
-            return self.values.get(name, [])
-        raise AttributeError(name)
+    def get(self, name: str) -> Any:
+        """A kind's values by name; not varied: an empty list."""
+        return self.values.get(name, [])
 
     def varied(self):
         return [(k, self.values[k.name]) for k in self.kinds if k.name in self.values]
@@ -111,13 +107,13 @@ def check_before_start(opts: AxisOptions, backend: str, env: Any, starts: bool) 
     its default.ini), so a misspelt key costs no start. What only the running node can tell (the settings it
     has, the values it takes) is left to AxisSwitcher.check_up_front."""
     inis = opts.check_first(backend, env).get("couchdb") or {}   # each axis's own checks first
-    if not (starts and opts.config):
+    if not (starts and opts.get("config")):
         return
     if not inis:
         inis = _default_install_ini(backend, env)
     known = {v: axis_config.keys_of(axis_couchdb.version_of(v, backend, env), text)[0] for v, text in inis.items()}
     if known:
-        axis_config.check_known(opts.config, known)
+        axis_config.check_known(opts.get("config"), known)
 
 
 def _default_install_ini(backend: str, env: Any) -> dict[str, str]:
@@ -170,22 +166,22 @@ class AxisSwitcher:
         if refilling and not self.data:
             raise UsageError(f"{', '.join(refilling)}: each value fills a database of its own: give --data")
         known: dict[str, set] = {}
-        if o.couchdb:
-            for v, text in axis_couchdb.check_values(o.couchdb, backend, self.env).items():
-                version = axis_couchdb.version_of(v, backend, self.env) if o.config else None
+        if o.get("couchdb"):
+            for v, text in axis_couchdb.check_values(o.get("couchdb"), backend, self.env).items():
+                version = axis_couchdb.version_of(v, backend, self.env) if o.get("config") else None
                 known[v], self.key_sources[v] = axis_config.keys_of(version, text)
                 self._warn_partial(version, self.key_sources[v])
-        elif o.config:
+        elif o.get("config"):
             version = couch.get("/").get("version")
             keys, source = axis_config.keys_of(version, axis_config.default_ini_of(inst, env=self.env))
             self._warn_partial(version, source)
             if source:        # what the node has set counts too (local.ini, earlier PUTs)
                 known[version or "this"] = keys | axis_config.node_keys(couch)
                 self.key_sources[version or "this"] = source
-        if o.config:
+        if o.get("config"):
             if known:
-                self.lacking = axis_config.check_known(o.config, known)
-            axis_config.validate(couch, o.config)   # a value the node refuses: refused now
+                self.lacking = axis_config.check_known(o.get("config"), known)
+            axis_config.validate(couch, o.get("config"))   # a value the node refuses: refused now
 
     def _warn_partial(self, version: str | None, source: str) -> None:
         text = axis_config.partial_warning(version, source)
@@ -195,7 +191,7 @@ class AxisSwitcher:
     # -- per run
     def not_applicable(self, run_axes: dict) -> str | None:
         cdb = run_axes.get("couchdb")
-        for s in self.opts.config:
+        for s in self.opts.get("config"):
             if f"config:{s.name}" in run_axes and cdb is not None and cdb in self.lacking.get(s.name, []):
                 return axis_config.not_applicable(s, axis_couchdb.label(cdb),
                                                   catalogued=self.key_sources.get(cdb) == "catalogue")

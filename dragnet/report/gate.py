@@ -35,7 +35,7 @@ class GateOutcome:
 
 def check(config: BenchConfig, threshold: float, max_runs: int) -> None:
     """Bad input, before anything runs."""
-    revisions = getattr(config.axes, "ddoc", None) or {}
+    revisions = config.axes.designs() if config.axes is not None else {}
     if len(revisions) != 2:
         raise UsageError(f"--gate needs exactly two --ddoc revisions (got {len(revisions) or 1})")
     if len(config.languages) != 1:
@@ -49,7 +49,7 @@ def check(config: BenchConfig, threshold: float, max_runs: int) -> None:
 def run_gate(config: BenchConfig, threshold: float, *, metric: str = "cpu", max_runs: int = decide.MAX_RUNS,
              on_event: Callable[[str, dict], None] | None = None) -> GateOutcome:
     check(config, threshold, max_runs)
-    old, new = list(config.axes.ddoc)
+    old, new = list(config.axes.designs())
     now = _dt.datetime.now(_dt.timezone.utc)
     stamp, seed = now.strftime("%Y%m%dT%H%M%SZ"), int(now.timestamp() * 1000)
     base = Path(config.results_dir or Path("results") / f"gate-{stamp}")
