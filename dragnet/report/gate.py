@@ -60,7 +60,8 @@ def run_gate(config: BenchConfig, threshold: float, *, metric: str = "cpu", max_
         # a fresh random order each round: a build that leaves work behind for the next does not always
         # burden the same revision
         # seeded by the gate's start time: each gate its own orders, each bench.json records the one it ran
-        bench = Bench(dataclasses.replace(config, repeat=batch, results_dir=str(folder),
+        # the gate judges one cell: no ceiling builds beside it (a second cell that `compare` would judge too)
+        bench = Bench(dataclasses.replace(config, repeat=batch, results_dir=str(folder), ceiling=False,
                                           shuffle_seed=seed + len(out.dirs)), on_event=on_event)
         out.manifests.append(bench.run())
         out.dirs.append(bench.dir)
