@@ -302,6 +302,18 @@ def _build_go_and_js(runner, env: dict, url: str, tmp_path: Path, goqs: str) -> 
     assert values_equal(rows["go"], rows["js"])
 
 
+def _crashed_build(runner, env: dict, url: str, tmp_path: Path, servers: Path) -> dict:
+    """addview --benchmark of views/income on "crashy" (servers: goqs crashing after 50 documents): it fails,
+    and its results file is written; returns that file's results."""
+    out = tmp_path / "res"
+    r = runner.invoke(main, ["addview", str(tmp_path / "income" / "map.goqs"), "--language", "crashy",
+                             "--url", url, "--db", "goqs", "--benchmark", "--server", str(servers),
+                             "--results", str(out)], env=env)
+    assert r.exit_code != 0
+    (res,) = [json.loads(f.read_text()) for f in out.glob("addview-*.json")] or pytest.fail(f"{r.output} {r.exception!r}")
+    return res
+
+
 @pytest.mark.live
 @pytest.mark.slow
 def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
@@ -332,12 +344,7 @@ def test_go_server_builds_in_a_live_couchdb_through_server(goqs, tmp_path):
         _build_go_and_js(runner, env, url, tmp_path, goqs)
 
         # a server that crashes mid-build: the build fails with its stderr, CouchDB's restarts are counted
-        out = tmp_path / "res"
-        r = runner.invoke(main, ["addview", str(tmp_path / "income" / "map.goqs"), "--language", "crashy",
-                                 "--url", url, "--db", "goqs", "--benchmark", "--server", str(servers),
-                                 "--results", str(out)], env=env)
-        assert r.exit_code != 0
-        (res,) = [json.loads(f.read_text()) for f in out.glob("addview-*.json")]
+        res = _crashed_build(runner, env, url, tmp_path, servers)
         s = res["summary"]
         assert not s["ok"] and "os_process_error" in s["error"] and "boom after 50 docs" in s["error"]
         assert "boom after 50 docs" in s["qs_stderr_tail"] and s["qs_process_errors"] >= 1
@@ -373,13 +380,7 @@ def test_go_server_builds_in_a_container_through_server(engine, goqs, tmp_path):
         _build_go_and_js(runner, env, url, tmp_path, goqs)
 
         # a server that crashes mid-build in the container: its stderr, from the container's output, names why
-        out = tmp_path / "res"
-        r = runner.invoke(main, ["addview", str(tmp_path / "income" / "map.goqs"), "--language", "crashy",
-                                 "--url", url, "--db", "goqs", "--benchmark", "--server", str(servers),
-                                 "--results", str(out)], env=env)
-        assert r.exit_code != 0
-        (res,) = [json.loads(f.read_text()) for f in out.glob("addview-*.json")] or pytest.fail(f"{r.output} {r.exception!r}")
-        s = res["summary"]
+        s = _crashed_build(runner, env, url, tmp_path, servers)["summary"]
         assert not s["ok"] and "boom after 50 docs" in s["error"], s["error"]
         assert "boom after 50 docs" in s["qs_stderr_tail"] and s["qs_process_errors"] >= 1
     finally:
