@@ -207,24 +207,23 @@ def find_log(couch: Couch, explicit: str | None, env: dict | None = None) -> Pat
     return next((c for c in candidates if c.is_file()), None)
 
 
-def _managed_storage(url: str, env: dict | None) -> str | None:
+def _managed(url: str, env: dict | None):
+    """The instance `dragnet couch up` recorded for the CouchDB at url, or None."""
     from dragnet.couchdb import control as ctl
 
     try:
-        inst = ctl.load_state(urlsplit(url).port or 5984, env)
+        return ctl.load_state(urlsplit(url).port or 5984, env)
     except DragnetError:
         return None
+
+
+def _managed_storage(url: str, env: dict | None) -> str | None:
+    inst = _managed(url, env)
     return inst.storage if inst is not None and inst.storage in ("disk", "tmpfs") else None
 
 
 def _managed_log(url: str, env: dict | None) -> Path | None:
-    from dragnet.couchdb import control as ctl
-
-    port = urlsplit(url).port or 5984
-    try:
-        inst = ctl.load_state(port, env)
-    except DragnetError:
-        return None
+    inst = _managed(url, env)
     return Path(inst.log) if inst is not None and inst.backend == "local" and inst.log else None
 
 
@@ -241,12 +240,7 @@ def _user_server(language: str) -> dict:
 
 def _managed_container(url: str, env: dict | None) -> bool:
     """Whether the CouchDB at url is a container dragnet started (`couch up --backend docker`)."""
-    from dragnet.couchdb import control as ctl
-
-    try:
-        inst = ctl.load_state(urlsplit(url).port or 5984, env)
-    except DragnetError:
-        return False
+    inst = _managed(url, env)
     return inst is not None and inst.backend == "docker"
 
 

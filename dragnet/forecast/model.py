@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 
 from dragnet.bench.sizes import peak_memory
 from dragnet.results import schema as _schema
-from dragnet.measure.decide import t_cdf, t_quantile  # noqa: F401  Student t without scipy: one home
+from dragnet.measure.decide import t_quantile   # Student t without scipy: one home
 
 SCHEMA = _schema.schema(_schema.FORECAST)
 SUMMARY = "forecast.json"
