@@ -1,27 +1,22 @@
-"""Reading results: every results file and bench directory into results dicts, and the names a result is
-reported under. Everything that reads results for a report, a comparison or the store starts here.
-
-Rules (also in the README):
-- A result's *label* is the bench language name (javascript, javascript_quickjs_es2015, erlang_baseline …)
-  recorded by `dragnet bench`; for a result made elsewhere it is derived from the view (language, plus
-  `_es2015` for an ES2015 source and `erlang_baseline` for the baseline map).
+"""Reading results: every results file and bench directory into results dicts, and the axes a result is
+reported under. Everything that reads results for a report, a comparison or the store starts here; a result's
+label and start come from dragnet.results.record.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable
 
 from dragnet.errors import UsageError
 from dragnet.results import schema as rs
+from dragnet.results.record import BASELINE_LABEL, result_label, scenario_label, started_at  # noqa: F401
 
 RESULT_SCHEMA = rs.schema(rs.ADDVIEW)
 BENCH_MANIFEST = rs.BENCH_MANIFEST
 RECORDING_MARKER = "active_tasks.jsonl"
-BASELINE_LABEL = "erlang_baseline"
 ALL_VIEWS = "(all)"   # a design document's row for all its views together
 UNKNOWN = "unknown"   # the storage of a CouchDB given by URL without --storage-label
 # axes shown first, in this order; others after, by name
@@ -95,47 +90,6 @@ def _from_recording(folder: Path) -> dict:
     doc = from_recording(folder)
     doc.setdefault("_source", str(folder))
     return doc
-
-
-def result_label(result: dict) -> str:
-    """The language name a result is reported under (see module docstring)."""
-    bench = result.get("bench") or {}
-    if bench.get("language"):
-        return str(bench["language"])
-    if result.get("label"):
-        return str(result["label"])
-    view = result.get("view") or {}
-    lang = str(view.get("language") or rs.Summary.of(result).language or "unknown")
-    path = str(view.get("path") or "").lower()
-    name = Path(path).name
-    if lang == "erlang" and "baseline" in path:
-        return BASELINE_LABEL
-    if lang.startswith("javascript") and ("es6" in name or "es2015" in name):
-        return lang if lang.endswith("_es2015") else f"{lang}_es2015"
-    return lang
-
-
-def started_at(result: dict) -> float:
-    """Unix seconds of the build's start (results may carry a number or an ISO 8601 string)."""
-    v = result.get("started_at")
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            pass
-    polls = result.get("polls") or []
-    if polls and isinstance(polls[0], dict) and "t" in polls[0]:
-        return float(polls[0]["t"])
-    return 0.0
-
-
-def scenario_label(result: dict) -> str | None:
-    """The scenario a results file's build ran in, or None."""
-    sc = result.get("scenario")
-    return (result.get("bench") or {}).get("scenario") or (sc.get("label") if isinstance(sc, dict) else None) \
-        or None
 
 
 # ---------------------------------------------------------------- axes of one result
