@@ -166,7 +166,8 @@ def test_live_selectors_match_couchdbs_own_find(live_url, live_db):
 
 
 def test_report_puts_mango_builds_inside_beam():
-    from dragnet.report.tables import Run, qs_family_of
+    from dragnet.report.tables import qs_family_of
+    from dragnet.results.record import Build as Run
 
     leftover = {"beam": {"cpu_mean": 60.0}, "quickjs": {"cpu_mean": 3.0}}   # idle servers of earlier builds
     assert qs_family_of([Run("mango", "disk", 0.0, True, language="query", resources=leftover)]) is None

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from dragnet.results import schema as rs
+from dragnet.results.record import Build, axes_of
 from dragnet.cli import main
 from dragnet.qsbench.run import Run, ShardRun
 from dragnet.results.build import from_recording, read_results
@@ -22,14 +23,14 @@ RESULT = BENCH / "000-disk-mem-160.0MiB_unlimited_cold-r0-erlang_baseline.json"
 def test_committed_bench_files_load_and_type():
     manifest = rs.read(BENCH / "bench.json", rs.BENCH)
     raw = json.loads(RESULT.read_text())
-    build = rs.Build.of(rs.read(RESULT, rs.ADDVIEW))
-    assert build.summary.wall_time_s == raw["summary"]["wall_time_s"]
-    assert build.summary.docs_per_sec == raw["summary"]["docs_per_sec_wall"]
-    assert build.summary.status == "ok"
+    build = Build.of(rs.read(RESULT, rs.ADDVIEW))
+    assert build.wall_s == raw["summary"]["wall_time_s"]
+    assert build.docs_per_s == raw["summary"]["docs_per_sec_wall"]
+    assert build.status == "ok"
     # written before bench.axes: the axes come from the old fields
     assert build.axes == {"language": "erlang_baseline", "storage": "disk",
                           "scenario": "mem-160.0MiB/unlimited/cold", "size": 20000}
-    entries = [rs.RunEntry.of(r) for r in manifest["runs"]]
+    entries = [Build.of_entry(r) for r in manifest["runs"]]
     assert {e.status for e in entries} == {"ok", "oom"}
     assert [e.timed for e in entries] == [r["status"] == "ok" and bool(r["wall_time_s"]) for r in manifest["runs"]]
 
@@ -37,22 +38,22 @@ def test_committed_bench_files_load_and_type():
 def test_recorded_build_loads(fixtures_dir, tmp_path):
     # the oldest kind of result: a harness recording turned into a results file, no bench section at all
     path = rs.write(tmp_path / "rec.json", from_recording(fixtures_dir / "javascript"))
-    build = rs.Build.of(read_results(path))
+    build = Build.of(read_results(path))
     meta = json.loads((fixtures_dir / "javascript" / "meta.json").read_text())
-    assert build.summary.wall_time_s == pytest.approx(meta["wall_s"])
+    assert build.wall_s == pytest.approx(meta["wall_s"])
     assert build.axes["language"] == "javascript" and build.axes["storage"] == "disk"
 
 
 def test_axes_are_read_when_present():
     result = {"bench": {"language": "old", "axes": {"language": "javascript", "cpus": "2"}}}
-    assert rs.axes_of(result) == {"language": "javascript", "cpus": "2"}
+    assert axes_of(result) == {"language": "javascript", "cpus": "2"}
 
 
 def test_docs_per_sec_recomputed_for_files_without_it():
-    s = rs.Summary.of({"summary": {"docs": 1000, "wall_time_s": 4.0, "ok": True}})
-    assert s.docs_per_sec == 250.0 and s.docs_per_sec_wall is None
-    assert rs.Summary.of({"summary": {"error": "boom"}}).succeeded is False
-    assert rs.Summary.of({"summary": {"ok": False, "oom_killed": True}}).status == "oom"
+    s = Build.of({"summary": {"docs": 1000, "wall_time_s": 4.0, "ok": True}})
+    assert s.docs_per_s == 250.0 and s.docs_per_s_recorded is None
+    assert Build.of({"summary": {"error": "boom"}}).ok is False
+    assert Build.of({"summary": {"ok": False, "oom_killed": True}}).status == "oom"
 
 
 def test_newer_schema_version_is_refused_naming_it(tmp_path):
@@ -123,12 +124,12 @@ def test_every_committed_results_file_under_docs_loads():
         kinds[rs.kind_of(data)] = kinds.get(rs.kind_of(data), 0) + 1
         if rs.kind_of(data) == rs.ADDVIEW:
             raw = data["summary"]
-            build = rs.Build.of(data)
-            assert build.summary.wall_time_s == raw.get("wall_time_s")
+            build = Build.of(data)
+            assert build.wall_s == raw.get("wall_time_s")
             assert build.axes.get("language")
         elif rs.kind_of(data) == rs.BENCH:
             for run in data["runs"]:
-                assert rs.RunEntry.of(run).wall_time_s == run.get("wall_time_s")
+                assert Build.of_entry(run).wall_s == run.get("wall_time_s")
     assert kinds.get(rs.ADDVIEW) and kinds.get(rs.BENCH), kinds
 
 

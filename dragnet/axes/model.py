@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from dragnet.errors import UsageError
+from dragnet.results.record import combination_label  # noqa: F401  (the axes beyond the built-in ones)
 
 # how a value is applied
 LABEL = "label"          # nothing to apply: the value only names the run (language, size)
@@ -217,13 +218,6 @@ def file_stem(run: dict, labels: dict[str, Callable[[str], str]] | None = None) 
     parts += [f"r{run['repeat']}", slug(run["language"])]
     return "-".join(parts)
 
-
-
-def combination_label(axes: dict | None, skip: Sequence[str] = ("language", "storage", "scenario", "size")) -> str:
-    """'couchdb=couchdb:3.5.2-trixie q=8' for a result's bench.axes (the axes beyond the built-in ones)."""
-    if not isinstance(axes, dict):
-        return ""
-    return " ".join(f"{k}={v}" for k, v in axes.items() if k not in skip and v not in (None, ""))
 
 
 def merge_restart(into: dict, settings: dict) -> dict:

@@ -32,7 +32,8 @@ from dragnet.servers.registry import variants as qs_variants
 from dragnet.measure.stats import ratio
 from dragnet.results.load import BASELINE_LABEL
 from dragnet.results.build import slug
-from dragnet.results.schema import BENCH as BENCH_SCHEMA, BENCH_MANIFEST as MANIFEST, Summary, run_figures, schema
+from dragnet.results.record import Build
+from dragnet.results.schema import BENCH as BENCH_SCHEMA, BENCH_MANIFEST as MANIFEST, schema
 from dragnet.results.schema import write as write_results_file
 
 SCHEMA = schema(BENCH_SCHEMA)
@@ -615,9 +616,9 @@ class Bench:
             result.setdefault("couchdb", {})["versions"] = versions
         if db != cfg.db:
             result["bench"]["db"] = db
-        fig = Summary.of(result)
-        ok = bool(fig.ok)
-        run.update(status=fig.status, error=None if ok else (fig.error or "build failed"), **run_figures(fig))
+        fig = Build.of(result)
+        ok = fig.status == "ok"
+        run.update(status=fig.status, error=None if ok else (fig.error or "build failed"), **fig.figures())
         if result.get("iostat"):
             from dragnet.bench.scenario import iostat_averages
             run["iostat"] = iostat_averages(result)

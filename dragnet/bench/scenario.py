@@ -23,7 +23,7 @@ from dragnet.errors import DragnetError, UsageError
 from dragnet.measure.datadir import bytes_written, couch_pid, data_dir, sizes, write_amplification
 from dragnet.measure.pidstat import own_memory, process_tree, rss_peaks_kb
 from dragnet.results.load import scenario_label
-from dragnet.results.schema import RunEntry, Summary
+from dragnet.results.record import Build
 from dragnet.couchdb.storage import format_size
 
 
@@ -95,11 +95,11 @@ def runs_from_results(results: Iterable[dict]) -> tuple[list[dict], str | None]:
         label = scenario_label(r)
         if not label:
             continue
-        s = Summary.of(r)
+        s = Build.of(r)
         b = r.get("bench") or {}
         runs.append({"language": b.get("language") or s.language or "?",
                      "storage": str(b.get("storage_label") or r.get("storage") or "unknown"),
-                     "scenario": label, "status": s.status, "docs_per_sec_wall": s.docs_per_sec_wall,
+                     "scenario": label, "status": s.status, "docs_per_sec_wall": s.docs_per_s_recorded,
                      "iostat": iostat_averages(r), "memory": r.get("memory"),
                      "pidstat_peak_rss_kb": rss_peaks_kb((r.get("pidstat") or {}).get("summary"))})
         sc = r["scenario"] if isinstance(r.get("scenario"), dict) else {"label": label}
@@ -261,8 +261,8 @@ class Row:
 
 def _rates(runs: Iterable[dict]) -> list[float]:
     """docs/s of the successful runs among manifest run entries."""
-    entries = [RunEntry.of(r) for r in runs]
-    return [e.docs_per_sec_wall for e in entries if e.status == "ok" and e.docs_per_sec_wall]
+    entries = [Build.of_entry(r) for r in runs]
+    return [e.docs_per_s for e in entries if e.status == "ok" and e.docs_per_s]
 
 
 def disk_matters(runs: Iterable[dict], reference: str) -> list[Row]:

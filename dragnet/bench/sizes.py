@@ -20,7 +20,8 @@ from typing import Callable, Iterable, Sequence
 from dragnet.bench import managed
 from dragnet.bench import run as b
 from dragnet.results import schema as _schema
-from dragnet.results.schema import RunEntry, SizeRow  # noqa: F401  (SizeRow: the schema's record of a row)
+from dragnet.results.record import Build, combination_label
+from dragnet.results.schema import SizeRow  # noqa: F401  (SizeRow: the schema's record of a row)
 from dragnet.couchdb.client import connect, db_path
 from dragnet.errors import DragnetError, UsageError
 from dragnet.measure.pidstat import own_memory
@@ -139,7 +140,6 @@ def peak_memory(run: dict) -> tuple[int | None, str | None]:
 def variant(run: dict) -> str:
     """What else a sweep varied for this run besides language and size: its scenario and the other axes'
     values ("512m", "cpus=1"); runs of one variant are one line of the sweep."""
-    from dragnet.axes.model import combination_label
 
     return " ".join(x for x in (run.get("scenario") or "", combination_label(run.get("axes"))) if x)
 
@@ -153,16 +153,16 @@ def size_rows(runs: Iterable[dict], db_bytes: dict[int, int | None],
         groups.setdefault((r["language"], variant(r), r["size"]), []).append(r)
     out = []
     for (lang, sc, n), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2])):
-        ok = [r for r in rs if RunEntry.of(r).timed]
-        figs = [RunEntry.of(r) for r in ok]
+        ok = [r for r in rs if Build.of_entry(r).timed]
+        figs = [Build.of_entry(r) for r in ok]
         idx = [((r.get("sizes") or {}).get("after") or {}).get("index") or {} for r in ok]
         idx_files = [i.get("file") for i in idx if i.get("file")]
         peaks = [peak_memory(r) for r in ok]
         peak = max((p for p in peaks if p[0] is not None), default=(None, None))
         limit = limits_by_scenario.get(rs[0].get("scenario") or "")
         first = first_exceeding(db_bytes, limit)
-        out.append(SizeRow(lang, sc, n, len(rs), [f.wall_time_s for f in figs],
-                           [f.docs_per_sec_wall for f in figs if f.docs_per_sec_wall],
+        out.append(SizeRow(lang, sc, n, len(rs), [f.wall_s for f in figs],
+                           [f.docs_per_s for f in figs if f.docs_per_s],
                            db_bytes.get(n), max(idx_files) if idx_files else None, peak[0], peak[1],
                            bool(limit and db_bytes.get(n) and db_bytes[n] > limit), first == n))
     return out
@@ -174,9 +174,9 @@ def fits(runs: Iterable[dict]) -> dict[tuple[str, str], Fit | None]:
     for r in runs:
         key = (r["language"], variant(r))
         pts.setdefault(key, [])
-        entry = RunEntry.of(r)
+        entry = Build.of_entry(r)
         if entry.timed:
-            pts[key].append((entry.size, entry.wall_time_s))
+            pts[key].append((entry.size, entry.wall_s))
     return {k: fit_slope(v) for k, v in pts.items()}
 
 

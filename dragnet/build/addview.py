@@ -23,7 +23,7 @@ from dragnet.build import ddoc as _ddoc
 from dragnet.measure import pidstat as _pidstat
 from dragnet.measure import poller as poller
 from dragnet.results import build as _results
-from dragnet.results import schema as _schema
+from dragnet.results.record import Build
 from dragnet.build import views as _views
 from dragnet.build.design import BUILTIN_REDUCES
 from dragnet.couchdb.client import Couch, CouchError, CouchUnreachable, db_path, mask_url
@@ -759,12 +759,12 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
     """The readable end-of-run summary."""
     fig = figures or poller.analyze(res["polls"], res["view"]["ddoc"])
     s = res["summary"]
-    fig_s = _schema.Summary.of(res)
+    fig_s = Build.of(res)
     lines = [poller.format_average(fig), poller.format_total_time(fig)]
-    if fig_s.wall_time_s is not None:
-        dps = fig_s.docs_per_sec_wall
-        lines.append(f"wall time = {fig_s.wall_time_s:.1f}s (trigger to view answering), "
-                     f"{dps:.1f} docs/s by wall time" if dps else f"wall time = {fig_s.wall_time_s:.1f}s")
+    if fig_s.wall_s is not None:
+        dps = fig_s.docs_per_s_recorded
+        lines.append(f"wall time = {fig_s.wall_s:.1f}s (trigger to view answering), "
+                     f"{dps:.1f} docs/s by wall time" if dps else f"wall time = {fig_s.wall_s:.1f}s")
     reissued = (res.get("trigger") or {}).get("reissued_at") or []
     if reissued:
         lines.append(f"the view request was sent {len(reissued)} more time(s) after CouchDB's own request "

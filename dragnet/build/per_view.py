@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from dragnet.results.schema import Summary
+from dragnet.results.record import Build
 
 
 @dataclass(frozen=True)
@@ -30,17 +30,17 @@ WHOLE = "(whole)"
 
 
 def part(view: str, results: dict, whole_wall: float | None, results_file: str | None = None) -> Part:
-    s = Summary.of(results)
-    wall = s.wall_time_s
+    s = Build.of(results)
+    wall = s.wall_s
     share = wall / whole_wall if wall is not None and whole_wall else None
-    return Part(view=view, total_time_s=s.total_time_s, wall_time_s=wall,
-                docs_per_sec=s.docs_per_sec_wall, share_of_whole=share, results_file=results_file)
+    return Part(view=view, total_time_s=s.total_s, wall_time_s=wall,
+                docs_per_sec=s.docs_per_s_recorded, share_of_whole=share, results_file=results_file)
 
 
 def compare(whole: dict, parts: dict[str, dict], files: dict[str, str | None] | None = None) -> list[Part]:
     """Rows for the whole doc then each view (in the given order), shares relative to the whole's wall time."""
     files = files or {}
-    whole_wall = Summary.of(whole).wall_time_s
+    whole_wall = Build.of(whole).wall_s
     rows = [part(WHOLE, whole, whole_wall, files.get(WHOLE))]
     rows += [part(v, r, whole_wall, files.get(v)) for v, r in parts.items()]
     return rows

@@ -8,7 +8,7 @@ import click
 
 from dragnet.axes.model import parse_list
 from dragnet.bench import run as b
-from dragnet.results.schema import RunEntry
+from dragnet.results.record import Build
 from dragnet.cli.options import (axis_options, db_option, json_option, print_json, server_option, store_option,
                                  url_option)
 from dragnet.report.console import differences_lines
@@ -201,8 +201,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
                                           f", rows vs {cmp['reference']}: {cmp['differences']} differences in "
                                           f"{cmp['rows_compared']}" + (f" ({rp.classes_text(cmp['classes'])})"
                                                                        if cmp.get("classes") else ""))
-                fig = RunEntry.of(d)
-                console.print(f"    wall {fig.wall_time_s:.1f} s, {fig.docs_per_sec_wall:.0f} docs/s"
+                fig = Build.of_entry(d)
+                console.print(f"    wall {fig.wall_s:.1f} s, {fig.docs_per_s:.0f} docs/s"
                               + (f", ×{ratio:.2f} baseline" if ratio is not None else "") + same)
             else:
                 console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from dragnet.measure import stats as stats
 from dragnet.errors import UsageError
+from dragnet.results.record import Build
 
 BUILTIN = ("language", "storage", "scenario", "size")
 
@@ -37,11 +38,9 @@ def _chosen(name: str, by: list[str]) -> bool:
 
 
 def _dps(result: dict) -> float | None:
-    s = result.get("summary") or {}
-    if not s.get("ok"):
-        return None
-    v = s.get("docs_per_sec_wall")
-    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+    b = Build.of(result)
+    v = b.docs_per_s_recorded
+    return v if b.status == "ok" and v is not None and v > 0 else None
 
 
 @dataclass

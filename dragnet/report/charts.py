@@ -16,7 +16,8 @@ matplotlib = require("matplotlib", "drawing charts")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from dragnet.report.tables import Group, Run, assign_repeats, to_run  # noqa: E402
+from dragnet.report.tables import Group, assign_repeats  # noqa: E402
+from dragnet.results.record import Build  # noqa: E402
 
 DPI = 80
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -59,10 +60,10 @@ def _primary_storage(storages: Sequence[str]) -> str:
 
 def rate_over_time(results: Sequence[dict], path: Path) -> Chart:
     """Changes/s (all indexer tasks) over time: for each language the run with the median wall time."""
-    runs = [to_run(r) for r in results]
+    runs = [Build.of(r) for r in results]
     assign_repeats(runs)
     storage = _primary_storage([r.storage for r in runs])
-    by_label: dict[str, list[tuple[Run, dict]]] = {}
+    by_label: dict[str, list[tuple[Build, dict]]] = {}
     for run, res in zip(runs, results):
         if run.ok and run.storage == storage and run.wall_s is not None:
             by_label.setdefault(run.label, []).append((run, res))

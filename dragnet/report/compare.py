@@ -39,6 +39,7 @@ from dragnet.measure import stats as stats
 from dragnet.results import schema as rs
 from dragnet.errors import UsageError
 from dragnet.results.load import axes_of, axes_text, sort_axes, started_at, wall_s
+from dragnet.results.record import Build
 
 SCHEMA = rs.schema(rs.COMPARE)
 METRICS = ("cpu", "wall")
@@ -55,8 +56,8 @@ REGRESSED, IMPROVED, NO_CHANGE, UNDECIDED = "regressed", "improved", "no change"
 
 def cpu_per_1000(result: dict) -> float | None:
     """CPU-seconds of CouchDB and its query servers per 1,000 documents (addview's `cpu` record), or None."""
-    v = (result.get("summary") or {}).get("cpu_s_per_1000_docs")
-    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+    v = Build.of(result).cpu_s_per_1000
+    return v if v is not None and v > 0 else None
 
 
 def round_key(result: dict) -> tuple | None:
@@ -303,14 +304,13 @@ def compare(old: Iterable[dict], new: Iterable[dict], *, old_label: str = "OLD",
             cell = cells.setdefault(key, Cell(axes=dict(key), old=Side(), new=Side()))
             sides.setdefault(key, set()).add(side)
             s = getattr(cell, side)
-            w = wall_s(r)
-            if w is None:
+            b = Build.of(r)
+            if not (b.ok and b.wall_s is not None and b.wall_s > 0):
                 s.failed += 1
-                s.errors.append(str((r.get("summary") or {}).get("error") or (r.get("bench") or {}).get("error")
-                                    or "build failed"))
+                s.errors.append(str(b.error or "build failed"))
             else:
-                s.samples.append(w)
-                s.cpu.append(cpu_per_1000(r))
+                s.samples.append(b.wall_s)
+                s.cpu.append(b.cpu_s_per_1000 if b.cpu_s_per_1000 is not None and b.cpu_s_per_1000 > 0 else None)
                 s.keys.append(round_key(r))
             if r.get("_source"):
                 s.sources.append(str(r["_source"]))

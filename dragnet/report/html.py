@@ -25,7 +25,7 @@ from dragnet.report import tables as rp
 from dragnet.report.html_page import Chart, Section, build_page
 from dragnet.forecast.model import SCALE, entry_curve, entry_points, entry_value
 from dragnet.results.schema import couchdb_versions
-from dragnet.results.schema import RunEntry
+from dragnet.results.record import Build
 
 PAGE = "index.html"
 RAW_DIR = "raw"
@@ -77,7 +77,7 @@ RAW_COLUMNS = ("results file", "repeat", "ok", "all c/s", "one c/s", "total s", 
                "error")
 
 
-def raw_run_rows(runs: Sequence[rp.Run], hrefs: dict[str, str]) -> list[list]:
+def raw_run_rows(runs: Sequence[Build], hrefs: dict[str, str]) -> list[list]:
     return [[_file_cell(r.source, hrefs), "–" if r.repeat is None else r.repeat, "yes" if r.ok else "no",
              _num(r.all_cps), _num(r.one_cps), _num(r.total_s), _num(r.wall_s, 3), _num(r.docs_per_s),
              _num(r.ratio, 3), r.error or ""] for r in sorted(runs, key=lambda r: r.started_at)]
@@ -85,7 +85,7 @@ def raw_run_rows(runs: Sequence[rp.Run], hrefs: dict[str, str]) -> list[list]:
 
 # ---------------------------------------------------------------- sections (pure)
 
-def engine_sections(inp: Inputs, runs: Sequence[rp.Run]) -> tuple[list[Section], list[Section]]:
+def engine_sections(inp: Inputs, runs: Sequence[Build]) -> tuple[list[Section], list[Section]]:
     """The engine-group table with its ranking lines, and one raw-samples block per row."""
     if not inp.groups:
         return [], []
@@ -100,7 +100,7 @@ def engine_sections(inp: Inputs, runs: Sequence[rp.Run]) -> tuple[list[Section],
     return [Section(f"engines ({len(inp.docs)} results)", rp.COLUMNS, rows, notes, id="engines")], raws
 
 
-def design_sections(inp: Inputs, runs: Sequence[rp.Run]) -> tuple[list[Section], list[Section]]:
+def design_sections(inp: Inputs, runs: Sequence[Build]) -> tuple[list[Section], list[Section]]:
     if not inp.dgroups:
         return [], []
     rows, raws = [], []
@@ -134,7 +134,7 @@ def disk_sections(inp: Inputs, scenario_docs: Sequence[dict]) -> tuple[list[Sect
                 and ((d.get("bench") or {}).get("language") or (d.get("summary") or {}).get("language")) == row.language
                 and str((d.get("bench") or {}).get("storage_label") or d.get("storage") or "unknown") == row.storage]
         raws.append(Section(f"{row.language} {row.storage} {row.scenario}", RAW_COLUMNS,
-                            raw_run_rows([rp.to_run(d) for d in mine], inp.hrefs), id=anchor))
+                            raw_run_rows([Build.of(d) for d in mine], inp.hrefs), id=anchor))
     notes = [f"memory: {line}" for line in memory_advice(inp.disk_rows, inp.disk_ref)]
     notes.append(f"verdict: {verdict(inp.disk_rows, inp.disk_ref)}")
     return [Section(f"disk matters? (× = docs/s against {inp.disk_ref})", DISK_COLUMNS, rows, notes,
@@ -165,8 +165,8 @@ def size_sections(inp: Inputs) -> tuple[list[Section], list[Section]]:
                                 SIZE_RAW_COLUMNS,
                                 [[_file_cell(str(Path(sw["folder"]) / f"size-{r['size']}" / r["result_file"]),
                                              inp.hrefs) if r.get("result_file") else "–",
-                                  r.get("repeat", "–"), r.get("status", "–"), _num(RunEntry.of(r).wall_time_s, 3),
-                                  _num(RunEntry.of(r).docs_per_sec_wall)] for r in mine],
+                                  r.get("repeat", "–"), r.get("status", "–"), _num(Build.of_entry(r).wall_s, 3),
+                                  _num(Build.of_entry(r).docs_per_s)] for r in mine],
                                 id=anchor))
         notes = [f"{lang}{' ' + sc if sc else ''}: {describe_slope(f)}"
                  for (lang, sc), f in fits(sweep_runs(sw["manifests"])).items()]

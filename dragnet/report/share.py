@@ -22,7 +22,8 @@ from typing import Iterable, Sequence
 
 from dragnet.measure import stats as stats
 from dragnet.measure.stats import median
-from dragnet.report.tables import INFRA_FAMILIES, Run, prepare
+from dragnet.report.tables import INFRA_FAMILIES, prepare
+from dragnet.results.record import Build
 from dragnet.results.load import BASELINE_LABEL
 from dragnet.servers.registry import LANGUAGE, ceiling_language
 
@@ -156,16 +157,16 @@ def split_of(result: dict) -> Split | str:
 
     pidstat's samples are weighed by how much of their interval lies between the build's trigger and the
     view's answer; a recorded build without those times counts every sample over the samples' own span."""
-    summary = (result.get("summary") or {})
-    wall = summary.get("wall_time_s")
-    if not summary.get("ok") or not wall:
+    build = Build.of(result)
+    wall = build.wall_s
+    if build.status != "ok" or not wall:
         return "the build did not finish"
     ps = result.get("pidstat") or {}
     fams = ps.get("summary") or {}
     if not ps.get("samples") or "beam" not in fams:
         why = ps.get("note") or "pidstat saw no beam process (a CouchDB on another machine?)"
         return f"no process figures: {why}"
-    language = str((result.get("view") or {}).get("language") or summary.get("language") or "")
+    language = build.language
     lang = LANGUAGE.get(language)
     # a user-given server (--server) is no registry language: its family is whatever else pidstat saw
     qs_fams = lang.processes if lang else tuple(f for f in fams if f not in INFRA_FAMILIES)
@@ -254,7 +255,7 @@ class Workload:
                 "gains": [asdict(g) | {"line": g.line()} for g in self.gains], "notes": self.notes}
 
 
-def _workload_key(run: Run) -> str:
+def _workload_key(run: Build) -> str:
     if run.ddoc:
         return run.ddoc + ("" if not run.views else f" ({', '.join(run.views)})")
     return "view files"
@@ -264,7 +265,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
 
 
-def _pairs(x: Sequence[Run], y: Sequence[Run]) -> list[tuple[float, float]]:
+def _pairs(x: Sequence[Build], y: Sequence[Build]) -> list[tuple[float, float]]:
     """(x wall, y wall) of runs of the same bench and repeat."""
     ys = {(r.bench_id, r.repeat): r.wall_s for r in y if r.bench_id is not None}
     out = [(r.wall_s, ys[(r.bench_id, r.repeat)]) for r in x if (r.bench_id, r.repeat) in ys]
@@ -277,7 +278,7 @@ def workloads(results: Iterable[dict]) -> list[Workload]:
     results = list(results)
     runs = prepare(results)
     splits: dict[int, Split | str] = {id(r): split_of(res) for r, res in zip(runs, results)}
-    groups: dict[tuple[str, str], dict[str, list[Run]]] = {}
+    groups: dict[tuple[str, str], dict[str, list[Build]]] = {}
     for r in runs:
         if r.ok and r.wall_s:
             groups.setdefault((_workload_key(r), r.storage), {}).setdefault(r.label, []).append(r)

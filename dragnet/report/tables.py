@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from dragnet.results import schema as rs
-from dragnet.results.load import ALL_VIEWS, BASELINE_LABEL, result_label, scenario_label, started_at
+from dragnet.results.load import ALL_VIEWS, BASELINE_LABEL
+from dragnet.results.record import Build
 from dragnet.measure import stats as stats
 from dragnet.measure.pidstat import WATCHERS
 from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES
@@ -35,116 +35,12 @@ from dragnet.measure.stats import Summary, median, ratio, summarize
 INFRA_FAMILIES = WATCHERS | {"beam"}
 
 
-@dataclass
-class Run:
-    """One view build as the report sees it (numbers taken from a results file)."""
-
-    label: str
-    storage: str
-    started_at: float
-    ok: bool
-    error: str | None = None
-    repeat: int | None = None
-    bench_id: str | None = None
-    all_cps: float | None = None
-    one_cps: float | None = None
-    total_s: float | None = None
-    wall_s: float | None = None
-    docs: int | None = None
-    docs_per_s: float | None = None
-    # family -> {"cpu_mean": %, "rss_peak_mb": MB, "kb_wr": kB written in total}
-    resources: dict[str, dict[str, float]] = field(default_factory=dict)
-    source: str = ""
-    ratio: float | None = None  # filled by assign_ratios()
-    language: str = ""          # CouchDB language of the view
-    # a design document's benchmark (`--ddoc`); None for a view file's
-    ddoc: str | None = None
-    views: tuple[str, ...] = ()
-    comparison: dict | None = None       # rows against the reference engine, as the bench recorded it
-    repeat_comparison: dict | None = None   # rows against the same engine's first build (dragnet.bench.run)
-    update_lag_s: float | None = None    # --update: last write answered to every view fresh
-    incremental_dps: float | None = None
-    scenario: str | None = None          # bench --memory/--disk-profile/--cache: part of the storage label
-
-
-# ---------------------------------------------------------------- one result -> Run
-
-_num = rs.number
-
-
-def family_resources(result: dict) -> dict[str, dict[str, float]]:
-    """Per command family: mean CPU %, peak RSS (MB, summed over the family's processes), kB written.
-
-    Reads result["pidstat"]["summary"] as dragnet.measure.pidstat.summarize() writes it:
-    {family: {"cpu_pct": {"avg", "peak"}, "rss_kb": {"avg", "peak"}, "kb_wr_s": {"avg", "peak"},
-    "intervals": n, ...}}; pidstat's intervals are 1 s, so kB written = mean kB/s × intervals.
-    """
-    summary = ((result.get("pidstat") or {}).get("summary")) or {}
-    out: dict[str, dict[str, float]] = {}
-    for fam, s in summary.items() if isinstance(summary, dict) else ():
-        if not isinstance(s, dict):
-            continue
-        entry: dict[str, float] = {}
-        cpu = _num((s.get("cpu_pct") or {}).get("avg"))
-        rss = _num((s.get("rss_kb") or {}).get("peak"))
-        wr = _num((s.get("kb_wr_s") or {}).get("avg"))
-        intervals = _num(s.get("intervals"))
-        if cpu is not None:
-            entry["cpu_mean"] = cpu
-        if rss is not None:
-            entry["rss_peak_mb"] = rss / 1024.0
-        if wr is not None and intervals is not None:
-            entry["kb_wr"] = wr * intervals
-        out[str(fam)] = entry
-    return out
-
-
-def to_run(result: dict) -> Run:
-    s = result.get("summary") or {}
-    fig = rs.Summary.of(result)
-    bench = result.get("bench") or {}
-    storage = str(bench.get("storage_label") or result.get("storage") or "unknown")
-    scenario = scenario_label(result)
-    if scenario:    # builds in different scenarios are different measurements: never one median
-        storage = f"{storage} {scenario}"
-    from dragnet.axes.model import combination_label
-
-    extra = combination_label(bench.get("axes"))
-    if extra:       # nor builds with another CouchDB, setting, core count or q
-        storage = f"{storage} {extra}"
-    docs, wall, dps = fig.docs, fig.wall_time_s, fig.docs_per_sec
-    ok = fig.succeeded and not bench.get("error")
-    return Run(
-        label=result_label(result), storage=storage, started_at=started_at(result), ok=ok,
-        error=fig.error or bench.get("error"),
-        repeat=bench.get("repeat") if isinstance(bench.get("repeat"), int) else None,
-        bench_id=bench.get("id"),
-        all_cps=fig.average_all_tasks_cps, one_cps=fig.average_one_task_cps,
-        total_s=fig.total_time_s, wall_s=wall, docs=int(docs) if docs is not None else None,
-        docs_per_s=dps, resources=family_resources(result), source=str(result.get("_source", "")),
-        language=str((result.get("view") or {}).get("language") or fig.language or ""),
-        ddoc=design_id(result), views=tuple(((result.get("view") or {}).get("design") or {}).get("views") or ()),
-        comparison=result.get("comparison") if isinstance(result.get("comparison"), dict) else None,
-        repeat_comparison=result.get("repeat_comparison") if isinstance(result.get("repeat_comparison"), dict)
-        else None,
-        update_lag_s=_num(s.get("update_lag_s", (result.get("update") or {}).get("lag_s"))),
-        incremental_dps=_num((result.get("update") or {}).get("incremental_docs_per_sec")),
-        scenario=scenario,
-    )
-
-
-def design_id(result: dict) -> str | None:
-    """The user's design doc a result benchmarked (`--ddoc`), None for a view file's benchmark."""
-    d = (result.get("view") or {}).get("design")
-    return str(d["id"]) if isinstance(d, dict) and d.get("id") else None
-
-
 # ---------------------------------------------------------------- repeats and ratios
 
-def assign_repeats(runs: list[Run]) -> None:
+def assign_repeats(runs: list[Build]) -> None:
     """Runs without a recorded repeat get their rank by start time within (bench, design doc and views, label,
     storage)."""
-    groups: dict[tuple, list[Run]] = {}
+    groups: dict[tuple, list[Build]] = {}
     for r in runs:
         if r.repeat is None:
             groups.setdefault((r.bench_id, r.ddoc, r.views, r.label, r.storage), []).append(r)
@@ -153,7 +49,7 @@ def assign_repeats(runs: list[Run]) -> None:
             r.repeat = i
 
 
-def pair_baseline(run: Run, baselines: Sequence[Run]) -> Run | None:
+def pair_baseline(run: Build, baselines: Sequence[Build]) -> Build | None:
     """The successful baseline run measured with `run`: same bench, storage and repeat, else nearest in time."""
     same_storage = [b for b in baselines if b.ok and b.storage == run.storage and b.docs_per_s]
     if not same_storage:
@@ -166,7 +62,7 @@ def pair_baseline(run: Run, baselines: Sequence[Run]) -> Run | None:
     return min(pool, key=lambda b: abs(b.started_at - run.started_at))
 
 
-def assign_ratios(runs: list[Run], baseline_label: str = BASELINE_LABEL) -> None:
+def assign_ratios(runs: list[Build], baseline_label: str = BASELINE_LABEL) -> None:
     """Set run.ratio = docs/s of the run / docs/s of its paired Erlang baseline run."""
     baselines = [r for r in runs if r.label == baseline_label]
     for r in runs:
@@ -182,10 +78,10 @@ def view_source(result: dict) -> str:
     return " ".join(str(view.get("source") or "").split())
 
 
-def split_variants(runs: list[Run], results: Sequence[dict]) -> None:
+def split_variants(runs: list[Build], results: Sequence[dict]) -> None:
     """Results under one label but with different map sources (e.g. a deliberately throwing function) are
     different rows: the most common source keeps the label, the others get "label [view file]"."""
-    by_label: dict[str, list[tuple[Run, str, str]]] = {}
+    by_label: dict[str, list[tuple[Build, str, str]]] = {}
     for run, res in zip(runs, results):
         if (res.get("bench") or {}).get("language") or run.ddoc:   # a design doc is its own row already
             continue
@@ -203,9 +99,9 @@ def split_variants(runs: list[Run], results: Sequence[dict]) -> None:
                 run.label = f"{run.label} [{stem}]"
 
 
-def prepare(results: Iterable[dict]) -> list[Run]:
+def prepare(results: Iterable[dict]) -> list[Build]:
     results = list(results)
-    runs = [to_run(x) for x in results]
+    runs = [Build.of(x) for x in results]
     split_variants(runs, results)
     assign_repeats(runs)
     assign_ratios(runs)
@@ -263,7 +159,7 @@ def _med(values: Iterable[float | None]) -> float | None:
 QS_FAMILIES = {lang.name: lang.processes for lang in QS_LANGUAGES if lang.processes}
 
 
-def qs_family_of(runs: Sequence[Run]) -> str | None:
+def qs_family_of(runs: Sequence[Build]) -> str | None:
     """The query-server family of runs: the one expected for their language when pidstat saw it, else the
     non-infrastructure family with most CPU; None for Erlang views, which run inside beam."""
     # Erlang views and Mango indexes (language "query", mango_native_proc) run inside beam
@@ -290,9 +186,9 @@ def _storage_order(storage: str) -> tuple:
     return ({"disk": 0, "tmpfs": 1}.get(storage, 2), storage)
 
 
-def group_runs(runs: Sequence[Run]) -> list[Group]:
+def group_runs(runs: Sequence[Build]) -> list[Group]:
     """Median over the successful runs of each (label, storage); baseline first, disk before tmpfs."""
-    keys: dict[tuple[str, str], list[Run]] = {}
+    keys: dict[tuple[str, str], list[Build]] = {}
     for r in runs:
         keys.setdefault((r.label, r.storage), []).append(r)
     out = []
@@ -478,17 +374,17 @@ class DesignGroup:
         return dict(asdict(self), is_reference=self.is_reference)
 
 
-def view_label(run: Run, all_views: set[str]) -> str:
+def view_label(run: Build, all_views: set[str]) -> str:
     return ALL_VIEWS if not run.views or set(run.views) >= all_views else ",".join(run.views)
 
 
-def design_reference(runs: Sequence[Run]) -> str | None:
+def design_reference(runs: Sequence[Build]) -> str | None:
     """The engine the bench compared these runs' rows with (the most frequent, should results disagree)."""
     refs = [str(r.comparison["reference"]) for r in runs if r.comparison and r.comparison.get("reference")]
     return max(dict.fromkeys(refs), key=refs.count) if refs else None
 
 
-def group_design_runs(runs: Sequence[Run], reference: str | None = None) -> list[DesignGroup]:
+def group_design_runs(runs: Sequence[Build], reference: str | None = None) -> list[DesignGroup]:
     """Design-doc runs by (design doc, view, engine, storage): medians over the successful runs; per design
     doc the reference engine first, then the others by name (an order of names, not of speed)."""
     runs = [r for r in runs if r.ddoc]
@@ -497,7 +393,7 @@ def group_design_runs(runs: Sequence[Run], reference: str | None = None) -> list
         mine = [r for r in runs if r.ddoc == ddoc]
         every = {v for r in mine for v in r.views}
         ref = reference or design_reference(mine)
-        keys: dict[tuple[str, str, str], list[Run]] = {}
+        keys: dict[tuple[str, str, str], list[Build]] = {}
         for r in mine:
             keys.setdefault((view_label(r, every), r.storage, r.label), []).append(r)
         order = sorted(keys, key=lambda k: (k[0] != ALL_VIEWS, k[0], _storage_order(k[1]), k[2] != ref, k[2]))

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from dragnet.errors import UsageError
 from dragnet.results import schema as rs
-from dragnet.results.record import BASELINE_LABEL, result_label, scenario_label, started_at  # noqa: F401
+from dragnet.results.record import BASELINE_LABEL, Build, result_label, scenario_label, started_at  # noqa: F401
 
 RESULT_SCHEMA = rs.schema(rs.ADDVIEW)
 BENCH_MANIFEST = rs.BENCH_MANIFEST
@@ -145,9 +145,6 @@ def sort_axes(names: Iterable[str]) -> list[str]:
 
 def wall_s(result: dict) -> float | None:
     """The build's wall time, or None for a failed build."""
-    from dragnet.results.schema import Summary
-
-    s = Summary.of(result)
-    ok = s.succeeded and not (result.get("bench") or {}).get("error")
-    v = s.wall_time_s
-    return v if ok and v is not None and v > 0 else None
+    b = Build.of(result)
+    v = b.wall_s
+    return v if b.ok and v is not None and v > 0 else None

@@ -8,8 +8,10 @@ Rules (also in the README):
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Sequence
 
 from dragnet.results import schema as rs
 
@@ -24,7 +26,8 @@ def result_label(result: dict) -> str:
     if result.get("label"):
         return str(result["label"])
     view = result.get("view") or {}
-    lang = str(view.get("language") or rs.Summary.of(result).language or "unknown")
+    summary = result.get("summary") if isinstance(result.get("summary"), dict) else {}
+    lang = str(view.get("language") or summary.get("language") or "unknown")
     path = str(view.get("path") or "").lower()
     name = Path(path).name
     if lang == "erlang" and "baseline" in path:
@@ -55,3 +58,162 @@ def scenario_label(result: dict) -> str | None:
     sc = result.get("scenario")
     return (result.get("bench") or {}).get("scenario") or (sc.get("label") if isinstance(sc, dict) else None) \
         or None
+
+
+def combination_label(axes: dict | None, skip: Sequence[str] = ("language", "storage", "scenario", "size")) -> str:
+    """'couchdb=couchdb:3.5.2-trixie q=8' for a result's bench.axes (the axes beyond the built-in ones)."""
+    if not isinstance(axes, dict):
+        return ""
+    return " ".join(f"{k}={v}" for k, v in axes.items() if k not in skip and v not in (None, ""))
+
+
+def design_id(result: dict) -> str | None:
+    """The user's design doc a result benchmarked (`--ddoc`), None for a view file's benchmark."""
+    d = (result.get("view") or {}).get("design")
+    return str(d["id"]) if isinstance(d, dict) and d.get("id") else None
+
+
+def family_resources(result: dict) -> dict[str, dict[str, float]]:
+    """Per command family: mean CPU %, peak RSS (MB, summed over the family's processes), kB written.
+
+    Reads result["pidstat"]["summary"] as dragnet.measure.pidstat.summarize() writes it:
+    {family: {"cpu_pct": {"avg", "peak"}, "rss_kb": {"avg", "peak"}, "kb_wr_s": {"avg", "peak"},
+    "intervals": n, ...}}; pidstat's intervals are 1 s, so kB written = mean kB/s × intervals.
+    """
+    summary = ((result.get("pidstat") or {}).get("summary")) or {}
+    out: dict[str, dict[str, float]] = {}
+    for fam, s in summary.items() if isinstance(summary, dict) else ():
+        if not isinstance(s, dict):
+            continue
+        entry: dict[str, float] = {}
+        cpu = _num((s.get("cpu_pct") or {}).get("avg"))
+        rss = _num((s.get("rss_kb") or {}).get("peak"))
+        wr = _num((s.get("kb_wr_s") or {}).get("avg"))
+        intervals = _num(s.get("intervals"))
+        if cpu is not None:
+            entry["cpu_mean"] = cpu
+        if rss is not None:
+            entry["rss_peak_mb"] = rss / 1024.0
+        if wr is not None and intervals is not None:
+            entry["kb_wr"] = wr * intervals
+        out[str(fam)] = entry
+    return out
+
+
+_num = rs.number
+
+
+@dataclass
+class Build:
+    """One view build, as every reader sees it: from an addview results file (Build.of) or from a bench
+    manifest's run entry (Build.of_entry, which holds fewer figures). None where the file has no figure.
+
+    `storage` is the cell a report groups by: the storage label, then the scenario and the other axes' values
+    (builds in different scenarios or settings are never one median). The report sets `label` (variants of
+    one map), `repeat` (when not recorded) and `ratio` (to the paired baseline)."""
+
+    label: str
+    storage: str
+    started_at: float
+    ok: bool                             # succeeded and the bench recorded no error
+    error: str | None = None
+    repeat: int | None = None
+    bench_id: str | None = None
+    all_cps: float | None = None
+    one_cps: float | None = None
+    total_s: float | None = None
+    wall_s: float | None = None
+    docs: int | None = None
+    docs_per_s: float | None = None      # by wall time; recomputed from docs and wall time when not recorded
+    # family -> {"cpu_mean": %, "rss_peak_mb": MB, "kb_wr": kB written in total}
+    resources: dict[str, dict[str, float]] = field(default_factory=dict)
+    source: str = ""
+    ratio: float | None = None           # set by the report (dragnet.report.tables.assign_ratios)
+    language: str = ""                   # CouchDB language of the view
+    # a design document's benchmark (`--ddoc`); None for a view file's
+    ddoc: str | None = None
+    views: tuple[str, ...] = ()
+    comparison: dict | None = None       # rows against the reference engine, as the bench recorded it
+    repeat_comparison: dict | None = None   # rows against the same engine's first build (dragnet.bench.run)
+    update_lag_s: float | None = None    # --update: last write answered to every view fresh
+    incremental_dps: float | None = None
+    scenario: str | None = None          # bench --memory/--disk-profile/--cache: part of the storage label
+    status: str = ""                     # ok, oom or error, as bench's manifest records runs
+    docs_per_s_recorded: float | None = None   # docs/s as the file holds it (None when it holds none)
+    oom_killed: bool = False
+    cpu_s_per_1000: float | None = None     # CPU-seconds of CouchDB and its query servers per 1,000 docs
+    size: int | None = None              # bench --sizes: the database's document count
+    axes: dict = field(default_factory=dict)   # bench.axes, or the axes older files' fields held
+    data: dict = field(default_factory=dict, repr=False, compare=False)   # the results dict or manifest entry
+
+    @classmethod
+    def of(cls, result: dict) -> "Build":
+        """The build an addview results dict (dragnet.addview/1, any age) records."""
+        s = (result or {}).get("summary") or {}
+        s = s if isinstance(s, dict) else {}
+        bench = result.get("bench") or {}
+        view = result.get("view") or {}
+        storage = str(bench.get("storage_label") or result.get("storage") or "unknown")
+        scenario = scenario_label(result)
+        if scenario:
+            storage = f"{storage} {scenario}"
+        extra = combination_label(bench.get("axes"))
+        if extra:
+            storage = f"{storage} {extra}"
+        recorded_ok = s.get("ok")
+        succeeded = bool(s.get("ok", s.get("error") is None))   # a file without "ok": no error is success
+        docs, wall, dps = _num(s.get("docs")), _num(s.get("wall_time_s")), _num(s.get("docs_per_sec_wall"))
+        oom = bool(s.get("oom_killed"))
+        update = result.get("update") or {}
+        return cls(
+            label=result_label(result), storage=storage, started_at=started_at(result),
+            ok=succeeded and not bench.get("error"), error=s.get("error") or bench.get("error"),
+            repeat=bench.get("repeat") if isinstance(bench.get("repeat"), int) else None,
+            bench_id=bench.get("id"),
+            all_cps=_num(s.get("average_all_tasks_cps")), one_cps=_num(s.get("average_one_task_cps")),
+            total_s=_num(s.get("total_time_s")), wall_s=wall, docs=int(docs) if docs is not None else None,
+            docs_per_s=dps if dps is not None else (docs / wall if docs and wall else None),
+            resources=family_resources(result), source=str(result.get("_source", "")),
+            language=str(view.get("language") or s.get("language") or ""),
+            ddoc=design_id(result), views=tuple((view.get("design") or {}).get("views") or ()),
+            comparison=result.get("comparison") if isinstance(result.get("comparison"), dict) else None,
+            repeat_comparison=result.get("repeat_comparison") if isinstance(result.get("repeat_comparison"), dict)
+            else None,
+            update_lag_s=_num(s.get("update_lag_s", update.get("lag_s"))),
+            incremental_dps=_num(update.get("incremental_docs_per_sec")),
+            scenario=scenario, status="ok" if recorded_ok else ("oom" if oom else "error"),
+            docs_per_s_recorded=dps, oom_killed=oom,
+            cpu_s_per_1000=_num(s.get("cpu_s_per_1000_docs")), size=bench.get("size"), axes=axes_of(result), data=result)
+
+    @classmethod
+    def of_entry(cls, run: dict) -> "Build":
+        """The build a bench manifest's "runs" entry (dragnet.bench/1) records: status and two figures."""
+        status = run.get("status") or ""
+        dps = _num(run.get("docs_per_sec_wall"))
+        return cls(label=run["language"], storage=str(run.get("storage") or ""), started_at=0.0,
+                   ok=status == "ok", error=run.get("error"),
+                   repeat=run.get("repeat") if isinstance(run.get("repeat"), int) else None,
+                   wall_s=_num(run.get("wall_time_s")), docs_per_s=dps, language=run["language"],
+                   scenario=run.get("scenario") or "", status=status, docs_per_s_recorded=dps,
+                   oom_killed=status == "oom", size=run.get("size"), axes=dict(run.get("axes") or {}), data=run)
+
+    @property
+    def timed(self) -> bool:
+        """A successful build with a wall time (what size rows and fits use)."""
+        return self.status == "ok" and bool(self.wall_s)
+
+    def figures(self) -> dict:
+        """The figures a manifest run entry copies from its build."""
+        return {"docs_per_sec_wall": self.docs_per_s_recorded, "wall_time_s": self.wall_s}
+
+
+def axes_of(result: dict) -> dict:
+    """bench.axes, or for older files the axes their old fields held (language, storage, scenario, size)."""
+    bench = result.get("bench") if isinstance(result.get("bench"), dict) else {}
+    if isinstance(bench.get("axes"), dict):
+        return dict(bench["axes"])
+    summary = result.get("summary") if isinstance(result.get("summary"), dict) else {}
+    language = bench.get("language") or (result.get("view") or {}).get("language") or summary.get("language")
+    axes = {"language": language, "storage": bench.get("storage_label") or result.get("storage"),
+            "scenario": bench.get("scenario"), "size": bench.get("size")}
+    return {k: v for k, v in axes.items() if v is not None}

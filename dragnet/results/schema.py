@@ -4,8 +4,8 @@ Files carry `"schema": "<name>/<version>"`:
 
 | schema                   | written by                | record here                  |
 |--------------------------|---------------------------|------------------------------|
-| dragnet.addview/1        | addview, one bench build  | Build (its summary: Summary) |
-| dragnet.bench/1          | bench's manifest          | RunEntry per `runs` entry    |
+| dragnet.addview/1        | addview, one bench build  | record.Build (Build.of)      |
+| dragnet.bench/1          | bench's manifest          | record.Build.of_entry per run|
 | dragnet.sizes/1          | bench --sizes             | SizeRow per row              |
 | dragnet.qsbench/1        | qsbench                   | QsbenchRun per server run    |
 | dragnet.qsbench-ddoc/1   | qsbench --ddoc            | (read, not typed further)    |
@@ -133,107 +133,6 @@ def number(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
-
-
-_num = number
-
-
-@dataclass(frozen=True)
-class Summary:
-    """The figures of one build (an addview result's "summary"); None where a file does not have one."""
-
-    wall_time_s: float | None = None
-    docs_per_sec_wall: float | None = None
-    docs: float | None = None
-    rows: float | None = None
-    total_time_s: float | None = None
-    average_all_tasks_cps: float | None = None
-    average_one_task_cps: float | None = None
-    ok: bool | None = None
-    succeeded: bool = True   # ok as recorded; a file without "ok" succeeded when it has no error
-    error: str | None = None
-    oom_killed: bool = False
-    language: str | None = None
-    update_lag_s: float | None = None
-
-    @classmethod
-    def of(cls, result: dict | None) -> "Summary":
-        s = (result or {}).get("summary") or {}
-        s = s if isinstance(s, dict) else {}
-        return cls(wall_time_s=_num(s.get("wall_time_s")), docs_per_sec_wall=_num(s.get("docs_per_sec_wall")),
-                   docs=_num(s.get("docs")), rows=_num(s.get("rows")), total_time_s=_num(s.get("total_time_s")),
-                   average_all_tasks_cps=_num(s.get("average_all_tasks_cps")),
-                   average_one_task_cps=_num(s.get("average_one_task_cps")),
-                   ok=s.get("ok"), succeeded=bool(s.get("ok", s.get("error") is None)), error=s.get("error"),
-                   oom_killed=bool(s.get("oom_killed")), language=s.get("language"),
-                   update_lag_s=_num(s.get("update_lag_s")))
-
-    @property
-    def status(self) -> str:
-        """ok, oom or error, as bench's manifest records runs."""
-        return "ok" if self.ok else ("oom" if self.oom_killed else "error")
-
-    @property
-    def docs_per_sec(self) -> float | None:
-        """docs/s by wall time, recomputed from docs and wall time when a file does not carry it."""
-        if self.docs_per_sec_wall is not None:
-            return self.docs_per_sec_wall
-        return self.docs / self.wall_time_s if self.docs and self.wall_time_s else None
-
-
-@dataclass(frozen=True)
-class Build:
-    """One build's results (schema dragnet.build.addview): its summary and the axes that label it."""
-
-    summary: Summary
-    axes: dict
-    data: dict = field(repr=False, compare=False)
-
-    @classmethod
-    def of(cls, result: dict) -> "Build":
-        return cls(Summary.of(result), axes_of(result), result)
-
-
-def axes_of(result: dict) -> dict:
-    """bench.axes, or for older files the axes their old fields held (language, storage, scenario, size)."""
-    bench = result.get("bench") if isinstance(result.get("bench"), dict) else {}
-    if isinstance(bench.get("axes"), dict):
-        return dict(bench["axes"])
-    summary = result.get("summary") if isinstance(result.get("summary"), dict) else {}
-    language = bench.get("language") or (result.get("view") or {}).get("language") or summary.get("language")
-    axes = {"language": language, "storage": bench.get("storage_label") or result.get("storage"),
-            "scenario": bench.get("scenario"), "size": bench.get("size")}
-    return {k: v for k, v in axes.items() if v is not None}
-
-
-@dataclass(frozen=True)
-class RunEntry:
-    """One entry of a bench manifest's "runs" (dragnet.bench.run): what sizes and the disk verdict read."""
-
-    language: str
-    scenario: str
-    status: str
-    size: int | None = None
-    storage: str | None = None
-    wall_time_s: float | None = None
-    docs_per_sec_wall: float | None = None
-    data: dict = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def of(cls, run: dict) -> "RunEntry":
-        return cls(language=run["language"], scenario=run.get("scenario") or "", status=run.get("status") or "",
-                   size=run.get("size"), storage=run.get("storage"), wall_time_s=_num(run.get("wall_time_s")),
-                   docs_per_sec_wall=_num(run.get("docs_per_sec_wall")), data=run)
-
-    @property
-    def timed(self) -> bool:
-        """A successful build with a wall time (what size rows and fits use)."""
-        return self.status == "ok" and bool(self.wall_time_s)
-
-
-def run_figures(summary: Summary) -> dict:
-    """The figures a manifest run entry copies from its build's summary."""
-    return {"docs_per_sec_wall": summary.docs_per_sec_wall, "wall_time_s": summary.wall_time_s}
 
 
 @dataclass

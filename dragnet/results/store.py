@@ -58,10 +58,10 @@ def metrics_of(result: dict) -> dict[str, float | None]:
 
     if wall_s(result) is None:
         return {"docs_s": None, "index_bytes": None, "peak_rss": None}
-    from dragnet.results.schema import Summary
+    from dragnet.results.record import Build
 
     index = ((result.get("sizes") or {}).get("after") or {}).get("index") or (result.get("index") or {})
-    return {"docs_s": Summary.of(result).docs_per_sec_wall, "index_bytes": (index.get("sizes") or index).get("file"),
+    return {"docs_s": Build.of(result).docs_per_s_recorded, "index_bytes": (index.get("sizes") or index).get("file"),
             "peak_rss": own_memory(rss_peaks_kb((result.get("pidstat") or {}).get("summary")))}
 
 
