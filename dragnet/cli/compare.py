@@ -94,18 +94,8 @@ def history_cmd(by, metric, where, plot_path, as_json, store_dir):
         print_json({"store": str(sdir), "metric": metric, "by": by, "test": h.STEP_TEST,
                     "series": [s.as_dict() for s in all_series], "chart": str(drawn.path) if drawn else None})
         return
-    from rich.table import Table
-    from rich.text import Text
+    from dragnet.report.console import render_history
 
-    from dragnet.report.console import console
-
-    table = Table(title=f"{store.METRICS[metric]} by {by}, {len(entries)} saved runs", header_style="bold")
-    for col in h.COLUMNS:
-        table.add_column(col)
-    for row in h.table_rows(all_series, metric):
-        table.add_row(*(Text(x) for x in row), style="red" if row[-1] == "STEP" else None)
-    console(160).print(table)
-    steps = sum(p.step for s in all_series for p in s.points)
-    click.echo(f"{steps} step(s): {h.STEP_TEST}")
+    render_history(all_series, metric, by, len(entries))
     if drawn:
         click.echo(f"chart: {drawn.path}")
