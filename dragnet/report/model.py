@@ -1,0 +1,72 @@
+"""The report model: everything `dragnet report` shows, built once from results; report/render/ renders it.
+
+build() reads the results (and the baseline's, for a comparison) and computes every table, ranking, verdict
+and section; the renderers (console, Markdown, CSV, JSON, HTML, PNG charts) only format what it holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from dragnet.errors import UsageError
+
+
+@dataclass
+class Report:
+    """One report over results files and bench folders."""
+
+    results: tuple[str, ...]               # what was given (files, folders)
+    docs: list[dict] = field(default_factory=list, repr=False)   # the addview results read from them
+    groups: list = field(default_factory=list)        # tables.Group: view-file rows
+    design_groups: list = field(default_factory=list)  # tables.DesignGroup: design-doc rows
+    disk_rows: list = field(default_factory=list)      # bench.scenario.Row: "disk matters?"
+    disk_reference: str | None = None
+    comparison: Any = None                 # report.compare.Comparison against --baseline
+    io_rows: list = field(default_factory=list)        # iostat per build (io_table.IO_COLUMNS)
+    io_notes: list[str] = field(default_factory=list)
+    by: list[str] | None = None            # --by axes and their cells (by_axis.compare)
+    by_groups: Any = None
+    shares: list = field(default_factory=list)         # share.Workload: each engine against the ceiling
+    forecasts: list[dict] = field(default_factory=list)
+    forecast_only: bool = False            # a forecast folder whose sweep's builds were not kept
+
+
+def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: str | None = None,
+          by: str | None = None, forecast_alone: bool = True) -> Report:
+    """The report over `results`; with `baseline`, compared as `dragnet compare` does; with `by`, along those
+    axes. A folder holding only a forecast is reported as that forecast when `forecast_alone`."""
+    from dragnet.bench.scenario import disk_matters, runs_from_results
+    from dragnet.forecast.run import find_forecasts
+    from dragnet.report import share, tables
+    from dragnet.report.io_table import io_rows
+    from dragnet.results.load import load_results
+
+    results = tuple(results)
+    try:
+        docs = load_results(results)
+    except UsageError:
+        forecasts = find_forecasts(results)
+        if not forecasts or not forecast_alone or by or baseline:
+            raise
+        return Report(results, forecasts=forecasts, forecast_only=True)
+    rep = Report(results, docs)
+    if by:
+        from dragnet.report import by_axis
+
+        rep.by = by_axis.parse_by(by)
+        rep.by_groups = by_axis.compare(docs, rep.by)
+    sc_runs, rep.disk_reference = runs_from_results(docs)
+    rep.disk_rows = disk_matters(sc_runs, rep.disk_reference) if rep.disk_reference else []
+    rep.groups = tables.build_report(docs)
+    rep.design_groups = tables.build_design_report(docs, reference)
+    if baseline:
+        from dragnet.report import compare
+        from dragnet.results import store
+
+        old = [r for spec in baseline for r in store.load_side(spec, store.default_dir())[1]]
+        rep.comparison = compare.compare(old, docs, old_label=" ".join(baseline), new_label=" ".join(results))
+    rep.io_rows, rep.io_notes = io_rows(docs)
+    rep.shares = share.shown(share.workloads(docs))   # per storage and axis combination, so --by sees its own
+    rep.forecasts = find_forecasts(results)
+    return rep

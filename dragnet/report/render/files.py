@@ -1,0 +1,32 @@
+"""The report as files: PNG charts in a folder, and the offline HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dragnet.report.model import Report
+
+
+def charts(rep: Report, plot_dir: str | Path) -> list[Path]:
+    """PNG charts of the report into `plot_dir`; their paths."""
+    from dragnet.report import charts as ch
+
+    drawn = ch.write_charts(rep.docs, rep.groups, plot_dir)
+    if rep.disk_reference:
+        drawn.append(ch.disk_matters(rep.disk_rows, rep.disk_reference, Path(plot_dir) / "disk_matters.png"))
+    return [c.path for c in drawn]
+
+
+def html(rep: Report, html_dir: str | Path, compare_doc: dict | None = None) -> Path:
+    """The offline page (html_dir/index.html); `compare_doc`: a `compare --json` output when there is no
+    comparison against --baseline."""
+    from dragnet.report import html as hr
+
+    extra = [s for f in rep.forecasts for s in hr.forecast_sections(f)]
+    if rep.by_groups is not None:
+        extra += hr.by_axis_sections(rep.by_groups, rep.by)
+    extra += hr.share_sections(rep.shares)
+    return hr.write_html(html_dir, hr.Inputs(rep.docs, rep.groups, rep.design_groups, rep.disk_rows,
+                                             rep.disk_reference, hr.load_sizes(rep.results),
+                                             rep.comparison.to_json() if rep.comparison is not None
+                                             else compare_doc), extra=extra)

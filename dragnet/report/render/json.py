@@ -1,0 +1,29 @@
+"""The report as one JSON document (`report --format json`)."""
+
+from __future__ import annotations
+
+from dragnet.report.model import Report
+
+
+def render(rep: Report) -> dict:
+    from dragnet.bench.scenario import disk_summary
+    from dragnet.report import share
+    from dragnet.report import tables as rp
+    from dragnet.report.io_table import IO_COLUMNS
+
+    if rep.forecast_only:
+        return {"forecast": rep.forecasts}
+    out = rp.to_json(rep.groups)
+    if rep.comparison is not None:
+        out["comparison"] = rep.comparison.to_json()
+    if rep.design_groups:
+        out["design"] = rp.design_json(rep.design_groups)
+    if rep.disk_reference:
+        out.update(reference_scenario=rep.disk_reference, **disk_summary(rep.disk_rows, rep.disk_reference))
+    out["iostat"] = {"columns": list(IO_COLUMNS), "rows": rep.io_rows, "notes": rep.io_notes}
+    if rep.by_groups is not None:
+        out["by"] = {"axes": rep.by, "groups": rep.by_groups}
+    out["engine_share"] = share.to_json(rep.shares)
+    if rep.forecasts:
+        out["forecast"] = rep.forecasts
+    return out
