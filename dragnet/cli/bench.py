@@ -8,10 +8,11 @@ import click
 
 from dragnet.axes.model import parse_list
 from dragnet.bench import run as b
-from dragnet.results.record import Build
 from dragnet.cli.options import (axis_options, db_option, json_option, print_json, server_option, store_option,
                                  url_option)
-from dragnet.report.console import differences_lines
+from dragnet.report import model
+from dragnet.report.console import bench_progress, differences_lines
+from dragnet.report.render import console as render_console, json as render_json
 from dragnet.results.load import load_results
 
 
@@ -101,10 +102,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     plus bench.json, then print the report table."""
     from rich.console import Console
 
-    from dragnet.report import tables as rp
     from dragnet.errors import UsageError
     from dragnet.results import store as store
-    from dragnet.report.console import render_design_table, render_table
     from dragnet.servers import available, user
 
     available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
@@ -183,54 +182,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         if st:
             raise UsageError("--sizes and --storage: give one of them (label the storage with --storage-label)")
 
-    def on_event(kind: str, d: dict) -> None:
-        if kind == "start":
-            console.print(f"[{d['index'] + 1}/{total['n']}] {d['storage']}"
-                          f"{' ' + d['scenario'] if d.get('scenario') else ''}"
-                          f"{''.join(f' {k}={v}' for k, v in (d.get('axes') or {}).items())} round {d['repeat'] + 1}: "
-                          f"{d['language']} …")
-        elif kind == "done":
-            if d["status"] == "not_applicable":
-                console.print(f"    not applicable: {d['error']}", highlight=False)
-            elif d["status"] == "oom":
-                console.print(f"    [yellow]{d['error']}[/yellow]", markup=True, highlight=False)
-            elif d["status"] == "ok":
-                ratio = d.get("ratio_to_baseline")
-                cmp = d.get("comparison")
-                same = "" if not cmp else (f", rows: {cmp['note']}" if cmp.get("differences") is None else
-                                          f", rows vs {cmp['reference']}: {cmp['differences']} differences in "
-                                          f"{cmp['rows_compared']}" + (f" ({rp.classes_text(cmp['classes'])})"
-                                                                       if cmp.get("classes") else ""))
-                fig = Build.of_entry(d)
-                console.print(f"    wall {fig.wall_s:.1f} s, {fig.docs_per_s:.0f} docs/s"
-                              + (f", ×{ratio:.2f} baseline" if ratio is not None else "") + same)
-            else:
-                console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)
-        elif kind == "begin":
-            total["n"] = d["runs"]     # the bench's own plan (a baseline it cannot run is left out)
-            console.print(f"{d['runs']} runs, results in {d['dir']}")
-        elif kind == "start_couch":
-            console.print(f"starting CouchDB ({d['backend']}, data on {d['storage']}) …")
-        elif kind == "stop_couch":
-            console.print(f"stopping the CouchDB started for this bench ({d['backend']})")
-        elif kind == "restart":
-            if d.get("axes"):
-                console.print("restarting CouchDB with " + ", ".join(f"{k}={v}" for k, v in d["axes"].items()) + " …")
-            elif d.get("scenario"):
-                console.print(f"recreating the CouchDB container with the limits of {d['scenario']} …")
-            else:
-                console.print(f"restarting CouchDB with its data on {d['storage']} …")
-        elif kind == "import":
-            console.print(d["message"])
-        elif kind == "generate":
-            console.print(f"generating {d['count']:,} documents (seed {d['seed']}) …")
-        elif kind == "mango_index":
-            console.print(f"mango index {d['name']}: fields {', '.join(d['fields'])}"
-                          + (f", partial filter {d['partial']}" if d.get("partial") else ""))
-        elif kind == "warning":
-            console.print(f"[yellow]warning[/yellow]: {d['message']}", markup=True, highlight=False, soft_wrap=True)
-        elif kind == "size":
-            console.print(f"size {d['count']:,} documents (database {d['db']})")
+    on_event = bench_progress(console, total)
 
     if gate is not None:
         return _gate(config, gate, metric, max_runs, on_event, as_json)
@@ -251,51 +203,13 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         console.print(f"interrupted: {done} finished runs kept in {bench.dir}")
         sys.exit(getattr(exc, "exit_code", 130))
 
-    runs = manifest["runs"]
-    failed = [r for r in runs if r["status"] not in ("ok", "oom", "not_applicable")]
-    docs = load_results([bench.dir]) if any(r["result_file"] for r in runs) else []
-    groups, dgroups = rp.build_report(docs), rp.build_design_report(docs)
-    from dragnet.report import share as share
-
-    loads = share.shown(share.workloads(docs))
-    cmp = saved_runs(bench.dir, docs, sdir, save_baseline, baseline_entry)
+    rep = model.bench_report(bench.dir, manifest, scenarios, store_dir=sdir, save_as=save_baseline,
+                             baseline_entry=baseline_entry, notify=lambda text: click.echo(text, err=True))
     if as_json:
-        extra = {}
-        if scenarios:
-            from dragnet.bench.scenario import disk_matters, disk_summary, reference_label
-            ref = reference_label(scenarios)
-            extra = disk_summary(disk_matters(runs, ref), ref)
-        report = rp.to_json(groups)
-        if dgroups:
-            report["design"] = rp.design_json(dgroups)
-        report["engine_share"] = share.to_json(loads)
-        if cmp is not None:
-            extra["baseline"] = cmp.to_json()
-        print_json({"dir": str(bench.dir), "manifest": manifest, "report": report, **extra})
+        print_json(render_json.bench(rep))
     else:
-        # an OOM-killed run is a scenario's result, not a failure, but it is not an ok build either
-        ooms = sum(1 for r in runs if r["status"] == "oom")
-        title = f"{sum(1 for r in runs if r['status'] == 'ok')} of {len(runs)} runs ok" + (
-            f", {ooms} OOM-killed" if ooms else "")
-        if groups:
-            render_table(groups, title=title)
-        if dgroups:
-            render_design_table(dgroups, title=title)
-        if scenarios:
-            from dragnet.bench.scenario import disk_matters, reference_label
-            from dragnet.report.console import render_disk_matters
-            ref = reference_label(scenarios)
-            render_disk_matters(disk_matters(runs, ref), ref)
-        if loads:
-            click.echo("\n".join(share.lines(loads)))
-        for r in failed:
-            click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
-        for line in differences_lines(bench.dir, runs):
-            click.echo(line)
-        if cmp is not None:
-            from dragnet.report.console import render_compare as render
-            render(cmp)
-        click.echo(f"results: {bench.dir} (`dragnet report {bench.dir} --plot DIR` for charts)")
+        render_console.show_bench(rep)
+    runs, failed = rep.runs, rep.failed
     from dragnet.build import fault
 
     if (failed and len(failed) == len(runs)) or fault.blocking_runs(runs, strict):
@@ -359,20 +273,6 @@ def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
         sys.exit(1)
 
 
-def saved_runs(folder, docs, sdir, save_as, baseline_entry):
-    """--save-baseline: the run into the store; --baseline: its comparison with the saved baseline (or None)."""
-    from dragnet.report import compare as c
-    from dragnet.results import store as store
-
-    if save_as and docs:     # saved first: a comparison that finds nothing in common loses nothing
-        entry = store.save(sdir, folder, save_as)
-        click.echo(f"saved as baseline {save_as} in {sdir} ({entry['path']})", err=True)
-    if baseline_entry is None or not docs:
-        return None
-    return c.compare(load_results([sdir / baseline_entry["path"]]), docs, old_label=store.label(baseline_entry),
-                     new_label=str(folder))
-
-
 def _sizes(config, counts, on_event, plot_path, as_json, save_as=None, sdir=None) -> None:
     """The size sweep: run it, save it as a baseline (save_as: each size its own cells), print the per-size
     table, the slopes and the memory marks, draw the chart."""
@@ -386,7 +286,10 @@ def _sizes(config, counts, on_event, plot_path, as_json, save_as=None, sdir=None
         click.echo("interrupted: finished sizes are kept (sizes.json)", err=True)
         sys.exit(getattr(exc, "exit_code", 130))
     if save_as:
-        saved_runs(summary["dir"], load_results([summary["dir"]]), sdir, save_as, None)
+        from dragnet.report.model import saved_runs
+
+        saved_runs(summary["dir"], load_results([summary["dir"]]), sdir, save_as, None,
+                   notify=lambda text: click.echo(text, err=True))
     render_sizes(Path(summary["dir"]), plot_path, as_json)
 
 

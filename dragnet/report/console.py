@@ -229,3 +229,60 @@ def render_history(all_series, metric: str, by: str, saved: int) -> None:
     console(160).print(table)
     steps = sum(p.step for s in all_series for p in s.points)
     click.echo(f"{steps} step(s): {h.STEP_TEST}")
+
+
+def bench_progress(console, total: dict):
+    """`dragnet bench`'s progress on `console` (a rich Console): the on_event(kind, data) a bench calls;
+    total["n"]: the runs planned, shown as [i/n]."""
+    from dragnet.results.record import Build
+
+    def on_event(kind: str, d: dict) -> None:
+        if kind == "start":
+            console.print(f"[{d['index'] + 1}/{total['n']}] {d['storage']}"
+                          f"{' ' + d['scenario'] if d.get('scenario') else ''}"
+                          f"{''.join(f' {k}={v}' for k, v in (d.get('axes') or {}).items())} round {d['repeat'] + 1}: "
+                          f"{d['language']} …")
+        elif kind == "done":
+            if d["status"] == "not_applicable":
+                console.print(f"    not applicable: {d['error']}", highlight=False)
+            elif d["status"] == "oom":
+                console.print(f"    [yellow]{d['error']}[/yellow]", markup=True, highlight=False)
+            elif d["status"] == "ok":
+                ratio = d.get("ratio_to_baseline")
+                cmp = d.get("comparison")
+                same = "" if not cmp else (f", rows: {cmp['note']}" if cmp.get("differences") is None else
+                                          f", rows vs {cmp['reference']}: {cmp['differences']} differences in "
+                                          f"{cmp['rows_compared']}" + (f" ({rp.classes_text(cmp['classes'])})"
+                                                                       if cmp.get("classes") else ""))
+                fig = Build.of_entry(d)
+                console.print(f"    wall {fig.wall_s:.1f} s, {fig.docs_per_s:.0f} docs/s"
+                              + (f", ×{ratio:.2f} baseline" if ratio is not None else "") + same)
+            else:
+                console.print(f"    [red]failed[/red]: {d['error']}", markup=True, highlight=False)
+        elif kind == "begin":
+            total["n"] = d["runs"]     # the bench's own plan (a baseline it cannot run is left out)
+            console.print(f"{d['runs']} runs, results in {d['dir']}")
+        elif kind == "start_couch":
+            console.print(f"starting CouchDB ({d['backend']}, data on {d['storage']}) …")
+        elif kind == "stop_couch":
+            console.print(f"stopping the CouchDB started for this bench ({d['backend']})")
+        elif kind == "restart":
+            if d.get("axes"):
+                console.print("restarting CouchDB with " + ", ".join(f"{k}={v}" for k, v in d["axes"].items()) + " …")
+            elif d.get("scenario"):
+                console.print(f"recreating the CouchDB container with the limits of {d['scenario']} …")
+            else:
+                console.print(f"restarting CouchDB with its data on {d['storage']} …")
+        elif kind == "import":
+            console.print(d["message"])
+        elif kind == "generate":
+            console.print(f"generating {d['count']:,} documents (seed {d['seed']}) …")
+        elif kind == "mango_index":
+            console.print(f"mango index {d['name']}: fields {', '.join(d['fields'])}"
+                          + (f", partial filter {d['partial']}" if d.get("partial") else ""))
+        elif kind == "warning":
+            console.print(f"[yellow]warning[/yellow]: {d['message']}", markup=True, highlight=False, soft_wrap=True)
+        elif kind == "size":
+            console.print(f"size {d['count']:,} documents (database {d['db']})")
+
+    return on_event

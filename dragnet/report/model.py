@@ -70,3 +70,65 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
     rep.shares = share.shown(share.workloads(docs))   # per storage and axis combination, so --by sees its own
     rep.forecasts = find_forecasts(results)
     return rep
+
+
+# ---------------------------------------------------------------- the report at the end of `dragnet bench`
+
+@dataclass
+class BenchReport:
+    """What `dragnet bench` shows once its runs are done: the report tables of its folder, the disk verdict
+    of its scenarios, the engine share, failures, row differences and the comparison with a saved baseline."""
+
+    folder: Any
+    manifest: dict
+    docs: list[dict] = field(default_factory=list, repr=False)
+    groups: list = field(default_factory=list)
+    design_groups: list = field(default_factory=list)
+    disk_rows: list = field(default_factory=list)
+    disk_reference: str | None = None
+    shares: list = field(default_factory=list)
+    comparison: Any = None
+
+    @property
+    def runs(self) -> list[dict]:
+        return self.manifest["runs"]
+
+    @property
+    def failed(self) -> list[dict]:
+        return [r for r in self.runs if r["status"] not in ("ok", "oom", "not_applicable")]
+
+
+def bench_report(folder, manifest: dict, scenarios: Sequence = (), *, store_dir=None, save_as: str | None = None,
+                 baseline_entry: dict | None = None, notify=None) -> BenchReport:
+    """The report of a finished bench in `folder`; with `save_as` the folder is saved in the store first, and
+    with `baseline_entry` compared with that saved run (notify(text): what was saved, as it happens)."""
+    from dragnet.report import share, tables
+    from dragnet.results.load import load_results
+
+    runs = manifest["runs"]
+    docs = load_results([folder]) if any(r["result_file"] for r in runs) else []
+    rep = BenchReport(folder, manifest, docs, tables.build_report(docs), tables.build_design_report(docs))
+    rep.shares = share.shown(share.workloads(docs))
+    rep.comparison = saved_runs(folder, docs, store_dir, save_as, baseline_entry, notify)
+    if scenarios:
+        from dragnet.bench.scenario import disk_matters, reference_label
+
+        rep.disk_reference = reference_label(scenarios)
+        rep.disk_rows = disk_matters(runs, rep.disk_reference)
+    return rep
+
+
+def saved_runs(folder, docs, sdir, save_as, baseline_entry, notify=None):
+    """--save-baseline: the run into the store; --baseline: its comparison with the saved baseline (or None)."""
+    from dragnet.report import compare as c
+    from dragnet.results import store as store
+    from dragnet.results.load import load_results
+
+    if save_as and docs:     # saved first: a comparison that finds nothing in common loses nothing
+        entry = store.save(sdir, folder, save_as)
+        if notify:
+            notify(f"saved as baseline {save_as} in {sdir} ({entry['path']})")
+    if baseline_entry is None or not docs:
+        return None
+    return c.compare(load_results([sdir / baseline_entry["path"]]), docs, old_label=store.label(baseline_entry),
+                     new_label=str(folder))

@@ -26,3 +26,31 @@ def show(rep: Report) -> None:
     if rep.disk_reference:
         render_disk_matters(rep.disk_rows, rep.disk_reference)
     text.tail(rep, click.echo, markdown=False)
+
+
+def show_bench(rep) -> None:
+    """The end of `dragnet bench` (report.model.BenchReport)."""
+    from dragnet.report import share
+    from dragnet.report.console import (differences_lines, render_compare, render_design_table,
+                                        render_disk_matters, render_table)
+
+    runs = rep.runs
+    # an OOM-killed run is a scenario's result, not a failure, but it is not an ok build either
+    ooms = sum(1 for r in runs if r["status"] == "oom")
+    title = f"{sum(1 for r in runs if r['status'] == 'ok')} of {len(runs)} runs ok" + (
+        f", {ooms} OOM-killed" if ooms else "")
+    if rep.groups:
+        render_table(rep.groups, title=title)
+    if rep.design_groups:
+        render_design_table(rep.design_groups, title=title)
+    if rep.disk_reference:
+        render_disk_matters(rep.disk_rows, rep.disk_reference)
+    if rep.shares:
+        click.echo("\n".join(share.lines(rep.shares)))
+    for r in rep.failed:
+        click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
+    for line in differences_lines(rep.folder, runs):
+        click.echo(line)
+    if rep.comparison is not None:
+        render_compare(rep.comparison)
+    click.echo(f"results: {rep.folder} (`dragnet report {rep.folder} --plot DIR` for charts)")

@@ -27,3 +27,21 @@ def render(rep: Report) -> dict:
     if rep.forecasts:
         out["forecast"] = rep.forecasts
     return out
+
+
+def bench(rep) -> dict:
+    """The end of `dragnet bench --json` (report.model.BenchReport)."""
+    from dragnet.bench.scenario import disk_summary
+    from dragnet.report import share
+    from dragnet.report import tables as rp
+
+    extra = {}
+    if rep.disk_reference:
+        extra = disk_summary(rep.disk_rows, rep.disk_reference)
+    report = rp.to_json(rep.groups)
+    if rep.design_groups:
+        report["design"] = rp.design_json(rep.design_groups)
+    report["engine_share"] = share.to_json(rep.shares)
+    if rep.comparison is not None:
+        extra["baseline"] = rep.comparison.to_json()
+    return {"dir": str(rep.folder), "manifest": rep.manifest, "report": report, **extra}
