@@ -9,12 +9,12 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from dragnet.qsbench import run as qsbench
 from dragnet.errors import DragnetError, UsageError
 from dragnet.servers.discovery import REPO
 from dragnet.cli.options import json_option, print_json, server_option
+from dragnet.report.render.qsbench import show_ddoc, show_failures, show_inside, show_ranking, show_table
 
 
 def _default_view() -> str:
@@ -177,9 +177,9 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         compact["chart"] = str(chart) if chart else None
         print_json(compact)
     else:
-        _print_table(out, bench, docs, shards)
-        _print_ranking(out, bench)
-        _print_failures(out, bench)
+        show_table(out, bench, docs, shards)
+        show_ranking(out, bench)
+        show_failures(out, bench)
         out.print(f"results: {path}")
         if chart:
             out.print(f"chart:   {chart}")
@@ -193,75 +193,9 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
                                        for r in bench.failed))
 
 
-def _print_table(out: Console, bench: qsbench.Benchmark, docs: qsbench.DocSet, shards: int) -> None:
-    if not bench.rows:
-        return
-    cmd = {r.spec.name: " ".join(r.spec.argv) for r in bench.results}
-    t = Table(title=f"query servers over the protocol: {len(docs)} docs, {shards} shard(s), "
-                    f"rows checked against {bench.reference}",
-              title_justify="left")
-    for col in ("server", "docs/s", "× slower", "mean ± σ", "min … max", "latency p50 / p95 / p99 / max ms",
-                "CPU s/1k docs", "RSS MB", "start ms"):
-        t.add_column(col, justify="left" if col == "server" else "right", no_wrap=True)
-    for r in bench.rows:
-        s = r.rate
-        t.add_row(r.name, f"{r.docs_per_sec:,.0f}", f"{r.ratio:.2f}", f"{s.mean:,.0f} ± {s.stdev:,.0f}",
-                  f"{s.min:,.0f} … {s.max:,.0f}",
-                  f"{r.p50_ms:.3f} / {r.p95_ms:.3f} / {r.p99_ms:.3f} / {r.max_ms:.2f}",
-                  f"{r.cpu_per_1000:.3f}" if getattr(r, "cpu_per_1000", 0) else f"{r.cpu_s:.2f} s",
-                  f"{r.peak_rss_kb / 1024:.1f}" if r.peak_rss_kb else "?", f"{r.startup_ms:.0f}")
-    out.print(t)
-    shares = [(r.name, r.harness_share) for r in bench.rows if getattr(r, "harness_share", None) is not None]
-    if shares:
-        big = [n for n, h in shares if h > 0.10]
-        out.print("harness share of the map loop's wall time (qsbench's own CPU while it drives): "
-                  + ", ".join(f"{n} {h:.0%}" for n, h in shares)
-                  + (f"; not negligible for {', '.join(big)}: their docs/s is partly the driver's" if big else ""),
-                  highlight=False)
-    for r in bench.rows:
-        out.print(f"  {r.name}: {cmd[r.name]}", highlight=False)
-
-
-def _print_failures(out: Console, bench: qsbench.Benchmark) -> None:
-    for r in bench.failed:
-        if r.error:
-            out.print(f"[red]FAILED[/] {r.spec.name}: {r.error}", highlight=False)
-        else:
-            out.print(f"[red]WRONG ROWS[/] {r.spec.name}: {r.mismatch_count} document(s) differ from "
-                      f"{bench.reference}", highlight=False)
-            for m in r.mismatches:
-                out.print(f"  {m.message()}", highlight=False, markup=False)
-
-
-def _print_ranking(out: Console, bench) -> None:
-    if bench.verdicts and hasattr(bench, "order"):
-        metric = {"cpu": "CPU-seconds per 1,000 docs", "wall": "wall seconds per 1,000 docs"}[bench.metric]
-        out.print(f"order on {metric} (> separated, ≈ tied, ? unresolved): {bench.order}", highlight=False)
-        out.print(f"{bench.rounds} rounds, stopped: {bench.stopped}; adjacent pairs, ratio slower/faster "
-                  f"[99% interval]:", highlight=False)
-        for v in bench.verdicts:
-            out.print(f"  {v.format()}", highlight=False, markup=False)
-        for v in bench.other_pairs:
-            out.print(f"  ({v.metric}) {v.format()}", highlight=False, markup=False)
-        out.print("the whole order is supported" if bench.decided else
-                  "the order is NOT supported where a pair is unresolved (too noisy: more rounds or a quieter "
-                  "machine; too close: more rounds; budget/max-runs: raise them)", highlight=False)
-    elif bench.verdicts:
-        out.print("ranking, adjacent pairs (two-sided Mann-Whitney U over the runs' docs/s, alpha 0.05; "
-                  "ratio of medians [95% bootstrap interval]):", highlight=False)
-        for v in bench.verdicts:
-            out.print(f"  {v.format()}", highlight=False, markup=False)
-    if bench.verdicts:      # inside CouchDB the ceiling caps the gain: say where that is measured
-        out.print(qsbench.CEILING_POINTER, highlight=False, markup=False)
-    for w in bench.warnings:
-        out.print(f"[yellow]warning[/] {w}", highlight=False)
-
-
 def _inside(out: Console, err: Console, inside, url, db, data, names, left, bench, view_dir, repeat,
             results_dir) -> None:
     """The same servers inside CouchDB (bench.inside), then both rankings side by side."""
-    from rich.table import Table
-
     from dragnet.report import share as share
     from dragnet.results.load import load_results
 
@@ -279,18 +213,12 @@ def _inside(out: Console, err: Console, inside, url, db, data, names, left, benc
                                  on_event=on_event)
     loads = share.workloads(load_results([folder])) if any(r["result_file"] for r in manifest["runs"]) else []
     rows = inside.side_by_side({r.name: r.docs_per_sec for r in bench.rows}, names, loads)
-    t = Table(title=f"over the protocol and inside CouchDB ({manifest['cluster'].get('q')} shards), same documents")
-    base = next((r.server for r in reversed(rows) if r.protocol_dps), "slowest")
-    for col in ("server", "language", "protocol docs/s", f"× {base}", "CouchDB docs/s", f"× {base}", "share"):
-        t.add_column(col, justify="left" if col in ("server", "language") else "right")
-    f = lambda v, d=0: "–" if v is None else f"{v:,.{d}f}"  # noqa: E731
-    for r in rows:
-        t.add_row(r.server, r.language, f(r.protocol_dps), f(r.protocol_x, 2), f(r.couchdb_dps), f(r.couchdb_x, 2),
-                  "–" if r.share is None else r.share.format())
-    out.print(t)
+    show_inside(out, rows, manifest)
     for line in share.lines(loads):
         out.print(line, highlight=False, markup=False)
     out.print(f"inside CouchDB: {folder}")
+
+
 def _repeat(text: str, min_runs: int | None) -> int | None:
     """--repeat auto -> None (adaptive), N -> N; --min-runs N is --repeat N."""
     if min_runs is not None:
@@ -372,28 +300,9 @@ def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, r
         compact["results_file"] = str(path)
         print_json(compact)
     else:
-        _print_table(out, bench, docs, 1)
-        _print_ranking(out, bench)
-        for res in bench.results:
-            if not res.costs:
-                continue
-            t = Table(title=f"{res.spec.name}: time per function (most expensive view: {res.most_expensive})",
-                      title_justify="left")
-            for col in ("function", "view(s)", "ms", "share", "alone ms", "calls"):
-                t.add_column(col, justify="left" if col in ("function", "view(s)") else "right", no_wrap=True)
-            for c in res.costs:
-                t.add_row(c.kind, c.views, f"{c.ms:.1f}", f"{c.share:.0%}",
-                          "" if c.alone_ms is None else f"{c.alone_ms:.1f}", "" if c.calls is None else str(c.calls))
-            out.print(t)
-        for res in bench.failed:
-            if res.error:
-                out.print(f"[red]FAILED[/] {res.spec.name}: {res.error}", highlight=False)
-                continue
-            counts = ", ".join(f"{v}: {c['docs']} doc(s)" + (", reduce" if c["reduce"] else "")
-                               for v, c in res.mismatch_counts.items())
-            out.print(f"[red]DIFFERENT[/] {res.spec.name} vs {bench.reference}: {counts}", highlight=False)
-            for m in res.mismatches:
-                out.print(f"  {m.message()}", highlight=False, markup=False)
+        show_table(out, bench, docs, 1)
+        show_ranking(out, bench)
+        show_ddoc(out, bench)
         for line in _reduce_check_lines(checks, bench.reference):
             out.print(line, highlight=False, markup=False)
         out.print(f"results: {path}")

@@ -1,0 +1,113 @@
+"""qsbench in the terminal: the servers' table, the ranking and its verdicts, failures, a design doc's costs,
+and the protocol beside CouchDB."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from dragnet.qsbench import run as qsbench
+
+
+def show_table(out: Console, bench, docs, shards: int) -> None:
+    """The servers' table over the protocol, the harness's share, and each server's command line."""
+    if not bench.rows:
+        return
+    cmd = {r.spec.name: " ".join(r.spec.argv) for r in bench.results}
+    t = Table(title=f"query servers over the protocol: {len(docs)} docs, {shards} shard(s), "
+                    f"rows checked against {bench.reference}",
+              title_justify="left")
+    for col in ("server", "docs/s", "× slower", "mean ± σ", "min … max", "latency p50 / p95 / p99 / max ms",
+                "CPU s/1k docs", "RSS MB", "start ms"):
+        t.add_column(col, justify="left" if col == "server" else "right", no_wrap=True)
+    for r in bench.rows:
+        s = r.rate
+        t.add_row(r.name, f"{r.docs_per_sec:,.0f}", f"{r.ratio:.2f}", f"{s.mean:,.0f} ± {s.stdev:,.0f}",
+                  f"{s.min:,.0f} … {s.max:,.0f}",
+                  f"{r.p50_ms:.3f} / {r.p95_ms:.3f} / {r.p99_ms:.3f} / {r.max_ms:.2f}",
+                  f"{r.cpu_per_1000:.3f}" if getattr(r, "cpu_per_1000", 0) else f"{r.cpu_s:.2f} s",
+                  f"{r.peak_rss_kb / 1024:.1f}" if r.peak_rss_kb else "?", f"{r.startup_ms:.0f}")
+    out.print(t)
+    shares = [(r.name, r.harness_share) for r in bench.rows if getattr(r, "harness_share", None) is not None]
+    if shares:
+        big = [n for n, h in shares if h > 0.10]
+        out.print("harness share of the map loop's wall time (qsbench's own CPU while it drives): "
+                  + ", ".join(f"{n} {h:.0%}" for n, h in shares)
+                  + (f"; not negligible for {', '.join(big)}: their docs/s is partly the driver's" if big else ""),
+                  highlight=False)
+    for r in bench.rows:
+        out.print(f"  {r.name}: {cmd[r.name]}", highlight=False)
+
+
+def show_failures(out: Console, bench) -> None:
+    """Servers that failed or whose rows differ from the reference's."""
+    for r in bench.failed:
+        if r.error:
+            out.print(f"[red]FAILED[/] {r.spec.name}: {r.error}", highlight=False)
+        else:
+            out.print(f"[red]WRONG ROWS[/] {r.spec.name}: {r.mismatch_count} document(s) differ from "
+                      f"{bench.reference}", highlight=False)
+            for m in r.mismatches:
+                out.print(f"  {m.message()}", highlight=False, markup=False)
+
+
+def show_ranking(out: Console, bench) -> None:
+    """The order, each adjacent pair's verdict, where the ceiling is measured, warnings."""
+    if bench.verdicts and hasattr(bench, "order"):
+        metric = {"cpu": "CPU-seconds per 1,000 docs", "wall": "wall seconds per 1,000 docs"}[bench.metric]
+        out.print(f"order on {metric} (> separated, ≈ tied, ? unresolved): {bench.order}", highlight=False)
+        out.print(f"{bench.rounds} rounds, stopped: {bench.stopped}; adjacent pairs, ratio slower/faster "
+                  f"[99% interval]:", highlight=False)
+        for v in bench.verdicts:
+            out.print(f"  {v.format()}", highlight=False, markup=False)
+        for v in bench.other_pairs:
+            out.print(f"  ({v.metric}) {v.format()}", highlight=False, markup=False)
+        out.print("the whole order is supported" if bench.decided else
+                  "the order is NOT supported where a pair is unresolved (too noisy: more rounds or a quieter "
+                  "machine; too close: more rounds; budget/max-runs: raise them)", highlight=False)
+    elif bench.verdicts:
+        out.print("ranking, adjacent pairs (two-sided Mann-Whitney U over the runs' docs/s, alpha 0.05; "
+                  "ratio of medians [95% bootstrap interval]):", highlight=False)
+        for v in bench.verdicts:
+            out.print(f"  {v.format()}", highlight=False, markup=False)
+    if bench.verdicts:      # inside CouchDB the ceiling caps the gain: say where that is measured
+        out.print(qsbench.CEILING_POINTER, highlight=False, markup=False)
+    for w in bench.warnings:
+        out.print(f"[yellow]warning[/] {w}", highlight=False)
+
+
+def show_ddoc(out: Console, bench) -> None:
+    """qsbench --ddoc: each server's time per function, and servers whose rows differ."""
+    for res in bench.results:
+        if not res.costs:
+            continue
+        t = Table(title=f"{res.spec.name}: time per function (most expensive view: {res.most_expensive})",
+                  title_justify="left")
+        for col in ("function", "view(s)", "ms", "share", "alone ms", "calls"):
+            t.add_column(col, justify="left" if col in ("function", "view(s)") else "right", no_wrap=True)
+        for c in res.costs:
+            t.add_row(c.kind, c.views, f"{c.ms:.1f}", f"{c.share:.0%}",
+                      "" if c.alone_ms is None else f"{c.alone_ms:.1f}", "" if c.calls is None else str(c.calls))
+        out.print(t)
+    for res in bench.failed:
+        if res.error:
+            out.print(f"[red]FAILED[/] {res.spec.name}: {res.error}", highlight=False)
+            continue
+        counts = ", ".join(f"{v}: {c['docs']} doc(s)" + (", reduce" if c["reduce"] else "")
+                           for v, c in res.mismatch_counts.items())
+        out.print(f"[red]DIFFERENT[/] {res.spec.name} vs {bench.reference}: {counts}", highlight=False)
+        for m in res.mismatches:
+            out.print(f"  {m.message()}", highlight=False, markup=False)
+
+
+def show_inside(out: Console, rows, manifest: dict) -> None:
+    """qsbench --couchdb: the protocol's docs/s beside CouchDB's (bench.inside.side_by_side rows)."""
+    t = Table(title=f"over the protocol and inside CouchDB ({manifest['cluster'].get('q')} shards), same documents")
+    base = next((r.server for r in reversed(rows) if r.protocol_dps), "slowest")
+    for col in ("server", "language", "protocol docs/s", f"× {base}", "CouchDB docs/s", f"× {base}", "share"):
+        t.add_column(col, justify="left" if col in ("server", "language") else "right")
+    f = lambda v, d=0: "–" if v is None else f"{v:,.{d}f}"  # noqa: E731
+    for r in rows:
+        t.add_row(r.server, r.language, f(r.protocol_dps), f(r.protocol_x, 2), f(r.couchdb_dps), f(r.couchdb_x, 2),
+                  "–" if r.share is None else r.share.format())
+    out.print(t)
