@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from dragnet.qsbench import run as qsbench
+from dragnet.qsbench.driver import map_timed
 from dragnet.measure import stats as stats
 from dragnet.build.design import Design
 from dragnet.errors import UsageError
@@ -168,7 +169,7 @@ def _start(spec: ServerSpec, lib: dict | None, groups: Sequence[MapGroup], timeo
 
 
 def _map_all(qs: QueryServerProcess, lines: Sequence[bytes]) -> tuple[list[bytes], list[int], int]:
-    return qsbench.map_timed(qs, lines)
+    return map_timed(qs, lines)
 
 
 def group_rows(answers: Sequence[bytes], ids: Sequence[str], n_groups: int, name: str) -> list[list[tuple]]:

@@ -15,7 +15,6 @@ arithmetic over the recorded samples, so the table can be recomputed from a resu
 from __future__ import annotations
 
 import dataclasses
-import gc
 import json
 import os
 import re
@@ -42,6 +41,7 @@ from dragnet.build.rows import REL_TOL, values_equal
 from dragnet.servers.protocol import RESET_CONFIG, ProtocolError, QueryServerProcess, encode
 from dragnet.servers import dialects
 from dragnet.servers.discovery import ServerSpec, Skipped
+from dragnet.qsbench.driver import map_timed
 
 SCHEMA = schema(QSBENCH)
 RESET_LINE = encode(["reset", RESET_CONFIG])
@@ -202,27 +202,6 @@ def _expect_true(qs: QueryServerProcess, message: list, what: str) -> None:
     answer = qs.prompt(message)
     if answer is not True:
         raise ProtocolError(f"query server {qs.name} answered {json.dumps(answer)[:200]} to {what}", qs.name)
-
-
-def map_timed(qs: "QueryServerProcess", lines: Sequence[bytes]) -> tuple[list[bytes], list[int], int]:
-    """Send each map_doc line and time it: (answers, latencies in ns, total ns). Each latency runs from the
-    previous answer to this one (write + read + the loop's own step), so they add up to the total."""
-    n = len(lines)
-    latencies, answers = [0] * n, [b""] * n
-    prompt, clock = qs.prompt_raw, time.perf_counter_ns
-    gc_was_on = gc.isenabled()
-    gc.disable()  # no collector pauses inside the timed loop (it allocates only bytes and ints)
-    try:
-        t_first = t0 = clock()
-        for i in range(n):
-            answers[i] = prompt(lines[i])
-            t1 = clock()
-            latencies[i] = t1 - t0
-            t0 = t1
-    finally:
-        if gc_was_on:
-            gc.enable()
-    return answers, latencies, t0 - t_first
 
 
 def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Sequence[str], *, shard: int = 0,
