@@ -214,7 +214,9 @@ def _print_table(out: Console, bench: qsbench.Benchmark, docs: qsbench.DocSet, s
     shares = [(r.name, r.harness_share) for r in bench.rows if getattr(r, "harness_share", None) is not None]
     if shares:
         big = [n for n, h in shares if h > 0.10]
-        out.print("harness share of the map loop's wall time (qsbench's own CPU while it drives): "
+        loop = {"c": "the C loop, dragnet-qsdriver", "python": "the Python loop: `make servers` builds the C one"}
+        out.print(f"harness share of the map loop's wall time ({loop.get(bench.driver, bench.driver)}, its own "
+                  "CPU while it drives): "
                   + ", ".join(f"{n} {h:.0%}" for n, h in shares)
                   + (f"; not negligible for {', '.join(big)}: their docs/s is partly the driver's" if big else ""),
                   highlight=False)

@@ -41,7 +41,7 @@ from dragnet.build.rows import REL_TOL, values_equal
 from dragnet.servers.protocol import RESET_CONFIG, ProtocolError, QueryServerProcess, encode
 from dragnet.servers import dialects
 from dragnet.servers.discovery import ServerSpec, Skipped
-from dragnet.qsbench.driver import map_timed
+from dragnet.qsbench.driver import map_loop, resolve as resolve_driver
 
 SCHEMA = schema(QSBENCH)
 RESET_LINE = encode(["reset", RESET_CONFIG])
@@ -205,7 +205,7 @@ def _expect_true(qs: QueryServerProcess, message: list, what: str) -> None:
 
 
 def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Sequence[str], *, shard: int = 0,
-              timeout: float = 5.0, barrier: threading.Barrier | None = None) -> ShardRun:
+              timeout: float = 5.0, barrier: threading.Barrier | None = None, driver: str = "auto") -> ShardRun:
     """Spawn the server and replay one shard's indexing; raises ProtocolError on any failure."""
     qs = QueryServerProcess(spec.argv, env=dict(spec.env) or None, timeout=timeout, name=spec.name)
     try:
@@ -219,9 +219,10 @@ def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Seq
         if barrier is not None:
             barrier.wait()
 
-        sched0, cpu0 = schedstat_of(qs.pid), time.thread_time()
-        answers, latencies, map_ns = map_timed(qs, lines)
-        driver_cpu_s, sched1 = time.thread_time() - cpu0, schedstat_of(qs.pid)
+        sched0 = schedstat_of(qs.pid)
+        loop = map_loop(qs, lines, driver)
+        answers, latencies, map_ns, driver_cpu_s = loop.answers, loop.latencies_ns, loop.map_ns, loop.driver_cpu_s
+        sched1 = schedstat_of(qs.pid)
         map_cpu_s = map_wait_s = None
         if sched0 and sched1:
             map_cpu_s, map_wait_s = sched1[0] - sched0[0], sched1[1] - sched0[1]
@@ -242,7 +243,7 @@ def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Seq
     return ShardRun(shard=shard, docs=len(lines), pid=qs.pid, startup_ns=startup_ns, map_ns=map_ns,
                     reduce_ns=reduce_ns, latencies_ns=latencies, cpu_s=ps.cpu_s, peak_rss_kb=ps.peak_rss_kb,
                     log_lines=log_lines, answers=answers, reduction=reduction, driver_cpu_s=driver_cpu_s,
-                    map_cpu_s=map_cpu_s, map_wait_s=map_wait_s)
+                    map_cpu_s=map_cpu_s, map_wait_s=map_wait_s, driver=loop.driver)
 
 
 def _rows_for_reduce(answers: list[bytes], ids: Sequence[str], name: str) -> list:
@@ -280,11 +281,12 @@ def split(n: int, k: int) -> list[range]:
 
 
 def run_once(spec: ServerSpec, view: ViewCode, docs: DocSet, *, index: int = 0, warmup: bool = False,
-             shards: int = 1, timeout: float = 5.0) -> Run:
+             shards: int = 1, timeout: float = 5.0, driver: str = "auto") -> Run:
     """One run: `shards` processes in parallel, each over its slice; the first failure is raised."""
     slices = split(len(docs), shards)
     if len(slices) == 1:
-        return Run(index, warmup, [run_shard(spec, view, docs.lines, docs.ids, timeout=timeout)])
+        return Run(index, warmup, [run_shard(spec, view, docs.lines, docs.ids, timeout=timeout,
+                                                driver=driver)])
     barrier = threading.Barrier(len(slices))
     results: list[ShardRun | None] = [None] * len(slices)
     errors: list[BaseException] = []
@@ -292,7 +294,7 @@ def run_once(spec: ServerSpec, view: ViewCode, docs: DocSet, *, index: int = 0, 
     def work(k: int, rng: range) -> None:
         try:
             results[k] = run_shard(spec, view, docs.lines[rng.start:rng.stop], docs.ids[rng.start:rng.stop],
-                                   shard=k, timeout=timeout,
+                                   shard=k, timeout=timeout, driver=driver,
                                    barrier=barrier)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             errors.append(exc)
@@ -398,23 +400,24 @@ class ServerResult:
 
 
 def measure_server(spec: ServerSpec, view: ViewCode, docs: DocSet, *, repeat: int = 3, warmup: int = 1,
-                   shards: int = 1, timeout: float = 5.0, progress: Progress | None = None) -> ServerResult:
+                   shards: int = 1, timeout: float = 5.0, progress: Progress | None = None,
+                   driver: str = "auto") -> ServerResult:
     """`warmup` + `repeat` runs; a protocol failure ends the server's measurement with `error` set."""
     result = ServerResult(spec=spec, view=view, version=server_version(spec))
     total = warmup + repeat
     for i in range(total):
         if not _measure_once(result, docs, warmup=i < warmup, shards=shards, timeout=timeout,
-                             progress=progress, total=total):
+                             progress=progress, total=total, driver=driver):
             break
     return result
 
 
 def _measure_once(result: ServerResult, docs: DocSet, *, warmup: bool, shards: int, timeout: float,
-                  progress: Progress | None, total: int) -> bool:
+                  progress: Progress | None, total: int, driver: str = "auto") -> bool:
     """One more run of result's server appended to result.runs; False when the server failed."""
     spec, view, i = result.spec, result.view, len(result.runs)
     try:
-        run = run_once(spec, view, docs, index=i, warmup=warmup, shards=shards, timeout=timeout)
+        run = run_once(spec, view, docs, index=i, warmup=warmup, shards=shards, timeout=timeout, driver=driver)
     except ProtocolError as exc:
         result.error = str(exc)
         if progress:
@@ -584,7 +587,7 @@ def results_document(results: list[ServerResult], rows: list[Row], *, docs: DocS
                      "reset": ["reset", RESET_CONFIG], "reduce_batch": REDUCE_BATCH},
         "view": {"path": str(view_dir), "name": Path(view_dir).name},
         "docs": docs.describe(),
-        "settings": dict(settings, reference=reference),
+        "settings": dict(settings, reference=reference, **({"driver": bench.driver} if bench else {})),
         "skipped": [{"name": s.name, "reason": s.reason} for s in skipped],
         "servers": [server_entry(r, by_name.get(r.spec.name), latencies) for r in ordered],
         "ranking": ranking_doc,
@@ -648,6 +651,7 @@ class Benchmark(Ranked):
     other_pairs: list = field(default_factory=list)   # the same on the other metric (wall or cpu)
     rounds: int = 0
     stopped: str = ""                 # decided, max-runs, budget, repeat, failed
+    driver: str = ""                  # the map loop that ran: "c" (dragnet-qsdriver) or "python"
 
     @property
     def order(self) -> str:
@@ -752,7 +756,7 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
                   warmup: int = 1, shards: int = 1, timeout: float = 5.0, reference: str | None = None,
                   skipped: Sequence[Skipped] = (), progress: Progress | None = None,
                   max_runs: int | None = None, budget_s: float | None = None, metric: str = "cpu",
-                  seed: int = 0) -> Benchmark:
+                  seed: int = 0, driver: str = "auto") -> Benchmark:
     """Interleaved rounds, each server once per round in a fresh random order, after `warmup` discarded runs.
 
     repeat=None (--repeat auto): from the fifth round on, only the servers of unresolved adjacent pairs
@@ -760,6 +764,7 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
     budget_s (default 120 s) is reached. repeat=N: N rounds; with max_runs too, the first look is at N.
     """
     check_bounds(repeat, warmup, shards, max_runs, budget_s)
+    driver = resolve_driver(driver)
     if repeat is None:
         plan = decide.Plan([s.name for s, _ in servers], max_runs=max_runs or decide.MAX_RUNS, seed=seed)
         budget_s = BUDGET_S if budget_s is None else budget_s
@@ -781,7 +786,7 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
         for res in order:
             if res.error is None:
                 _measure_once(res, docs, warmup=True, shards=shards, timeout=timeout, progress=progress,
-                              total=warmup + bound)
+                              total=warmup + bound, driver=driver)
     round_s = time.monotonic() - t0 if warmup else None
     if budget_s is not None and round_s is not None and round_s > budget_s:
         raise UsageError(f"--budget {budget_s:g} s is too small for one round (the warm-up round took "
@@ -795,7 +800,7 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
     def measure(name: str, rnd: int) -> None:
         res = by_name[name]
         if res.error is None and _measure_once(res, docs, warmup=False, shards=shards, timeout=timeout,
-                                               progress=progress, total=warmup + bound):
+                                               progress=progress, total=warmup + bound, driver=driver):
             res.runs[-1].round = rnd
 
     def over_budget() -> bool:    # another round of the mean length would overrun it
@@ -822,7 +827,7 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
                         f"{q.faster} is ahead (CPU ranks efficiency, wall ranks speed: helper threads such as a "
                         f"JIT or GC cost CPU in parallel)")
     return Benchmark(results, rows, ref, list(skipped), pairs, warnings, load, metric=metric, other_pairs=other,
-                     rounds=plan.rounds, stopped=plan.stopped or "")
+                     rounds=plan.rounds, stopped=plan.stopped or "", driver=driver)
 
 
 def ranking(ok: Sequence[ServerResult], metric: str, plan: "decide.Plan", repeat: int | None) -> list[decide.Pair]:
