@@ -524,11 +524,6 @@ def rank(rows: list[Row]) -> list[Row]:
     return rows
 
 
-def verdicts(rows: Sequence[Row], rates: dict[str, Sequence[float]]) -> list[stats.PairVerdict]:
-    """Each adjacent pair of the ranking tested over the measured runs' docs/s (stats.compare_adjacent)."""
-    return stats.compare_adjacent([(r.name, list(rates[r.name])) for r in rows])
-
-
 def run_warnings(rates: dict[str, Sequence[float]]) -> list[str]:
     """hyperfine's warnings on each server's measured run times (docs/s inverted: lower is better)."""
     out = []
@@ -626,8 +621,8 @@ def rows_from_document(doc: dict) -> list[Row]:
 # -- the whole benchmark ----------------------------------------------------------------------
 
 class Ranked:
-    """What a benchmark of several servers says about them as a whole: which failed, and whether every
-    adjacent pair of its ranking was decided (needs `results` with .status and `verdicts`)."""
+    """What a benchmark of several servers says about them as a whole: which failed, whether every adjacent
+    pair of its ranking was decided, and the order (needs `results` with .status and `verdicts`, decide.Pair)."""
 
     @property
     def failed(self) -> list:
@@ -636,6 +631,11 @@ class Ranked:
     @property
     def decided(self) -> bool:
         return all(v.decided for v in self.verdicts)
+
+    @property
+    def order(self) -> str:
+        names = [p.faster for p in self.verdicts[:1]] + [p.slower for p in self.verdicts]
+        return decide.order_text(names, self.verdicts)
 
 
 @dataclass
@@ -652,11 +652,6 @@ class Benchmark(Ranked):
     rounds: int = 0
     stopped: str = ""                 # decided, max-runs, budget, repeat, failed
     driver: str = ""                  # the map loop that ran: "c" (dragnet-qsdriver) or "python"
-
-    @property
-    def order(self) -> str:
-        names = [p.faster for p in self.verdicts[:1]] + [p.slower for p in self.verdicts]
-        return decide.order_text(names, self.verdicts)
 
 
 def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], names: Sequence[str] | None,
