@@ -100,6 +100,12 @@ def main() -> int:
         verdict = "OK" if ratio >= TARGET else "BELOW TARGET"
         print(f"{d} loop's ceiling / fastest real server ({fastest.name}): {ratio:.1f}x by median, {best:.1f}x "
               f"best run vs best run  (target >= {TARGET:g}x by median: {verdict})")
+    for d, rs in runs.items():
+        # CPU, not wall: what the loop itself costs per document, steady under load where rates are not
+        us = sorted(sum(sh.driver_cpu_s for sh in r.shards) / r.docs * 1e6 for r in rs[1:])
+        print(f"{d} loop's own CPU per round trip: {us[len(us) // 2]:.2f} µs median [{us[0]:.2f} … {us[-1]:.2f}]; "
+              f"p50 round trip with echo {ceil_rows[d].p50_ms * 1000:.1f} µs, {fastest.name}'s "
+              f"{fastest.p50_ms * 1000:.1f} µs ({fastest.p50_ms / ceil_rows[d].p50_ms:.1f}x)")
     ratio = ceil_rows[loops[0]].docs_per_sec / fastest.docs_per_sec
     load = os.getloadavg()[0]
     print(f"load average {load:.2f} on {os.cpu_count()} CPUs")

@@ -473,13 +473,7 @@ def run_benchmark(servers: Sequence[ServerSpec], design: Design, docs: qsbench.D
     max_runs; repeat=N runs N rounds. Then each server's map functions alone, for their shares."""
     qsbench.check_bounds(repeat, warmup, 1, max_runs, None)
     driver = resolve_driver(driver)
-    names = [s.name for s in servers]
-    if repeat is None:
-        plan = decide.Plan(names, max_runs=max_runs or decide.MAX_RUNS, seed=seed)
-    elif max_runs is not None:
-        plan = decide.Plan(names, min_rounds=repeat, max_runs=max_runs, seed=seed)
-    else:
-        plan = decide.Plan(names, fixed=repeat, seed=seed)
+    plan = qsbench.plan_rounds([s.name for s in servers], repeat, max_runs, seed)
     total = warmup + (plan.fixed or plan.max_runs)
     groups = map_groups(design)
     results = [DdocResult(spec, version=qsbench.server_version(spec)) for spec in servers]
@@ -516,9 +510,7 @@ def run_benchmark(servers: Sequence[ServerSpec], design: Design, docs: qsbench.D
     pairs = qsbench.ranking(ok, metric, plan, repeat)
     other = qsbench.ranking(ok, "wall" if metric == "cpu" else "cpu", plan, repeat)
     warnings = qsbench.run_warnings(rates)
-    for p, q in decide.disagreements(pairs, other):
-        warnings.append(f"CPU and wall disagree: by {p.metric} {p.faster} is ahead of {p.slower}, by {q.metric} "
-                        f"{q.faster} is ahead (CPU ranks efficiency, wall ranks speed)")
+    warnings += qsbench.disagreement_warnings(pairs, other)
     return DdocBenchmark(design, groups, results, rows, ref, list(skipped), pairs, warnings, metric=metric,
                          other_pairs=other, rounds=plan.rounds, stopped=plan.stopped or "", driver=driver)
 
@@ -555,8 +547,7 @@ def results_document(bench: DdocBenchmark, docs: qsbench.DocSet, settings: dict,
         "settings": dict(settings, reference=bench.reference, driver=bench.driver),
         "skipped": [{"name": s.name, "reason": s.reason} for s in bench.skipped],
         "servers": servers,
-        "ranking": {"test": f"ratio of costs per 1,000 docs, {decide.LEVEL:.0%} t interval on the log ratios "
-                            f"paired by round; separated beyond ±{decide.NOISE:.0%}, tied inside ±{decide.TIE:.0%}",
+        "ranking": {"test": qsbench.RANKING_TEST,
                     "metric": bench.metric, "order": bench.order, "rounds": bench.rounds, "stopped": bench.stopped,
                     "decided": bench.decided, "pairs": [v.as_dict() for v in bench.verdicts],
                     "other_pairs": [v.as_dict() for v in bench.other_pairs]},

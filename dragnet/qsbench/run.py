@@ -568,8 +568,7 @@ def results_document(results: list[ServerResult], rows: list[Row], *, docs: DocS
                                              -(by_name[r.spec.name].docs_per_sec if r.spec.name in by_name
                                                else 0)))
     ranking_doc: dict[str, Any] = {
-        "test": f"ratio of costs per 1,000 docs, {decide.LEVEL:.0%} t interval on the log ratios paired by "
-                f"round; separated beyond ±{decide.NOISE:.0%}, tied inside ±{decide.TIE:.0%}",
+        "test": RANKING_TEST,
         "pairs": [v.as_dict() for v in pairs], "decided": all(v.decided for v in pairs)}
     if bench is not None:
         ranking_doc.update(metric=bench.metric, order=bench.order, rounds=bench.rounds, stopped=bench.stopped,
@@ -702,6 +701,8 @@ def _own_cpu_s() -> float:
 
 
 BUDGET_S = 120.0    # default --budget of --repeat auto
+RANKING_TEST = (f"ratio of costs per 1,000 docs, {decide.LEVEL:.0%} t interval on the log ratios paired by round; "
+                f"separated beyond ±{decide.NOISE:.0%}, tied inside ±{decide.TIE:.0%}")
 
 
 def cpu_per_1000(run: Run) -> float:
@@ -747,6 +748,16 @@ def check_bounds(repeat: int | None, warmup: int, shards: int, max_runs: int | N
         raise UsageError(f"--budget must be above 0 seconds, got {budget_s}")
 
 
+def plan_rounds(names: Sequence[str], repeat: int | None, max_runs: int | None, seed: int) -> decide.Plan:
+    """--repeat auto (None): looks from the fifth round up to max_runs (default 15); N: N rounds, or with
+    max_runs the first look at N."""
+    if repeat is None:
+        return decide.Plan(list(names), max_runs=max_runs or decide.MAX_RUNS, seed=seed)
+    if max_runs is not None:
+        return decide.Plan(list(names), min_rounds=repeat, max_runs=max_runs, seed=seed)
+    return decide.Plan(list(names), fixed=repeat, seed=seed)
+
+
 def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, *, repeat: int | None = None,
                   warmup: int = 1, shards: int = 1, timeout: float = 5.0, reference: str | None = None,
                   skipped: Sequence[Skipped] = (), progress: Progress | None = None,
@@ -760,13 +771,9 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
     """
     check_bounds(repeat, warmup, shards, max_runs, budget_s)
     driver = resolve_driver(driver)
+    plan = plan_rounds([s.name for s, _ in servers], repeat, max_runs, seed)
     if repeat is None:
-        plan = decide.Plan([s.name for s, _ in servers], max_runs=max_runs or decide.MAX_RUNS, seed=seed)
         budget_s = BUDGET_S if budget_s is None else budget_s
-    elif max_runs is not None:
-        plan = decide.Plan([s.name for s, _ in servers], min_rounds=repeat, max_runs=max_runs, seed=seed)
-    else:
-        plan = decide.Plan([s.name for s, _ in servers], fixed=repeat, seed=seed)
     bound = plan.fixed or plan.max_runs
     stat0, cpu0 = _proc_stat(), _own_cpu_s()
     results = [ServerResult(spec=spec, view=view, version=server_version(spec)) for spec, view in servers]
@@ -817,12 +824,15 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
         warnings.append(stats.load_warning(load))
     if repeat is not None and repeat < 2:
         warnings.append(f"--repeat {repeat}: one round gives no interval; nothing can be decided")
-    for p, q in decide.disagreements(pairs, other):
-        warnings.append(f"CPU and wall disagree: by {p.metric} {p.faster} is ahead of {p.slower}, by {q.metric} "
-                        f"{q.faster} is ahead (CPU ranks efficiency, wall ranks speed: helper threads such as a "
-                        f"JIT or GC cost CPU in parallel)")
+    warnings += disagreement_warnings(pairs, other)
     return Benchmark(results, rows, ref, list(skipped), pairs, warnings, load, metric=metric, other_pairs=other,
                      rounds=plan.rounds, stopped=plan.stopped or "", driver=driver)
+
+
+def disagreement_warnings(pairs: Sequence[decide.Pair], other: Sequence[decide.Pair]) -> list[str]:
+    return [f"CPU and wall disagree: by {p.metric} {p.faster} is ahead of {p.slower}, by {q.metric} {q.faster} is "
+            f"ahead (CPU ranks efficiency, wall ranks speed: helper threads such as a JIT or GC cost CPU in parallel)"
+            for p, q in decide.disagreements(pairs, other)]
 
 
 def ranking(ok: Sequence[ServerResult], metric: str, plan: "decide.Plan", repeat: int | None) -> list[decide.Pair]:
