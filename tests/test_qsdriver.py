@@ -110,5 +110,5 @@ def test_garbage_comes_back_as_the_answer(loop):
 
 
 def test_bad_driver_name():
-    with pytest.raises(UsageError, match="--driver must be one of auto, c, python"):
+    with pytest.raises(UsageError, match="must be one of auto, c, python"):
         driver.resolve("rust")

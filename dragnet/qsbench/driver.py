@@ -51,10 +51,10 @@ def resolve(driver: str = "auto") -> str:
     """The loop that will run: "c" (dragnet-qsdriver, when built) or "python"; "c" asked for and not built
     is bad input."""
     if driver not in DRIVERS:
-        raise UsageError(f"--driver must be one of {', '.join(DRIVERS)}, got {driver!r}")
+        raise UsageError(f"the map loop (driver) must be one of {', '.join(DRIVERS)}, got {driver!r}")
     built = QSDRIVER.is_file() and os.access(QSDRIVER, os.X_OK)
     if driver == "c" and not built:
-        raise UsageError(f"--driver c: {QSDRIVER} is not built (make servers)")
+        raise UsageError(f"the C map loop: {QSDRIVER} is not built (make servers)")
     return "python" if driver == "python" or not built else "c"
 
 
@@ -85,9 +85,8 @@ def _map_native(qs: QueryServerProcess, lines: Sequence[bytes]) -> MapLoop:
                               capture_output=True, pass_fds=(to, frm), check=False)
     except OSError as exc:
         raise ProtocolError(f"cannot run {QSDRIVER}: {exc.strerror}", qs.name) from None
-    out = proc.stdout
-    head, _, rest = out.partition(b"\n")
-    word, *fields = head.split()
+    head, _, rest = proc.stdout.partition(b"\n")
+    word, *fields = head.split() or [b""]
     if proc.returncode != 0 or not word:
         why = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
         raise ProtocolError(f"{QSDRIVER} failed: {why}", qs.name)
@@ -98,17 +97,9 @@ def _map_native(qs: QueryServerProcess, lines: Sequence[bytes]) -> MapLoop:
         answers = parts[n].split(b"\n")[:n] if n else []
         qs.log_count += logs
         return MapLoop(answers, latencies, sum(latencies), cpu_ns / 1e9, "c")
-    # a failure at document int(fields[0]): raise what prompt_raw raises for it
-    if word == b"command":
-        answer = qs._command(rest.rstrip(b"\n"))
-        raise BadAnswer(f"query server {qs.name} answered map_doc with {answer[:200]!r}", qs.name)
-    if word == b"timeout":
-        qs._expired = True
-        qs._kill_unreaped()
-        qs._died("reading")
-    if word == b"died-reading":
-        qs._rest = rest
-        qs._died("reading")
-    if word == b"died-writing":
-        qs._died("writing")
+    what = word.decode("ascii", "replace")
+    if what in ("command", "timeout", "died-reading", "died-writing"):
+        # a failure at document int(fields[0]): raise what prompt_raw raises for it
+        qs.fail_as(what, rest.rstrip(b"\n") if what == "command" else rest)
+        raise BadAnswer(f"query server {qs.name} answered map_doc with {rest[:200]!r}", qs.name)
     raise ProtocolError(f"{QSDRIVER} gave an unknown result: {head[:100]!r}", qs.name)
