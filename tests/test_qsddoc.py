@@ -313,6 +313,22 @@ def test_app_ddoc_runs_every_function_on_js_engines(app_bench, docs, raw_docs):
         assert all(len(v) == 2 for v in res.alone_ns.values())
 
 
+def test_app_ddoc_runs_in_interleaved_rounds_judged_by_decide(app_bench):
+    # each server once per round, both rounds, paired: the pairs are decide's, on CPU per 1,000 docs
+    for res in app_bench.results:
+        assert [r.round for r in res.measured] == [1, 2]
+        assert all(r.shards[0].driver == app_bench.driver == "c" for r in res.runs)
+        assert all(r.map_cpu_s is not None and r.map_cpu_s > 0 for r in res.measured)
+    assert app_bench.rounds == 2 and app_bench.stopped == "repeat" and app_bench.metric == "cpu"
+    if len(app_bench.results) == 2:
+        (pair,) = app_bench.verdicts
+        assert pair.metric == "cpu" and pair.interval.paired and pair.interval.n == 2
+        assert pair.state in ("separated", "tied", "unresolved") and pair.faster in app_bench.order
+        costs = {r.spec.name: [qsbench.cpu_per_1000(m) for m in r.measured] for r in app_bench.results}
+        logs = [math.log(s / f) for s, f in zip(costs[pair.slower], costs[pair.faster])]
+        assert pair.ratio == pytest.approx(math.exp(sum(logs) / 2))
+
+
 def test_messages_are_what_couchdb_sends(servers, docs, tmp_path):
     (node,) = _need(servers, "node")
     log = tmp_path / "received.jsonl"

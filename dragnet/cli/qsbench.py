@@ -100,9 +100,11 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
     if ddoc_source:
         if servers and languages:
             raise UsageError("give --servers or --languages, not both")
-        if shards != 1 or max_runs or plot_file is not None or budget is not None:
-            raise UsageError("--ddoc runs one shard, without --max-runs, --budget or --plot")
-        return _ddoc(err, out, ddoc_source, view_dir, servers or languages, reference, repeat=repeat or 3,
+        if shards != 1 or plot_file is not None or budget is not None:
+            raise UsageError("--ddoc runs one shard, without --budget or --plot")
+        qsbench.check_bounds(repeat, warmup, shards, max_runs, budget)    # before any server starts
+        return _ddoc(err, out, ddoc_source, view_dir, servers or languages, reference, repeat=repeat,
+                     max_runs=max_runs, metric=metric,
                      warmup=warmup, timeout=timeout, config_file=config_file, results_dir=results_dir,
                      as_json=as_json, docs=_docs(err, docs_file, count, fraction, seed, cache_dir, as_json),
                      check_reduce=check_reduce, strict=strict)
@@ -269,7 +271,7 @@ def _db_sample(err: Console, spec, count, fraction, seed, cache_dir, as_json) ->
 
 
 def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, repeat, warmup, timeout, config_file,
-          results_dir, as_json, docs, check_reduce=False, strict=False) -> None:
+          results_dir, as_json, docs, check_reduce=False, strict=False, max_runs=None, metric="cpu") -> None:
     from dragnet.build import design as dsg
     from dragnet.qsbench import ddoc as qsddoc
 
@@ -285,12 +287,14 @@ def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, r
         raise DragnetError(f"no query server here runs {design.language}")
     if reference and reference not in [s.name for s in chosen]:
         raise UsageError(f"--reference {reference} is not among the servers run ({', '.join(s.name for s in chosen)})")
-    settings = {"repeat": repeat, "warmup": warmup, "timeout_s": timeout, "views": design.view_names}
+    settings = {"repeat": repeat or "auto", "max_runs": max_runs, "metric": metric, "warmup": warmup,
+                "timeout_s": timeout, "views": design.view_names}
     if not as_json:
+        rounds = "rounds until decided" if repeat is None else f"{repeat} rounds"
         err.print(f"{len(docs)} documents from {docs.origin.get('source')}; {design.id} ({', '.join(design.view_names)}); "
-                  f"{warmup} warm-up + {repeat} runs per server, then each map function alone")
+                  f"{warmup} warm-up + {rounds} of the servers interleaved, then each map function alone")
     bench = qsddoc.run_benchmark(chosen, design, docs, repeat=repeat, warmup=warmup, timeout=timeout,
-                                 reference=reference, skipped=skipped)
+                                 reference=reference, skipped=skipped, max_runs=max_runs, metric=metric)
     doc = qsddoc.results_document(bench, docs, settings)
     checks = _reduce_checks(bench, docs, check_reduce, timeout)
     doc["reduce_checks"] = {v: c.as_dict() for v, c in checks.items()}

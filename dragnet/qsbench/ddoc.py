@@ -19,7 +19,9 @@ from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from dragnet.qsbench import run as qsbench
-from dragnet.measure import stats as stats
+from dragnet.qsbench.driver import map_loop, resolve as resolve_driver
+from dragnet.measure.cpu import schedstat_of
+from dragnet.measure import decide, stats as stats
 from dragnet.build.design import Design
 from dragnet.errors import UsageError
 from dragnet.measure.machine import machine_info
@@ -167,10 +169,6 @@ def _start(spec: ServerSpec, lib: dict | None, groups: Sequence[MapGroup], timeo
     return qs, startup_ns
 
 
-def _map_all(qs: QueryServerProcess, lines: Sequence[bytes]) -> tuple[list[bytes], list[int], int]:
-    return qsbench.map_timed(qs, lines)
-
-
 def group_rows(answers: Sequence[bytes], ids: Sequence[str], n_groups: int, name: str) -> list[list[tuple]]:
     """Per map function, every document's rows: [[(doc_id, [[key, value], ...]), ...], ...]."""
     out: list[list[tuple]] = [[] for _ in range(n_groups)]
@@ -215,13 +213,16 @@ def _reduce_group(qs: QueryServerProcess, group: MapGroup, rows: list[tuple], re
 
 
 def run_design(spec: ServerSpec, design: Design, docs: qsbench.DocSet, *, timeout: float = 5.0,
-               only: MapGroup | None = None) -> DdocShardRun:
+               only: MapGroup | None = None, driver: str = "auto") -> DdocShardRun:
     """One process over every document: map with every function (or only `only`, without reduce)."""
     groups = [only] if only else map_groups(design)
     lib = design.doc["views"].get("lib")
     qs, startup_ns = _start(spec, lib, groups, timeout)
     try:
-        answers, latencies, map_ns = _map_all(qs, docs.lines)
+        sched0 = schedstat_of(qs.pid)
+        loop = map_loop(qs, docs.lines, driver)
+        sched1 = schedstat_of(qs.pid)
+        answers, latencies, map_ns = loop.answers, loop.latencies_ns, loop.map_ns
         reduces: dict[str, ViewReduce] = {}
         t_r = time.perf_counter_ns()
         if only is None and any(g.os_reduces for g in groups):
@@ -238,7 +239,9 @@ def run_design(spec: ServerSpec, design: Design, docs: qsbench.DocSet, *, timeou
     ps = qs.close()
     return DdocShardRun(shard=0, docs=len(docs), pid=qs.pid, startup_ns=startup_ns, map_ns=map_ns,
                         reduce_ns=reduce_ns, latencies_ns=latencies, cpu_s=ps.cpu_s, peak_rss_kb=ps.peak_rss_kb,
-                        log_lines=log_lines, answers=answers, reduces=reduces)
+                        log_lines=log_lines, answers=answers, reduces=reduces, driver_cpu_s=loop.driver_cpu_s,
+                        map_cpu_s=sched1[0] - sched0[0] if sched0 and sched1 else None,
+                        map_wait_s=sched1[1] - sched0[1] if sched0 and sched1 else None, driver=loop.driver)
 
 
 # -- comparison (pure) ------------------------------------------------------------------------
@@ -387,37 +390,49 @@ class DdocBenchmark(qsbench.Ranked):
     rows: list[qsbench.Row]
     reference: str | None
     skipped: list[Skipped]
-    verdicts: list[stats.PairVerdict] = field(default_factory=list)
+    verdicts: list = field(default_factory=list)      # decide.Pair on `metric` (adjacent, cheapest first)
     warnings: list[str] = field(default_factory=list)
+    metric: str = "cpu"
+    other_pairs: list = field(default_factory=list)   # the same on the other metric
+    rounds: int = 0
+    stopped: str = ""
+    driver: str = ""
 
 
-def measure(spec: ServerSpec, design: Design, docs: qsbench.DocSet, *, repeat: int = 3, warmup: int = 1,
-            timeout: float = 5.0, progress: qsbench.Progress | None = None) -> DdocResult:
-    groups = map_groups(design)
-    res = DdocResult(spec, version=qsbench.server_version(spec))
-    total = warmup + repeat
+def _run(res: DdocResult, design: Design, docs: qsbench.DocSet, *, warmup: bool, timeout: float,
+         progress: qsbench.Progress | None, total: int, driver: str, rnd: int | None = None) -> bool:
+    """One more run of res's server appended to res.runs; False (res.error set) when the server failed."""
     try:
-        for i in range(total):
-            shard = run_design(spec, design, docs, timeout=timeout)
-            if not res.answers:
-                res.answers, res.reduces = shard.answers, shard.reduces
-            shard.answers = []
-            run = qsbench.Run(i, i < warmup, [shard])
-            res.runs.append(run)
-            if progress:
-                progress("run", server=spec.name, run=run, done=i + 1, total=total)
-        # each map function alone, as many times as the measured runs, for its share of the map time
-        noop = dialects.noop_map(server_family(spec) or "")
-        profile = groups + ([MapGroup(noop, (NOOP_LABEL,))] if noop else [])
-        for _ in range(repeat if len(groups) > 1 else 0):
-            for g in profile:
-                alone = run_design(spec, design, docs, timeout=timeout, only=g)
-                res.alone_ns.setdefault(g.label, []).append(alone.map_ns)
+        shard = run_design(res.spec, design, docs, timeout=timeout, driver=driver)
     except ProtocolError as exc:
         res.error = str(exc)
         if progress:
-            progress("failed", server=spec.name, error=str(exc))
-        return res
+            progress("failed", server=res.spec.name, error=str(exc))
+        return False
+    if not res.answers:
+        res.answers, res.reduces = shard.answers, shard.reduces
+    shard.answers = []
+    run = qsbench.Run(len(res.runs), warmup, [shard], None if warmup else rnd)
+    res.runs.append(run)
+    if progress:
+        progress("run", server=res.spec.name, run=run, done=len(res.runs), total=total)
+    return True
+
+
+def profile(res: DdocResult, design: Design, docs: qsbench.DocSet, *, times: int, timeout: float,
+            driver: str) -> None:
+    """Each map function alone, `times` times, for its share of the map time; then res.costs."""
+    groups = map_groups(design)
+    noop = dialects.noop_map(server_family(res.spec) or "")
+    plan = groups + ([MapGroup(noop, (NOOP_LABEL,))] if noop else [])
+    try:
+        for _ in range(times if len(groups) > 1 else 0):
+            for g in plan:
+                alone = run_design(res.spec, design, docs, timeout=timeout, only=g, driver=driver)
+                res.alone_ns.setdefault(g.label, []).append(alone.map_ns)
+    except ProtocolError as exc:
+        res.error = str(exc)
+        return
     measured = res.measured
     map_ms = stats.median([r.shards[0].map_ns for r in measured]) / 1e6
     alone_ms = ({label: stats.median(v) / 1e6 for label, v in res.alone_ns.items()} if res.alone_ns
@@ -427,7 +442,6 @@ def measure(spec: ServerSpec, design: Design, docs: qsbench.DocSet, *, repeat: i
     calls = {v: r.reduce_calls + r.rereduce_calls for v, r in res.reduces.items()}
     res.costs = function_costs(groups, map_ms, alone_ms, reduce_ms, calls, baseline)
     res.most_expensive = most_expensive_view(groups, res.costs)
-    return res
 
 
 def check(results: Sequence[DdocResult], groups: Sequence[MapGroup], docs: qsbench.DocSet,
@@ -448,26 +462,57 @@ def check(results: Sequence[DdocResult], groups: Sequence[MapGroup], docs: qsben
     return ref.spec.name
 
 
-def run_benchmark(servers: Sequence[ServerSpec], design: Design, docs: qsbench.DocSet, *, repeat: int = 3,
+def run_benchmark(servers: Sequence[ServerSpec], design: Design, docs: qsbench.DocSet, *, repeat: int | None = 3,
                   warmup: int = 1, timeout: float = 5.0, reference: str | None = None,
-                  skipped: Sequence[Skipped] = (), progress: qsbench.Progress | None = None) -> DdocBenchmark:
-    if repeat < 1:
-        raise UsageError(f"--repeat must be at least 1, got {repeat}")
-    if warmup < 0:
-        raise UsageError(f"--warmup must be 0 or more, got {warmup}")
+                  skipped: Sequence[Skipped] = (), progress: qsbench.Progress | None = None,
+                  max_runs: int | None = None, metric: str = "cpu", seed: int = 0,
+                  driver: str = "auto") -> DdocBenchmark:
+    """Interleaved rounds as qsbench's (dragnet.qsbench.run.run_benchmark): `warmup` discarded runs, then each
+    server once per round in a fresh random order; repeat=None keeps running the servers of unresolved
+    adjacent pairs from the fifth round on (dragnet.measure.decide on `metric`, paired by round) up to
+    max_runs; repeat=N runs N rounds. Then each server's map functions alone, for their shares."""
+    qsbench.check_bounds(repeat, warmup, 1, max_runs, None)
+    driver = resolve_driver(driver)
+    plan = qsbench.plan_rounds([s.name for s in servers], repeat, max_runs, seed)
+    total = warmup + (plan.fixed or plan.max_runs)
     groups = map_groups(design)
-    results = []
-    for spec in servers:
-        if progress:
-            progress("start", server=spec.name, total=warmup + repeat)
-        results.append(measure(spec, design, docs, repeat=repeat, warmup=warmup, timeout=timeout,
-                               progress=progress))
+    results = [DdocResult(spec, version=qsbench.server_version(spec)) for spec in servers]
+    by_name = {r.spec.name: r for r in results}
+    if progress:
+        for r in results:
+            progress("start", server=r.spec.name, total=total)
+    for _ in range(warmup):
+        order = list(results)
+        plan.rng.shuffle(order)
+        for res in order:
+            if res.error is None:
+                _run(res, design, docs, warmup=True, timeout=timeout, progress=progress, total=total, driver=driver)
+
+    def state() -> tuple[dict, dict]:
+        live = [r for r in results if r.error is None]
+        return qsbench.costs_by_round(live, metric), {r.spec.name: len(r.measured) for r in live}
+
+    def run_one(name: str, rnd: int) -> None:
+        res = by_name[name]
+        if res.error is None:
+            _run(res, design, docs, warmup=False, timeout=timeout, progress=progress, total=total, driver=driver,
+                 rnd=rnd)
+
+    decide.drive(plan, state, run_one)
+    for res in results:
+        if res.error is None and res.measured:
+            profile(res, design, docs, times=min(len(res.measured), decide.MIN_ROUNDS), timeout=timeout,
+                    driver=driver)
     ref = check(results, groups, docs, reference)
     ok = [r for r in results if r.status == "ok"]
     rows = qsbench.rank([qsbench.summarize_runs(r.spec.name, r.measured) for r in ok])
     rates = {r.spec.name: [m.docs_per_sec for m in r.measured] for r in ok}
-    return DdocBenchmark(design, groups, results, rows, ref, list(skipped), qsbench.verdicts(rows, rates),
-                         qsbench.run_warnings(rates))
+    pairs = qsbench.ranking(ok, metric, plan, repeat)
+    other = qsbench.ranking(ok, "wall" if metric == "cpu" else "cpu", plan, repeat)
+    warnings = qsbench.run_warnings(rates)
+    warnings += qsbench.disagreement_warnings(pairs, other)
+    return DdocBenchmark(design, groups, results, rows, ref, list(skipped), pairs, warnings, metric=metric,
+                         other_pairs=other, rounds=plan.rounds, stopped=plan.stopped or "", driver=driver)
 
 
 def results_document(bench: DdocBenchmark, docs: qsbench.DocSet, settings: dict, latencies: bool = True) -> dict:
@@ -499,10 +544,13 @@ def results_document(bench: DdocBenchmark, docs: qsbench.DocSet, settings: dict,
                    "reduces": {v: bench.design.reduce_of(v) if is_builtin(bench.design.reduce_of(v) or "")
                                else "function" for v in bench.design.view_names if bench.design.reduce_of(v)}},
         "docs": docs.describe(),
-        "settings": dict(settings, reference=bench.reference),
+        "settings": dict(settings, reference=bench.reference, driver=bench.driver),
         "skipped": [{"name": s.name, "reason": s.reason} for s in bench.skipped],
         "servers": servers,
-        "ranking": {"pairs": [v.as_dict() for v in bench.verdicts]},
+        "ranking": {"test": qsbench.RANKING_TEST,
+                    "metric": bench.metric, "order": bench.order, "rounds": bench.rounds, "stopped": bench.stopped,
+                    "decided": bench.decided, "pairs": [v.as_dict() for v in bench.verdicts],
+                    "other_pairs": [v.as_dict() for v in bench.other_pairs]},
         "warnings": list(bench.warnings),
     }
 

@@ -15,7 +15,6 @@ arithmetic over the recorded samples, so the table can be recomputed from a resu
 from __future__ import annotations
 
 import dataclasses
-import gc
 import json
 import os
 import re
@@ -42,6 +41,7 @@ from dragnet.build.rows import REL_TOL, values_equal
 from dragnet.servers.protocol import RESET_CONFIG, ProtocolError, QueryServerProcess, encode
 from dragnet.servers import dialects
 from dragnet.servers.discovery import ServerSpec, Skipped
+from dragnet.qsbench.driver import map_loop, resolve as resolve_driver
 
 SCHEMA = schema(QSBENCH)
 RESET_LINE = encode(["reset", RESET_CONFIG])
@@ -204,29 +204,8 @@ def _expect_true(qs: QueryServerProcess, message: list, what: str) -> None:
         raise ProtocolError(f"query server {qs.name} answered {json.dumps(answer)[:200]} to {what}", qs.name)
 
 
-def map_timed(qs: "QueryServerProcess", lines: Sequence[bytes]) -> tuple[list[bytes], list[int], int]:
-    """Send each map_doc line and time it: (answers, latencies in ns, total ns). Each latency runs from the
-    previous answer to this one (write + read + the loop's own step), so they add up to the total."""
-    n = len(lines)
-    latencies, answers = [0] * n, [b""] * n
-    prompt, clock = qs.prompt_raw, time.perf_counter_ns
-    gc_was_on = gc.isenabled()
-    gc.disable()  # no collector pauses inside the timed loop (it allocates only bytes and ints)
-    try:
-        t_first = t0 = clock()
-        for i in range(n):
-            answers[i] = prompt(lines[i])
-            t1 = clock()
-            latencies[i] = t1 - t0
-            t0 = t1
-    finally:
-        if gc_was_on:
-            gc.enable()
-    return answers, latencies, t0 - t_first
-
-
 def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Sequence[str], *, shard: int = 0,
-              timeout: float = 5.0, barrier: threading.Barrier | None = None) -> ShardRun:
+              timeout: float = 5.0, barrier: threading.Barrier | None = None, driver: str = "auto") -> ShardRun:
     """Spawn the server and replay one shard's indexing; raises ProtocolError on any failure."""
     qs = QueryServerProcess(spec.argv, env=dict(spec.env) or None, timeout=timeout, name=spec.name)
     try:
@@ -240,9 +219,10 @@ def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Seq
         if barrier is not None:
             barrier.wait()
 
-        sched0, cpu0 = schedstat_of(qs.pid), time.thread_time()
-        answers, latencies, map_ns = map_timed(qs, lines)
-        driver_cpu_s, sched1 = time.thread_time() - cpu0, schedstat_of(qs.pid)
+        sched0 = schedstat_of(qs.pid)
+        loop = map_loop(qs, lines, driver)
+        answers, latencies, map_ns, driver_cpu_s = loop.answers, loop.latencies_ns, loop.map_ns, loop.driver_cpu_s
+        sched1 = schedstat_of(qs.pid)
         map_cpu_s = map_wait_s = None
         if sched0 and sched1:
             map_cpu_s, map_wait_s = sched1[0] - sched0[0], sched1[1] - sched0[1]
@@ -263,7 +243,7 @@ def run_shard(spec: ServerSpec, view: ViewCode, lines: Sequence[bytes], ids: Seq
     return ShardRun(shard=shard, docs=len(lines), pid=qs.pid, startup_ns=startup_ns, map_ns=map_ns,
                     reduce_ns=reduce_ns, latencies_ns=latencies, cpu_s=ps.cpu_s, peak_rss_kb=ps.peak_rss_kb,
                     log_lines=log_lines, answers=answers, reduction=reduction, driver_cpu_s=driver_cpu_s,
-                    map_cpu_s=map_cpu_s, map_wait_s=map_wait_s)
+                    map_cpu_s=map_cpu_s, map_wait_s=map_wait_s, driver=loop.driver)
 
 
 def _rows_for_reduce(answers: list[bytes], ids: Sequence[str], name: str) -> list:
@@ -301,11 +281,12 @@ def split(n: int, k: int) -> list[range]:
 
 
 def run_once(spec: ServerSpec, view: ViewCode, docs: DocSet, *, index: int = 0, warmup: bool = False,
-             shards: int = 1, timeout: float = 5.0) -> Run:
+             shards: int = 1, timeout: float = 5.0, driver: str = "auto") -> Run:
     """One run: `shards` processes in parallel, each over its slice; the first failure is raised."""
     slices = split(len(docs), shards)
     if len(slices) == 1:
-        return Run(index, warmup, [run_shard(spec, view, docs.lines, docs.ids, timeout=timeout)])
+        return Run(index, warmup, [run_shard(spec, view, docs.lines, docs.ids, timeout=timeout,
+                                                driver=driver)])
     barrier = threading.Barrier(len(slices))
     results: list[ShardRun | None] = [None] * len(slices)
     errors: list[BaseException] = []
@@ -313,7 +294,7 @@ def run_once(spec: ServerSpec, view: ViewCode, docs: DocSet, *, index: int = 0, 
     def work(k: int, rng: range) -> None:
         try:
             results[k] = run_shard(spec, view, docs.lines[rng.start:rng.stop], docs.ids[rng.start:rng.stop],
-                                   shard=k, timeout=timeout,
+                                   shard=k, timeout=timeout, driver=driver,
                                    barrier=barrier)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             errors.append(exc)
@@ -419,23 +400,24 @@ class ServerResult:
 
 
 def measure_server(spec: ServerSpec, view: ViewCode, docs: DocSet, *, repeat: int = 3, warmup: int = 1,
-                   shards: int = 1, timeout: float = 5.0, progress: Progress | None = None) -> ServerResult:
+                   shards: int = 1, timeout: float = 5.0, progress: Progress | None = None,
+                   driver: str = "auto") -> ServerResult:
     """`warmup` + `repeat` runs; a protocol failure ends the server's measurement with `error` set."""
     result = ServerResult(spec=spec, view=view, version=server_version(spec))
     total = warmup + repeat
     for i in range(total):
         if not _measure_once(result, docs, warmup=i < warmup, shards=shards, timeout=timeout,
-                             progress=progress, total=total):
+                             progress=progress, total=total, driver=driver):
             break
     return result
 
 
 def _measure_once(result: ServerResult, docs: DocSet, *, warmup: bool, shards: int, timeout: float,
-                  progress: Progress | None, total: int) -> bool:
+                  progress: Progress | None, total: int, driver: str = "auto") -> bool:
     """One more run of result's server appended to result.runs; False when the server failed."""
     spec, view, i = result.spec, result.view, len(result.runs)
     try:
-        run = run_once(spec, view, docs, index=i, warmup=warmup, shards=shards, timeout=timeout)
+        run = run_once(spec, view, docs, index=i, warmup=warmup, shards=shards, timeout=timeout, driver=driver)
     except ProtocolError as exc:
         result.error = str(exc)
         if progress:
@@ -542,11 +524,6 @@ def rank(rows: list[Row]) -> list[Row]:
     return rows
 
 
-def verdicts(rows: Sequence[Row], rates: dict[str, Sequence[float]]) -> list[stats.PairVerdict]:
-    """Each adjacent pair of the ranking tested over the measured runs' docs/s (stats.compare_adjacent)."""
-    return stats.compare_adjacent([(r.name, list(rates[r.name])) for r in rows])
-
-
 def run_warnings(rates: dict[str, Sequence[float]]) -> list[str]:
     """hyperfine's warnings on each server's measured run times (docs/s inverted: lower is better)."""
     out = []
@@ -591,8 +568,7 @@ def results_document(results: list[ServerResult], rows: list[Row], *, docs: DocS
                                              -(by_name[r.spec.name].docs_per_sec if r.spec.name in by_name
                                                else 0)))
     ranking_doc: dict[str, Any] = {
-        "test": f"ratio of costs per 1,000 docs, {decide.LEVEL:.0%} t interval on the log ratios paired by "
-                f"round; separated beyond ±{decide.NOISE:.0%}, tied inside ±{decide.TIE:.0%}",
+        "test": RANKING_TEST,
         "pairs": [v.as_dict() for v in pairs], "decided": all(v.decided for v in pairs)}
     if bench is not None:
         ranking_doc.update(metric=bench.metric, order=bench.order, rounds=bench.rounds, stopped=bench.stopped,
@@ -605,7 +581,7 @@ def results_document(results: list[ServerResult], rows: list[Row], *, docs: DocS
                      "reset": ["reset", RESET_CONFIG], "reduce_batch": REDUCE_BATCH},
         "view": {"path": str(view_dir), "name": Path(view_dir).name},
         "docs": docs.describe(),
-        "settings": dict(settings, reference=reference),
+        "settings": dict(settings, reference=reference, **({"driver": bench.driver} if bench else {})),
         "skipped": [{"name": s.name, "reason": s.reason} for s in skipped],
         "servers": [server_entry(r, by_name.get(r.spec.name), latencies) for r in ordered],
         "ranking": ranking_doc,
@@ -644,8 +620,8 @@ def rows_from_document(doc: dict) -> list[Row]:
 # -- the whole benchmark ----------------------------------------------------------------------
 
 class Ranked:
-    """What a benchmark of several servers says about them as a whole: which failed, and whether every
-    adjacent pair of its ranking was decided (needs `results` with .status and `verdicts`)."""
+    """What a benchmark of several servers says about them as a whole: which failed, whether every adjacent
+    pair of its ranking was decided, and the order (needs `results` with .status and `verdicts`, decide.Pair)."""
 
     @property
     def failed(self) -> list:
@@ -654,6 +630,11 @@ class Ranked:
     @property
     def decided(self) -> bool:
         return all(v.decided for v in self.verdicts)
+
+    @property
+    def order(self) -> str:
+        names = [p.faster for p in self.verdicts[:1]] + [p.slower for p in self.verdicts]
+        return decide.order_text(names, self.verdicts)
 
 
 @dataclass
@@ -669,11 +650,7 @@ class Benchmark(Ranked):
     other_pairs: list = field(default_factory=list)   # the same on the other metric (wall or cpu)
     rounds: int = 0
     stopped: str = ""                 # decided, max-runs, budget, repeat, failed
-
-    @property
-    def order(self) -> str:
-        names = [p.faster for p in self.verdicts[:1]] + [p.slower for p in self.verdicts]
-        return decide.order_text(names, self.verdicts)
+    driver: str = ""                  # the map loop that ran: "c" (dragnet-qsdriver) or "python"
 
 
 def select_servers(specs: Sequence[ServerSpec], skipped: Sequence[Skipped], names: Sequence[str] | None,
@@ -724,6 +701,8 @@ def _own_cpu_s() -> float:
 
 
 BUDGET_S = 120.0    # default --budget of --repeat auto
+RANKING_TEST = (f"ratio of costs per 1,000 docs, {decide.LEVEL:.0%} t interval on the log ratios paired by round; "
+                f"separated beyond ±{decide.NOISE:.0%}, tied inside ±{decide.TIE:.0%}")
 
 
 def cpu_per_1000(run: Run) -> float:
@@ -769,11 +748,21 @@ def check_bounds(repeat: int | None, warmup: int, shards: int, max_runs: int | N
         raise UsageError(f"--budget must be above 0 seconds, got {budget_s}")
 
 
+def plan_rounds(names: Sequence[str], repeat: int | None, max_runs: int | None, seed: int) -> decide.Plan:
+    """--repeat auto (None): looks from the fifth round up to max_runs (default 15); N: N rounds, or with
+    max_runs the first look at N."""
+    if repeat is None:
+        return decide.Plan(list(names), max_runs=max_runs or decide.MAX_RUNS, seed=seed)
+    if max_runs is not None:
+        return decide.Plan(list(names), min_rounds=repeat, max_runs=max_runs, seed=seed)
+    return decide.Plan(list(names), fixed=repeat, seed=seed)
+
+
 def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, *, repeat: int | None = None,
                   warmup: int = 1, shards: int = 1, timeout: float = 5.0, reference: str | None = None,
                   skipped: Sequence[Skipped] = (), progress: Progress | None = None,
                   max_runs: int | None = None, budget_s: float | None = None, metric: str = "cpu",
-                  seed: int = 0) -> Benchmark:
+                  seed: int = 0, driver: str = "auto") -> Benchmark:
     """Interleaved rounds, each server once per round in a fresh random order, after `warmup` discarded runs.
 
     repeat=None (--repeat auto): from the fifth round on, only the servers of unresolved adjacent pairs
@@ -781,13 +770,10 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
     budget_s (default 120 s) is reached. repeat=N: N rounds; with max_runs too, the first look is at N.
     """
     check_bounds(repeat, warmup, shards, max_runs, budget_s)
+    driver = resolve_driver(driver)
+    plan = plan_rounds([s.name for s, _ in servers], repeat, max_runs, seed)
     if repeat is None:
-        plan = decide.Plan([s.name for s, _ in servers], max_runs=max_runs or decide.MAX_RUNS, seed=seed)
         budget_s = BUDGET_S if budget_s is None else budget_s
-    elif max_runs is not None:
-        plan = decide.Plan([s.name for s, _ in servers], min_rounds=repeat, max_runs=max_runs, seed=seed)
-    else:
-        plan = decide.Plan([s.name for s, _ in servers], fixed=repeat, seed=seed)
     bound = plan.fixed or plan.max_runs
     stat0, cpu0 = _proc_stat(), _own_cpu_s()
     results = [ServerResult(spec=spec, view=view, version=server_version(spec)) for spec, view in servers]
@@ -802,7 +788,7 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
         for res in order:
             if res.error is None:
                 _measure_once(res, docs, warmup=True, shards=shards, timeout=timeout, progress=progress,
-                              total=warmup + bound)
+                              total=warmup + bound, driver=driver)
     round_s = time.monotonic() - t0 if warmup else None
     if budget_s is not None and round_s is not None and round_s > budget_s:
         raise UsageError(f"--budget {budget_s:g} s is too small for one round (the warm-up round took "
@@ -816,7 +802,7 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
     def measure(name: str, rnd: int) -> None:
         res = by_name[name]
         if res.error is None and _measure_once(res, docs, warmup=False, shards=shards, timeout=timeout,
-                                               progress=progress, total=warmup + bound):
+                                               progress=progress, total=warmup + bound, driver=driver):
             res.runs[-1].round = rnd
 
     def over_budget() -> bool:    # another round of the mean length would overrun it
@@ -838,12 +824,15 @@ def run_benchmark(servers: Sequence[tuple[ServerSpec, ViewCode]], docs: DocSet, 
         warnings.append(stats.load_warning(load))
     if repeat is not None and repeat < 2:
         warnings.append(f"--repeat {repeat}: one round gives no interval; nothing can be decided")
-    for p, q in decide.disagreements(pairs, other):
-        warnings.append(f"CPU and wall disagree: by {p.metric} {p.faster} is ahead of {p.slower}, by {q.metric} "
-                        f"{q.faster} is ahead (CPU ranks efficiency, wall ranks speed: helper threads such as a "
-                        f"JIT or GC cost CPU in parallel)")
+    warnings += disagreement_warnings(pairs, other)
     return Benchmark(results, rows, ref, list(skipped), pairs, warnings, load, metric=metric, other_pairs=other,
-                     rounds=plan.rounds, stopped=plan.stopped or "")
+                     rounds=plan.rounds, stopped=plan.stopped or "", driver=driver)
+
+
+def disagreement_warnings(pairs: Sequence[decide.Pair], other: Sequence[decide.Pair]) -> list[str]:
+    return [f"CPU and wall disagree: by {p.metric} {p.faster} is ahead of {p.slower}, by {q.metric} {q.faster} is "
+            f"ahead (CPU ranks efficiency, wall ranks speed: helper threads such as a JIT or GC cost CPU in parallel)"
+            for p, q in decide.disagreements(pairs, other)]
 
 
 def ranking(ok: Sequence[ServerResult], metric: str, plan: "decide.Plan", repeat: int | None) -> list[decide.Pair]:

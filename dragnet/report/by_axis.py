@@ -1,8 +1,8 @@
 """`report --by AXIS[,AXIS]`: compare builds along any bench axis (couchdb, config, cpus, q, storage, …).
 
 Results are grouped by everything else (language and the other axes' values); within each such group, the
-values of the --by axes are ranked by median docs/s and each adjacent pair is tested over the runs (Mann-Whitney
-U and a bootstrap interval of the ratio of medians), as the engine ranking does. Pure: reads results dicts.
+values of the --by axes are ranked by cost per 1,000 docs and each adjacent pair is judged separated, tied or
+unresolved (dragnet.report.ranking: paired by bench round), as the engine ranking does. Pure: reads results dicts.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from dragnet.measure import stats as stats
 from dragnet.errors import UsageError
 from dragnet.results.record import Build
+from dragnet.report import ranking as ranking_model
+from dragnet.report.compare import cpu_per_1000, round_key
 
 BUILTIN = ("language", "storage", "scenario", "size")
 
@@ -48,6 +50,7 @@ class Cell:
     rest: str                 # the values of every other axis
     value: str                # the values of the --by axes
     samples: list[float] = field(default_factory=list)
+    builds: list[ranking_model.Build] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -74,7 +77,11 @@ def cells(results: list[dict], by: list[str]) -> list[Cell]:
             continue
         value = " ".join(f"{k}={v}" for k, v in axes.items() if _chosen(k, by)) or "-"
         rest = " ".join(f"{k}={v}" for k, v in axes.items() if not _chosen(k, by))
-        out.setdefault((rest, value), Cell(rest, value)).samples.append(dps)
+        cell = out.setdefault((rest, value), Cell(rest, value))
+        cell.samples.append(dps)
+        key = round_key(r)
+        cell.builds.append(ranking_model.Build(None if key is None else ranking_model.round_of(*key), dps,
+                                               cpu_per_1000(r)))
     missing = [b for b in by if not any(_chosen(k, [b]) for k in seen)]
     if missing:
         raise UsageError(f"--by {','.join(missing)}: no result varies or records that axis "
@@ -89,22 +96,23 @@ def compare(results: list[dict], by: list[str]) -> list[dict]:
         groups.setdefault(c.rest, []).append(c)
     out = []
     for rest, members in groups.items():
-        ranked = sorted(members, key=lambda c: -c.median)
-        pairs = stats.compare_adjacent([(c.value, c.samples) for c in ranked])
+        r = ranking_model.rank(rest, [(c.value, c.builds) for c in members])
+        by_name = {c.value: c for c in members}
+        ranked = [by_name[n] for n in r.names] + [c for c in members if c.value not in r.names]
         out.append({"group": rest,
                     "values": [{"value": c.value, "runs": len(c.samples), "median_docs_per_s": c.median,
-                                "samples": c.samples} for c in ranked],
-                    "pairs": [p.as_dict() for p in pairs]})
+                                "samples": c.samples, "builds": [b.as_dict() for b in c.builds]} for c in ranked],
+                    **r.as_dict()})
     return out
 
 
 def lines(comparison: list[dict], by: list[str]) -> list[str]:
-    out = [f"by {','.join(by)} (docs/s medians; adjacent pairs: two-sided Mann-Whitney U, alpha 0.05, ratio of "
-           f"medians with a 95% bootstrap interval):"]
+    out = [f"by {','.join(by)} (docs/s medians; order and adjacent pairs: {ranking_model.TEST}; > separated, "
+           f"≈ tied, ? unresolved):"]
     for g in comparison:
         out.append(f"[{g['group']}]")
         for v in g["values"]:
             out.append(f"  {v['value']}: {v['median_docs_per_s']:.1f} docs/s median of {v['runs']}")
-        for p in g["pairs"]:
-            out.append("  " + stats.PairVerdict(**p).format())
+        if g["pairs"]:
+            out += ranking_model.Ranking.from_dict(dict(g, where="")).lines()
     return out

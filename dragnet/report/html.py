@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 from dragnet.report import tables as rp
 from dragnet.report.html_page import Chart, Section, build_page
+from dragnet.report.ranking import TEST
 from dragnet.forecast.model import SCALE, entry_curve, entry_points, entry_value
 from dragnet.results.schema import couchdb_versions
 from dragnet.results.record import Build
@@ -575,11 +576,11 @@ def by_axis_sections(comparison: list[dict], by: Sequence[str]) -> list[Section]
             rows.append([g["group"] or "–", v["value"], v["runs"],
                          {"text": f"{v['median_docs_per_s']:,.1f}", "sort": v["median_docs_per_s"]},
                          "–" if p is None else
-                         f"×{p['ratio']:.2f} [{p['ci_low']:.2f} … {p['ci_high']:.2f}] vs {p['slower']}, "
-                         f"p={p['p']:.3f}, {'significant' if p['decided'] else 'NOT significant'}"])
+                         f"×{p['ratio']:.3f} [{p['interval']['low']:.3f} … {p['interval']['high']:.3f}] "
+                         f"{p['metric']} vs {p['slower']}: {p['state']}" + (f", {p['why']}" if p['why'] else "")])
     return [Section(f"by {', '.join(by)}", ("other axes", "value", "runs", "docs/s median", "against the next"),
-                    rows, ("adjacent pairs: two-sided Mann-Whitney U, alpha 0.05, ratio of medians with a 95% "
-                           "bootstrap interval",), id="by-axis")]
+                    rows, (f"order: {'; '.join(g['order'] for g in comparison if g.get('order'))}",
+                           f"adjacent pairs: {TEST}"), id="by-axis")]
 
 
 def share_sections(loads: Sequence[Any]) -> list[Section]:

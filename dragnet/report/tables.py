@@ -12,8 +12,9 @@ Rules (also in the README):
 - *Ratio to baseline*: docs/s (by wall time) of the result divided by docs/s of the Erlang baseline of the
   same storage and repeat (same bench run when recorded); without a baseline of that repeat, the baseline
   of that storage nearest in start time. The median of the per-repeat ratios is shown.
-- *--baseline*: the comparison of dragnet.report.compare (per cell: ratio of medians with a bootstrap interval,
-  Mann–Whitney U, improved / regressed / no change / undecided).
+- *Ranking*: dragnet.report.ranking (decide's separated / tied / unresolved, paired by bench round).
+- *--baseline*: the comparison of dragnet.report.compare (per cell: NEW/OLD with a 99% interval, paired by
+  round; improved / regressed / no change / undecided).
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from typing import Any, Iterable, Sequence
 
 from dragnet.results.load import ALL_VIEWS, BASELINE_LABEL
 from dragnet.results.record import Build
-from dragnet.measure import stats as stats
 from dragnet.measure.pidstat import WATCHERS
 from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES
 from dragnet.measure.stats import Summary, median, ratio, summarize
+from dragnet.report import ranking as ranking_model
+from dragnet.report.ranking import round_of
 
 # pidstat command families that are not a query server
 INFRA_FAMILIES = WATCHERS | {"beam"}
@@ -132,7 +134,7 @@ class Group:
     qs_rss_mb: float | None
     beam_kb_wr: float | None = None
     qs_kb_wr: float | None = None
-    docs_per_s_runs: list[float] = field(default_factory=list)   # raw, for the significance tests
+    builds: list[ranking_model.Build] = field(default_factory=list)   # raw, for the ranking (dragnet.report.ranking)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -207,9 +209,15 @@ def group_runs(runs: Sequence[Build]) -> list[Group]:
             beam_cpu=res("beam", "cpu_mean"), beam_rss_mb=res("beam", "rss_peak_mb"),
             qs_cpu=res(fam, "cpu_mean"), qs_rss_mb=res(fam, "rss_peak_mb"),
             beam_kb_wr=res("beam", "kb_wr"), qs_kb_wr=res(fam, "kb_wr"),
-            docs_per_s_runs=[r.docs_per_s for r in good if r.docs_per_s is not None],
+            builds=builds_of(good),
         ))
     return out
+
+
+def builds_of(good: Sequence[Build]) -> list[ranking_model.Build]:
+    return [ranking_model.Build(round_of(r.bench_id, r.repeat) if r.bench_id is not None else None, r.docs_per_s,
+                                r.cpu_s_per_1000)
+            for r in good if r.docs_per_s]
 
 
 def build_report(results: Iterable[dict]) -> list[Group]:
@@ -217,29 +225,25 @@ def build_report(results: Iterable[dict]) -> list[Group]:
     return group_runs([r for r in prepare(results) if r.ddoc is None])
 
 
-RANKING_TEST = ("two-sided Mann-Whitney U on per-run docs/s (wall), alpha 0.05; ratio of medians with a "
-                "95% percentile bootstrap interval")
+RANKING_TEST = ranking_model.TEST
 
 
-def ranking(groups: Sequence[Group]) -> list[tuple[str, stats.PairVerdict]]:
-    """Per storage, languages by median docs/s, fastest first; each adjacent pair tested over the runs."""
+def ranking(groups: Sequence[Group]) -> list[ranking_model.Ranking]:
+    """Per storage, languages cheapest first (dragnet.report.ranking); each adjacent pair judged."""
     out = []
     for storage in dict.fromkeys(g.storage for g in groups):
-        ranked = sorted((g for g in groups if g.storage == storage and g.docs_per_s_runs),
-                        key=lambda g: -median(g.docs_per_s_runs))
-        out += [(storage, v) for v in stats.compare_adjacent([(g.label, g.docs_per_s_runs) for g in ranked])]
+        r = ranking_model.rank(storage, [(g.label, g.builds) for g in groups if g.storage == storage])
+        if r.pairs:
+            out.append(r)
     return out
 
 
 def ranking_lines(groups: Sequence[Group]) -> list[str]:
-    pairs = ranking(groups)
-    if not pairs:
+    rankings = ranking(groups)
+    if not rankings:
         return []
-    lines = [f"ranking by docs/s ({RANKING_TEST}):"]
-    lines += [f"  [{storage}] {v.format()}" for storage, v in pairs]
-    if not all(v.decided for _, v in pairs):
-        lines.append("  pairs marked NOT significant: these runs do not support their order (more --repeat)")
-    return lines
+    return [f"ranking ({RANKING_TEST}; > separated, ≈ tied, ? unresolved):"] + [
+        line for r in rankings for line in r.lines()]
 
 
 # ---------------------------------------------------------------- formats
@@ -318,8 +322,8 @@ def to_json(groups: Sequence[Group]) -> dict:
     out: dict[str, Any] = {"schema": "dragnet.report/1", "groups": [g.as_dict() for g in groups],
                            "rules": {"ratio": "docs/s of the run / docs/s of the Erlang baseline of the same "
                                               "storage and repeat; median over repeats"}}
-    out["ranking"] = {"test": RANKING_TEST,
-                      "pairs": [dict(v.as_dict(), storage=st) for st, v in ranking(groups)]}
+    out["ranking"] = {"test": RANKING_TEST, "rankings": [r.as_dict() for r in ranking(groups)],
+                      "pairs": [dict(p.as_dict(), storage=r.where) for r in ranking(groups) for p in r.pairs]}
     return out
 
 
@@ -357,7 +361,7 @@ class DesignGroup:
     beam_rss_mb: float | None
     qs_cpu: float | None
     qs_rss_mb: float | None
-    docs_per_s_runs: list[float] = field(default_factory=list)
+    builds: list[ranking_model.Build] = field(default_factory=list)
     # differences by class (dragnet.build.fault), against the reference and between the engine's own builds
     classes: dict[str, int] = field(default_factory=dict)
     repeat_differences: int = 0
@@ -423,7 +427,7 @@ def group_design_runs(runs: Sequence[Build], reference: str | None = None) -> li
                 incremental_dps=_summ(r.incremental_dps for r in good),
                 qs_family=fam, beam_cpu=res("beam", "cpu_mean"), beam_rss_mb=res("beam", "rss_peak_mb"),
                 qs_cpu=res(fam, "cpu_mean"), qs_rss_mb=res(fam, "rss_peak_mb"),
-                docs_per_s_runs=[r.docs_per_s for r in good if r.docs_per_s is not None],
+                builds=builds_of(good),
                 classes=_sum_classes([c for c in compared] + [r.repeat_comparison for r in good
                                                                if r.repeat_comparison]),
                 repeat_differences=sum(int((r.repeat_comparison or {}).get("differences") or 0) for r in good),
@@ -448,26 +452,24 @@ def build_design_report(results: Iterable[dict], reference: str | None = None) -
     return group_design_runs(prepare(results), reference)
 
 
-def design_ranking(groups: Sequence[DesignGroup]) -> list[tuple[tuple[str, str, str], stats.PairVerdict]]:
-    """Per (design doc, view, storage): engines by median docs/s, fastest first, each adjacent pair tested.
-    A pair with one run a side can never be significant, which is the point: one build orders nothing."""
+def design_ranking(groups: Sequence[DesignGroup]) -> list[tuple[tuple[str, str, str], ranking_model.Ranking]]:
+    """Per (design doc, view, storage): engines cheapest first, each adjacent pair judged
+    (dragnet.report.ranking). A pair with one run a side stays unresolved: one build orders nothing."""
     out = []
     for where in dict.fromkeys((g.ddoc, g.view, g.storage) for g in groups):
-        ranked = sorted((g for g in groups if (g.ddoc, g.view, g.storage) == where and g.docs_per_s_runs),
-                        key=lambda g: -median(g.docs_per_s_runs))
-        out += [(where, v) for v in stats.compare_adjacent([(g.label, g.docs_per_s_runs) for g in ranked])]
+        r = ranking_model.rank(" ".join(where), [(g.label, g.builds) for g in groups
+                                                 if (g.ddoc, g.view, g.storage) == where])
+        if r.pairs:
+            out.append((where, r))
     return out
 
 
 def design_ranking_lines(groups: Sequence[DesignGroup]) -> list[str]:
-    pairs = design_ranking(groups)
-    if not pairs:
+    rankings = design_ranking(groups)
+    if not rankings:
         return []
-    lines = [f"engines by docs/s ({RANKING_TEST}):"]
-    lines += [f"  [{d} {v} {st}] {p.format()}" for (d, v, st), p in pairs]
-    if not all(p.decided for _, p in pairs):
-        lines.append("  pairs marked NOT significant: these runs do not support their order (more --repeat)")
-    return lines
+    return [f"engines ({RANKING_TEST}; > separated, ≈ tied, ? unresolved):"] + [
+        line for _, r in rankings for line in r.lines()]
 
 
 def design_notes(groups: Sequence[DesignGroup]) -> list[str]:
@@ -558,9 +560,9 @@ def design_csv(groups: Sequence[DesignGroup]) -> str:
 
 def design_json(groups: Sequence[DesignGroup]) -> dict:
     return {"groups": [g.as_dict() for g in groups],
-            "ranking": {"test": RANKING_TEST,
+            "ranking": {"test": RANKING_TEST, "rankings": [r.as_dict() for _, r in design_ranking(groups)],
                         "pairs": [dict(p.as_dict(), ddoc=d, view=v, storage=st)
-                                  for (d, v, st), p in design_ranking(groups)]},
+                                  for (d, v, st), r in design_ranking(groups) for p in r.pairs]},
             "rules": {"ratio": "docs/s of the run / docs/s of the reference engine's run of the same design doc, "
                                "views, storage and repeat (nearest in time without one); median over repeats",
                       "differences": "rows and reduce results differing from the reference engine's first run, "

@@ -172,6 +172,7 @@ class ShardRun:
     driver_cpu_s: float | None = None   # qsbench's own thread CPU during the map loop (the harness's share)
     map_cpu_s: float | None = None      # the server's threads on CPU during the map loop (schedstat, ns-exact)
     map_wait_s: float | None = None     # … and waiting on a run queue meanwhile
+    driver: str | None = None           # the map loop: "c" (dragnet-qsdriver) or "python" (None in older files)
 
     @property
     def wall_ns(self) -> int:
@@ -181,7 +182,7 @@ class ShardRun:
         d = {"shard": self.shard, "docs": self.docs, "pid": self.pid, "startup_ns": self.startup_ns,
              "map_ns": self.map_ns, "reduce_ns": self.reduce_ns, "cpu_s": self.cpu_s,
              "peak_rss_kb": self.peak_rss_kb, "log_lines": self.log_lines, "driver_cpu_s": self.driver_cpu_s,
-             "map_cpu_s": self.map_cpu_s, "map_wait_s": self.map_wait_s}
+             "map_cpu_s": self.map_cpu_s, "map_wait_s": self.map_wait_s, "driver": self.driver}
         if latencies:
             d["latencies_ns"] = self.latencies_ns
         return d
@@ -263,7 +264,7 @@ class QsbenchRun:
             ShardRun(shard=s["shard"], docs=s["docs"], pid=s["pid"], startup_ns=s["startup_ns"], map_ns=s["map_ns"],
                      reduce_ns=s["reduce_ns"], latencies_ns=s.get("latencies_ns", []), cpu_s=s["cpu_s"],
                      peak_rss_kb=s["peak_rss_kb"], log_lines=s["log_lines"], driver_cpu_s=s.get("driver_cpu_s"),
-                     map_cpu_s=s.get("map_cpu_s"), map_wait_s=s.get("map_wait_s"))
+                     map_cpu_s=s.get("map_cpu_s"), map_wait_s=s.get("map_wait_s"), driver=s.get("driver"))
             for s in d["shards"]], d.get("round"))
 
 

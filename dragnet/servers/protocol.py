@@ -323,6 +323,21 @@ class QueryServerProcess:
         msg += f"; stderr: {tail[-500:]}" if tail else "; no stderr output"
         raise QueryServerDied(msg, self.name, rc, tail)
 
+    def fail_as(self, what: str, line: bytes = b"") -> None:
+        """Raise what prompt_raw raises when a request driven elsewhere on these pipes (qsbench's C loop)
+        ended so: "command" (`line` an error/fatal line), "timeout" (kills the process), "died-reading"
+        (`line` what was read of the pending answer) or "died-writing". Returns only for a command line
+        that is not JSON, which prompt_raw would hand back as the answer."""
+        if what == "command":
+            self._command(line)
+            return
+        if what == "timeout":
+            self._expired = True
+            self._kill_unreaped()
+        elif what == "died-reading":
+            self._rest = line
+        self._died("writing" if what == "died-writing" else "reading")
+
     def kill(self) -> None:
         """SIGKILL the process and reap it (Popen.kill would reap it behind our back, losing its rusage)."""
         self._kill_unreaped()

@@ -31,7 +31,9 @@ def show_table(out: Console, bench, docs, shards: int) -> None:
     shares = [(r.name, r.harness_share) for r in bench.rows if getattr(r, "harness_share", None) is not None]
     if shares:
         big = [n for n, h in shares if h > 0.10]
-        out.print("harness share of the map loop's wall time (qsbench's own CPU while it drives): "
+        loop = {"c": "the C loop, dragnet-qsdriver", "python": "the Python loop: `make servers` builds the C one"}
+        out.print(f"harness share of the map loop's wall time ({loop.get(bench.driver, bench.driver)}, its own "
+                  "CPU while it drives): "
                   + ", ".join(f"{n} {h:.0%}" for n, h in shares)
                   + (f"; not negligible for {', '.join(big)}: their docs/s is partly the driver's" if big else ""),
                   highlight=False)
@@ -53,7 +55,7 @@ def show_failures(out: Console, bench) -> None:
 
 def show_ranking(out: Console, bench) -> None:
     """The order, each adjacent pair's verdict, where the ceiling is measured, warnings."""
-    if bench.verdicts and hasattr(bench, "order"):
+    if bench.verdicts:
         metric = {"cpu": "CPU-seconds per 1,000 docs", "wall": "wall seconds per 1,000 docs"}[bench.metric]
         out.print(f"order on {metric} (> separated, ≈ tied, ? unresolved): {bench.order}", highlight=False)
         out.print(f"{bench.rounds} rounds, stopped: {bench.stopped}; adjacent pairs, ratio slower/faster "
@@ -65,11 +67,6 @@ def show_ranking(out: Console, bench) -> None:
         out.print("the whole order is supported" if bench.decided else
                   "the order is NOT supported where a pair is unresolved (too noisy: more rounds or a quieter "
                   "machine; too close: more rounds; budget/max-runs: raise them)", highlight=False)
-    elif bench.verdicts:
-        out.print("ranking, adjacent pairs (two-sided Mann-Whitney U over the runs' docs/s, alpha 0.05; "
-                  "ratio of medians [95% bootstrap interval]):", highlight=False)
-        for v in bench.verdicts:
-            out.print(f"  {v.format()}", highlight=False, markup=False)
     if bench.verdicts:      # inside CouchDB the ceiling caps the gain: say where that is measured
         out.print(qsbench.CEILING_POINTER, highlight=False, markup=False)
     for w in bench.warnings:
