@@ -115,6 +115,9 @@ def render_forecast(out: dict) -> str:
                 if e.get("shards"):
                     how = f"{model}, r² {r2}, {fit['points']} one-shard builds; {how}"
                 lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] {how}")
+                chose = e.get("choice") or ((e.get("parts") or {}).get("index_files") or {}).get("choice")
+                if chose and not str(e.get("basis") or "").endswith("disk_growth"):     # which shape the held-out sizes chose, and by how much (dragnet.forecast.choice)
+                    lines.append(f"  {'':<14} shape: {chose['reason']}")
                 lines += [f"  warning: {w}" for w in e.get("warnings") or []]
             lines += [f"  warning: {w}" for w in f["warnings"]]
     from dragnet.report.share import forecast_gains
