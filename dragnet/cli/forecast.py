@@ -128,6 +128,9 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
             console.print("the same sizes on one-shard databases, for the index and disk sizes per shard …")
         elif kind == "size":
             console.print(f"size {d['count']:,} ({d['db']}) …")
+        elif kind == "step":
+            from dragnet.forecast.extend import describe
+            console.print(describe(d), highlight=False)
         elif kind == "done":
             msg = f"{d['wall_time_s']:.1f} s" if d["status"] == "ok" else f"[red]{d['status']}[/red]: {d['error']}"
             from dragnet.bench.sizes import variant

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from dragnet.bench import run as b
+from dragnet.forecast import extend as ext
 from dragnet.forecast import model as fc
 from dragnet.bench import sizes as sz
 from dragnet.couchdb.client import CouchError, connect, db_path, mask_url
@@ -145,9 +146,63 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         shard = sz.load(sz.run_sweep(replace(shard_config(config, folder), data=str(data)), counts,
                                      on_event=on_event, env=env, build=build)["dir"])
         _stop_if_full(*shard)
+    steps: list[dict] = []
+    while sizes_text == "auto":
+        # the sweep goes on while a goal is undecided and the next doubling fits the budget (forecast.extend)
+        out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
+                     shard=shard)
+        steps.append(next_step(out, manifests, shard, spent_s=time.time() - t0, budget_s=budget_s,
+                               max_docs=min(data_docs, target_docs - 1), target_docs=target_docs))
+        on_event("step", steps[-1])
+        if steps[-1]["stop"]:
+            break
+        n = steps[-1]["next"]
+        summary, manifests = add_size(replace(config, data=str(data), results_dir=str(folder / "sweep")), n,
+                                      on_event=on_event, env=env, build=build)
+        _stop_if_full(summary, manifests)
+        if shard_sweep:
+            shard = add_size(replace(shard_config(config, folder), data=str(data)), n, on_event=on_event, env=env,
+                             build=build)
+            _stop_if_full(*shard)
     load1 = os.getloadavg()[0]
-    return finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
-                  load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard)
+    out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
+                 load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard)
+    if steps:
+        out["sweep_steps"] = steps
+        _schema.write(folder / fc.SUMMARY, out)
+    return out
+
+
+def next_step(out: dict, manifests: dict[int, dict], shard: tuple[dict, dict[int, dict]] | None, *,
+              spent_s: float, budget_s: float, max_docs: int, target_docs: int) -> dict:
+    """Whether the sweep can stop (dragnet.forecast.extend.decide), the next doubling's cost measured by the
+    largest size's builds in both sweeps, grown as the chosen build-time shape grows to the next size."""
+    top = max(manifests)
+    runs = [r for r in sz.sweep_runs({top: manifests[top]}) if r.get("status") == "ok"]
+    if shard and top in shard[1]:
+        runs += [r for r in sz.sweep_runs({top: shard[1][top]}) if r.get("status") == "ok"]
+    growth = 1.0
+    for per_lang in out["forecasts"].values():
+        for f in per_lang.values():
+            fit = (f["quantities"].get("build_time") or {}).get("fit")
+            if fit and fc.fit_value(fit, top) > 0:
+                growth = max(growth, fc.fit_value(fit, top * ext.RATIO) / fc.fit_value(fit, top))
+    return ext.decide(out["forecasts"], sorted(manifests), spent_s=spent_s, budget_s=budget_s, max_docs=max_docs,
+                      target_docs=target_docs, top_seconds=sum(fc.sweep_seconds(r) for r in runs), growth=growth)
+
+
+def add_size(config: b.BenchConfig, n: int, **kw) -> tuple[dict, dict[int, dict]]:
+    """Build one more size into a recorded sweep's folder: its sizes.json then holds the earlier sizes and n."""
+    folder = Path(config.results_dir)
+    before, before_m = sz.load(folder)
+    sz.run_sweep(config, [n], **kw)
+    after, after_m = sz.load(folder)
+    summary = {**after, "sizes": sorted({*before["sizes"], *after["sizes"]}),
+               "per_size": {**before["per_size"], **after["per_size"]},
+               "manifests": {**before["manifests"], **after["manifests"]}}
+    manifests = {**before_m, **after_m}
+    sz.save(folder, summary, manifests)
+    return {**summary, "dir": str(folder)}, manifests
 
 
 def _stop_if_full(summary: dict, manifests: dict[int, dict]) -> None:

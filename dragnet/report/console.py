@@ -124,6 +124,9 @@ def render_forecast(out: dict) -> str:
     from dragnet.results.schema import couchdb_versions
 
     lines += forecast_gains(out)
+    if out.get("sweep_steps"):      # --sizes auto: why the sweep stopped where it did
+        from dragnet.forecast.extend import describe
+        lines.append(describe(out["sweep_steps"][-1]))
     m, v = out["machine"], couchdb_versions(out)
     load = out.get("load_average")
     lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "
