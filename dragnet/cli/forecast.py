@@ -27,7 +27,8 @@ from dragnet.report.console import distribution_lines, render_forecast
 @click.option("--target-q", type=click.IntRange(min=1), default=None,
               help="With --target-docs: the target's shards [default: the sweep's --q].")
 @click.option("--sizes", "sizes_text", default="auto", show_default=True, metavar="auto|N,N,...",
-              help="Sweep sizes; auto: at least 4 geometric sizes that fit --budget, from a first small build.")
+              help="Sweep sizes; auto: at least 4 geometric sizes that fit --budget, from a first small build, "
+                   "then the next doubling while the shapes cannot decide the target and the budget allows.")
 @click.option("--budget", default="20m", show_default=True, help="Time for the sweep's builds with --sizes auto.")
 @click.option("--languages", default="javascript", show_default=True,
               help="Comma-separated languages (the Erlang baseline runs too unless --no-baseline).")
