@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 
 from dragnet.bench import run as b
 from dragnet.forecast import extend as ext
+from dragnet.forecast import growth as gr
 from dragnet.forecast import model as fc
 from dragnet.bench import sizes as sz
 from dragnet.couchdb.client import CouchError, connect, db_path, mask_url
@@ -276,9 +277,26 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
         out["forecasts"][name] = fc.forecast_sweep(rs, target_docs, weighting=weighting, memory_bytes=limit,
                                                    db_bytes=db_bytes, target_db_bytes=target_db,
                                                    other_load=per_cpu, shard_runs=one, shards=shards)
+        # why the cost per document grows, from what the builds recorded (their results files hold the CPU)
+        for lang, f in out["forecasts"][name].items():
+            f["growth"] = gr.explain([gr.row(r["size"], r, _result_of(Path(summary["dir"]), r)) for r in rs
+                                      if (r.get("language") or "?") == lang and r.get("status") == "ok"])
     folder.mkdir(parents=True, exist_ok=True)
     _schema.write(folder / fc.SUMMARY, out)
     return out
+
+
+def _result_of(folder: Path, run: dict) -> dict | None:
+    """A sweep run's results file (kept as is, or gzipped as the back-tests in docs/ keep theirs)."""
+    if not run.get("result_file"):
+        return None
+    path = folder / f"size-{run['size']}" / run["result_file"]
+    for f in (path, Path(f"{path}.gz")):
+        try:
+            return _schema.read_json(f)
+        except _schema.ResultsFileError:
+            continue
+    return None
 
 
 def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weighting: str = "ordinary") -> dict:
@@ -335,15 +353,10 @@ def recorded_load(manifests: Sequence[dict]) -> list[float] | None:
 def _couchdb_of(folder: Path, manifests: dict[int, dict]) -> dict | None:
     """The CouchDB the sweep ran on (version, settings), as its first results file recorded it (kept as is, or
     gzipped beside its manifest as the back-tests in docs/ keep theirs)."""
-    for n, m in sorted(manifests.items()):
-        for r in m.get("runs", []):
-            if r.get("result_file"):
-                path = folder / f"size-{n}" / r["result_file"]
-                for f in (path, Path(f"{path}.gz")):
-                    try:
-                        return _schema.read_json(f).get("couchdb")
-                    except _schema.ResultsFileError:
-                        continue
+    for r in sz.sweep_runs(manifests):
+        result = _result_of(folder, r)
+        if result is not None:
+            return result.get("couchdb")
     return None
 
 

@@ -119,6 +119,8 @@ def render_forecast(out: dict) -> str:
                 if chose and not str(e.get("basis") or "").endswith("disk_growth"):     # which shape the held-out sizes chose, and by how much (dragnet.forecast.choice)
                     lines.append(f"  {'':<14} shape: {chose['reason']}")
                 lines += [f"  warning: {w}" for w in e.get("warnings") or []]
+            if (f.get("growth") or {}).get("sentence"):     # why the cost per document grows (forecast.growth)
+                lines.append(f"  why: {f['growth']['sentence']}")
             lines += [f"  warning: {w}" for w in f["warnings"]]
     from dragnet.report.share import forecast_gains
     from dragnet.results.schema import couchdb_versions
