@@ -20,15 +20,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from dragnet.forecast.fit import LINEAR, NLOGN, POWER, LinearFit, fit_linear, fit_power
+from dragnet.forecast.fit import POWER, fit_shape
 
 TIE = 0.02        # held-out errors closer than this share cannot tell two shapes apart
 MIN_TRAIN = 3     # sizes a fold is fitted on: a power's a, b and k need three
-
-
-def fit_shape(pts: Sequence[tuple[float, float]], shape: str, weighting: str = "ordinary") -> LinearFit | None:
-    """One shape's least squares fit (a power's exponent the best of its grid)."""
-    return fit_power(pts, weighting) if shape == POWER else fit_linear(pts, weighting, shape)
 
 
 def folds(pts: Sequence[tuple[float, float]]) -> list[int]:

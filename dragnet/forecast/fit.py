@@ -108,8 +108,13 @@ def power_fits(points: Sequence[tuple[float, float]], weighting: str = "ordinary
 def fit_models(points: Sequence[tuple[float, float]], weighting: str = "ordinary",
                models: Sequence[str] = (LINEAR, NLOGN, POWER)) -> dict[str, LinearFit]:
     """Each model's fit over the same points (none when there are too few points)."""
-    out = {m: fit_power(points, weighting) if m == POWER else fit_linear(points, weighting, m) for m in models}
+    out = {m: fit_shape(points, m, weighting) for m in models}
     return {m: f for m, f in out.items() if f is not None}
+
+
+def fit_shape(points: Sequence[tuple[float, float]], shape: str, weighting: str = "ordinary") -> LinearFit | None:
+    """One shape's least squares fit (a power's exponent the best of its grid)."""
+    return fit_power(points, weighting) if shape == POWER else fit_linear(points, weighting, shape)
 
 
 @dataclass(frozen=True)
