@@ -80,7 +80,7 @@ def decide(forecasts: dict, counts: Sequence[int], *, spent_s: float, budget_s: 
     if spent_s + cost > budget_s:
         return {**step, "stop": "budget", "reason": f"the next size {nxt:,} would cost about {cost:,.0f} s, "
                                                     f"{spent_s:,.0f} s of the {budget_s:,.0f} s budget spent"}
-    return {**step, "stop": None, "reason": f"undecided ({', '.join(g['quantity'] for g in undecided)}): "
+    return {**step, "stop": None, "reason": f"undecided ({', '.join(g['language'] + ' ' + g['quantity'] for g in undecided)}): "
                                             f"building {nxt:,} documents, about {cost:,.0f} s"}
 
 
