@@ -16,6 +16,7 @@ from typing import Sequence
 # the goals: build time within ±15 %, the final index size and the peak disk within ±10 %
 GOALS = {"build_time": 0.15, "index_compacted": 0.10, "peak_disk": 0.10}
 RATIO = 2
+FIRST_SHARE = 0.5   # of --budget, what --sizes auto plans its first sizes with; the rest is for going on
 
 
 def _spread(entry: dict) -> tuple[float | None, float | None]:

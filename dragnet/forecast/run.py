@@ -137,8 +137,10 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
             raise DragnetError(f"the first build ({probe:,} documents) failed; see {folder / 'probe'}")
         per_round = sum(times)       # every language of one round at the probe size
         sweeps = 2 if shard_sweep else 1
-        counts = fc.auto_sizes(first_docs=probe, first_seconds=per_round * config.repeat * sweeps, budget_s=budget_s,
-                               max_docs=min(data_docs, target_docs - 1))
+        # the first sizes get part of the budget: the rest is for the sizes the sweep goes on to while it
+        # cannot decide (next_step), which a sweep that decides early never spends
+        counts = fc.auto_sizes(first_docs=probe, first_seconds=per_round * config.repeat * sweeps,
+                               budget_s=budget_s * ext.FIRST_SHARE, max_docs=min(data_docs, target_docs - 1))
         if len(counts) < 2:
             raise UsageError(f"--budget {budget_s:.0f} s is too small for two sizes (one round of {probe:,} "
                              f"documents took {per_round:.0f} s)")
