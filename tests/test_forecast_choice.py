@@ -95,7 +95,7 @@ def test_undecided_shapes_build_the_next_doubling_within_the_budget():
                        target_docs=100_000, top_seconds=30, growth=2.8)
     assert spent["stop"] == "budget"
     line = ext.describe(spent)
-    assert "budget" in line and "40,000 documents, would cost about 84 s" in line and "build_time" in line
+    assert "budget" in line and "the next size 40,000 would cost about 84 s" in line and "build_time" in line
     # nor beyond the data
     assert ext.decide(_forecasts(ISSUE), [p[0] for p in ISSUE], spent_s=0, budget_s=600, max_docs=30_000,
                       target_docs=100_000, top_seconds=30, growth=2.8)["stop"] == "data"

@@ -94,4 +94,4 @@ def describe(step: dict) -> str:
             "data": "the sweep stopped at its data"}.get(step.get("stop"), "the sweep goes on")
     tail = f"; the next size, {step['next']:,} documents, would cost about {step['next_cost_s']:,.0f} s"
     return f"{head}: {step['reason']}" + (f"; open: {open_}" if open_ else "") + \
-        (tail if step.get("stop") in ("budget", "data", "decided") else "")
+        (tail if step.get("stop") in ("data", "decided") else "")
