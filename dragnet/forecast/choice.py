@@ -73,7 +73,7 @@ def choose(pts: Sequence[tuple[float, float]], shapes: Sequence[str], fixed: str
 
     chosen: the shape of least held-out error when it beats the fixed one by more than the margin, else
     the fixed one; told_apart: whether the held-out error decided; tied: the shapes whose held-out error is
-    within the margin of the chosen one's (the interval spans them; all shapes when nothing was held out)."""
+    within the margin of the chosen one's (all shapes when nothing was held out)."""
     errs = held_out(pts, shapes, weighting)
     scored = {s: e["error"] for s, e in errs.items() if e["error"] is not None}
     margin = max(TIE, noise(pts))
