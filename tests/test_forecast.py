@@ -651,6 +651,8 @@ def test_live_forecast_small(live_url, tmp_path):
         for q in ("index_compacted", "index_size", "disk_growth"):
             pts = f["javascript"]["quantities"][q]["points"]
             assert [p[0] for p in pts] == sizes and all(p[1] > 0 for p in pts), q
+        # a forecast dumps no rows after its builds (bench does, to compare engines)
+        assert not [p for p in (tmp_path / "app").rglob("rows") if p.is_dir()]
     finally:
         for n in sizes:
             for name in (f"{db}-{n}", f"{db}-q1-{n}"):

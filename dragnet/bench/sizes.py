@@ -285,6 +285,11 @@ def _write(folder: Path, summary: dict, manifests: dict[int, dict]) -> None:
     _schema.write(folder / SUMMARY, out)
 
 
+def save(folder: str | Path, summary: dict, manifests: dict[int, dict]) -> None:
+    """Rewrite a sweep's sizes.json, its fits made again (a forecast that added a size to its sweep)."""
+    _write(Path(folder), summary, manifests)
+
+
 def load(folder: str | Path) -> tuple[dict, dict[int, dict]]:
     """sizes.json and every size's bench.json from a sweep's folder."""
     folder = Path(folder)

@@ -27,7 +27,8 @@ from dragnet.report.console import distribution_lines, render_forecast
 @click.option("--target-q", type=click.IntRange(min=1), default=None,
               help="With --target-docs: the target's shards [default: the sweep's --q].")
 @click.option("--sizes", "sizes_text", default="auto", show_default=True, metavar="auto|N,N,...",
-              help="Sweep sizes; auto: at least 4 geometric sizes that fit --budget, from a first small build.")
+              help="Sweep sizes; auto: at least 4 geometric sizes that fit --budget, from a first small build, "
+                   "then the next doubling while the shapes cannot decide the target and the budget allows.")
 @click.option("--budget", default="20m", show_default=True, help="Time for the sweep's builds with --sizes auto.")
 @click.option("--languages", default="javascript", show_default=True,
               help="Comma-separated languages (the Erlang baseline runs too unless --no-baseline).")
@@ -128,6 +129,9 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
             console.print("the same sizes on one-shard databases, for the index and disk sizes per shard …")
         elif kind == "size":
             console.print(f"size {d['count']:,} ({d['db']}) …")
+        elif kind == "step":
+            from dragnet.forecast.extend import describe
+            console.print(describe(d), highlight=False)
         elif kind == "done":
             msg = f"{d['wall_time_s']:.1f} s" if d["status"] == "ok" else f"[red]{d['status']}[/red]: {d['error']}"
             from dragnet.bench.sizes import variant

@@ -15,65 +15,21 @@ Pure: the points come from the sweep's manifests (dragnet.bench.sizes), nothing 
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Callable, Iterable, Sequence
 
 from dragnet.bench.sizes import peak_memory
 from dragnet.results import schema as _schema
-from dragnet.measure.decide import t_quantile   # Student t without scipy: one home
+from dragnet.forecast.choice import choose
+from dragnet.forecast.fit import (LEVEL, LINEAR, LOG, NLOGN, POWER, POWERS, WEIGHTS, LinearFit,  # noqa: F401
+                                  Prediction, fit_linear, fit_models, fit_power, power_fits, predict, t_quantile,
+                                  transform)
 
 SCHEMA = _schema.schema(_schema.FORECAST)
 SUMMARY = "forecast.json"
-LEVEL = 0.95
 FAR = 10.0            # target beyond this many times the largest measured size: an extrapolation too far
 POOR_R2 = 0.9         # below this the line does not describe the sweep
 LOADED = 1.0          # load average per CPU above which the timings are suspect (runnable tasks queue)
-
-
-# ---------------------------------------------------------------- the fit
-
-# The shapes a quantity may grow with: y = a + b·x(n). A fixed cost a and a per-document cost b, where the
-# per-document cost may itself grow: with the B-trees' depth (n log n: every row is inserted into a tree of
-# depth ∝ log n), or as a power (the garbage an append-only index file keeps grows faster than its rows,
-# because each batch of updates rewrites more of a bigger tree until CouchDB compacts it). Memory is the other
-# way round: a + b·ln n, growing ever slower, as processes and batches have their own bounds.
-LINEAR, NLOGN, POWER, LOG = "linear", "n log n", "power", "log n"
-POWERS = [k / 100 for k in range(100, 201, 2)]     # a power's exponent: from 1 (linear) to 2 (quadratic)
-
-
-def transform(model: str, k: float, n: float) -> float:
-    if model == LINEAR:
-        return n
-    if model == NLOGN:
-        return n * math.log(n)
-    if model == POWER:
-        return n ** k
-    if model == LOG:
-        return math.log(n)
-    raise ValueError(f"model {model!r}: expected one of {LINEAR}, {NLOGN}, {POWER}, {LOG}")
-
-
-@dataclass(frozen=True)
-class LinearFit:
-    fixed: float            # a: cost at zero documents
-    per_doc: float          # b: cost per unit of x(n) (per document when linear)
-    r2: float | None        # None when every y is the same
-    points: int
-    sizes: int              # distinct document counts
-    resid_sd: float         # residual standard deviation (weighted), n − 2 degrees of freedom
-    mean_x: float           # weighted mean of x(n)
-    sxx: float              # weighted Σ w(x − x̄)²
-    sum_w: float
-    weighting: str          # "ordinary" or "1/n" (variance grows with the documents)
-    model: str = LINEAR     # x(n): n, n·ln n or n^k
-    k: float = 1.0          # the power's exponent
-
-    def x(self, n: float) -> float:
-        return transform(self.model, self.k, n)
-
-    def value(self, n: float) -> float:
-        return self.fixed + self.per_doc * self.x(n)
 
 
 def fit_value(fit: dict, n: float) -> float:
@@ -114,78 +70,6 @@ def entry_curve(entry: dict) -> list[float]:
     return curve(end, start=min(xs) if log and xs else 1.0)
 
 
-WEIGHTS: dict[str, Callable[[float], float]] = {"ordinary": lambda n: 1.0, "1/n": lambda n: 1.0 / n}
-
-
-def fit_linear(points: Iterable[tuple[float, float]], weighting: str = "ordinary", model: str = LINEAR,
-               k: float = 1.0) -> LinearFit | None:
-    """Least squares of y on x(n) over (n, y) points; None without three points on two distinct sizes (a line
-    through two points leaves no residual to size the interval with)."""
-    if weighting not in WEIGHTS:
-        raise ValueError(f"weighting {weighting!r}: expected one of {', '.join(WEIGHTS)}")
-    pts = [(float(n), float(y)) for n, y in points if n is not None and y is not None and n > 1]
-    if len(pts) < 3 or len({n for n, _ in pts}) < 2:
-        return None
-    w = [WEIGHTS[weighting](n) for n, _ in pts]
-    xs = [transform(model, k, n) for n, _ in pts]
-    sw = math.fsum(w)
-    mx = math.fsum(wi * x for wi, x in zip(w, xs)) / sw
-    my = math.fsum(wi * y for wi, (_, y) in zip(w, pts)) / sw
-    sxx = math.fsum(wi * (x - mx) ** 2 for wi, x in zip(w, xs))
-    sxy = math.fsum(wi * (x - mx) * (y - my) for wi, x, (_, y) in zip(w, xs, pts))
-    b = sxy / sxx
-    a = my - b * mx
-    sse = math.fsum(wi * (y - a - b * x) ** 2 for wi, x, (_, y) in zip(w, xs, pts))
-    syy = math.fsum(wi * (y - my) ** 2 for wi, (_, y) in zip(w, pts))
-    r2 = None if syy == 0 else 1 - sse / syy
-    return LinearFit(a, b, r2, len(pts), len({n for n, _ in pts}), math.sqrt(sse / (len(pts) - 2)), mx, sxx, sw,
-                     weighting, model, k)
-
-
-def fit_power(points: Sequence[tuple[float, float]], weighting: str = "ordinary") -> LinearFit | None:
-    """a + b·n^k with the k in POWERS that leaves the least squared residual (k = 1 is the line)."""
-    fits = power_fits(points, weighting)
-    return min(fits, key=lambda f: f.resid_sd) if fits else None
-
-
-def power_fits(points: Sequence[tuple[float, float]], weighting: str = "ordinary",
-               level: float | None = None) -> list[LinearFit]:
-    """The power fits over POWERS; with a level, only the exponents the points do not reject (profile
-    likelihood: residual squares within (1 + F(1, m − 3)/(m − 3)) of the best, m points), so a forecast can
-    carry the exponent's own uncertainty, not only the residuals' at the best k."""
-    fits = [f for f in (fit_linear(points, weighting, POWER, k) for k in POWERS) if f is not None]
-    if level is None or not fits or fits[0].points <= 3:
-        return fits      # three points leave no residual to judge the exponent by
-    df = fits[0].points - 3
-    sse = {f.k: f.resid_sd ** 2 * (f.points - 2) for f in fits}
-    bound = min(sse.values()) * (1 + t_quantile(0.5 + level / 2, df) ** 2 / df)
-    return [f for f in fits if sse[f.k] <= bound]
-
-
-def fit_models(points: Sequence[tuple[float, float]], weighting: str = "ordinary",
-               models: Sequence[str] = (LINEAR, NLOGN, POWER)) -> dict[str, LinearFit]:
-    """Each model's fit over the same points (none when there are too few points)."""
-    out = {m: fit_power(points, weighting) if m == POWER else fit_linear(points, weighting, m) for m in models}
-    return {m: f for m, f in out.items() if f is not None}
-
-
-@dataclass(frozen=True)
-class Prediction:
-    docs: int
-    value: float
-    low: float
-    high: float
-    level: float
-
-
-def predict(fit: LinearFit, n: float, level: float = LEVEL) -> Prediction:
-    """The fitted value at n with its prediction interval (a new build's value, not the line's mean). For a
-    power the exponent is taken as known, so its interval is conditional on it."""
-    w0 = WEIGHTS[fit.weighting](n)
-    se = fit.resid_sd * math.sqrt(1 / w0 + 1 / fit.sum_w + (fit.x(n) - fit.mean_x) ** 2 / fit.sxx)
-    half = t_quantile(0.5 + level / 2, fit.points - 2) * se
-    v = fit.value(n)
-    return Prediction(int(n), v, v - half, v + half, level)
 
 
 # ---------------------------------------------------------------- the quantities of a build
@@ -494,16 +378,19 @@ def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int,
 
 def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_docs: int, *,
                       weighting: str = "ordinary", level: float = LEVEL, scale: float = 1.0) -> dict:
-    """One quantity's forecast: the value from its PRIMARY model, the interval from the lowest to the highest
-    95 % prediction bound of every model (a sweep rarely tells the shapes apart, a far target does), every
-    model's fit and prediction kept, and the warnings. Predictions are multiplied by scale (shards, for a
+    """One quantity's forecast: the value from the shape its held-out sizes chose (dragnet.forecast.choice; the
+    PRIMARY shape where they cannot tell the shapes apart), the interval from the lowest to the highest 95 %
+    prediction bound of every shape and the chosen one's held-out error around the value, every
+    model's fit and prediction kept, the choice ("choice") and the warnings. Predictions are multiplied by scale (shards, for a
     one-shard sweep); the fits are the points' own. JSON-ready."""
     unit = {**QUANTITIES, **PARTS}[quantity][0]
     fits = fit_models(pts, weighting, SHAPES.get(quantity, GROWING))
     entry: dict = {"unit": unit, "points": [list(p) for p in pts], "fit": None}
-    primary = fits.get(PRIMARY.get(quantity, LINEAR)) or fits.get(LINEAR)
-    if primary is None:
+    fixed = PRIMARY.get(quantity, LINEAR) if PRIMARY.get(quantity, LINEAR) in fits else LINEAR
+    if fixed not in fits:
         return entry
+    chosen = choose(pts, list(fits), fixed, weighting)
+    primary = fits[chosen["chosen"]]
 
     def at(f: LinearFit) -> Prediction:
         p = predict(f, target_docs, level)
@@ -513,11 +400,18 @@ def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_do
     main = preds[primary.model]
     entry["fit"] = asdict(primary)
     entry["models"] = {m: {"fit": asdict(f), "prediction": asdict(preds[m])} for m, f in fits.items()}
+    entry["choice"] = chosen
+    # the interval spans every shape, as before the choice: a shape that lost on the sweep's own sizes may
+    # still hold 5× beyond them (the chosen shape erred 1-2 % on a held-out size of the declarations'
+    # back-tests and 8-11 % at their targets); and the chosen shape's own held-out error around its value
     bounds = list(preds.values())
     if POWER in fits:     # the exponents the sweep cannot reject widen the power's interval
         ks = power_fits(pts, weighting, level)
         bounds += [at(f) for f in ks]
         entry["models"][POWER]["k_range"] = [min(f.k for f in ks), max(f.k for f in ks)]
+    own = chosen["held_out"][primary.model]["error"]
+    if own:
+        bounds.append(Prediction(main.docs, main.value, main.value * (1 - own), main.value * (1 + own), level))
     low = min(p.low for p in bounds)
     if quantity in FLOOR:
         top = max(n for n, _ in pts)
@@ -529,9 +423,11 @@ def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_do
     values = [p.value for p in preds.values()]
     if main.value and (max(values) - min(values)) / abs(main.value) > DISAGREE:
         show = (lambda v: f"{v:,.0f} s") if unit == "s" else _mib
+        them = ', '.join(f'{m} {show(p.value)}' for m, p in preds.items())
         entry["warnings"].append(
-            f"{quantity}: the models disagree at the target ({', '.join(f'{m} {show(p.value)}' for m, p in preds.items())}): "
-            "the sweep cannot tell how it grows; the interval spans them all")
+            f"{quantity}: the models disagree at the target ({them}); {chosen['reason']}" if chosen["told_apart"]
+            else f"{quantity}: the models disagree at the target ({them}): the sweep cannot tell how it grows "
+                 f"({chosen['reason']}); the interval spans them all")
     return entry
 
 

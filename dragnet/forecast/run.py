@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from dragnet.bench import run as b
+from dragnet.forecast import extend as ext
+from dragnet.forecast import growth as gr
 from dragnet.forecast import model as fc
 from dragnet.bench import sizes as sz
 from dragnet.couchdb.client import CouchError, connect, db_path, mask_url
@@ -39,8 +41,14 @@ def shard_config(config: b.BenchConfig, folder: Path) -> b.BenchConfig:
 
 def sweep_build() -> Callable[..., dict]:
     """How every build of a forecast's sweeps runs (and a back-test's, so both measure alike): a bench build
-    with its peak disk sampled, its index compacted once built (the final index size)."""
-    return watched_build(partial(b.default_build, compact=True))
+    with its peak disk sampled, its index compacted once built (the final index size). A design document's
+    rows are not dumped after the build as bench does (to compare engines): a forecast reads none of them,
+    and a design document's JavaScript reduces at every group level took minutes a build, outside --budget."""
+    inner = watched_build(partial(b.default_build, compact=True))
+
+    def build(*args, rows_dir=None, **kw) -> dict:     # noqa: ARG001 (bench passes it; nothing to dump)
+        return inner(*args, **kw)
+    return build
 
 
 def parse_budget(text: str) -> float:
@@ -129,8 +137,10 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
             raise DragnetError(f"the first build ({probe:,} documents) failed; see {folder / 'probe'}")
         per_round = sum(times)       # every language of one round at the probe size
         sweeps = 2 if shard_sweep else 1
-        counts = fc.auto_sizes(first_docs=probe, first_seconds=per_round * config.repeat * sweeps, budget_s=budget_s,
-                               max_docs=min(data_docs, target_docs - 1))
+        # the first sizes get part of the budget: the rest is for the sizes the sweep goes on to while it
+        # cannot decide (next_step), which a sweep that decides early never spends
+        counts = fc.auto_sizes(first_docs=probe, first_seconds=per_round * config.repeat * sweeps,
+                               budget_s=budget_s * ext.FIRST_SHARE, max_docs=min(data_docs, target_docs - 1))
         if len(counts) < 2:
             raise UsageError(f"--budget {budget_s:.0f} s is too small for two sizes (one round of {probe:,} "
                              f"documents took {per_round:.0f} s)")
@@ -145,9 +155,63 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         shard = sz.load(sz.run_sweep(replace(shard_config(config, folder), data=str(data)), counts,
                                      on_event=on_event, env=env, build=build)["dir"])
         _stop_if_full(*shard)
+    steps: list[dict] = []
+    while sizes_text == "auto":
+        # the sweep goes on while a goal is undecided and the next doubling fits the budget (forecast.extend)
+        out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
+                     shard=shard)
+        steps.append(next_step(out, manifests, shard, spent_s=time.time() - t0, budget_s=budget_s,
+                               max_docs=min(data_docs, target_docs - 1), target_docs=target_docs))
+        on_event("step", steps[-1])
+        if steps[-1]["stop"]:
+            break
+        n = steps[-1]["next"]
+        summary, manifests = add_size(replace(config, data=str(data), results_dir=str(folder / "sweep")), n,
+                                      on_event=on_event, env=env, build=build)
+        _stop_if_full(summary, manifests)
+        if shard_sweep:
+            shard = add_size(replace(shard_config(config, folder), data=str(data)), n, on_event=on_event, env=env,
+                             build=build)
+            _stop_if_full(*shard)
     load1 = os.getloadavg()[0]
-    return finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
-                  load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard)
+    out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
+                 load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard)
+    if steps:
+        out["sweep_steps"] = steps
+        _schema.write(folder / fc.SUMMARY, out)
+    return out
+
+
+def next_step(out: dict, manifests: dict[int, dict], shard: tuple[dict, dict[int, dict]] | None, *,
+              spent_s: float, budget_s: float, max_docs: int, target_docs: int) -> dict:
+    """Whether the sweep can stop (dragnet.forecast.extend.decide), the next doubling's cost measured by the
+    largest size's builds in both sweeps, grown as the chosen build-time shape grows to the next size."""
+    top = max(manifests)
+    runs = [r for r in sz.sweep_runs({top: manifests[top]}) if r.get("status") == "ok"]
+    if shard and top in shard[1]:
+        runs += [r for r in sz.sweep_runs({top: shard[1][top]}) if r.get("status") == "ok"]
+    growth = 1.0
+    for per_lang in out["forecasts"].values():
+        for f in per_lang.values():
+            fit = (f["quantities"].get("build_time") or {}).get("fit")
+            if fit and fc.fit_value(fit, top) > 0:
+                growth = max(growth, fc.fit_value(fit, top * ext.RATIO) / fc.fit_value(fit, top))
+    return ext.decide(out["forecasts"], sorted(manifests), spent_s=spent_s, budget_s=budget_s, max_docs=max_docs,
+                      target_docs=target_docs, top_seconds=sum(fc.sweep_seconds(r) for r in runs), growth=growth)
+
+
+def add_size(config: b.BenchConfig, n: int, **kw) -> tuple[dict, dict[int, dict]]:
+    """Build one more size into a recorded sweep's folder: its sizes.json then holds the earlier sizes and n."""
+    folder = Path(config.results_dir)
+    before, before_m = sz.load(folder)
+    sz.run_sweep(config, [n], **kw)
+    after, after_m = sz.load(folder)
+    summary = {**after, "sizes": sorted({*before["sizes"], *after["sizes"]}),
+               "per_size": {**before["per_size"], **after["per_size"]},
+               "manifests": {**before["manifests"], **after["manifests"]}}
+    manifests = {**before_m, **after_m}
+    sz.save(folder, summary, manifests)
+    return {**summary, "dir": str(folder)}, manifests
 
 
 def _stop_if_full(summary: dict, manifests: dict[int, dict]) -> None:
@@ -221,9 +285,26 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
         out["forecasts"][name] = fc.forecast_sweep(rs, target_docs, weighting=weighting, memory_bytes=limit,
                                                    db_bytes=db_bytes, target_db_bytes=target_db,
                                                    other_load=per_cpu, shard_runs=one, shards=shards)
+        # why the cost per document grows, from what the builds recorded (their results files hold the CPU)
+        for lang, f in out["forecasts"][name].items():
+            f["growth"] = gr.explain([gr.row(r["size"], r, _result_of(Path(summary["dir"]), r)) for r in rs
+                                      if (r.get("language") or "?") == lang and r.get("status") == "ok"])
     folder.mkdir(parents=True, exist_ok=True)
     _schema.write(folder / fc.SUMMARY, out)
     return out
+
+
+def _result_of(folder: Path, run: dict) -> dict | None:
+    """A sweep run's results file (kept as is, or gzipped as the back-tests in docs/ keep theirs)."""
+    if not run.get("result_file"):
+        return None
+    path = folder / f"size-{run['size']}" / run["result_file"]
+    for f in (path, Path(f"{path}.gz")):
+        try:
+            return _schema.read_json(f)
+        except _schema.ResultsFileError:
+            continue
+    return None
 
 
 def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weighting: str = "ordinary") -> dict:
@@ -280,15 +361,10 @@ def recorded_load(manifests: Sequence[dict]) -> list[float] | None:
 def _couchdb_of(folder: Path, manifests: dict[int, dict]) -> dict | None:
     """The CouchDB the sweep ran on (version, settings), as its first results file recorded it (kept as is, or
     gzipped beside its manifest as the back-tests in docs/ keep theirs)."""
-    for n, m in sorted(manifests.items()):
-        for r in m.get("runs", []):
-            if r.get("result_file"):
-                path = folder / f"size-{n}" / r["result_file"]
-                for f in (path, Path(f"{path}.gz")):
-                    try:
-                        return _schema.read_json(f).get("couchdb")
-                    except _schema.ResultsFileError:
-                        continue
+    for r in sz.sweep_runs(manifests):
+        result = _result_of(folder, r)
+        if result is not None:
+            return result.get("couchdb")
     return None
 
 

@@ -115,12 +115,20 @@ def render_forecast(out: dict) -> str:
                 if e.get("shards"):
                     how = f"{model}, r² {r2}, {fit['points']} one-shard builds; {how}"
                 lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] {how}")
+                chose = e.get("choice") or ((e.get("parts") or {}).get("index_files") or {}).get("choice")
+                if chose and not str(e.get("basis") or "").endswith("disk_growth"):     # which shape the held-out sizes chose, and by how much (dragnet.forecast.choice)
+                    lines.append(f"  {'':<14} shape: {chose['reason']}")
                 lines += [f"  warning: {w}" for w in e.get("warnings") or []]
+            if (f.get("growth") or {}).get("sentence"):     # why the cost per document grows (forecast.growth)
+                lines.append(f"  why: {f['growth']['sentence']}")
             lines += [f"  warning: {w}" for w in f["warnings"]]
     from dragnet.report.share import forecast_gains
     from dragnet.results.schema import couchdb_versions
 
     lines += forecast_gains(out)
+    if out.get("sweep_steps"):      # --sizes auto: why the sweep stopped where it did
+        from dragnet.forecast.extend import describe
+        lines.append(describe(out["sweep_steps"][-1]))
     m, v = out["machine"], couchdb_versions(out)
     load = out.get("load_average")
     lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "

@@ -9,13 +9,14 @@ Files carry `"schema": "<name>/<version>"`:
 | dragnet.sizes/1          | bench --sizes             | SizeRow per row              |
 | dragnet.qsbench/1        | qsbench                   | QsbenchRun per server run    |
 | dragnet.qsbench-ddoc/1   | qsbench --ddoc            | (read, not typed further)    |
-| dragnet.forecast/1       | forecast (forecast.json)  | (read, not typed further)    |
+| dragnet.forecast/2       | forecast (forecast.json)  | (read, not typed further)    |
 | dragnet.compare/1        | compare --json            | (read, not typed further)    |
 | dragnet.store/1          | the store's index.json    | its `runs` entries           |
 
 read() refuses a file that is not JSON (naming the file, line and column: a truncated write ends there),
 one of another kind, and one from a newer schema version than this dragnet knows (naming that version).
-Older files load: every field a later version added is optional, and readers fall back to the fields
+Older files load: every field a later version added is optional (dragnet.forecast/2 added each quantity's
+"choice", the shape its held-out sizes chose), and readers fall back to the fields
 older files had (e.g. bench.axes -> bench.language, storage, bench.scenario, bench.size).
 write() writes atomically (a temporary file renamed), so a reader never sees half a file.
 """
@@ -37,7 +38,7 @@ ADDVIEW, BENCH, SIZES, QSBENCH, QSBENCH_DDOC = ("dragnet.addview", "dragnet.benc
                                                 "dragnet.qsbench", "dragnet.qsbench-ddoc")
 FORECAST, COMPARE, STORE = "dragnet.forecast", "dragnet.compare", "dragnet.store"
 # the newest version of each schema this dragnet reads and writes
-VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1, FORECAST: 1, COMPARE: 1, STORE: 1}
+VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1, FORECAST: 2, COMPARE: 1, STORE: 1}
 _SCHEMA = re.compile(r"^(dragnet\.[a-z-]+)/(\d+)$")
 # the name of a bench directory's manifest (dragnet.bench/1)
 BENCH_MANIFEST = "bench.json"

@@ -1,0 +1,97 @@
+"""Whether a forecast's sweep can stop, or should build the next doubling (issue 32): pure, on a forecast's
+JSON (dragnet.forecast.model.forecast_sweep per variant).
+
+A quantity with a goal is decided when its chosen shape's held-out error and the spread of every shape's
+forecast at the target are both within the goal: then no shape the sweep cannot rule out moves the forecast
+beyond it. Else the sweep builds the next size (twice its largest) when the budget allows it, and decides
+again. It stops when every goal is met ("decided"), when the next size does not fit the budget ("budget")
+or is more than the data holds or not below the target ("data"). Each stop says what the next size would
+cost.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+# the issue's goals: build time within ±15 %, the final index size and the peak disk within ±10 %
+GOALS = {"build_time": 0.15, "index_compacted": 0.10, "peak_disk": 0.10}
+RATIO = 2
+FIRST_SHARE = 0.5   # of --budget, what --sizes auto plans its first sizes with; the rest is for going on
+
+
+def _spread(entry: dict) -> tuple[float | None, float | None]:
+    """(spread of the shapes' forecasts at the target, the chosen shape's held-out error), each as a share of
+    the forecast; the disk a build adds through its index files' part (the rest is measured, not shaped)."""
+    part = (entry.get("parts") or {}).get("index_files") or entry
+    models, chosen = part.get("models") or {}, part.get("choice") or {}
+    values = [m["prediction"]["value"] for m in models.values() if m.get("prediction")]
+    main = (part.get("prediction") or {}).get("value")
+    if not values or not main:
+        return None, None
+    held = ((chosen.get("held_out") or {}).get(chosen.get("chosen")) or {}).get("error")
+    return (max(values) - min(values)) / abs(main), held
+
+
+def open_goals(per_lang: dict) -> list[dict]:
+    """The goal quantities a forecast (one variant: language -> forecast) cannot vouch for, each with its
+    spread and held-out error; the peak disk through the disk a build adds, as a share of the peak."""
+    out = []
+    for lang, f in sorted(per_lang.items()):
+        qs = f.get("quantities") or {}
+        for q, goal in GOALS.items():
+            entry = qs.get("disk_growth") if q == "peak_disk" else qs.get(q)
+            if not entry or not entry.get("prediction"):
+                continue
+            spread, held = _spread(entry)
+            if spread is None:
+                continue
+            if q == "peak_disk":     # the growth's spread in bytes, against the whole peak
+                peak = ((qs.get("peak_disk") or {}).get("prediction") or {}).get("value")
+                grown = entry["prediction"]["value"]
+                if peak:
+                    spread, held = spread * grown / peak, (held or 0) * grown / peak
+            if spread > goal or (held or 0) > goal:
+                out.append({"language": lang, "quantity": q, "goal": goal, "spread": spread, "held_out": held})
+    return out
+
+
+def next_cost(top_seconds: float, growth: float) -> float:
+    """What the next doubling costs the budget: the largest size's builds (both sweeps, every language and
+    repeat, their compactions) times how much the build time grows from that size to the next."""
+    return top_seconds * max(1.0, growth)
+
+
+def decide(forecasts: dict, counts: Sequence[int], *, spent_s: float, budget_s: float, max_docs: int,
+           target_docs: int, top_seconds: float, growth: float) -> dict:
+    """The sweep's next step: {"stop": None, "next": N, ...} to build N, or a stop with its reason; JSON-ready.
+    forecasts: forecast.json "forecasts" (variant -> language -> forecast); growth: the chosen build-time
+    shape's value at the next size over its value at the largest."""
+    undecided = [{**g, "variant": v} for v, per_lang in forecasts.items() for g in open_goals(per_lang)]
+    top = max(counts)
+    nxt = int(top * RATIO)
+    cost = next_cost(top_seconds, growth)
+    step = {"sizes": sorted(counts), "undecided": undecided, "next": nxt, "next_cost_s": cost, "spent_s": spent_s,
+            "budget_s": budget_s}
+    if not undecided:
+        return {**step, "stop": "decided", "reason": "every goal's shapes agree at the target and predicted their "
+                                                     "held-out sizes within it"}
+    if nxt > max_docs or nxt >= target_docs:
+        return {**step, "stop": "data", "reason": f"the next size {nxt:,} is more than the data holds "
+                                                  f"({max_docs:,}) or not below the target"}
+    if spent_s + cost > budget_s:
+        return {**step, "stop": "budget", "reason": f"the next size {nxt:,} would cost about {cost:,.0f} s, "
+                                                    f"{spent_s:,.0f} s of the {budget_s:,.0f} s budget spent"}
+    return {**step, "stop": None, "reason": f"undecided ({', '.join(g['language'] + ' ' + g['quantity'] for g in undecided)}): "
+                                            f"building {nxt:,} documents, about {cost:,.0f} s"}
+
+
+def describe(step: dict) -> str:
+    """One line for the forecast's output: why the sweep stopped, what is open, what the next size costs."""
+    open_ = "; ".join(f"{g['language']} {g['quantity']}: shapes spread {g['spread']:.0%}"
+                      + (f", held-out error {g['held_out']:.0%}" if g.get("held_out") is not None else "")
+                      + f" (goal {g['goal']:.0%})" for g in step.get("undecided") or [])
+    head = {"decided": "the sweep decided", "budget": "the sweep stopped at its budget",
+            "data": "the sweep stopped at its data"}.get(step.get("stop"), "the sweep goes on")
+    tail = f"; the next size, {step['next']:,} documents, would cost about {step['next_cost_s']:,.0f} s"
+    return f"{head}: {step['reason']}" + (f"; open: {open_}" if open_ else "") + \
+        (tail if step.get("stop") in ("data", "decided") else "")
