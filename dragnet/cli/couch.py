@@ -45,10 +45,14 @@ def couch_cmd() -> None:
 @click.option("--nodes", type=int, default=1, show_default=True, help="Start a cluster of this many nodes "
               "on ports --port, --port+1, ... (docker: one container each, on a network of their own) "
               "and complete _cluster_setup.")
+@click.option("--nouveau", is_flag=True, help="Also start the Nouveau (search) server of this CouchDB's version "
+              "(local backend; from DRAGNET_NOUVEAU_DIR, default ../shared/nouveau) and point CouchDB at it.")
+@click.option("--nouveau-heap", default=None, metavar="SIZE", help="With --nouveau: the JVM's -Xmx (e.g. 1g) "
+              "[default: the JVM's own].")
 @server_option
 @json_option
 def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couchdb_home, image, timeout,
-           nodes, server_opts, as_json) -> None:
+           nodes, nouveau, nouveau_heap, server_opts, as_json) -> None:
     """Start CouchDB and wait until it answers /_up."""
     from rich.console import Console
 
@@ -64,6 +68,10 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
     if backend == "docker" and couchdb_home and click.get_current_context().get_parameter_source(
             "couchdb_home") == click.core.ParameterSource.COMMANDLINE:
         raise UsageError("--couchdb-home applies to --backend local only")
+    if nouveau_heap and not nouveau:
+        raise UsageError("--nouveau-heap needs --nouveau")
+    if nouveau and (backend != "local" or nodes != 1):
+        raise UsageError("--nouveau runs beside one CouchDB of the local backend (--backend local, --nodes 1)")
     console = Console(stderr=True)
     if nodes != 1:
         _cluster_up(console, backend, nodes, port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
@@ -78,17 +86,29 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
                                      progress=lambda line: spinner.update(line[-100:]))
         else:
             from dragnet.couchdb import local as couchdb_local
+            from dragnet.couchdb import nouveau as couchdb_nouveau
 
-            inst = couchdb_local.up(port=port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
-                                    cpus=cpus, memory=memory, data_size=size, timeout=timeout)
+            options = dict(port=port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
+                           cpus=cpus, memory=memory, data_size=size, timeout=timeout)
+            if nouveau:
+                inst, search = couchdb_nouveau.couch_up_local(heap=nouveau_heap, **options)
+            else:
+                inst = couchdb_local.up(**options)
     from dragnet.couchdb.control import server_info
 
     report = {**_describe(inst), **server_info(inst)}
+    if nouveau:
+        report["nouveau"] = {"url": search.url, "version": search.version, "pid": search.pid,
+                             "java": search.java, "java_version": search.java_version, "heap": search.heap,
+                             "log": search.log}
     if as_json:
         print_json(report)
     else:
         click.echo(f"CouchDB {report.get('version') or '?'} is up at {inst.display_url}")
         click.echo(_where(inst))
+        if nouveau:
+            click.echo(f"Nouveau {search.version} is up at {search.url} (pid {search.pid}, Java "
+                       f"{search.java_version}{', -Xmx' + search.heap if search.heap else ''}; log {search.log})")
 
 
 def _cluster_up(console, backend, nodes, port, *, data_dir, as_json, image=None, **options) -> None:
@@ -142,9 +162,17 @@ def down_cmd(port, timeout, purge, as_json) -> None:
     mod = _backend_module(inst.backend)
     wait = timeout if inst.backend == "local" else int(timeout)
     was_running = mod.stop(inst, timeout=wait, purge=purge)
+    from dragnet.couchdb import nouveau as couchdb_nouveau
+
+    search_was_running = couchdb_nouveau.stop(inst.port)
+    if purge:
+        couchdb_nouveau.purge(inst.port)
     if as_json:
-        print_json({**_describe(inst), "was_running": was_running, "purged": purge})
+        print_json({**_describe(inst), "was_running": was_running, "purged": purge,
+                    "nouveau_was_running": search_was_running})
         return
+    if search_was_running:
+        click.echo("its Nouveau server stopped")
     state = "stopped" if was_running else "was not running; state cleared"
     click.echo(f"CouchDB on port {inst.port} ({inst.backend}) {state}")
     if purge:
