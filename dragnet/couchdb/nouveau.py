@@ -213,6 +213,7 @@ class Server:
     heap: str | None
     run_dir: str
     log: str
+    container: str | None = None   # the docker backend's (dragnet.couchdb.nouveau_docker)
 
     @property
     def health_url(self) -> str:
@@ -336,14 +337,14 @@ def check_reachable(url: str, version: str | None = None) -> None:
 
 
 def couch_up_local(*, port: int, home: str | None = None, heap: str | None = None, env: dict | None = None,
-                   ini: dict | None = None, **couch_options) -> tuple[ctl.Instance, Server]:
+                   ini: dict | None = None, nouveau_timeout: float = START_TIMEOUT, **couch_options) -> tuple[ctl.Instance, Server]:
     """A local CouchDB with its Nouveau server: the server first (CouchDB reads its URL at start), both
     stopped when either fails to come up."""
     from dragnet.servers.discovery import couchdb_home
 
     home = home or couchdb_home(env)
     ctl.ensure_port_free(port)
-    server = up(couch_port=port, couchdb_home=home, heap=heap, env=env)
+    server = up(couch_port=port, couchdb_home=home, heap=heap, env=env, timeout=nouveau_timeout)
     try:
         inst = local.up(port=port, home=home, env=env, ini={**(ini or {}), **settings(server)}, **couch_options)
     except BaseException:
