@@ -215,7 +215,12 @@ def nouveau_config(couch: Couch) -> dict:
     return {"url": url, "couchdb_version": version, **{k: v for k, v in conf.items() if k not in ("url",)}}
 
 
-def _jvm_pid(nouveau_url: str) -> int | None:
+def _jvm_pid(nouveau_url: str, couch_port: int) -> int | None:
+    """The JVM serving nouveau_url: the one dragnet started for this CouchDB (a container's java is its
+    first process), else the listener on a loopback URL's port."""
+    server = _server.load(couch_port)
+    if server is not None and server.url == nouveau_url and Path(f"/proc/{server.pid}").exists():
+        return server.pid
     host_port = urlsplit(nouveau_url)
     if host_port.hostname not in ("127.0.0.1", "localhost", "::1"):
         return None
@@ -298,8 +303,9 @@ def build(couch: Couch, cfg: Config, *, on_poll: Callable[[dict], None] | None =
     port = urlsplit(couch.url).port or 5984
     local = _addview.is_local(couch.url)
     beam_root = _addview.couchdb_root_pid(port) if local else None
-    jvm = _jvm_pid(search["url"]) if local else None
-    log = _addview.LogWatch(_addview.find_log(couch, cfg.couchdb_log))
+    jvm = _jvm_pid(search["url"], port) if local else None
+    log = (_addview.ContainerLogWatch(port, None) if local and not cfg.couchdb_log and _addview._managed_container(
+        couch.url, None) else _addview.LogWatch(_addview.find_log(couch, cfg.couchdb_log)))
     nonce = secrets.token_hex(4)
     ddoc_id = f"_design/dragnet-nouveau-{cfg.language}-{nonce}"
     body = {"language": cfg.language, "nouveau": {cfg.index.name: fresh_definition(cfg.index.definition, nonce)},
