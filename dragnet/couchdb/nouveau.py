@@ -237,7 +237,7 @@ def _save(server: Server, env: dict | None) -> None:
     p.write_text(json.dumps(asdict(server), indent=1) + "\n")
 
 
-def _healthy(url: str) -> bool:
+def healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:
             return resp.status == 200
@@ -276,7 +276,7 @@ def up(*, couch_port: int, couchdb_home: str, heap: str | None = None, timeout: 
     _save(server, env)   # before waiting: `couch down` can clean up a failed start
     deadline = time.monotonic() + timeout
     try:
-        while not _healthy(server.health_url):
+        while not healthy(server.health_url):
             if proc.poll() is not None:
                 raise NouveauError(f"the Nouveau {version} server exited with status {proc.returncode} while "
                                    f"starting; see {log}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import tarfile
 import time
-import urllib.request
 
 from dragnet.couchdb import control as ctl
 from dragnet.couchdb import docker as couchdb_docker
@@ -76,14 +75,6 @@ def ensure_image(c, env: dict | None = None, progress=None) -> str:
     return c.images.get(IMAGE).id
 
 
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return resp.status == 200
-    except OSError:
-        return False
-
-
 def up(inst: ctl.Instance, *, heap: str | None = None, timeout: float = nouveau.START_TIMEOUT,
        env: dict | None = None, progress=None) -> nouveau.Server:
     """Start the server matching the CouchDB in container `inst` and point that CouchDB at it."""
@@ -135,7 +126,7 @@ def up(inst: ctl.Instance, *, heap: str | None = None, timeout: float = nouveau.
         if not bound:
             raise DragnetError(f"the Nouveau container {name} has no published admin port")
         deadline = time.monotonic() + timeout
-        while not _healthy(f"http://127.0.0.1:{bound[0]['HostPort']}/healthcheck"):
+        while not nouveau.healthy(f"http://127.0.0.1:{bound[0]['HostPort']}/healthcheck"):
             container.reload()
             if container.status not in ("created", "running"):
                 tail = container.logs(tail=5).decode(errors="replace").strip().splitlines()
