@@ -210,7 +210,12 @@ def nouveau_config(couch: Couch) -> dict:
         raise DragnetError(f"Nouveau is off on {mask_url(couch.url)} ([nouveau] enable is not true): start it with "
                            f"`dragnet couch up --backend local --nouveau` or set [nouveau] enable and url")
     url = conf.get("url") or "http://127.0.0.1:5987"
-    if _addview.is_local(couch.url):
+    ours = _server.load(urlsplit(couch.url).port or 5984) if _addview.is_local(couch.url) else None
+    if ours is not None and ours.url == url:
+        if not _server.healthy(ours.health_url):   # a container's URL resolves only on its network
+            raise DragnetError(f"the Nouveau server at {url} does not answer its health check "
+                               f"({ours.health_url}); expected Nouveau {version}")
+    elif urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1"):
         _server.check_reachable(url, version)
     return {"url": url, "couchdb_version": version, **{k: v for k, v in conf.items() if k not in ("url",)}}
 

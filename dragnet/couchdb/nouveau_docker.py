@@ -116,17 +116,17 @@ def up(inst: ctl.Instance, *, heap: str | None = None, timeout: float = nouveau.
     except APIError as exc:
         raise DragnetError(f"starting the Nouveau container failed: {couchdb_docker._short(exc)}") from None
     container.reload()
+    bound = (container.attrs["NetworkSettings"]["Ports"] or {}).get(f"{ADMIN_PORT}/tcp") or []
     server = nouveau.Server(couch_port=inst.port, version=version, url=f"http://{name}:{PORT}",
-                            admin_port=ADMIN_PORT, pid=int(container.attrs["State"]["Pid"]), pid_start=None,
+                            admin_port=int(bound[0]["HostPort"]) if bound else 0,   # on the host's loopback pid=int(container.attrs["State"]["Pid"]), pid_start=None,
                             java=f"{IMAGE} java", java_version=JAVA, heap=heap, run_dir=str(run_dir),
                             log=f"docker logs {name}", container=name)
     nouveau._save(server, env)   # before waiting: `couch down` removes a failed start
     try:
-        bound = (container.attrs["NetworkSettings"]["Ports"] or {}).get(f"{ADMIN_PORT}/tcp") or []
         if not bound:
             raise DragnetError(f"the Nouveau container {name} has no published admin port")
         deadline = time.monotonic() + timeout
-        while not nouveau.healthy(f"http://127.0.0.1:{bound[0]['HostPort']}/healthcheck"):
+        while not nouveau.healthy(server.health_url):
             container.reload()
             if container.status not in ("created", "running"):
                 tail = container.logs(tail=5).decode(errors="replace").strip().splitlines()
