@@ -41,7 +41,7 @@ TASK_TYPE = "search_indexer"
 PROGRESS_SOURCE = ("/_active_tasks (search_indexer tasks, per shard) and /db/_design/D/_nouveau_info/NAME "
                    "(num_docs, disk_size)")
 # beam's tree minus what is not the query servers' (erl_child_setup's counters hold exited children)
-_NOT_QS = frozenset({"beam.smp", "epmd", "memsup", "cpu_sup", "inet_gethost", "sh", "couchdb"})
+_NOT_QS = frozenset({"beam.smp", "epmd", "memsup", "cpu_sup", "inet_gethost", "sh", "couchdb", "tini"})
 _INDEX_ERROR = re.compile(r"function raised exception .* with doc\._id (\S+)")
 
 
