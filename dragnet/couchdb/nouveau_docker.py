@@ -114,15 +114,17 @@ def up(inst: ctl.Instance, *, heap: str | None = None, timeout: float = nouveau.
                                      volumes={str(home): {"bind": "/opt/nouveau", "mode": "ro"},
                                               str(yaml): {"bind": "/etc/dragnet/nouveau.yaml", "mode": "ro"}})
     except APIError as exc:
+        _remove(c, inst.port)
         raise DragnetError(f"starting the Nouveau container failed: {couchdb_docker._short(exc)}") from None
-    container.reload()
-    bound = (container.attrs["NetworkSettings"]["Ports"] or {}).get(f"{ADMIN_PORT}/tcp") or []
-    server = nouveau.Server(couch_port=inst.port, version=version, url=f"http://{name}:{PORT}",
-                            admin_port=int(bound[0]["HostPort"]) if bound else 0,   # on the host's loopback pid=int(container.attrs["State"]["Pid"]), pid_start=None,
-                            java=f"{IMAGE} java", java_version=JAVA, heap=heap, run_dir=str(run_dir),
-                            log=f"docker logs {name}", container=name)
-    nouveau._save(server, env)   # before waiting: `couch down` removes a failed start
     try:
+        container.reload()
+        bound = (container.attrs["NetworkSettings"]["Ports"] or {}).get(f"{ADMIN_PORT}/tcp") or []
+        server = nouveau.Server(couch_port=inst.port, version=version, url=f"http://{name}:{PORT}",
+                                admin_port=int(bound[0]["HostPort"]) if bound else 0,   # the host's, on loopback
+                                pid=int(container.attrs["State"]["Pid"]), pid_start=None,
+                                java=f"{IMAGE} java", java_version=JAVA, heap=heap, run_dir=str(run_dir),
+                                log=f"docker logs {name}", container=name)
+        nouveau._save(server, env)   # before waiting: `couch down` removes a failed start
         if not bound:
             raise DragnetError(f"the Nouveau container {name} has no published admin port")
         deadline = time.monotonic() + timeout
@@ -144,26 +146,34 @@ def up(inst: ctl.Instance, *, heap: str | None = None, timeout: float = nouveau.
             section, _, k = key.partition("/")
             couch.request("PUT", f"/_node/_local/_config/{section}/{k}", json=value, ok=(200,))
     except BaseException:
-        stop(server, env=env)
+        _remove(c, inst.port)
+        nouveau.state_path(inst.port, env).unlink(missing_ok=True)
         raise
     return server
 
 
 def stop(server: nouveau.Server, *, env: dict | None = None) -> bool:
-    """Remove the server's container and its network (after disconnecting the CouchDB container)."""
+    """Remove the server's container and its network; whether it was running."""
+    running = _remove(couchdb_docker.client(env), server.couch_port)
+    nouveau.state_path(server.couch_port, env).unlink(missing_ok=True)
+    return running
+
+
+def _remove(c, couch_port: int) -> bool:
+    """Remove the container and the network (after disconnecting the CouchDB container) dragnet made for
+    the Nouveau server of this CouchDB port."""
     from docker.errors import NotFound
 
-    c = couchdb_docker.client(env)
     running = False
     try:
-        container = c.containers.get(server.container)
+        container = c.containers.get(container_name(couch_port))
         running = container.status == "running"
         container.stop(timeout=10)
         container.remove(v=True)
     except NotFound:
         pass
     try:
-        net = c.networks.get(network_name(server.couch_port))
+        net = c.networks.get(network_name(couch_port))
         net.reload()
         for cid in list((net.attrs.get("Containers") or {}).keys()):
             try:
@@ -173,7 +183,6 @@ def stop(server: nouveau.Server, *, env: dict | None = None) -> bool:
         net.remove()
     except NotFound:
         pass
-    nouveau.state_path(server.couch_port, env).unlink(missing_ok=True)
     return running
 
 
