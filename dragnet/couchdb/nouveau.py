@@ -21,6 +21,7 @@ import urllib.request
 import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 from dragnet.couchdb import control as ctl
 from dragnet.couchdb import local
@@ -274,20 +275,26 @@ def up(*, couch_port: int, couchdb_home: str, heap: str | None = None, timeout: 
                     admin_port=admin_port, pid=proc.pid, pid_start=local.process_start(proc.pid), java=str(java),
                     java_version=java_version, heap=heap, run_dir=str(run_dir), log=str(log))
     _save(server, env)   # before waiting: `couch down` can clean up a failed start
-    deadline = time.monotonic() + timeout
     try:
-        while not healthy(server.health_url):
-            if proc.poll() is not None:
-                raise NouveauError(f"the Nouveau {version} server exited with status {proc.returncode} while "
-                                   f"starting; see {log}")
-            if time.monotonic() > deadline:
-                raise NouveauError(f"the Nouveau {version} server did not answer {server.health_url} within "
-                                   f"{timeout:.0f} s; see {log}")
-            time.sleep(0.3)
+        wait_healthy(server, timeout, lambda: None if proc.poll() is None else f"exit status {proc.returncode}",
+                     f"see {log}")
     except BaseException:
         stop(couch_port, env=env)
         raise
     return server
+
+
+def wait_healthy(server: Server, timeout: float, ended: Callable[[], str | None], where: str) -> None:
+    """Until the server's health check answers; one line when it ended (`ended()` says how) or timed out."""
+    deadline = time.monotonic() + timeout
+    while not healthy(server.health_url):
+        how = ended()
+        if how is not None:
+            raise NouveauError(f"the Nouveau {server.version} server ended while starting ({how}); {where}")
+        if time.monotonic() > deadline:
+            raise NouveauError(f"the Nouveau {server.version} server did not answer {server.health_url} within "
+                               f"{timeout:.0f} s; {where}")
+        time.sleep(0.5)
 
 
 def settings(server: Server) -> dict[str, str]:

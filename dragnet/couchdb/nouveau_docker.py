@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import tarfile
-import time
 
 from dragnet.couchdb import control as ctl
 from dragnet.couchdb import docker as couchdb_docker
@@ -127,17 +126,15 @@ def up(inst: ctl.Instance, *, heap: str | None = None, timeout: float = nouveau.
         nouveau._save(server, env)   # before waiting: `couch down` removes a failed start
         if not bound:
             raise DragnetError(f"the Nouveau container {name} has no published admin port")
-        deadline = time.monotonic() + timeout
-        while not nouveau.healthy(server.health_url):
+
+        def ended() -> str | None:
             container.reload()
-            if container.status not in ("created", "running"):
-                tail = container.logs(tail=5).decode(errors="replace").strip().splitlines()
-                raise DragnetError(f"the Nouveau {version} container exited while starting: "
-                                   f"{tail[-1] if tail else container.status}")
-            if time.monotonic() > deadline:
-                raise DragnetError(f"the Nouveau {version} container did not answer within {timeout:.0f} s "
-                                   f"(`docker logs {name}`)")
-            time.sleep(0.5)
+            if container.status in ("created", "running"):
+                return None
+            tail = container.logs(tail=5).decode(errors="replace").strip().splitlines()
+            return f"container {container.status}: {tail[-1] if tail else ''}"
+
+        nouveau.wait_healthy(server, timeout, ended, f"`docker logs {name}`")
         couch_container = c.containers.get(inst.container or inst.container_name)
         if net_name not in (couch_container.attrs.get("NetworkSettings", {}).get("Networks") or {}):
             net.connect(couch_container)
