@@ -58,11 +58,16 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option, 
               help="Record the data's storage; auto reads /proc/mounts for a local CouchDB.")
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True,
               help="Directory for the results file of a benchmark.")
+@click.option("--nouveau", "nouveau_source", default=None, metavar="FILE",
+              help="With --benchmark: build a Nouveau search index instead of a view: a .js index() function "
+                   "or a .json `nouveau` section, in a fresh design doc on --language (docs/nouveau.md).")
+@click.option("--query", "queries", multiple=True, metavar="Q",
+              help="With --nouveau: a search to check the index with (hits and counts recorded) [default: *:*].")
 @server_option
 @json_option
 def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, benchmark, update, update_edits, update_batch,
                 allow_writes, per_view, compact, interval, timeout, no_pidstat,
-                pidstat_pattern, couchdb_log, storage, results_dir, server_opts, as_json):
+                pidstat_pattern, couchdb_log, storage, results_dir, nouveau_source, queries, server_opts, as_json):
     """Put VIEW_PATH's map function into a design document (keeping its other views), or with --benchmark
     build it from scratch and report how fast CouchDB indexed it.
 
@@ -77,6 +82,14 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
     available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
 
     design = None
+    if nouveau_source:
+        if view_path or ddoc or reduce or update or per_view or compact or mango_source or not benchmark:
+            raise UsageError("--nouveau goes with --benchmark, without VIEW_PATH, --ddoc, --mango, --reduce, "
+                             "--update, --per-view or --compact")
+        return _nouveau(url, db, nouveau_source, language, queries, interval, timeout, couchdb_log, results_dir,
+                        as_json)
+    if queries:
+        raise UsageError("--query goes with --nouveau")
     if mango_source:
         if view_path or ddoc or reduce or update or per_view or not benchmark:
             raise UsageError("--mango goes with --benchmark, without VIEW_PATH, --ddoc, --reduce, --update or "
@@ -216,3 +229,23 @@ def _mango(url, db, source, language, interval, timeout, no_pidstat, pidstat_pat
     if as_json:
         print_json([dict(o.results["summary"], index=ix.name, warning=w, results_file=str(o.path) if o.path else None)
                     for ix, o, w in out])
+
+
+def _nouveau(url, db, source, language, queries, interval, timeout, couchdb_log, results_dir, as_json) -> None:
+    from dragnet.build import nouveau as nv
+    from dragnet.errors import UsageError
+    from dragnet.report.nouveau import build_lines
+
+    indexes = nv.load_indexes(source)
+    if len(indexes) != 1:
+        raise UsageError("--nouveau: addview builds one index; give bench --nouveau a file of several")
+    cfg = nv.Config(url=url, db=db, index=indexes[0], language=language or "javascript",
+                    queries=tuple(queries) or nv.DEFAULT_QUERIES, interval=interval,
+                    timeout=timeout or nv.Config.timeout, couchdb_log=couchdb_log, results_dir=results_dir)
+    res = nv.build(connect(url), cfg)
+    if as_json:
+        print_json(res)
+        return
+    for line in build_lines(res):
+        click.echo(line)
+    click.echo(f"results: {res['results_file']}")

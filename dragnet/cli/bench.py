@@ -90,14 +90,20 @@ from dragnet.results.load import load_results
               help="With --gate: at most this many rounds.")
 @click.option("--baseline", "baseline_name", default=None, metavar="NAME",
               help="Afterwards compare this run with the baseline saved as NAME (see `dragnet compare`).")
+@click.option("--nouveau", "nouveau_source", default=None, metavar="FILE",
+              help="Build this Nouveau search index (a .js index() function or a .json `nouveau` section) on each "
+                   "of --languages (default javascript,javascript_quickjs) and each --config value, --repeat "
+                   "rounds in random order; hits and counts compared (docs/nouveau.md).")
+@click.option("--query", "queries", multiple=True, metavar="Q",
+              help="With --nouveau: a search every build must answer alike [default: *:*].")
 @axis_options
 @store_option
 @server_option
 @json_option
 def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, strict, reference, languages, repeat,
               storages, storage_label, backend, results_dir, no_baseline, no_ceiling, n, memories, profiles, caches,
-              sizes_text, plot_path, save_baseline, gate, metric, max_runs, baseline_name, store_dir, server_opts,
-              as_json, **axis_raw):
+              sizes_text, plot_path, save_baseline, gate, metric, max_runs, baseline_name, store_dir,
+              nouveau_source, queries, server_opts, as_json, **axis_raw):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
     plus bench.json, then print the report table."""
     from rich.console import Console
@@ -108,6 +114,19 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
 
     available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
 
+    if nouveau_source:
+        others = [o for o, v in (("--data", data), ("--views", views), ("--ddoc", ddoc_sources),
+                                 ("--mango", mango_source), ("--storage", storages), ("--sizes", sizes_text),
+                                 ("--gate", gate), ("--memory", memories), ("--disk-profile", profiles),
+                                 ("--cache", caches), ("--config-restart", axis_raw.get("restart_configs")))
+                  if v]
+        if others:
+            raise UsageError(f"--nouveau with {', '.join(others)}: not combinable yet (--languages, --repeat, "
+                             f"--config, --query and --results are)")
+        return _nouveau(url, db, nouveau_source, languages, repeat, axis_raw.get("configs") or [], queries,
+                        results_dir, as_json)
+    if queries:
+        raise UsageError("--query goes with --nouveau")
     sdir = store.default_dir(store_dir)
     baseline_entry = store.baseline(sdir, baseline_name) if baseline_name else None   # a missing name: now
     st = parse_list(storages, "--storage")
@@ -301,4 +320,42 @@ def render_sizes(folder, plot_path=None, as_json=False) -> None:
     rep = sizes_table.sweep_report(folder, plot_path)
     print_json(sizes_table.to_json(rep)) if as_json else show(rep)
     if rep["runs"] and rep["n_ok"] == 0:
+        sys.exit(1)
+
+
+def _nouveau(url, db, source, languages, repeat, configs, queries, results_dir, as_json) -> None:
+    import time
+
+    from dragnet.axes import config as axis_config
+    from dragnet.bench import nouveau as nb
+    from dragnet.build import nouveau as nv
+    from dragnet.couchdb.client import connect
+    from dragnet.errors import UsageError
+    from dragnet.report.nouveau import series_lines
+
+    indexes = nv.load_indexes(source)
+    if len(indexes) != 1:
+        raise UsageError(f"--nouveau {source}: one index per bench for now ({len(indexes)} given)")
+    langs = parse_list(languages or ",".join(nv.LANGUAGES), "--languages")
+    out = results_dir or f"results/nouveau-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+
+    def shown(rnd, variant, res) -> None:
+        if res is None:
+            click.echo(f"round {rnd}/{repeat}: {variant.label} …", err=True)
+        else:
+            s = res["summary"]
+            click.echo(f"  {s['wall_time_s']:.1f} s, {s['docs_per_s']:,.0f} docs/s, "
+                       f"{s['cpu_s_per_1000_docs'] or 0:.3f} CPU s/1k docs", err=True)
+
+    manifest = nb.run(connect(url), db=db, index=indexes[0], languages=langs,
+                      settings=axis_config.parse_all(list(configs)), rounds=repeat,
+                      queries=tuple(queries) or nv.DEFAULT_QUERIES, results_dir=out,
+                      on_build=None if as_json else shown)
+    if as_json:
+        print_json({k: v for k, v in manifest.items() if k != "results"})
+        return
+    for line in series_lines(manifest):
+        click.echo(line)
+    click.echo(f"results: {out}/{nb.MANIFEST} and one file per build")
+    if any(c["differences"] for c in manifest["checks"]):
         sys.exit(1)

@@ -41,14 +41,20 @@ def couch_cmd() -> None:
               "[default: /opt/couchdb; env DRAGNET_COUCHDB_HOME].")
 @click.option("--image", help="Docker image to run [default: dragnet/couchdb:3.5.0, built from "
               "docker/Dockerfile when missing].")
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to wait for /_up.")
+@click.option("--timeout", type=float, default=120.0, show_default=True,
+              help="Seconds to wait for /_up (and for the Nouveau server's health check).")
 @click.option("--nodes", type=int, default=1, show_default=True, help="Start a cluster of this many nodes "
               "on ports --port, --port+1, ... (docker: one container each, on a network of their own) "
               "and complete _cluster_setup.")
+@click.option("--nouveau", is_flag=True, help="Also start the Nouveau (search) server of this CouchDB's version "
+              "(from DRAGNET_NOUVEAU_DIR, default ../shared/nouveau; docker: in its own container on a network "
+              "of its own) and point CouchDB at it.")
+@click.option("--nouveau-heap", default=None, metavar="SIZE", help="With --nouveau: the JVM's -Xmx (e.g. 1g) "
+              "[default: the JVM's own].")
 @server_option
 @json_option
 def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couchdb_home, image, timeout,
-           nodes, server_opts, as_json) -> None:
+           nodes, nouveau, nouveau_heap, server_opts, as_json) -> None:
     """Start CouchDB and wait until it answers /_up."""
     from rich.console import Console
 
@@ -64,6 +70,10 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
     if backend == "docker" and couchdb_home and click.get_current_context().get_parameter_source(
             "couchdb_home") == click.core.ParameterSource.COMMANDLINE:
         raise UsageError("--couchdb-home applies to --backend local only")
+    if nouveau_heap and not nouveau:
+        raise UsageError("--nouveau-heap needs --nouveau")
+    if nouveau and nodes != 1:
+        raise UsageError("--nouveau runs beside one CouchDB (--nodes 1)")
     console = Console(stderr=True)
     if nodes != 1:
         _cluster_up(console, backend, nodes, port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
@@ -76,19 +86,40 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
             inst = couchdb_docker.up(port=port, storage_kind=storage_kind, data_dir=data_dir, image=image,
                                      cpus=cpus, memory=memory, data_size=size, timeout=timeout,
                                      progress=lambda line: spinner.update(line[-100:]))
+            if nouveau:
+                from dragnet.couchdb import nouveau_docker
+
+                try:
+                    search = nouveau_docker.up(inst, heap=nouveau_heap, timeout=timeout,
+                                               progress=lambda line: spinner.update(line[-100:]))
+                except BaseException:
+                    couchdb_docker.stop(inst, timeout=5)
+                    raise
         else:
             from dragnet.couchdb import local as couchdb_local
+            from dragnet.couchdb import nouveau as couchdb_nouveau
 
-            inst = couchdb_local.up(port=port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
-                                    cpus=cpus, memory=memory, data_size=size, timeout=timeout)
+            options = dict(port=port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
+                           cpus=cpus, memory=memory, data_size=size, timeout=timeout)
+            if nouveau:
+                inst, search = couchdb_nouveau.couch_up_local(heap=nouveau_heap, nouveau_timeout=timeout, **options)
+            else:
+                inst = couchdb_local.up(**options)
     from dragnet.couchdb.control import server_info
 
     report = {**_describe(inst), **server_info(inst)}
+    if nouveau:
+        report["nouveau"] = {"url": search.url, "version": search.version, "pid": search.pid,
+                             "java": search.java, "java_version": search.java_version, "heap": search.heap,
+                             "log": search.log}
     if as_json:
         print_json(report)
     else:
         click.echo(f"CouchDB {report.get('version') or '?'} is up at {inst.display_url}")
         click.echo(_where(inst))
+        if nouveau:
+            click.echo(f"Nouveau {search.version} is up at {search.url} (pid {search.pid}, Java "
+                       f"{search.java_version}{', -Xmx' + search.heap if search.heap else ''}; log {search.log})")
 
 
 def _cluster_up(console, backend, nodes, port, *, data_dir, as_json, image=None, **options) -> None:
@@ -142,9 +173,18 @@ def down_cmd(port, timeout, purge, as_json) -> None:
     mod = _backend_module(inst.backend)
     wait = timeout if inst.backend == "local" else int(timeout)
     was_running = mod.stop(inst, timeout=wait, purge=purge)
+    from dragnet.couchdb import nouveau as couchdb_nouveau
+    from dragnet.couchdb import nouveau_docker
+
+    search_was_running = nouveau_docker.stop_any(inst.port)
+    if purge:
+        couchdb_nouveau.purge(inst.port)
     if as_json:
-        print_json({**_describe(inst), "was_running": was_running, "purged": purge})
+        print_json({**_describe(inst), "was_running": was_running, "purged": purge,
+                    "nouveau_was_running": search_was_running})
         return
+    if search_was_running:
+        click.echo("its Nouveau server stopped")
     state = "stopped" if was_running else "was not running; state cleared"
     click.echo(f"CouchDB on port {inst.port} ({inst.backend}) {state}")
     if purge:

@@ -588,6 +588,12 @@ def data_path(c, inst: ctl.Instance) -> Path | None:
         raise DragnetError(f"docker volume {inst.volume or volume_name(inst.port)} not found") from None
 
 
+def _couchdb_containers(c, port: int) -> list:
+    """The running CouchDB containers labelled with `port` (not the Nouveau server's beside one)."""
+    return [k for k in c.containers.list(filters={"label": f"{LABEL}={port}"})
+            if "org.dragnet.nouveau" not in (k.labels or {})]
+
+
 def container_log_lines(port: int, since: float, env: dict | None = None) -> list[str] | None:
     """What the running container dragnet published on `port` wrote since `since` (unix seconds, whole
     seconds: Docker's granularity), stdout and stderr: CouchDB's log, and its query servers' stderr, which
@@ -596,7 +602,7 @@ def container_log_lines(port: int, since: float, env: dict | None = None) -> lis
         c = client(env)
     except DragnetError:
         return None
-    for container in c.containers.list(filters={"label": f"{LABEL}={port}"}):
+    for container in _couchdb_containers(c, port):
         try:
             data = container.logs(stdout=True, stderr=True, since=int(since))
         except Exception:   # the engine's own error: no log, as for a CouchDB dragnet cannot read
@@ -612,7 +618,7 @@ def container_root_pid(port: int, env: dict | None = None) -> int | None:
         c = client(env)
     except DragnetError:
         return None
-    for container in c.containers.list(filters={"label": f"{LABEL}={port}"}):
+    for container in _couchdb_containers(c, port):
         pid = container.attrs.get("State", {}).get("Pid")
         if pid:
             return int(pid)

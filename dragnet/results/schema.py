@@ -37,8 +37,11 @@ from dragnet.errors import UsageError
 ADDVIEW, BENCH, SIZES, QSBENCH, QSBENCH_DDOC = ("dragnet.addview", "dragnet.bench", "dragnet.sizes",
                                                 "dragnet.qsbench", "dragnet.qsbench-ddoc")
 FORECAST, COMPARE, STORE = "dragnet.forecast", "dragnet.compare", "dragnet.store"
+NOUVEAU = "dragnet.nouveau"   # one Nouveau index build (dragnet.build.nouveau)
+NOUVEAU_BENCH = "dragnet.nouveau-bench"   # the manifest of `bench --nouveau` (dragnet.bench.nouveau)
 # the newest version of each schema this dragnet reads and writes
-VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1, FORECAST: 2, COMPARE: 1, STORE: 1}
+VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1, FORECAST: 2, COMPARE: 1, STORE: 1, NOUVEAU: 1,
+            NOUVEAU_BENCH: 1}
 _SCHEMA = re.compile(r"^(dragnet\.[a-z-]+)/(\d+)$")
 # the name of a bench directory's manifest (dragnet.bench/1)
 BENCH_MANIFEST = "bench.json"

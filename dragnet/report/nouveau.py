@@ -1,0 +1,118 @@
+"""Nouveau index builds as text: one build (`addview --nouveau`) and a series (`bench --nouveau`). Pure."""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Sequence
+
+_PARTS = (("qs_cpu", "query server CPU"), ("beam_cpu", "beam CPU"), ("jvm_cpu", "JVM CPU"))
+
+
+def _mb(n) -> str:
+    return "?" if n is None else f"{n / 1e6:.1f} MB"
+
+
+def split_text(split: dict | None) -> str:
+    if not split:
+        return "no split (a CouchDB on another machine: no process figures)"
+    wall = split.get("of_wall") or {}
+    core = split.get("of_core_time") or {}
+    busy = ", ".join(f"{name} {wall[k]:.0%}" for k, name in _PARTS if wall.get(k) is not None)
+    return (f"on CPU for this share of the {split['wall_s']:.1f} s: {busy or 'not seen'}; of the core-time "
+            f"({split['cores']} cores) {core.get('waiting', 0):.0%} nobody's (waiting: round trips, I/O, "
+            f"run queue, idle)")
+
+
+def build_lines(r: dict) -> list[str]:
+    s = r.get("summary") or {}
+    jvm = (r.get("nouveau") or {}).get("jvm") or {}
+    out = [f"Nouveau index {r['index']['name']} on {r['language']}: {s['wall_time_s']:.1f} s, "
+           f"{s.get('docs_per_s') or 0:,.0f} docs/s over {r.get('doc_count') or 0:,} documents, "
+           f"{s.get('cpu_s_per_1000_docs') or 0:.3f} CPU s/1k docs (beam, query servers and JVM)",
+           f"index: {s.get('num_docs')} documents, {_mb(s.get('disk_size'))} on disk (the JVM's _nouveau_info); "
+           f"CouchDB {(r.get('couchdb') or {}).get('version') or '?'}, Nouveau at {(r.get('nouveau') or {}).get('url')}"
+           f" (batch_size {(r.get('nouveau') or {}).get('batch_size') or 'unset'}"
+           f"{', -Xmx' + jvm['heap'] if jvm.get('heap') else ''})",
+           "split: " + split_text(r.get("split"))]
+    for sh in r.get("shards") or []:
+        out.append(f"  shard {sh['shard']}: {sh['changes']:,} changes in {sh['seconds']:.1f} s"
+                   f" ({sh['docs_per_s'] or 0:,.0f} docs/s)")
+    cpu = r.get("cpu") or {}
+    if cpu.get("jvm_peak_rss_mb") is not None:
+        out.append(f"JVM peak RSS since it started: {cpu['jvm_peak_rss_mb']:.0f} MB")
+    err = r.get("index_errors") or {}
+    if err.get("log") is None:
+        out.append("index() exceptions: not counted (CouchDB's log not found)")
+    else:
+        out.append(f"index() exceptions: {err.get('count', 0)} on {err.get('docs', 0)} documents"
+                   + (f" (first: {', '.join(err['first_ids'])})" if err.get("first_ids") else ""))
+    for a in r.get("answers") or []:
+        if a.get("error"):
+            out.append(f"  q={a['q']}: {a['error']}")
+        else:
+            rel = "" if a.get("relation") in (None, "EQUAL_TO") else "at least "
+            out.append(f"  q={a['q']}: {rel}{a.get('total_hits')} hits")
+    out.append(f"progress from {r.get('progress_source')}")
+    return out
+
+
+def series_rows(builds: Sequence[dict]) -> list[dict]:
+    """One row per variant: medians over its builds."""
+    by: dict[str, list[dict]] = {}
+    for r in builds:
+        by.setdefault(r["variant"], []).append(r)
+    rows = []
+    for variant, rs in by.items():
+        ss = [r["summary"] for r in rs]
+        walls = [s["wall_time_s"] for s in ss]
+        splits = [r.get("split") or {} for r in rs]
+
+        def part(k: str) -> float | None:
+            vals = [sp["of_wall"][k] for sp in splits if (sp.get("of_wall") or {}).get(k) is not None]
+            return median(vals) if vals else None
+
+        cpus = [s["cpu_s_per_1000_docs"] for s in ss if s.get("cpu_s_per_1000_docs") is not None]
+        rows.append({"variant": variant, "builds": len(rs), "wall_s": median(walls), "wall_min_s": min(walls),
+                     "wall_max_s": max(walls), "docs_per_s": median([s.get("docs_per_s") or 0 for s in ss]),
+                     "cpu_s_per_1000_docs": median(cpus) if cpus else None,
+                     **{f"{k}_of_wall": part(k) for k, _ in _PARTS},
+                     "disk_size": median([s.get("disk_size") or 0 for s in ss]),
+                     "num_docs": sorted({s.get("num_docs") for s in ss}, key=str),
+                     "index_errors": max(s.get("index_errors") or 0 for s in ss)})
+    return rows
+
+
+def _pct(v: float | None) -> str:
+    return "?" if v is None else f"{v:.0%}"
+
+
+def series_lines(manifest: dict) -> list[str]:
+    rows = series_rows(manifest.get("results") or [])
+    out = [f"{'variant':<44} {'builds':>6} {'wall s (min…max)':>20} {'docs/s':>7} {'CPU s/1k':>8} "
+           f"{'qs':>4} {'beam':>5} {'JVM':>4} {'index MB':>8} {'errors':>6}"]
+    for r in rows:
+        cpu = "?" if r["cpu_s_per_1000_docs"] is None else f"{r['cpu_s_per_1000_docs']:.3f}"
+        out.append(f"{r['variant']:<44} {r['builds']:>6} "
+                   f"{r['wall_s']:>7.1f} ({r['wall_min_s']:.1f}…{r['wall_max_s']:.1f})".ljust(72)
+                   + f" {r['docs_per_s']:>7,.0f} {cpu:>8} {_pct(r['qs_cpu_of_wall']):>4} "
+                   f"{_pct(r['beam_cpu_of_wall']):>5} {_pct(r['jvm_cpu_of_wall']):>4} "
+                   f"{r['disk_size'] / 1e6:>8.1f} {r['index_errors']:>6}")
+    out.append("qs, beam, JVM: the share of the build's wall time each spent on a CPU (median over builds)")
+    diffs = [c for c in manifest.get("checks") or [] if c["differences"]]
+    counts = {tuple(r["num_docs"]) for r in rows}
+    if diffs:
+        for c in diffs:
+            out.append(f"differs from {manifest.get('reference')}: {c['variant']} round {c['round']}: "
+                       + "; ".join(c["differences"]))
+    else:
+        out.append(f"every build answered the {len(manifest.get('queries') or [])} check queries with the same "
+                   f"hits and counts as {manifest.get('reference')}"
+                   + ("" if len(counts) == 1 else "; but the indexes hold different document counts"))
+    for metric, v in (manifest.get("verdicts") or {}).items():
+        what = "CPU-seconds" if metric == "cpu" else "wall seconds"
+        out.append(f"order on {what} per 1,000 docs (> separated, ≈ tied, ? unresolved): {v['text']}")
+        for p in v["pairs"]:
+            iv = p["interval"]
+            out.append(f"  {p['faster']} vs {p['slower']}: ×{p['ratio']:.3f} [{iv['low']:.3f} … {iv['high']:.3f}], "
+                       f"n={iv['n']}: {p['state']}{', ' + p['why'] if p.get('why') else ''}")
+    return out
