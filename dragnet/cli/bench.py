@@ -258,6 +258,9 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     from dragnet.report import share as share
 
     loads = share.shown(share.workloads(docs))
+    from dragnet.report import load as report_load
+
+    under_load = report_load.section(docs)
     cmp = saved_runs(bench.dir, docs, sdir, save_baseline, baseline_entry)
     if as_json:
         extra = {}
@@ -269,6 +272,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         if dgroups:
             report["design"] = rp.design_json(dgroups)
         report["engine_share"] = share.to_json(loads)
+        if under_load:
+            report["load"] = under_load
         if cmp is not None:
             extra["baseline"] = cmp.to_json()
         print_json({"dir": str(bench.dir), "manifest": manifest, "report": report, **extra})
@@ -288,6 +293,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
             render_disk_matters(disk_matters(runs, ref), ref)
         if loads:
             click.echo("\n".join(share.lines(loads)))
+        if under_load:
+            click.echo("\n".join(report_load.lines(under_load)))
         for r in failed:
             click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
         for line in differences_lines(bench.dir, runs):

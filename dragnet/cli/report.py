@@ -159,6 +159,14 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
     elif fmt != "csv" and loads:
         click.echo("\n" + "\n".join(share.lines(loads)))
 
+    from dragnet.report import load as report_load
+
+    under_load = report_load.section(docs)
+    if under_load and fmt == "json":
+        out["load"] = under_load
+    elif under_load and fmt != "csv":
+        click.echo("\n".join(report_load.lines(under_load)))
+
     from dragnet.forecast.run import find_forecasts
     forecasts = find_forecasts(results)
     if forecasts:   # a forecast among the results: its own section
