@@ -185,3 +185,20 @@ def lines(sec: dict) -> list[str]:
 def _round(bench: dict) -> str:
     r = bench.get("repeat")
     return "–" if r is None else str(r + 1)
+
+
+def keepup_lines(res: dict) -> list[str]:
+    """'javascript, readers none: keeps up to 200 docs/s (tried 50 ✓, 100 ✓, 200 ✓, 400 ✗)'."""
+    lines = []
+    for e in res["engines"]:
+        for m in e["modes"]:
+            tried = ", ".join(f"{s['rate']:g} {'✓' if s['kept_up'] else '✗' if s['kept_up'] is False else '?'}"
+                              for s in m["steps"])
+            best = m.get("keeps_up_to")
+            head = f"keeps up to {best:g} docs/s" if best is not None else "keeps up with none of the rates tried"
+            readers = "no readers (ken)" if m["readers"] == "none" else f"update=true readers at {m['readers']}"
+            lines.append(f"{e['engine']}, {readers}: {head} (tried {tried}; full build {e.get('full_build_s', 0):.1f} s)")
+            for s in m["steps"]:
+                if s["kept_up"] is not True:
+                    lines.append(f"  at {s['rate']:g}/s: {s['why']}")
+    return lines

@@ -12,6 +12,7 @@ Files carry `"schema": "<name>/<version>"`:
 | dragnet.forecast/1       | forecast (forecast.json)  | (read, not typed further)    |
 | dragnet.compare/1        | compare --json            | (read, not typed further)    |
 | dragnet.store/1          | the store's index.json    | its `runs` entries           |
+| dragnet.keepup/1         | keepup (keepup.json)      | (read, not typed further)    |
 
 read() refuses a file that is not JSON (naming the file, line and column: a truncated write ends there),
 one of another kind, and one from a newer schema version than this dragnet knows (naming that version).
@@ -36,8 +37,9 @@ from dragnet.errors import UsageError
 ADDVIEW, BENCH, SIZES, QSBENCH, QSBENCH_DDOC = ("dragnet.addview", "dragnet.bench", "dragnet.sizes",
                                                 "dragnet.qsbench", "dragnet.qsbench-ddoc")
 FORECAST, COMPARE, STORE = "dragnet.forecast", "dragnet.compare", "dragnet.store"
+KEEPUP = "dragnet.keepup"
 # the newest version of each schema this dragnet reads and writes
-VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1, FORECAST: 1, COMPARE: 1, STORE: 1}
+VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1, FORECAST: 1, COMPARE: 1, STORE: 1, KEEPUP: 1}
 _SCHEMA = re.compile(r"^(dragnet\.[a-z-]+)/(\d+)$")
 # the name of a bench directory's manifest (dragnet.bench/1)
 BENCH_MANIFEST = "bench.json"
