@@ -29,6 +29,16 @@ def beside(value: str, ctx) -> object | None:
     return Beside(load, before_s=BEFORE_S, on_note=lambda m: ctx.on_event("warning", {"message": m}))
 
 
+def refuse_view_reads(values: list[str], why: str) -> None:
+    """A load that queries the view, on builds with no view to query: refused before anything runs."""
+    from dragnet.errors import UsageError
+
+    for v in values:
+        kinds = [k for k, _ in S.parse(v).rates if k in S.VIEW_KINDS]
+        if kinds:
+            raise UsageError(f"--load {v}: {', '.join(kinds)} on builds with no view ({why})")
+
+
 def check_once(ctx) -> None:
     from dragnet.load.generator import require_loopback
 

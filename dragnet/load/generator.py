@@ -301,8 +301,14 @@ class Load:
     def verify(self) -> dict:
         """Every acknowledged write, by id and _rev, against what the database has now."""
         found = self._revs(sorted(self.st.acked))
-        lost = S.lost_writes(self.st.acked, found)
-        return {"acknowledged": len(self.st.acked), "checked": len(found), "lost": len(lost), "lost_writes": lost[:20]}
+        later = {}
+        for i, rev in self.st.acked.items():    # a newer rev: was the acknowledged one its ancestor?
+            if found.get(i) and found[i] != rev and S.rev_generation(found[i]) > S.rev_generation(rev):
+                later[i] = self.couch.get(f"{db_path(self.db)}/{quote(i, safe='')}?revs=true").get("_revisions")
+        lost = S.lost_writes(self.st.acked, found, later)
+        return {"acknowledged": len(self.st.acked), "checked": len(found), "lost": len(lost),
+                "superseded_unanswered": sum(1 for i in later if S.descends(self.st.acked[i], later[i])),
+                "lost_writes": lost[:20]}
 
     def _revs(self, ids: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}

@@ -191,12 +191,33 @@ def reason_of(status: int | None, error: str | None = None) -> str:
     return f"{status} {error}".strip() if error else str(status)
 
 
-def lost_writes(acknowledged: dict[str, str], found: dict[str, str | None]) -> list[dict]:
+def lost_writes(acknowledged: dict[str, str], found: dict[str, str | None],
+                later: dict[str, dict] | None = None) -> list[dict]:
     """Acknowledged writes not in the database as acknowledged: id -> last acknowledged rev against id ->
-    the rev the database has (None: missing). A later rev than acknowledged cannot happen here (one write
-    per document at a time), so any difference is a lost write."""
+    the rev the database has (None: missing). A later rev counts as kept when the acknowledged one is among
+    its ancestors (`later`: id -> the document's `_revisions`): a write sent after it whose answer the load
+    did not wait for (cancelled at stop, timed out) superseded it."""
+    later = later or {}
     return [{"id": i, "acknowledged_rev": rev, "found_rev": found.get(i)}
-            for i, rev in sorted(acknowledged.items()) if found.get(i) != rev]
+            for i, rev in sorted(acknowledged.items())
+            if found.get(i) != rev and not descends(rev, later.get(i))]
+
+
+def rev_generation(rev: str | None) -> int:
+    head = (rev or "").split("-", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def descends(rev: str, revisions: dict | None) -> bool:
+    """Whether `rev` ('3-abc') is in a document's `_revisions` ({"start": 5, "ids": [newest, …]})."""
+    if not revisions or not rev:
+        return False
+    gen, _, h = rev.partition("-")
+    start, ids = revisions.get("start"), revisions.get("ids") or []
+    if not gen.isdigit() or not isinstance(start, int):
+        return False
+    k = start - int(gen)
+    return 0 <= k < len(ids) and ids[k] == h
 
 
 def seq_number(seq) -> int | None:

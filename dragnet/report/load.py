@@ -32,7 +32,7 @@ def _axes(doc: dict) -> dict:
 
 
 def _has_load(docs: Iterable[dict]) -> bool:
-    return any("load" in _axes(d) for d in docs)
+    return any("load" in _axes(d) or d.get("load") for d in docs)
 
 
 def _others(doc: dict) -> tuple:
@@ -170,8 +170,10 @@ def lines(sec: dict) -> list[str]:
     """The section as Markdown tables (console, `report --format markdown`)."""
     from dragnet.report.tables import md_table
 
-    out = ["", "**builds under load** (× slower: loaded wall ÷ idle wall of the same round, 99% paired interval)", "",
-           md_table(SLOWDOWN_COLUMNS, slowdown_rows(sec["slowdown"])).rstrip()]
+    out = []
+    if sec["slowdown"]:
+        out += ["", "**builds under load** (× slower: loaded wall ÷ idle wall of the same round, 99% paired "
+                "interval)", "", md_table(SLOWDOWN_COLUMNS, slowdown_rows(sec["slowdown"])).rstrip()]
     if sec["requests"]:
         out += ["", "**the load's requests** (latency from the time due; before: the load alone before the build)",
                 "", md_table(REQUEST_COLUMNS, sec["requests"]).rstrip()]
