@@ -37,7 +37,14 @@ def _run(live_url, tmp_path, *args, wait=True):
 
 
 def _own_docs(couch, db):
-    rows = couch.get(f"/{db}/_all_docs?startkey=%22dragnet-load-%22&endkey=%22dragnet-load-%EF%BF%B0%22")["rows"]
+    from dragnet.couchdb.client import CouchError
+
+    try:
+        rows = couch.get(f"/{db}/_all_docs?startkey=%22dragnet-load-%22&endkey=%22dragnet-load-%EF%BF%B0%22")["rows"]
+    except CouchError as exc:     # not created yet
+        if exc.status != 404:
+            raise
+        return []
     return [r["id"] for r in rows]
 
 

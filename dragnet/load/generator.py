@@ -14,7 +14,6 @@ held before: its later builds index the same documents as the first.
 from __future__ import annotations
 
 import asyncio
-import copy
 import random
 import threading
 import time
@@ -27,6 +26,7 @@ from dragnet.errors import DragnetError, UsageError
 from dragnet.load import spec as S
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+_JSON = {"Content-Type": "application/json"}
 BEFORE, BUILD, AFTER = "before", "build", "after"
 TIMEOUT_S = 60.0          # a request that waits longer is counted as timed out (view-waits: the whole load)
 GRACE_S = 3.0             # at stop, answers still awaited this long before the rest is cancelled
@@ -115,10 +115,9 @@ class Load:
             self.seeded = len(self.st.own)
 
     def _new_doc(self) -> dict:
+        """A template under a fresh id: a shallow copy, as nothing changes it before it is serialised."""
         self._n += 1
-        doc = copy.deepcopy(self.rng.choice(self.templates))
-        doc["_id"] = f"dragnet-load-{self.tag}-{self._n:07d}"
-        return doc
+        return {"_id": f"dragnet-load-{self.tag}-{self._n:07d}", **self.rng.choice(self.templates)}
 
     # -- running
     def start(self) -> None:
@@ -158,6 +157,7 @@ class Load:
                 self.couch.url, connector=conn, headers={"Accept": "application/json", "User-Agent": "dragnet-load"},
                 auth=aiohttp.BasicAuth(*auth) if auth else None) as session:
             self.session = session
+            self._timeout = aiohttp.ClientTimeout(total=TIMEOUT_S)
             self._drivers: list[asyncio.Task] = []
             self._tasks: set[asyncio.Task] = set()
             self.t_start = time.monotonic()
@@ -212,11 +212,10 @@ class Load:
                 if req.reason is None:
                     self.st.own.append(target)
             elif kind == S.UPDATES:
-                free = [i for i in self.st.own[-2000:] if i not in self.st.busy] if self.st.own else []
-                if not free:
+                target = self._free_own()
+                if target is None:
                     req.reason = "nothing to update"
                     return
-                target = self.rng.choice(free)
                 self.st.busy.add(target)
                 await self._update(req, target)
             elif kind == S.READS:
@@ -225,7 +224,7 @@ class Load:
             else:
                 flag = "false" if kind == S.VIEW_READS else "true"
                 await self._get(req, f"{self.view_query}&update={flag}",
-                                timeout=self.max_seconds if kind == S.VIEW_WAITS else TIMEOUT_S)
+                                timeout=self.max_seconds if kind == S.VIEW_WAITS else None)
         except asyncio.CancelledError:
             req.reason = "cancelled at stop"
             raise
@@ -236,6 +235,15 @@ class Load:
             self.st.in_flight[kind] -= 1
             if kind == S.UPDATES and target is not None:
                 self.st.busy.discard(target)
+
+    def _free_own(self, tries: int = 20) -> str | None:
+        """One of the load's documents no update is writing now (a few random picks, not a scan)."""
+        own = self.st.own
+        for _ in range(tries if own else 0):
+            i = own[self.rng.randrange(len(own))]
+            if i not in self.st.busy:
+                return i
+        return None
 
     async def _answer(self, req: Request, resp) -> Any:
         req.status = resp.status
@@ -251,19 +259,18 @@ class Load:
             return None
         return body
 
-    async def _get(self, req: Request, path: str, timeout: float = TIMEOUT_S) -> Any:
+    async def _get(self, req: Request, path: str, timeout: float | None = None) -> Any:
         import aiohttp
 
-        async with self.session.get(path, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+        t = self._timeout if timeout is None else aiohttp.ClientTimeout(total=timeout)
+        async with self.session.get(path, timeout=t) as resp:
             return await self._answer(req, resp)
 
     async def _write(self, req: Request, doc: dict) -> None:
-        import aiohttp
         import orjson
 
         path = f"{db_path(self.db)}/{quote(doc['_id'], safe='')}"
-        async with self.session.put(path, data=orjson.dumps(doc), headers={"Content-Type": "application/json"},
-                                    timeout=aiohttp.ClientTimeout(total=TIMEOUT_S)) as resp:
+        async with self.session.put(path, data=orjson.dumps(doc), headers=_JSON, timeout=self._timeout) as resp:
             body = await self._answer(req, resp)
         if body is not None:
             rev = orjson.loads(body).get("rev")
