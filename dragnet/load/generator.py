@@ -36,10 +36,6 @@ TEMPLATES = 50            # documents sampled as the shape of new ones
 READ_IDS = 2000           # ids sampled for reads by id
 
 
-class LostWrites(DragnetError):
-    """An acknowledged write is not in the database as acknowledged."""
-
-
 @dataclass
 class Request:
     kind: str

@@ -101,13 +101,14 @@ def slowdown_rows(rows: list[dict]) -> list[list[str]]:
     return out
 
 
+def _loaded(docs: list[dict]):
+    """(bench record, load record) of every build that ran under a load."""
+    return [(d.get("bench") or {}, d["load"]) for d in docs if d.get("load")]
+
+
 def request_rows(docs: list[dict]) -> list[list[str]]:
     out = []
-    for d in docs:
-        load = d.get("load")
-        if not load:
-            continue
-        b = d.get("bench") or {}
+    for b, load in _loaded(docs):
         for kind, per in (load.get("kinds") or {}).items():
             for window in ("before", "build"):
                 w = per.get(window)
@@ -124,11 +125,7 @@ def request_rows(docs: list[dict]) -> list[list[str]]:
 
 def write_rows(docs: list[dict]) -> list[list[str]]:
     out = []
-    for d in docs:
-        load = d.get("load")
-        if not load:
-            continue
-        b = d.get("bench") or {}
+    for b, load in _loaded(docs):
         check = load.get("writes_check") or {}
         idx = load.get("index") or {}
         purge = load.get("purge") or {}
@@ -143,11 +140,7 @@ def write_rows(docs: list[dict]) -> list[list[str]]:
 def warnings(docs: list[dict]) -> list[str]:
     """What the reader must not miss: rates the machine could not drive, lost writes."""
     out = []
-    for d in docs:
-        load = d.get("load")
-        if not load:
-            continue
-        b = d.get("bench") or {}
+    for b, load in _loaded(docs):
         who = f"{b.get('language')} round {_round(b)}"
         if load.get("not_held"):
             out.append(f"{who}: the load did not hold the asked rate of {', '.join(sorted(set(load['not_held'])))} "
