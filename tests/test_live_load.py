@@ -90,14 +90,18 @@ def test_keepup_steps_the_rate_and_says_up_to_where_the_index_keeps_up(live_url,
     db = f"dragnet_keepup_{int(time.time())}"
     try:
         r = _run(live_url, tmp_path, "keepup", "--db", db, "--data", str(_data(tmp_path, 300)),
-                 "--languages", "javascript", "--rates", "5,10", "--window", "6", "--readers", "2/s",
+                 "--languages", "javascript", "--rates", "5,10", "--window", "10", "--readers", "2/s",
                  "--results", str(tmp_path / "k"))
         assert r.returncode == 0, r.stdout + r.stderr
         assert "javascript, update=true readers at 2/s:" in r.stdout and "tried 5" in r.stdout
         res = json.loads((tmp_path / "k" / "keepup.json").read_text())
         assert res["schema"] == "dragnet.keepup/1"
         (mode,) = res["engines"][0]["modes"]
-        assert [s["rate"] for s in mode["steps"]][0] == 5.0 and len(mode["steps"][0]["samples"]) >= 5
+        first = mode["steps"][0]
+        # each sample is three requests: on a loaded machine a 10 s window holds fewer than ten of them
+        assert first["rate"] == 5.0 and len(first["samples"]) >= 2 and first["load"]["writes_check"]["acknowledged"] > 0
+        assert all(s["lag"] is not None for s in first["samples"])
+        assert mode["keeps_up_to"] == (5.0 if first["kept_up"] else None)
         assert all(s["load"]["writes_check"]["lost"] == 0 and s["load"]["purge"]["left"] == 0 for s in mode["steps"])
         assert res["engines"][0]["ddoc_deleted"] and _ddocs(couch, db) == [] and _own_docs(couch, db) == []
         assert couch.get(f"/{db}")["doc_count"] == 300

@@ -234,3 +234,11 @@ def test_a_later_rev_keeps_the_write_only_when_it_descends_from_the_acknowledged
     acked = {"a": "2-bbb", "b": "2-bbb"}
     lost = S.lost_writes(acked, {"a": "3-ccc", "b": "3-ccc"}, {"a": history, "b": {"start": 3, "ids": ["c", "q", "a"]}})
     assert [w["id"] for w in lost] == ["b"]
+
+
+def test_forecast_refuses_a_bad_load_before_anything():
+    from dragnet.cli import main
+
+    r = CliRunner().invoke(main, ["forecast", "--url", "http://127.0.0.1:1", "--db", "x", "--target-docs", "1000",
+                                  "--load", "writes=fast"])
+    assert r.exit_code == 2 and "not a rate" in r.output and len(r.output.strip().splitlines()) == 1

@@ -85,6 +85,9 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
     if view_names and not ddoc_source:
         raise UsageError("--view goes with --ddoc")
     budget_s = fr.parse_budget(budget)
+    from dragnet.axes import load as axis_load
+
+    loads = axis_load.parse((load_text,) if load_text else None)    # a bad load: refused before anything
     if from_sweep:
         tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes,
                                                                          target_q)
@@ -110,7 +113,6 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
     else:   # the largest size the forecast can use: below the target
         source = sz.generate_source(min(tgt["doc_count"] - 1, 40_000), folder / "data")
     from dragnet.axes import cpus as axis_cpus
-    from dragnet.axes import load as axis_load
     from dragnet.bench.scenario import expand
     from dragnet.bench.switch import AxisOptions
     from dragnet.couchdb import limits
@@ -119,7 +121,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, views=views or str(b.DEFAULT_VIEWS),
                            baseline=not no_baseline, ceiling=not no_ceiling, q=q, design=design, scenarios=scenarios,
                            axes=AxisOptions({"cpus": axis_cpus.parse(cpus_text),
-                                             "load": axis_load.parse((load_text,) if load_text else None)}))
+                                             "load": loads}))
     console = Console(stderr=True)
 
     def on_event(kind: str, d: dict) -> None:
