@@ -81,9 +81,9 @@ def step(couch: Couch, db: str, ddoc_id: str, view_query: str, rate: float, read
     load.prepare()
     ddoc_path = f"{db_path(db)}/{ddoc_id}"
     samples = []
-    t0 = time.monotonic()
     load.start()
     load.begin_build(view_query)
+    t0 = time.monotonic()    # the window starts with the writes (starting the load's thread takes a while)
     try:
         nxt = t0
         while True:
