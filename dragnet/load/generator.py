@@ -30,6 +30,7 @@ _JSON = {"Content-Type": "application/json"}
 BEFORE, BUILD, AFTER = "before", "build", "after"
 TIMEOUT_S = 60.0          # a request that waits longer is counted as timed out (view-waits: the whole load)
 GRACE_S = 3.0             # at stop, answers still awaited this long before the rest is cancelled
+STOP_S = 600.0            # the thread must have ended by then: a load still writing cannot be checked
 PURGE_BATCH = 100         # CouchDB's [purge] max_document_id_number default
 KEYS_BATCH = 500
 TEMPLATES = 50            # documents sampled as the shape of new ones
@@ -88,6 +89,7 @@ class Load:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._n = 0
+        self._stopping = False
 
     # -- before
     def prepare(self) -> None:
@@ -163,6 +165,7 @@ class Load:
                 await asyncio.wait_for(self._stop.wait(), self.max_seconds)
             except asyncio.TimeoutError:
                 self.note(f"the load stopped by itself after {self.max_seconds:g} s")
+            self._stopping = True
             for d in self._drivers:
                 d.cancel()
             if self._tasks:
@@ -196,6 +199,10 @@ class Load:
             task.add_done_callback(self._tasks.discard)
 
     async def _one(self, kind: str, due: float) -> None:
+        if self._stopping:     # due before the stop, started after it: not sent
+            self.st.in_flight[kind] -= 1
+            self.st.not_sent.append((kind, due))
+            return
         req = Request(kind, due, sent=time.monotonic())
         self.st.requests.append(req)
         target = None
@@ -295,7 +302,11 @@ class Load:
             except RuntimeError:     # the loop already ended (max_seconds)
                 pass
         if self._thread is not None:
-            self._thread.join(GRACE_S * 2 + 30)
+            # on a saturated machine cancelling hundreds of waiting requests takes a while; the writes are
+            # checked only once nothing can write any more
+            self._thread.join(STOP_S)
+            if self._thread.is_alive():
+                raise DragnetError(f"the load did not stop within {STOP_S:g} s: its writes cannot be checked")
         record = self.record()
         record["writes_check"] = self.verify()
         return record
