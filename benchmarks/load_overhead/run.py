@@ -80,7 +80,8 @@ def raw_run(url: str, auth: tuple | None, ids: list[str], rate: float, seconds: 
     th = threading.Thread(target=lambda: asyncio.run(main()))
     th.start()
     th.join()
-    return {"cpu_share": out["cpu_s"] / out["wall"], "achieved": out["sent"] / out["wall"], "ok": out["ok"]}
+    return {"cpu_share": out["cpu_s"] / out["wall"], "achieved": out["sent"] / out["wall"], "ok": out["ok"],
+            "cpu_ms_per_request": 1000 * out["cpu_s"] / max(1, out["ok"]), "not_sent": 0}
 
 
 def load_run(couch, rate: float, seconds: float) -> dict:
@@ -94,7 +95,8 @@ def load_run(couch, rate: float, seconds: float) -> dict:
     load.purge()
     w = rec["kinds"]["reads"]["build"]
     return {"cpu_share": rec["cpu_share_of_core"], "achieved": w["achieved_per_s"], "ok": w["ok"],
-            "p99_ms": (w["latency"] or {}).get("p99_ms")}
+            "p99_ms": (w["latency"] or {}).get("p99_ms"), "not_sent": w["not_sent"],
+            "cpu_ms_per_request": 1000 * rec["cpu_s"] / max(1, w["ok"])}
 
 
 def main() -> int:
@@ -122,9 +124,11 @@ def main() -> int:
                     raw_run(args.url, couch.session.auth, ids, args.rate, args.seconds)
             rows.append(got)
             g, b = got["dragnet.load"], got["raw"]
-            print(f"round {r + 1}: dragnet.load {g['cpu_share']:.1%} of a core, {g['achieved']:.1f}/s "
-                  f"(p99 {g['p99_ms']:.1f} ms); raw {b['cpu_share']:.1%}, {b['achieved']:.1f}/s; "
-                  f"× raw CPU {g['cpu_share'] / b['cpu_share']:.2f}")
+            print(f"round {r + 1}: dragnet.load {g['cpu_share']:.1%} of a core, {g['achieved']:.1f}/s sent, "
+                  f"{g['ok']} answered, {g['not_sent']} not sent (512 waiting), p99 {g['p99_ms']:.1f} ms, "
+                  f"{g['cpu_ms_per_request']:.2f} ms CPU/request; raw {b['cpu_share']:.1%}, {b['achieved']:.1f}/s sent, "
+                  f"{b['ok']} answered, {b['cpu_ms_per_request']:.2f} ms CPU/request; "
+                  f"× raw CPU per request {g['cpu_ms_per_request'] / b['cpu_ms_per_request']:.2f}")
     finally:
         couch.request("DELETE", f"/{DB}", ok=(200, 202, 404))
     shares = sorted(x["dragnet.load"]["cpu_share"] for x in rows)
