@@ -150,10 +150,13 @@ class Load:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         auth = self.couch.session.auth
+        headers = {"Accept": "application/json", "User-Agent": "dragnet-load"}
+        if auth:     # encoded once, not per request
+            headers["Authorization"] = aiohttp.BasicAuth(*auth).encode()
         conn = aiohttp.TCPConnector(limit=0, force_close=False)
-        async with aiohttp.ClientSession(
-                self.couch.url, connector=conn, headers={"Accept": "application/json", "User-Agent": "dragnet-load"},
-                auth=aiohttp.BasicAuth(*auth) if auth else None) as session:
+        # no cookies to keep and nothing compressed: per-request work the load does not need
+        async with aiohttp.ClientSession(self.couch.url, connector=conn, headers=headers,
+                                         cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False) as session:
             self.session = session
             self._timeout = aiohttp.ClientTimeout(total=TIMEOUT_S)
             self._drivers: list[asyncio.Task] = []
