@@ -242,3 +242,12 @@ def test_forecast_refuses_a_bad_load_before_anything():
     r = CliRunner().invoke(main, ["forecast", "--url", "http://127.0.0.1:1", "--db", "x", "--target-docs", "1000",
                                   "--load", "writes=fast"])
     assert r.exit_code == 2 and "not a rate" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_a_saw_toothed_lag_that_comes_back_is_bounded_and_one_that_never_does_is_not():
+    # ken: the lag climbs for 48 s, then the index catches up at once
+    saw = [{"t": t, "lag": (t % 48) * 0.9} for t in range(60)]
+    v = L.verdict(saw, 2)
+    assert v["kept_up"] is True and "came back" in v["why"] and v["lag_max"] > 40
+    # the first 20 s of the same saw: no catching up seen yet
+    assert L.verdict(saw[:20], 2)["kept_up"] is False

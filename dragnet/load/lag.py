@@ -2,8 +2,10 @@
 
 The lag is the changes written but not yet in the view: the database's update sequence (the number in front
 of a clustered `update_seq`, the sum over its shards) minus the view's (`_design/x/_info`). A rate is kept up
-with when the lag does not grow over the window: its least-squares trend stays under `GROWTH` of the rate, or
-it ends within `FLOOR_S` seconds of writing.
+with when the lag does not grow over the window: its least-squares trend stays under `GROWTH` of the rate, it
+ends within `FLOOR_S` seconds of writing, or it came back that low in the second half of the window (ken
+updates an index in batches, so its lag is saw-toothed: bounded when it keeps coming back; a window must hold
+more than one of its cycles to see that).
 """
 
 from __future__ import annotations
@@ -39,13 +41,19 @@ def verdict(samples: Sequence[dict], rate: float, growth: float = GROWTH, floor_
         return {"kept_up": None, "why": f"{len(pts)} lag samples: too few to judge"}
     trend = slope([t for t, _ in pts], [y for _, y in pts])
     end = pts[-1][1]
+    low = max(1.0, rate * floor_s)
+    mid = (pts[0][0] + pts[-1][0]) / 2
+    late_min = min(y for t, y in pts if t >= mid)
     bounded_trend = trend is not None and trend <= growth * rate
-    small_end = end <= max(1.0, rate * floor_s)
-    kept = bounded_trend or small_end
+    small_end = end <= low
+    came_back = late_min <= low
+    kept = bounded_trend or small_end or came_back
     return {"kept_up": kept, "growth_per_s": trend, "lag_start": pts[0][1], "lag_end": end,
-            "lag_max": max(y for _, y in pts),
+            "lag_max": max(y for _, y in pts), "lag_min_second_half": late_min,
             "why": (f"lag trend {trend:+.1f}/s ≤ {growth:.0%} of {rate:g}/s" if bounded_trend else
                     f"lag {end:g} at the end ≤ {floor_s:g} s of writing" if small_end else
+                    f"lag came back to {late_min:g} in the second half (at most {max(y for _, y in pts):g})"
+                    if came_back else
                     f"lag grew {trend:+.1f}/s over the window, to {end:g} changes")}
 
 
