@@ -3,6 +3,6 @@ and one line here. The CLI builds their options from this list and the bench app
 
 from __future__ import annotations
 
-from dragnet.axes import config, couchdb, cpus, ddoc, q
+from dragnet.axes import config, couchdb, cpus, ddoc, load, q
 
-KINDS = (couchdb.KIND, cpus.KIND, config.KIND, q.KIND, ddoc.KIND)
+KINDS = (couchdb.KIND, cpus.KIND, config.KIND, q.KIND, ddoc.KIND, load.KIND)

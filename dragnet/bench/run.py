@@ -498,7 +498,8 @@ class Bench:
                         couch, db = switcher.switch(run, st, couch)
                         inst = switcher.inst
                     self._one(couch, run, specs[run["language"]], sc, target=target, db=db,
-                              axes=contract_axes(run["axes"]), versions=switcher.versions)
+                              axes=contract_axes(run["axes"]), versions=switcher.versions,
+                              beside=switcher.beside(run))
                     self._note_ceiling_refused(run)
                     checked = switcher.verify(run) if run["status"] == "ok" else {}
                     if checked:     # what the axes checked once the build's processes ran (its cores)
@@ -563,9 +564,10 @@ class Bench:
 
     def _one(self, couch: Couch, run: dict, spec: LanguageSpec, sc=None, target=None,
              failed_start: dict | None = None, db: str | None = None, axes: dict | None = None,
-             versions: dict | None = None) -> None:
+             versions: dict | None = None, beside: Any = None) -> None:
         """One planned run; `target` applies sc's limits (docker), `failed_start` is the result of a run
-        whose CouchDB died before the build (its container OOM-killed while starting)."""
+        whose CouchDB died before the build (its container OOM-killed while starting), `beside` what runs
+        beside the build (an axis's application load)."""
         cfg = self.config
         db = db or cfg.db
         ddoc = f"dragnet_bench_{slug(spec.name)}_{run['index']}_{int(time.time() * 1000)}"
@@ -573,6 +575,10 @@ class Bench:
         self._write_manifest()
         self.on_event("start", dict(run))
         try:
+            more = {"iostat": False} if sc is not None else {}
+            if beside is not None:
+                more["beside"] = beside
+
             def build() -> dict:
                 if spec.view_file == DESIGN:
                     rows_dir = self.dir / "rows" / f"{run['index']:03d}-{slug(spec.name)}"
@@ -581,9 +587,8 @@ class Bench:
                     # the ceiling's rows are not the view's: nothing to save or compare
                     rows = str(rows_dir) if reads_documents(spec.language) else None
                     return self.build(couch, cfg.url, db, spec, None, ddoc, run["storage"], design=design,
-                                      rows_dir=rows, **({"iostat": False} if sc is not None else {}))
-                return self.build(couch, cfg.url, db, spec, spec.path(cfg.views), ddoc, run["storage"],
-                                  **({"iostat": False} if sc is not None else {}))
+                                      rows_dir=rows, **more)
+                return self.build(couch, cfg.url, db, spec, spec.path(cfg.views), ddoc, run["storage"], **more)
             if failed_start is not None:
                 result = failed_start
             elif sc is not None:

@@ -178,6 +178,9 @@ class AxisSwitcher:
             if source:        # what the node has set counts too (local.ini, earlier PUTs)
                 known[version or "this"] = keys | axis_config.node_keys(couch)
                 self.key_sources[version or "this"] = source
+        for a in self.axes:
+            if a.check_once is not None:
+                a.check_once(self)
         if o.get("config"):
             if known:
                 self.lacking = axis_config.check_known(o.get("config"), known)
@@ -230,6 +233,12 @@ class AxisSwitcher:
                 if a.check is not None:
                     self.checks[a.name] = a.check(ax[a.name], self)
         return couch, self.build_db
+
+    def beside(self, run: dict) -> Any:
+        """What runs beside this run's build (an application load, dragnet.axes.load), or None."""
+        ax = run.get("axes") or {}
+        found = [a.beside(ax[a.name], self) for a in self.axes if a.beside is not None and a.name in ax]
+        return next((b for b in found if b is not None), None)
 
     def verify(self, run: dict) -> dict:
         """After a build (its query servers still in the pool): the checks that need the build's processes

@@ -71,6 +71,8 @@ class Config:
     # called once the build has ended, before anything after it (a disk sampler stops there: the compaction,
     # rows and updates are not the build's)
     on_built: Callable[[], None] | None = None
+    # an application load beside the build (dragnet.load.beside.Beside): started before it, stopped after it
+    beside: Any = None
 
 
 # ------------------------------------------------------------------ helpers (pure)
@@ -435,7 +437,8 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
               timeout: float | None = None, pidstat: bool = True, pidstat_pattern: str = _pidstat.DEFAULT_PATTERN,
               couchdb_log: str | None = None, results_dir: str | None = None,
               argv: list[str] | None = None, design: Any = None, rows_dir: str | None = None,
-              iostat: bool = True, compact: bool = False, on_built: Callable[[], None] | None = None) -> dict:
+              iostat: bool = True, compact: bool = False, on_built: Callable[[], None] | None = None,
+              beside: Any = None) -> dict:
     """One benchmark build as a library call: the results dict, also for a build that failed midway
     (summary.ok false). Errors before the build starts (bad file, compilation error) raise DragnetError."""
     from dragnet.couchdb.client import connect
@@ -444,7 +447,7 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
                  interval=interval, timeout=timeout, pidstat=pidstat, pidstat_pattern=pidstat_pattern,
                  couchdb_log=couchdb_log, storage=storage if storage in STORAGE_CHOICES else "auto",
                  results_dir=results_dir, argv=argv or ["dragnet.build.addview.benchmark", view_path], design=design,
-                 rows_dir=rows_dir, iostat=iostat, compact=compact, on_built=on_built)
+                 rows_dir=rows_dir, iostat=iostat, compact=compact, on_built=on_built, beside=beside)
     try:
         out = run_benchmark(connect(url), cfg)
     except BuildFailed as exc:
@@ -520,6 +523,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             raise DragnetError(f"the index of {ident} is not new (update_seq {seq_before}): CouchDB shares it with "
                                f"another design doc; nothing to measure")
 
+        if cfg.beside is not None:      # the window before the build: the load alone
+            cfg.beside.start(couch, cfg.db)
         pidstat_note = None
         scope = ProcessScope(couch.url) if cfg.pidstat else None
         if cfg.pidstat:
@@ -545,6 +550,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         cpu_root = scope.root if scope else ProcessScope(couch.url).root
         cpu_before = _cpu_snapshot(cpu_root)
         request.start()
+        if cfg.beside is not None:
+            cfg.beside.begin(path)
         try:
             error = _poll_until_done(couch, request, tracker, polls, cfg.interval, deadline, timeout, on_poll,
                                      scope.refresh if scope else None)
@@ -555,6 +562,10 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             io_text = io.stop() if io else ""
             if cfg.on_built is not None:
                 cfg.on_built()
+        load_record = None
+        if cfg.beside is not None:    # stopped, checked and purged before anything reads the view again
+            load_record, lost = cfg.beside.end(_ddoc.ddoc_path(cfg.db, ident))
+            error = error or (DragnetError(lost) if lost else None)
         qs_after = _qs_stats(couch)
 
         samples = summary_ps = None
@@ -623,6 +634,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         )
         if io is not None:
             res["iostat"] = io.record(io_text)
+        if load_record is not None:
+            res["load"] = load_record
         res["cpu"] = _cpu_record(cpu_before, cpu_after, res["summary"].get("docs"))
         res["summary"]["cpu_s_per_1000_docs"] = (res["cpu"] or {}).get("cpu_s_per_1000_docs")
         if not error and cfg.compact:
@@ -655,7 +668,13 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             if not error:
                 res["view"]["deleted_after_benchmark"] = _delete_ddoc(couch, cfg.db, ident, saved.rev)
     except BaseException:
-        # interrupted (Ctrl-C, SIGTERM, SIGHUP) or crashed mid-build: pidstat and the fresh design doc go too
+        # interrupted (Ctrl-C, SIGTERM, SIGHUP) or crashed mid-build: the load stops first, then pidstat and
+        # the fresh design doc go too
+        if cfg.beside is not None:
+            try:
+                cfg.beside.abort()
+            except Exception:      # never hiding the interrupt; its documents are named by their id prefix
+                pass
         if runner is not None:
             runner.stop(first_report=False)
         if io is not None:

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "history": "dragnet.cli.compare:history_cmd",
     "store": "dragnet.cli.store:store_cmd",
     "forecast": "dragnet.cli.forecast:forecast_cmd",
+    "keepup": "dragnet.cli.keepup:keepup_cmd",
 }
 
 

@@ -44,6 +44,10 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option, 
                                                "fresh copy and show its cost next to the whole document's pass.")
 @click.option("--compact", is_flag=True, help="With --benchmark: compact the index once built and report the size "
               "it settles at (after any compaction CouchDB began during the build).")
+@click.option("--load", "load_text", default=None, metavar="LOAD",
+              help="With --benchmark: the application's traffic beside the build, e.g. "
+                   "'writes=200/s,updates=50/s,reads=100/s,view-reads=20/s' (kinds: writes, updates, reads, "
+                   "view-reads, view-waits), started 5 s before it; latencies, errors and writes are recorded.")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
               help="Seconds between /_active_tasks polls (and pidstat samples).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
@@ -66,7 +70,7 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option, 
 @server_option
 @json_option
 def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, benchmark, update, update_edits, update_batch,
-                allow_writes, per_view, compact, interval, timeout, no_pidstat,
+                allow_writes, per_view, compact, load_text, interval, timeout, no_pidstat,
                 pidstat_pattern, couchdb_log, storage, results_dir, nouveau_source, queries, server_opts, as_json):
     """Put VIEW_PATH's map function into a design document (keeping its other views), or with --benchmark
     build it from scratch and report how fast CouchDB indexed it.
@@ -83,13 +87,25 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
 
     design = None
     if nouveau_source:
-        if view_path or ddoc or reduce or update or per_view or compact or mango_source or not benchmark:
+        if (view_path or ddoc or reduce or update or per_view or compact or mango_source or load_text is not None
+                or not benchmark):
             raise UsageError("--nouveau goes with --benchmark, without VIEW_PATH, --ddoc, --mango, --reduce, "
-                             "--update, --per-view or --compact")
+                             "--update, --per-view, --compact or --load")
         return _nouveau(url, db, nouveau_source, language, queries, interval, timeout, couchdb_log, results_dir,
                         as_json)
     if queries:
         raise UsageError("--query goes with --nouveau")
+    beside = None
+    if load_text is not None:
+        from dragnet.load.beside import Beside
+        from dragnet.load.generator import require_loopback
+        from dragnet.load.spec import parse as parse_load
+
+        if not benchmark or mango_source or per_view:
+            raise UsageError("--load goes with --benchmark (not with --mango or --per-view)")
+        spec = parse_load(load_text)
+        require_loopback(url)
+        beside = Beside(spec, on_note=lambda m: click.echo(f"warning: {m}", err=True)) if not spec.idle else None
     if mango_source:
         if view_path or ddoc or reduce or update or per_view or not benchmark:
             raise UsageError("--mango goes with --benchmark, without VIEW_PATH, --ddoc, --reduce, --update or "
@@ -109,7 +125,7 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
                     interval=interval, timeout=timeout, pidstat=not no_pidstat, pidstat_pattern=pidstat_pattern,
                     couchdb_log=couchdb_log, storage=storage, results_dir=results_dir, design=design,
                     update=update or 0, update_edits=update_edits, update_batch=update_batch,
-                    allow_writes=allow_writes, compact=compact,
+                    allow_writes=allow_writes, compact=compact, beside=beside,
                     argv=["dragnet", "addview", *sys.argv[2:]] if len(sys.argv) > 1 else ["dragnet", "addview"])
     if update and not benchmark:
         raise UsageError("--update goes with --benchmark")
@@ -187,6 +203,10 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
     click.echo(f"{out.results['view']['ddoc']} ({out.results['view']['language']}) on {db}")
     for line in av.format_report(out.results, out.figures):
         click.echo(line)
+    if beside is not None:
+        from dragnet.report import load as report_load
+
+        click.echo("\n".join(report_load.lines(report_load.section([out.results]))))
     if out.path:
         click.echo(f"results: {out.path}")
 

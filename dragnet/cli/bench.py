@@ -181,6 +181,10 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     qs = axis_q.parse(axis_raw.get("q_text"))
     q = int(qs[0]) if len(qs) == 1 else None     # one --q is the database's shards
     axis_opts = AxisOptions.from_options(axis_raw, ddoc=revisions)
+    if mango_source and axis_opts.get("load"):
+        from dragnet.axes.load import refuse_view_reads
+
+        refuse_view_reads(axis_opts.get("load"), "--mango builds Mango indexes, which have no view to query")
     if (len(qs) > 1 or revisions) and sizes_text is not None:   # each size is its own database already
         raise UsageError("--sizes with --q N,N or several --ddoc: not combinable yet")
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, storages=st, storage_label=storage_label,

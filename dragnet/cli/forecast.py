@@ -46,6 +46,9 @@ from dragnet.report.console import distribution_lines, render_forecast
 @click.option("--cpus", "cpus_text", default=None, metavar="N,N",
               help="Sweep with CouchDB on these core counts (restarts it): one forecast per value; never one "
                    "for a core count not measured.")
+@click.option("--load", "load_text", default=None, metavar="LOAD[;LOAD]",
+              help="Sweep with the application's traffic beside every build (e.g. 'none;writes=200/s,reads=100/s'): "
+                   "one forecast per load, as for --cpus.")
 @click.option("--weighting", type=click.Choice(["ordinary", "1/n"]), default="ordinary", show_default=True,
               help="Least squares weights; 1/n when the spread grows with the documents.")
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
@@ -57,7 +60,7 @@ from dragnet.report.console import distribution_lines, render_forecast
 @json_option
 def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_docs, target_bytes, target_q,
                  sizes_text, budget, languages, no_baseline, no_ceiling, repeat, q, shard_sweep, memories, cpus_text,
-                 weighting, results_dir, from_sweep, server_opts, as_json):
+                 load_text, weighting, results_dir, from_sweep, server_opts, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
     import datetime as _dt
@@ -83,6 +86,9 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
     if view_names and not ddoc_source:
         raise UsageError("--view goes with --ddoc")
     budget_s = fr.parse_budget(budget)
+    from dragnet.axes import load as axis_load
+
+    loads = axis_load.parse((load_text,) if load_text else None)    # a bad load: refused before anything
     if from_sweep:
         tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes,
                                                                          target_q)
@@ -115,7 +121,8 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
     scenarios = expand(limits.parse_memory_limits(memories), [], []) if memories else []
     config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, views=views or str(b.DEFAULT_VIEWS),
                            baseline=not no_baseline, ceiling=not no_ceiling, q=q, design=design, scenarios=scenarios,
-                           axes=AxisOptions({"cpus": axis_cpus.parse(cpus_text)}))
+                           axes=AxisOptions({"cpus": axis_cpus.parse(cpus_text),
+                                             "load": loads}))
     console = Console(stderr=True)
 
     def on_event(kind: str, d: dict) -> None:

@@ -28,6 +28,7 @@ class Report:
     by: list[str] | None = None            # --by axes and their cells (by_axis.compare)
     by_groups: Any = None
     shares: list = field(default_factory=list)         # share.Workload: each engine against the ceiling
+    load: dict | None = None               # report.load.section: builds under an application load
     forecasts: list[dict] = field(default_factory=list)
     forecast_only: bool = False            # a forecast folder whose sweep's builds were not kept
 
@@ -38,6 +39,7 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
     axes. A folder holding only a forecast is reported as that forecast when `forecast_alone`."""
     from dragnet.bench.scenario import disk_matters, runs_from_results
     from dragnet.forecast.run import find_forecasts
+    from dragnet.report import load as report_load
     from dragnet.report import share, tables
     from dragnet.report.io_table import io_rows
     from dragnet.results.load import load_results
@@ -68,6 +70,7 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
         rep.comparison = compare.compare(old, docs, old_label=" ".join(baseline), new_label=" ".join(results))
     rep.io_rows, rep.io_notes = io_rows(docs)
     rep.shares = share.shown(share.workloads(docs))   # per storage and axis combination, so --by sees its own
+    rep.load = report_load.section(docs)
     rep.forecasts = find_forecasts(results)
     return rep
 
@@ -87,6 +90,7 @@ class BenchReport:
     disk_rows: list = field(default_factory=list)
     disk_reference: str | None = None
     shares: list = field(default_factory=list)
+    load: dict | None = None
     comparison: Any = None
 
     @property
@@ -102,6 +106,7 @@ def bench_report(folder, manifest: dict, scenarios: Sequence = (), *, store_dir=
                  baseline_entry: dict | None = None, notify=None) -> BenchReport:
     """The report of a finished bench in `folder`; with `save_as` the folder is saved in the store first, and
     with `baseline_entry` compared with that saved run (notify(text): what was saved, as it happens)."""
+    from dragnet.report import load as report_load
     from dragnet.report import share, tables
     from dragnet.results.load import load_results
 
@@ -109,6 +114,7 @@ def bench_report(folder, manifest: dict, scenarios: Sequence = (), *, store_dir=
     docs = load_results([folder]) if any(r["result_file"] for r in runs) else []
     rep = BenchReport(folder, manifest, docs, tables.build_report(docs), tables.build_design_report(docs))
     rep.shares = share.shown(share.workloads(docs))
+    rep.load = report_load.section(docs)
     rep.comparison = saved_runs(folder, docs, store_dir, save_as, baseline_entry, notify)
     if scenarios:
         from dragnet.bench.scenario import disk_matters, reference_label

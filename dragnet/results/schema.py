@@ -12,6 +12,7 @@ Files carry `"schema": "<name>/<version>"`:
 | dragnet.forecast/2       | forecast (forecast.json)  | (read, not typed further)    |
 | dragnet.compare/1        | compare --json            | (read, not typed further)    |
 | dragnet.store/1          | the store's index.json    | its `runs` entries           |
+| dragnet.keepup/1         | keepup (keepup.json)      | (read, not typed further)    |
 
 read() refuses a file that is not JSON (naming the file, line and column: a truncated write ends there),
 one of another kind, and one from a newer schema version than this dragnet knows (naming that version).
@@ -39,9 +40,10 @@ ADDVIEW, BENCH, SIZES, QSBENCH, QSBENCH_DDOC = ("dragnet.addview", "dragnet.benc
 FORECAST, COMPARE, STORE = "dragnet.forecast", "dragnet.compare", "dragnet.store"
 NOUVEAU = "dragnet.nouveau"   # one Nouveau index build (dragnet.build.nouveau)
 NOUVEAU_BENCH = "dragnet.nouveau-bench"   # the manifest of `bench --nouveau` (dragnet.bench.nouveau)
+KEEPUP = "dragnet.keepup"
 # the newest version of each schema this dragnet reads and writes
 VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1, FORECAST: 2, COMPARE: 1, STORE: 1, NOUVEAU: 1,
-            NOUVEAU_BENCH: 1}
+            NOUVEAU_BENCH: 1, KEEPUP: 1}
 _SCHEMA = re.compile(r"^(dragnet\.[a-z-]+)/(\d+)$")
 # the name of a bench directory's manifest (dragnet.bench/1)
 BENCH_MANIFEST = "bench.json"

@@ -47,6 +47,10 @@ def show_bench(rep) -> None:
         render_disk_matters(rep.disk_rows, rep.disk_reference)
     if rep.shares:
         click.echo("\n".join(share.lines(rep.shares)))
+    if rep.load:
+        from dragnet.report import load as report_load
+
+        click.echo("\n".join(report_load.lines(rep.load)))
     for r in rep.failed:
         click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
     for line in differences_lines(rep.folder, runs):

@@ -24,6 +24,8 @@ def render(rep: Report) -> dict:
     if rep.by_groups is not None:
         out["by"] = {"axes": rep.by, "groups": rep.by_groups}
     out["engine_share"] = share.to_json(rep.shares)
+    if rep.load:
+        out["load"] = rep.load
     if rep.forecasts:
         out["forecast"] = rep.forecasts
     return out
@@ -42,6 +44,8 @@ def bench(rep) -> dict:
     if rep.design_groups:
         report["design"] = rp.design_json(rep.design_groups)
     report["engine_share"] = share.to_json(rep.shares)
+    if rep.load:
+        report["load"] = rep.load
     if rep.comparison is not None:
         extra["baseline"] = rep.comparison.to_json()
     return {"dir": str(rep.folder), "manifest": rep.manifest, "report": report, **extra}

@@ -23,6 +23,10 @@ def tail(rep: Report, echo: Callable[..., None], markdown: bool) -> None:
         echo("\n".join(by_axis.lines(rep.by_groups, rep.by)))
     if rep.shares:
         echo("\n" + "\n".join(share.lines(rep.shares)))
+    if rep.load:
+        from dragnet.report import load as report_load
+
+        echo("\n".join(report_load.lines(rep.load)))
     if rep.forecasts:   # a forecast among the results: its own section
         echo(("\n**forecast**\n\n```\n" if markdown else "\nforecast\n")
              + "\n\n".join(render_forecast(f) for f in rep.forecasts) + ("\n```" if markdown else ""))

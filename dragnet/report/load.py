@@ -1,0 +1,199 @@
+"""Builds under an application load (`bench --load`): the slowdown against the idle build of the same round,
+what the load's requests saw, and what it wrote (pure: results dicts in, rows and lines out).
+
+- *Slowdown*: a loaded build's wall time ÷ the idle (`none`) build's of the same engine, storage, other axes
+  and round, as a paired 99% interval over the rounds (dragnet.measure.decide): separated, tied or unresolved.
+- *Requests*: per kind and window (`before` the build, during the `build`): the rate asked and achieved,
+  latency p50/p95/p99/max from the time each request was due (what a client waited), errors per reason,
+  conflicts apart, requests not sent (too many waiting at once).
+- *Writes*: acknowledged, lost (by id and _rev afterwards: any is a failed run), changes not in the index
+  when the build ended, the load's own CPU.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from dragnet.measure import decide
+from dragnet.measure.stats import median
+from dragnet.results.schema import Summary
+
+IDLE = "none"
+SLOWDOWN_COLUMNS = ("engine", "storage", "load", "rounds", "idle wall s", "loaded wall s", "idle docs/s",
+                    "loaded docs/s", "× slower [99%]", "verdict")
+REQUEST_COLUMNS = ("engine", "round", "load", "kind", "window", "asked/s", "achieved/s", "p50 ms", "p95 ms",
+                   "p99 ms", "max ms", "ok", "errors", "conflicts", "not sent")
+WRITE_COLUMNS = ("engine", "round", "load", "acknowledged", "lost", "written during build",
+                 "changes not indexed at end", "purged", "load CPU % of a core")
+
+
+def _axes(doc: dict) -> dict:
+    return ((doc.get("bench") or {}).get("axes")) or {}
+
+
+def _has_load(docs: Iterable[dict]) -> bool:
+    return any("load" in _axes(d) or d.get("load") for d in docs)
+
+
+def _others(doc: dict) -> tuple:
+    ax = _axes(doc)
+    return tuple(sorted((k, str(v)) for k, v in ax.items() if k not in ("load", "language", "storage")
+                        and v not in (None, "")))
+
+
+def slowdowns(docs: list[dict]) -> list[dict]:
+    """One row per engine, storage, other axes and loaded value: wall times paired by round with `none`."""
+    cells: dict[tuple, dict[str, dict]] = {}
+    for d in docs:
+        ax = _axes(d)
+        if "load" not in ax:
+            continue
+        fig = Summary.of(d)
+        if not fig.ok or not fig.wall_time_s:
+            continue
+        key = ((d.get("bench") or {}).get("language") or ax.get("language"), ax.get("storage"), _others(d))
+        cell = cells.setdefault(key, {}).setdefault(str(ax["load"]), {"wall": {}, "dps": {}})
+        r = (d.get("bench") or {}).get("repeat")
+        cell["wall"][r] = fig.wall_time_s
+        cell["dps"][r] = fig.docs_per_sec
+    out = []
+    for (lang, storage, others), loads in cells.items():
+        idle = loads.get(IDLE)
+        for value, got in loads.items():
+            if value == IDLE:
+                continue
+            row = {"engine": lang, "storage": storage, "others": dict(others), "load": value,
+                   "rounds": len(got["wall"]), "loaded_wall_s": median(list(got["wall"].values())),
+                   "loaded_docs_per_s": _med(got["dps"].values())}
+            if idle:
+                row.update(idle_wall_s=median(list(idle["wall"].values())), idle_docs_per_s=_med(idle["dps"].values()))
+                shared = [r for r in got["wall"] if r in idle["wall"]]
+                row["paired_rounds"] = len(shared)
+                if len(shared) >= 2:
+                    iv = decide.ratio_interval({r: got["wall"][r] for r in shared}, {r: idle["wall"][r] for r in shared})
+                    row.update(ratio=iv.ratio, low=iv.low, high=iv.high, verdict=decide.classify(iv))
+                elif shared:
+                    r = shared[0]
+                    row.update(ratio=got["wall"][r] / idle["wall"][r], low=None, high=None,
+                               verdict="one round: no interval")
+            out.append(row)
+    return out
+
+
+def _med(values) -> float | None:
+    v = [x for x in values if x is not None]
+    return median(v) if v else None
+
+
+def _f(x, fmt="{:,.1f}") -> str:
+    return "–" if x is None else fmt.format(x)
+
+
+def slowdown_rows(rows: list[dict]) -> list[list[str]]:
+    out = []
+    for r in rows:
+        iv = ("–" if r.get("ratio") is None else f"×{r['ratio']:.2f}" + (
+            f" [{r['low']:.2f} … {r['high']:.2f}]" if r.get("low") is not None else ""))
+        storage = " ".join([str(r["storage"])] + [f"{k}={v}" for k, v in r["others"].items()])
+        out.append([str(r["engine"]), storage, r["load"], str(r["rounds"]), _f(r.get("idle_wall_s"), "{:.2f}"),
+                    _f(r["loaded_wall_s"], "{:.2f}"), _f(r.get("idle_docs_per_s")), _f(r.get("loaded_docs_per_s")),
+                    iv, r.get("verdict") or "no idle build (give --load none,…)"])
+    return out
+
+
+def _loaded(docs: list[dict]):
+    """(bench record, load record) of every build that ran under a load."""
+    return [(d.get("bench") or {}, d["load"]) for d in docs if d.get("load")]
+
+
+def request_rows(docs: list[dict]) -> list[list[str]]:
+    out = []
+    for b, load in _loaded(docs):
+        for kind, per in (load.get("kinds") or {}).items():
+            for window in ("before", "build"):
+                w = per.get(window)
+                if not w:
+                    continue
+                lat = w.get("latency") or {}
+                errors = ", ".join(f"{k}: {v}" for k, v in sorted((w.get("errors") or {}).items())) or "0"
+                out.append([str(b.get("language")), _round(b), load.get("spec", ""), kind, window,
+                            _f(per.get("asked_per_s"), "{:g}"), _f(w.get("achieved_per_s")),
+                            _f(lat.get("p50_ms")), _f(lat.get("p95_ms")), _f(lat.get("p99_ms")), _f(lat.get("max_ms")),
+                            str(w.get("ok")), errors, str(w.get("conflicts", 0)), str(w.get("not_sent", 0))])
+    return out
+
+
+def write_rows(docs: list[dict]) -> list[list[str]]:
+    out = []
+    for b, load in _loaded(docs):
+        check = load.get("writes_check") or {}
+        idx = load.get("index") or {}
+        purge = load.get("purge") or {}
+        share = load.get("cpu_share_of_core")
+        out.append([str(b.get("language")), _round(b), load.get("spec", ""), str(check.get("acknowledged")),
+                    str(check.get("lost")), str(load.get("written_during_build")),
+                    str(idx.get("changes_not_indexed", idx.get("error", "–"))),
+                    f"{purge.get('purged')} of {purge.get('written')}", _f(None if share is None else share * 100)])
+    return out
+
+
+def warnings(docs: list[dict]) -> list[str]:
+    """What the reader must not miss: rates the machine could not drive, lost writes."""
+    out = []
+    for b, load in _loaded(docs):
+        who = f"{b.get('language')} round {_round(b)}"
+        if load.get("not_held"):
+            out.append(f"{who}: the load did not hold the asked rate of {', '.join(sorted(set(load['not_held'])))} "
+                       f"(achieved below 95%: the machine or CouchDB could not take it; see achieved/s)")
+        lost = (load.get("writes_check") or {}).get("lost")
+        if lost:
+            out.append(f"{who}: {lost} acknowledged write(s) LOST: the run failed")
+    return out
+
+
+def section(docs: list[dict]) -> dict | None:
+    """Everything the report shows of the loads, or None when no build ran under one."""
+    if not _has_load(docs):
+        return None
+    return {"slowdown": slowdowns(docs), "requests": request_rows(docs), "writes": write_rows(docs),
+            "warnings": warnings(docs)}
+
+
+def lines(sec: dict) -> list[str]:
+    """The section as Markdown tables (console, `report --format markdown`)."""
+    from dragnet.report.tables import md_table
+
+    out = []
+    if sec["slowdown"]:
+        out += ["", "**builds under load** (× slower: loaded wall ÷ idle wall of the same round, 99% paired "
+                "interval)", "", md_table(SLOWDOWN_COLUMNS, slowdown_rows(sec["slowdown"])).rstrip()]
+    if sec["requests"]:
+        out += ["", "**the load's requests** (latency from the time due; before: the load alone before the build)",
+                "", md_table(REQUEST_COLUMNS, sec["requests"]).rstrip()]
+    if sec["writes"]:
+        out += ["", "**the load's writes** (every acknowledged write checked by id and _rev afterwards)", "",
+                md_table(WRITE_COLUMNS, sec["writes"]).rstrip()]
+    out += [f"warning: {w}" for w in sec["warnings"]]
+    return out
+
+
+def _round(bench: dict) -> str:
+    r = bench.get("repeat")
+    return "–" if r is None else str(r + 1)
+
+
+def keepup_lines(res: dict) -> list[str]:
+    """'javascript, readers none: keeps up to 200 docs/s (tried 50 ✓, 100 ✓, 200 ✓, 400 ✗)'."""
+    lines = []
+    for e in res["engines"]:
+        for m in e["modes"]:
+            tried = ", ".join(f"{s['rate']:g} {'✓' if s['kept_up'] else '✗' if s['kept_up'] is False else '?'}"
+                              for s in m["steps"])
+            best = m.get("keeps_up_to")
+            head = f"keeps up to {best:g} docs/s" if best is not None else "keeps up with none of the rates tried"
+            readers = "no readers (ken)" if m["readers"] == "none" else f"update=true readers at {m['readers']}"
+            lines.append(f"{e['engine']}, {readers}: {head} (tried {tried}; full build {e.get('full_build_s', 0):.1f} s)")
+            for s in m["steps"]:
+                if s["kept_up"] is not True:
+                    lines.append(f"  at {s['rate']:g}/s: {s['why']}")
+    return lines
