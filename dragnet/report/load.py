@@ -16,7 +16,7 @@ from typing import Iterable
 
 from dragnet.measure import decide
 from dragnet.measure.stats import median
-from dragnet.results.schema import Summary
+from dragnet.results.record import Build
 
 IDLE = "none"
 SLOWDOWN_COLUMNS = ("engine", "storage", "load", "rounds", "idle wall s", "loaded wall s", "idle docs/s",
@@ -48,14 +48,14 @@ def slowdowns(docs: list[dict]) -> list[dict]:
         ax = _axes(d)
         if "load" not in ax:
             continue
-        fig = Summary.of(d)
-        if not fig.ok or not fig.wall_time_s:
+        fig = Build.of(d)
+        if fig.status != "ok" or not fig.wall_s:
             continue
         key = ((d.get("bench") or {}).get("language") or ax.get("language"), ax.get("storage"), _others(d))
         cell = cells.setdefault(key, {}).setdefault(str(ax["load"]), {"wall": {}, "dps": {}})
         r = (d.get("bench") or {}).get("repeat")
-        cell["wall"][r] = fig.wall_time_s
-        cell["dps"][r] = fig.docs_per_sec
+        cell["wall"][r] = fig.wall_s
+        cell["dps"][r] = fig.docs_per_s
     out = []
     for (lang, storage, others), loads in cells.items():
         idle = loads.get(IDLE)
