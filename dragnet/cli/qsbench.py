@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dragnet.qsbench import run as qsbench
+from dragnet.qsbench import run as qsbench, session
 from dragnet.errors import DragnetError, UsageError
 from dragnet.servers.discovery import REPO
 from dragnet.cli.options import json_option, print_json, server_option
@@ -92,7 +92,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         raise UsageError("--docs URL/db needs --count N or --fraction F (one of them)")
     if languages and not ddoc_source:
         raise UsageError("--languages goes with --ddoc (use --servers)")
-    repeat = _repeat(repeat, min_runs)
+    repeat = session.repeat_rounds(repeat, min_runs)
     if (check_reduce or strict) and not ddoc_source:
         raise UsageError("--check-reduce and --strict go with --ddoc")
     if couchdb_url and (ddoc_source or as_json):
@@ -106,40 +106,29 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         return _ddoc(err, out, ddoc_source, view_dir, servers or languages, reference, repeat=repeat,
                      max_runs=max_runs, metric=metric,
                      warmup=warmup, timeout=timeout, config_file=config_file, results_dir=results_dir,
-                     as_json=as_json, docs=_docs(err, docs_file, count, fraction, seed, cache_dir, as_json),
+                     as_json=as_json, docs=session.docset(docs_file, count, fraction, seed, cache_dir, **_talk(err, as_json)),
                      check_reduce=check_reduce, strict=strict)
     view_dir = view_dir or _default_view()
     qsbench.check_bounds(repeat, warmup, shards, max_runs, budget)    # before any server starts
     names = [n.strip() for n in servers.split(",") if n.strip()] if servers else None
-
-    specs, skipped = qsbench.available_servers(config=config_file)
-    chosen, skipped = qsbench.select_servers(specs, skipped, names, view_dir)
-    if not as_json:
-        for s in skipped:
-            err.print(f"[yellow]skipped[/] {s.name}: {s.reason}")
-    if not chosen:
-        raise DragnetError("no query server to run" + (f" (skipped: {', '.join(s.name for s in skipped)})"
-                                                       if skipped else ""))
-    if reference and reference not in [s.name for s, _ in chosen]:
-        raise UsageError(f"--reference {reference} is not among the servers run "
-                         f"({', '.join(s.name for s, _ in chosen)})")
-
-    docs = _docs(err, docs_file, count, fraction, seed, cache_dir, as_json)
+    quiet = as_json
+    plan = session.prepare(view_dir, names, reference, docs_file, count, fraction, seed, cache_dir,
+                           on_skip=None if quiet else (lambda s: err.print(f"[yellow]skipped[/] {s.name}: {s.reason}")),
+                           **_talk(err, quiet))
+    docs = plan.docs
     inside = None
     if couchdb_url:     # before anything runs: which servers CouchDB can run, and the documents' file
         from dragnet.bench import inside as inside
 
-        names, left = inside.languages_for([s for s, _ in chosen])
+        names, left = inside.languages_for([s for s, _ in plan.chosen])
         data = docs.origin.get("source")
         if not data or not Path(str(data)).is_file():
             raise UsageError("--couchdb needs the documents in a file (--docs FILE or --count)")
 
-    settings = {"repeat": "auto" if repeat is None else repeat, "max_runs": max_runs, "budget_s": budget,
-                "metric": metric, "warmup": warmup, "shards": shards, "timeout_s": timeout}
-    kw = dict(repeat=repeat, warmup=warmup, shards=shards, timeout=timeout, reference=reference, skipped=skipped,
-              max_runs=max_runs, budget_s=budget, metric=metric)
+    kw = dict(repeat=repeat, warmup=warmup, shards=shards, timeout=timeout, max_runs=max_runs, budget=budget,
+              metric=metric, results_dir=results_dir)
     if as_json:
-        bench = qsbench.run_benchmark(chosen, docs, **kw)
+        outcome = session.run(plan, **kw)
     else:
         rounds = "adaptive rounds" if repeat is None else f"{repeat} rounds"
         err.print(f"{len(docs)} documents ({sum(docs.sizes) / 1e6:.1f} MB) from {docs.origin.get('source')}; "
@@ -158,23 +147,17 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
                 elif event == "failed":
                     bar.update(tasks[server], note="[red]failed[/]")
 
-            bench = qsbench.run_benchmark(chosen, docs, progress=progress, **kw)
+            outcome = session.run(plan, progress=progress, **kw)
 
-    doc = qsbench.results_document(bench.results, bench.rows, docs=docs, view_dir=view_dir, settings=settings,
-                                   skipped=skipped, reference=bench.reference, pairs=bench.verdicts,
-                                   warnings=bench.warnings, other_load=bench.other_load, bench=bench)
-    path = qsbench.write_results(doc, results_dir)
+    bench, path = outcome.bench, outcome.path
     chart = None
     if plot_file is not None and bench.rows:
         from dragnet.report.qsbench_plot import plot
 
-        chart = plot(doc, plot_file or path.with_suffix(".png"))
+        chart = plot(outcome.doc, plot_file or path.with_suffix(".png"))
 
     if as_json:
-        compact = qsbench.results_document(bench.results, bench.rows, docs=docs, view_dir=view_dir,
-                                           settings=settings, skipped=skipped, reference=bench.reference,
-                                           latencies=False, pairs=bench.verdicts, warnings=bench.warnings,
-                                           other_load=bench.other_load, bench=bench)
+        compact = outcome.compact()
         compact["results_file"] = str(path)
         compact["chart"] = str(chart) if chart else None
         print_json(compact)
@@ -189,10 +172,18 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
             # inside CouchDB a round is a full build per server: adaptive rounds there are a later step
             _inside(out, err, inside, couchdb_url, couchdb_db, str(data), names, left, bench, view_dir,
                     repeat or 3, results_dir)
-    if bench.failed:
-        raise DragnetError(f"{len(bench.failed)} of {len(bench.results)} query servers failed: "
-                           + ", ".join(f"{r.spec.name} ({'wrong rows' if r.status == 'wrong' else 'error'})"
-                                       for r in bench.failed))
+    failed = session.failure(outcome)
+    if failed is not None:
+        raise failed
+
+
+def _talk(err: Console, quiet: bool) -> dict:
+    """The messages and the sampling progress bar of the documents' step (none with --json)."""
+    if quiet:
+        return {}
+    from dragnet.cli.options import with_progress
+
+    return {"notify": err.print, "sampling": with_progress}
 
 
 def _inside(out: Console, err: Console, inside, url, db, data, names, left, bench, view_dir, repeat,
@@ -219,55 +210,6 @@ def _inside(out: Console, err: Console, inside, url, db, data, names, left, benc
     for line in share.lines(loads):
         out.print(line, highlight=False, markup=False)
     out.print(f"inside CouchDB: {folder}")
-
-
-def _repeat(text: str, min_runs: int | None) -> int | None:
-    """--repeat auto -> None (adaptive), N -> N; --min-runs N is --repeat N."""
-    if min_runs is not None:
-        return min_runs
-    if str(text).strip().lower() == "auto":
-        return None
-    try:
-        n = int(text)
-    except ValueError:
-        raise UsageError(f"--repeat {text}: expected auto or a number of rounds") from None
-    if n < 1:
-        raise UsageError(f"--repeat {text}: at least 1")
-    return n
-
-
-def _docs(err: Console, docs_file, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:
-    from dragnet.data.sample import is_db_url
-
-    if docs_file and is_db_url(docs_file):
-        return _db_sample(err, docs_file, count, fraction, seed, cache_dir, as_json)
-    if docs_file:
-        return qsbench.load_docs(docs_file)
-    count = 2000 if count is None else count
-    if not as_json and not qsbench.sample_path(count, seed, cache_dir).is_file():
-        err.print(f"generating {count} declarations (seed {seed}) into {qsbench.sample_path(count, seed, cache_dir)}")
-    path = qsbench.generated_docs_path(count, seed, cache_dir)
-    docs = qsbench.load_docs(path)
-    docs.origin.update(generated=True, count=count, seed=seed)
-    return docs
-
-
-def _db_sample(err: Console, spec, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:
-    """A sample of the database spec (dragnet sample's draw), drawn once into cache_dir and read from there."""
-    from dragnet.couchdb.client import mask_url
-    from dragnet.data.sample import cached_sample
-
-    if as_json:
-        path, drawn = cached_sample(spec, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir)
-    else:
-        from dragnet.cli.options import with_progress
-
-        path, drawn = with_progress(lambda show: cached_sample(spec, count=count, fraction=fraction, seed=seed,
-                                                               cache_dir=cache_dir, progress=show))
-        err.print(f"sample of {mask_url(spec)} " + (f"drawn into {path}" if drawn else f"cached in {path}"))
-    docs = qsbench.load_docs(path)
-    docs.origin.update(source=mask_url(spec), sample_file=str(path), count=count, fraction=fraction, seed=seed)
-    return docs
 
 
 def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, repeat, warmup, timeout, config_file,
