@@ -11,10 +11,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dragnet.qsbench import run as qsbench, session
-from dragnet.errors import DragnetError, UsageError
+from dragnet.errors import UsageError
 from dragnet.servers.discovery import REPO
 from dragnet.cli.options import json_option, print_json, server_option
-from dragnet.report.render.qsbench import show_ddoc, show_failures, show_inside, show_ranking, show_table
+from dragnet.report.render.qsbench import (reduce_check_lines, show_ddoc, show_failures, show_inside, show_ranking,
+                                           show_table)
 
 
 def _default_view() -> str:
@@ -78,7 +79,6 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
     from dragnet.servers import available
 
     available.install(server_opts, config_file)   # --config and --server: checked before anything runs
-    config_file = None
     err = Console(stderr=True)
     out = Console() if sys.stdout.isatty() else Console(width=160)  # a pipe must not squeeze the table
     from dragnet.data.sample import is_db_url
@@ -105,7 +105,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         qsbench.check_bounds(repeat, warmup, shards, max_runs, budget)    # before any server starts
         return _ddoc(err, out, ddoc_source, view_dir, servers or languages, reference, repeat=repeat,
                      max_runs=max_runs, metric=metric,
-                     warmup=warmup, timeout=timeout, config_file=config_file, results_dir=results_dir,
+                     warmup=warmup, timeout=timeout, results_dir=results_dir,
                      as_json=as_json, docs=session.docset(docs_file, count, fraction, seed, cache_dir, **_talk(err, as_json)),
                      check_reduce=check_reduce, strict=strict)
     view_dir = view_dir or _default_view()
@@ -212,80 +212,32 @@ def _inside(out: Console, err: Console, inside, url, db, data, names, left, benc
     out.print(f"inside CouchDB: {folder}")
 
 
-def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, repeat, warmup, timeout, config_file,
+def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, repeat, warmup, timeout,
           results_dir, as_json, docs, check_reduce=False, strict=False, max_runs=None, metric="cpu") -> None:
-    from dragnet.build import design as dsg
-    from dragnet.qsbench import ddoc as qsddoc
-
     views = [v.strip() for v in view_names.split(",") if v.strip()] if view_names else None
-    design = dsg.load(source, views=views)
     names = [n.strip() for n in names.split(",") if n.strip()] if names else None
-    specs, skipped = qsbench.available_servers(config=config_file)
-    chosen, skipped = qsddoc.select_servers(specs, skipped, names, design)
-    if not as_json:
-        for s in skipped:
-            err.print(f"[yellow]skipped[/] {s.name}: {s.reason}")
-    if not chosen:
-        raise DragnetError(f"no query server here runs {design.language}")
-    if reference and reference not in [s.name for s in chosen]:
-        raise UsageError(f"--reference {reference} is not among the servers run ({', '.join(s.name for s in chosen)})")
-    settings = {"repeat": repeat or "auto", "max_runs": max_runs, "metric": metric, "warmup": warmup,
-                "timeout_s": timeout, "views": design.view_names}
-    if not as_json:
+
+    def started(design) -> None:
         rounds = "rounds until decided" if repeat is None else f"{repeat} rounds"
         err.print(f"{len(docs)} documents from {docs.origin.get('source')}; {design.id} ({', '.join(design.view_names)}); "
                   f"{warmup} warm-up + {rounds} of the servers interleaved, then each map function alone")
-    bench = qsddoc.run_benchmark(chosen, design, docs, repeat=repeat, warmup=warmup, timeout=timeout,
-                                 reference=reference, skipped=skipped, max_runs=max_runs, metric=metric)
-    doc = qsddoc.results_document(bench, docs, settings)
-    checks = _reduce_checks(bench, docs, check_reduce, timeout)
-    doc["reduce_checks"] = {v: c.as_dict() for v, c in checks.items()}
-    path = qsbench.write_results(doc, results_dir)
+
+    got = session.run_ddoc(source, views, names, reference, docs, repeat=repeat, warmup=warmup, timeout=timeout,
+                           max_runs=max_runs, metric=metric, results_dir=results_dir, check_reduce=check_reduce,
+                           on_skip=None if as_json else (lambda s: err.print(f"[yellow]skipped[/] {s.name}: {s.reason}")),
+                           on_start=None if as_json else started)
+    bench, path = got.bench, got.path
     if as_json:
-        compact = qsddoc.results_document(bench, docs, settings, latencies=False)
+        compact = got.compact()
         compact["results_file"] = str(path)
         print_json(compact)
     else:
         show_table(out, bench, docs, 1)
         show_ranking(out, bench)
         show_ddoc(out, bench)
-        for line in _reduce_check_lines(checks, bench.reference):
+        for line in reduce_check_lines(got.checks, bench.reference):
             out.print(line, highlight=False, markup=False)
         out.print(f"results: {path}")
-    order_dependent = {v for v, c in checks.items() if c.order_dependent}
-    failed = [r for r in bench.failed if r.error or strict or any(
-        c["docs"] or (c["reduce"] and v not in order_dependent) for v, c in r.mismatch_counts.items())]
-    if failed:
-        raise DragnetError(f"{len(failed)} of {len(bench.results)} query servers failed: "
-                           + ", ".join(f"{r.spec.name} ({'different rows' if r.status == 'wrong' else 'error'})"
-                                       for r in failed))
-
-
-def _reduce_checks(bench, docs, check_all: bool, timeout: float) -> dict:
-    """The reference engine's order checks: every reduce with --check-reduce, else those whose results
-    differ between servers."""
-    from dragnet.qsbench import ddoc as qsddoc
-
-    ref = next((r for r in bench.results if r.spec.name == bench.reference and r.error is None), None)
-    differing = {v for r in bench.results for v, c in r.mismatch_counts.items() if c["reduce"]}
-    if ref is None or not (check_all or differing):
-        return {}
-    return qsddoc.check_reduces(ref.spec, bench.groups, docs, ref.answers, None if check_all else differing,
-                                timeout=max(timeout, 30.0))
-
-
-def _reduce_check_lines(checks: dict, reference: str | None) -> list[str]:
-    from dragnet.build.fault import ORDER, describe
-
-    lines = []
-    for view, c in checks.items():
-        if c.order_dependent:
-            ex = c.example
-            lines += describe({"query": f"{view} reduce", "cls": ORDER, "differences": 1,
-                               "reason": f"{reference} itself gives different results for the same {c.rows} rows in "
-                                         f"different orders and chunkings; no engine can be compared on it",
-                               "example": ex.__dict__ if ex else None})
-        else:
-            lines.append(f"{view} reduce: {reference} gave one result over {c.rows} rows in {len(c.trials)} orders "
-                         f"and chunkings")
-    return lines
+    failed = session.ddoc_failure(got, strict)
+    if failed is not None:
+        raise failed

@@ -135,3 +135,76 @@ def failure(outcome: ViewOutcome) -> DragnetError | None:
     return DragnetError(f"{len(bench.failed)} of {len(bench.results)} query servers failed: "
                         + ", ".join(f"{r.spec.name} ({'wrong rows' if r.status == 'wrong' else 'error'})"
                                     for r in bench.failed))
+
+
+@dataclass
+class DdocOutcome:
+    """A finished --ddoc qsbench: the run, the reduce order checks, its results document and file."""
+
+    bench: Any
+    docs: qsbench.DocSet
+    settings: dict
+    checks: dict
+    doc: dict
+    path: Path
+
+    def compact(self) -> dict:
+        from dragnet.qsbench import ddoc as qsddoc
+
+        return qsddoc.results_document(self.bench, self.docs, self.settings, latencies=False)
+
+
+def run_ddoc(source, views, names, reference, docs: qsbench.DocSet, *, repeat, warmup, timeout, max_runs, metric,
+             results_dir, check_reduce: bool = False, on_skip: Callable | None = None,
+             on_start: Callable | None = None) -> DdocOutcome:
+    """A whole design document on every server running its language (dragnet.qsbench.ddoc), the reduce
+    order checks, and the results file."""
+    from dragnet.build import design as dsg
+    from dragnet.qsbench import ddoc as qsddoc
+
+    design = dsg.load(source, views=views)
+    specs, skipped = qsbench.available_servers(config=None)
+    chosen, skipped = qsddoc.select_servers(specs, skipped, names, design)
+    for s in skipped if on_skip is not None else ():
+        on_skip(s)
+    if not chosen:
+        raise DragnetError(f"no query server here runs {design.language}")
+    if reference and reference not in [s.name for s in chosen]:
+        raise UsageError(f"--reference {reference} is not among the servers run ({', '.join(s.name for s in chosen)})")
+    settings = {"repeat": repeat or "auto", "max_runs": max_runs, "metric": metric, "warmup": warmup,
+                "timeout_s": timeout, "views": design.view_names}
+    if on_start is not None:
+        on_start(design)
+    bench = qsddoc.run_benchmark(chosen, design, docs, repeat=repeat, warmup=warmup, timeout=timeout,
+                                 reference=reference, skipped=skipped, max_runs=max_runs, metric=metric)
+    doc = qsddoc.results_document(bench, docs, settings)
+    checks = _reduce_checks(bench, docs, check_reduce, timeout)
+    doc["reduce_checks"] = {v: c.as_dict() for v, c in checks.items()}
+    return DdocOutcome(bench, docs, settings, checks, doc, qsbench.write_results(doc, results_dir))
+
+
+def ddoc_failure(outcome: DdocOutcome, strict: bool) -> DragnetError | None:
+    """The error a --ddoc run ends with: a server that failed, or whose rows or reduce results differ
+    (an order-dependent reduce is the function's fault, not the server's, unless strict), or None."""
+    bench = outcome.bench
+    order_dependent = {v for v, c in outcome.checks.items() if c.order_dependent}
+    failed = [r for r in bench.failed if r.error or strict or any(
+        c["docs"] or (c["reduce"] and v not in order_dependent) for v, c in r.mismatch_counts.items())]
+    if not failed:
+        return None
+    return DragnetError(f"{len(failed)} of {len(bench.results)} query servers failed: "
+                        + ", ".join(f"{r.spec.name} ({'different rows' if r.status == 'wrong' else 'error'})"
+                                    for r in failed))
+
+
+def _reduce_checks(bench, docs, check_all: bool, timeout: float) -> dict:
+    """The reference engine's order checks: every reduce with --check-reduce, else those whose results
+    differ between servers."""
+    from dragnet.qsbench import ddoc as qsddoc
+
+    ref = next((r for r in bench.results if r.spec.name == bench.reference and r.error is None), None)
+    differing = {v for r in bench.results for v, c in r.mismatch_counts.items() if c["reduce"]}
+    if ref is None or not (check_all or differing):
+        return {}
+    return qsddoc.check_reduces(ref.spec, bench.groups, docs, ref.answers, None if check_all else differing,
+                                timeout=max(timeout, 30.0))
