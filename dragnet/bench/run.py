@@ -29,6 +29,7 @@ from dragnet.measure.pidstat import rss_peaks_kb
 from dragnet.errors import DragnetError, UsageError
 from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES, ceiling_language, reads_documents
 from dragnet.servers.registry import variants as qs_variants
+from dragnet.servers.dialects import VIEW_FILES
 from dragnet.measure.stats import ratio
 from dragnet.results.load import BASELINE_LABEL
 from dragnet.results.build import slug
@@ -57,7 +58,7 @@ class LanguageSpec:
             own = Path(views_dir).parent / "baseline" / "map.erl"
             return own if own.is_file() else BASELINE_VIEW
         if not reads_documents(self.language):   # the ceiling never looks at the source: any view file does
-            files = [Path(views_dir) / f for f in (self.view_file, "map.es6.js", "map.py", "map.erl")]
+            files = [Path(views_dir) / f for f in dict.fromkeys((self.view_file, *VIEW_FILES.values()))]
             return next((f for f in files if f.is_file()), files[0])
         return Path(views_dir) / self.view_file
 

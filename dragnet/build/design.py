@@ -20,13 +20,21 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from dragnet.couchdb.client import CouchError, connect, mask_url
 from dragnet.errors import DragnetError, UsageError
+from dragnet.servers import dialects
 
 BUILTIN_REDUCES = ("_sum", "_count", "_stats", "_approx_count_distinct")
 INDEX_OPTIONS = ("include_design", "local_seq", "collation", "partitioned")
 LIB = "lib"
-# what the couchapp folder form reads for a view's functions
-MAP_FILES = ("map.js", "map.erl", "map.py")
-REDUCE_FILES = ("reduce.js", "reduce.erl", "reduce.py", "reduce")
+
+
+def map_files() -> tuple[str, ...]:
+    """What the couchapp folder form reads for a view's map: one file per language (dragnet.servers.dialects)."""
+    return tuple(d.view_file for d in dialects.by_language())
+
+
+def reduce_files() -> tuple[str, ...]:
+    """A view's reduce next to its map; a file named `reduce` holds a built-in such as `_sum`."""
+    return tuple(d.reduce_file for d in dialects.by_language()) + ("reduce",)
 
 
 @dataclass
@@ -282,11 +290,11 @@ def from_folder(folder: Path) -> Design:
         if sub.name == LIB:
             views[LIB] = _lib_tree(sub)
             continue
-        map_file = next((sub / f for f in MAP_FILES if (sub / f).is_file()), None)
+        map_file = next((sub / f for f in map_files() if (sub / f).is_file()), None)
         if map_file is None:
-            raise UsageError(f"{sub}: no map function ({' or '.join(MAP_FILES)})")
+            raise UsageError(f"{sub}: no map function ({' or '.join(map_files())})")
         view = {"map": _read_text(map_file)}
-        reduce_file = next((sub / f for f in REDUCE_FILES if (sub / f).is_file()), None)
+        reduce_file = next((sub / f for f in reduce_files() if (sub / f).is_file()), None)
         if reduce_file is not None:
             view["reduce"] = _read_text(reduce_file)
         views[sub.name] = view

@@ -10,11 +10,12 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dragnet.qsbench import run as qsbench
-from dragnet.errors import DragnetError, UsageError
+from dragnet.qsbench import run as qsbench, session
+from dragnet.errors import UsageError
 from dragnet.servers.discovery import REPO
 from dragnet.cli.options import json_option, print_json, server_option
-from dragnet.report.render.qsbench import show_ddoc, show_failures, show_inside, show_ranking, show_table
+from dragnet.report.render.qsbench import (reduce_check_lines, show_ddoc, show_failures, show_inside, show_ranking,
+                                           show_table)
 
 
 def _default_view() -> str:
@@ -78,7 +79,6 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
     from dragnet.servers import available
 
     available.install(server_opts, config_file)   # --config and --server: checked before anything runs
-    config_file = None
     err = Console(stderr=True)
     out = Console() if sys.stdout.isatty() else Console(width=160)  # a pipe must not squeeze the table
     from dragnet.data.sample import is_db_url
@@ -92,7 +92,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         raise UsageError("--docs URL/db needs --count N or --fraction F (one of them)")
     if languages and not ddoc_source:
         raise UsageError("--languages goes with --ddoc (use --servers)")
-    repeat = _repeat(repeat, min_runs)
+    repeat = session.repeat_rounds(repeat, min_runs)
     if (check_reduce or strict) and not ddoc_source:
         raise UsageError("--check-reduce and --strict go with --ddoc")
     if couchdb_url and (ddoc_source or as_json):
@@ -105,41 +105,30 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         qsbench.check_bounds(repeat, warmup, shards, max_runs, budget)    # before any server starts
         return _ddoc(err, out, ddoc_source, view_dir, servers or languages, reference, repeat=repeat,
                      max_runs=max_runs, metric=metric,
-                     warmup=warmup, timeout=timeout, config_file=config_file, results_dir=results_dir,
-                     as_json=as_json, docs=_docs(err, docs_file, count, fraction, seed, cache_dir, as_json),
+                     warmup=warmup, timeout=timeout, results_dir=results_dir,
+                     as_json=as_json, docs=session.docset(docs_file, count, fraction, seed, cache_dir, **_talk(err, as_json)),
                      check_reduce=check_reduce, strict=strict)
     view_dir = view_dir or _default_view()
     qsbench.check_bounds(repeat, warmup, shards, max_runs, budget)    # before any server starts
     names = [n.strip() for n in servers.split(",") if n.strip()] if servers else None
-
-    specs, skipped = qsbench.available_servers(config=config_file)
-    chosen, skipped = qsbench.select_servers(specs, skipped, names, view_dir)
-    if not as_json:
-        for s in skipped:
-            err.print(f"[yellow]skipped[/] {s.name}: {s.reason}")
-    if not chosen:
-        raise DragnetError("no query server to run" + (f" (skipped: {', '.join(s.name for s in skipped)})"
-                                                       if skipped else ""))
-    if reference and reference not in [s.name for s, _ in chosen]:
-        raise UsageError(f"--reference {reference} is not among the servers run "
-                         f"({', '.join(s.name for s, _ in chosen)})")
-
-    docs = _docs(err, docs_file, count, fraction, seed, cache_dir, as_json)
+    quiet = as_json
+    plan = session.prepare(view_dir, names, reference, docs_file, count, fraction, seed, cache_dir,
+                           on_skip=None if quiet else (lambda s: err.print(f"[yellow]skipped[/] {s.name}: {s.reason}")),
+                           **_talk(err, quiet))
+    docs = plan.docs
     inside = None
     if couchdb_url:     # before anything runs: which servers CouchDB can run, and the documents' file
         from dragnet.bench import inside as inside
 
-        names, left = inside.languages_for([s for s, _ in chosen])
+        names, left = inside.languages_for([s for s, _ in plan.chosen])
         data = docs.origin.get("source")
         if not data or not Path(str(data)).is_file():
             raise UsageError("--couchdb needs the documents in a file (--docs FILE or --count)")
 
-    settings = {"repeat": "auto" if repeat is None else repeat, "max_runs": max_runs, "budget_s": budget,
-                "metric": metric, "warmup": warmup, "shards": shards, "timeout_s": timeout}
-    kw = dict(repeat=repeat, warmup=warmup, shards=shards, timeout=timeout, reference=reference, skipped=skipped,
-              max_runs=max_runs, budget_s=budget, metric=metric)
+    kw = dict(repeat=repeat, warmup=warmup, shards=shards, timeout=timeout, max_runs=max_runs, budget=budget,
+              metric=metric, results_dir=results_dir)
     if as_json:
-        bench = qsbench.run_benchmark(chosen, docs, **kw)
+        outcome = session.run(plan, **kw)
     else:
         rounds = "adaptive rounds" if repeat is None else f"{repeat} rounds"
         err.print(f"{len(docs)} documents ({sum(docs.sizes) / 1e6:.1f} MB) from {docs.origin.get('source')}; "
@@ -158,23 +147,17 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
                 elif event == "failed":
                     bar.update(tasks[server], note="[red]failed[/]")
 
-            bench = qsbench.run_benchmark(chosen, docs, progress=progress, **kw)
+            outcome = session.run(plan, progress=progress, **kw)
 
-    doc = qsbench.results_document(bench.results, bench.rows, docs=docs, view_dir=view_dir, settings=settings,
-                                   skipped=skipped, reference=bench.reference, pairs=bench.verdicts,
-                                   warnings=bench.warnings, other_load=bench.other_load, bench=bench)
-    path = qsbench.write_results(doc, results_dir)
+    bench, path = outcome.bench, outcome.path
     chart = None
     if plot_file is not None and bench.rows:
         from dragnet.report.qsbench_plot import plot
 
-        chart = plot(doc, plot_file or path.with_suffix(".png"))
+        chart = plot(outcome.doc, plot_file or path.with_suffix(".png"))
 
     if as_json:
-        compact = qsbench.results_document(bench.results, bench.rows, docs=docs, view_dir=view_dir,
-                                           settings=settings, skipped=skipped, reference=bench.reference,
-                                           latencies=False, pairs=bench.verdicts, warnings=bench.warnings,
-                                           other_load=bench.other_load, bench=bench)
+        compact = outcome.compact()
         compact["results_file"] = str(path)
         compact["chart"] = str(chart) if chart else None
         print_json(compact)
@@ -189,10 +172,18 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
             # inside CouchDB a round is a full build per server: adaptive rounds there are a later step
             _inside(out, err, inside, couchdb_url, couchdb_db, str(data), names, left, bench, view_dir,
                     repeat or 3, results_dir)
-    if bench.failed:
-        raise DragnetError(f"{len(bench.failed)} of {len(bench.results)} query servers failed: "
-                           + ", ".join(f"{r.spec.name} ({'wrong rows' if r.status == 'wrong' else 'error'})"
-                                       for r in bench.failed))
+    failed = session.failure(outcome)
+    if failed is not None:
+        raise failed
+
+
+def _talk(err: Console, quiet: bool) -> dict:
+    """The messages and the sampling progress bar of the documents' step (none with --json)."""
+    if quiet:
+        return {}
+    from dragnet.cli.options import with_progress
+
+    return {"notify": err.print, "sampling": with_progress}
 
 
 def _inside(out: Console, err: Console, inside, url, db, data, names, left, bench, view_dir, repeat,
@@ -221,129 +212,32 @@ def _inside(out: Console, err: Console, inside, url, db, data, names, left, benc
     out.print(f"inside CouchDB: {folder}")
 
 
-def _repeat(text: str, min_runs: int | None) -> int | None:
-    """--repeat auto -> None (adaptive), N -> N; --min-runs N is --repeat N."""
-    if min_runs is not None:
-        return min_runs
-    if str(text).strip().lower() == "auto":
-        return None
-    try:
-        n = int(text)
-    except ValueError:
-        raise UsageError(f"--repeat {text}: expected auto or a number of rounds") from None
-    if n < 1:
-        raise UsageError(f"--repeat {text}: at least 1")
-    return n
-
-
-def _docs(err: Console, docs_file, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:
-    from dragnet.data.sample import is_db_url
-
-    if docs_file and is_db_url(docs_file):
-        return _db_sample(err, docs_file, count, fraction, seed, cache_dir, as_json)
-    if docs_file:
-        return qsbench.load_docs(docs_file)
-    count = 2000 if count is None else count
-    if not as_json and not qsbench.sample_path(count, seed, cache_dir).is_file():
-        err.print(f"generating {count} declarations (seed {seed}) into {qsbench.sample_path(count, seed, cache_dir)}")
-    path = qsbench.generated_docs_path(count, seed, cache_dir)
-    docs = qsbench.load_docs(path)
-    docs.origin.update(generated=True, count=count, seed=seed)
-    return docs
-
-
-def _db_sample(err: Console, spec, count, fraction, seed, cache_dir, as_json) -> qsbench.DocSet:
-    """A sample of the database spec (dragnet sample's draw), drawn once into cache_dir and read from there."""
-    from dragnet.couchdb.client import mask_url
-    from dragnet.data.sample import cached_sample
-
-    if as_json:
-        path, drawn = cached_sample(spec, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir)
-    else:
-        from dragnet.cli.options import with_progress
-
-        path, drawn = with_progress(lambda show: cached_sample(spec, count=count, fraction=fraction, seed=seed,
-                                                               cache_dir=cache_dir, progress=show))
-        err.print(f"sample of {mask_url(spec)} " + (f"drawn into {path}" if drawn else f"cached in {path}"))
-    docs = qsbench.load_docs(path)
-    docs.origin.update(source=mask_url(spec), sample_file=str(path), count=count, fraction=fraction, seed=seed)
-    return docs
-
-
-def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, repeat, warmup, timeout, config_file,
+def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, repeat, warmup, timeout,
           results_dir, as_json, docs, check_reduce=False, strict=False, max_runs=None, metric="cpu") -> None:
-    from dragnet.build import design as dsg
-    from dragnet.qsbench import ddoc as qsddoc
-
     views = [v.strip() for v in view_names.split(",") if v.strip()] if view_names else None
-    design = dsg.load(source, views=views)
     names = [n.strip() for n in names.split(",") if n.strip()] if names else None
-    specs, skipped = qsbench.available_servers(config=config_file)
-    chosen, skipped = qsddoc.select_servers(specs, skipped, names, design)
-    if not as_json:
-        for s in skipped:
-            err.print(f"[yellow]skipped[/] {s.name}: {s.reason}")
-    if not chosen:
-        raise DragnetError(f"no query server here runs {design.language}")
-    if reference and reference not in [s.name for s in chosen]:
-        raise UsageError(f"--reference {reference} is not among the servers run ({', '.join(s.name for s in chosen)})")
-    settings = {"repeat": repeat or "auto", "max_runs": max_runs, "metric": metric, "warmup": warmup,
-                "timeout_s": timeout, "views": design.view_names}
-    if not as_json:
+
+    def started(design) -> None:
         rounds = "rounds until decided" if repeat is None else f"{repeat} rounds"
         err.print(f"{len(docs)} documents from {docs.origin.get('source')}; {design.id} ({', '.join(design.view_names)}); "
                   f"{warmup} warm-up + {rounds} of the servers interleaved, then each map function alone")
-    bench = qsddoc.run_benchmark(chosen, design, docs, repeat=repeat, warmup=warmup, timeout=timeout,
-                                 reference=reference, skipped=skipped, max_runs=max_runs, metric=metric)
-    doc = qsddoc.results_document(bench, docs, settings)
-    checks = _reduce_checks(bench, docs, check_reduce, timeout)
-    doc["reduce_checks"] = {v: c.as_dict() for v, c in checks.items()}
-    path = qsbench.write_results(doc, results_dir)
+
+    got = session.run_ddoc(source, views, names, reference, docs, repeat=repeat, warmup=warmup, timeout=timeout,
+                           max_runs=max_runs, metric=metric, results_dir=results_dir, check_reduce=check_reduce,
+                           on_skip=None if as_json else (lambda s: err.print(f"[yellow]skipped[/] {s.name}: {s.reason}")),
+                           on_start=None if as_json else started)
+    bench, path = got.bench, got.path
     if as_json:
-        compact = qsddoc.results_document(bench, docs, settings, latencies=False)
+        compact = got.compact()
         compact["results_file"] = str(path)
         print_json(compact)
     else:
         show_table(out, bench, docs, 1)
         show_ranking(out, bench)
         show_ddoc(out, bench)
-        for line in _reduce_check_lines(checks, bench.reference):
+        for line in reduce_check_lines(got.checks, bench.reference):
             out.print(line, highlight=False, markup=False)
         out.print(f"results: {path}")
-    order_dependent = {v for v, c in checks.items() if c.order_dependent}
-    failed = [r for r in bench.failed if r.error or strict or any(
-        c["docs"] or (c["reduce"] and v not in order_dependent) for v, c in r.mismatch_counts.items())]
-    if failed:
-        raise DragnetError(f"{len(failed)} of {len(bench.results)} query servers failed: "
-                           + ", ".join(f"{r.spec.name} ({'different rows' if r.status == 'wrong' else 'error'})"
-                                       for r in failed))
-
-
-def _reduce_checks(bench, docs, check_all: bool, timeout: float) -> dict:
-    """The reference engine's order checks: every reduce with --check-reduce, else those whose results
-    differ between servers."""
-    from dragnet.qsbench import ddoc as qsddoc
-
-    ref = next((r for r in bench.results if r.spec.name == bench.reference and r.error is None), None)
-    differing = {v for r in bench.results for v, c in r.mismatch_counts.items() if c["reduce"]}
-    if ref is None or not (check_all or differing):
-        return {}
-    return qsddoc.check_reduces(ref.spec, bench.groups, docs, ref.answers, None if check_all else differing,
-                                timeout=max(timeout, 30.0))
-
-
-def _reduce_check_lines(checks: dict, reference: str | None) -> list[str]:
-    from dragnet.build.fault import ORDER, describe
-
-    lines = []
-    for view, c in checks.items():
-        if c.order_dependent:
-            ex = c.example
-            lines += describe({"query": f"{view} reduce", "cls": ORDER, "differences": 1,
-                               "reason": f"{reference} itself gives different results for the same {c.rows} rows in "
-                                         f"different orders and chunkings; no engine can be compared on it",
-                               "example": ex.__dict__ if ex else None})
-        else:
-            lines.append(f"{view} reduce: {reference} gave one result over {c.rows} rows in {len(c.trials)} orders "
-                         f"and chunkings")
-    return lines
+    failed = session.ddoc_failure(got, strict)
+    if failed is not None:
+        raise failed

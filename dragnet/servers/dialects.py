@@ -5,14 +5,21 @@ family of languages that can run it (a design doc written in one family cannot r
 server), the CouchDB language a file of that extension goes to by default, and a map function that
 emits nothing (qsbench --ddoc times it alone as the protocol's own cost).
 
-A query server on a new dialect needs no record here: a user-given server (dragnet.servers.user) with
-a dialect dragnet does not know gets one named by its file extension: `"dialect": "go"` runs
-`views/<view>/map.go`, is its own family, and has no no-op map.
+A query server on a new dialect is one record here (in DIALECTS, or register() for one brought at run
+time) plus its own files: every reader (discovery, view files, couchapp folders, qsbench, bench) asks
+this module. A user-given server (dragnet.servers.user) with a dialect that has no record gets one named
+by its file extension: `"dialect": "go"` runs `views/<view>/map.go`, is its own family, and has no
+no-op map.
+
+Builders are not part of a dialect: what `dragnet servers --build` makes is an engine (ChakraCore, Bun,
+PyPy's couchpy, the ceiling), and several servers share one dialect, so the step is named by the server
+record (dragnet.servers.registry.Server.build).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 
@@ -46,10 +53,58 @@ DIALECTS: tuple[Dialect, ...] = (
     Dialect("python", ".py", "python", "python", "def fun(doc):\n    return []\n"),
     Dialect("erlang", ".erl", "erlang", "erlang"),
 )
+# every known dialect by name: the built-in ones, then those added by register()
 DIALECT = {d.name: d for d in DIALECTS}
 # other spellings of a built-in dialect's extension, longest first when matching file names
 _EXTRA_EXTENSIONS = {".es2015.js": "es2015"}
+_BUILTIN = frozenset(DIALECT)
 _EXTENSION = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def register(dialect: Dialect) -> None:
+    """Adds a dialect record for this process; a built-in one cannot be replaced."""
+    if dialect.name in _BUILTIN or any(dialect.extension == d.extension for d in DIALECTS):
+        raise ValueError(f"dialect {dialect.name!r} ({dialect.extension}) is a built-in one")
+    DIALECT[dialect.name] = dialect
+
+
+def unregister(name: str) -> None:
+    if name not in _BUILTIN:
+        DIALECT.pop(name, None)
+
+
+def known() -> tuple[Dialect, ...]:
+    """Every dialect with a record, built-in ones first."""
+    return tuple(DIALECT.values())
+
+
+def view_files() -> tuple[str, ...]:
+    """The map file name of every dialect with a record, in order."""
+    return tuple(dict.fromkeys(d.view_file for d in known()))
+
+
+def by_language() -> tuple[Dialect, ...]:
+    """One dialect per CouchDB language, the first one: what a couchapp folder's `map.<ext>` may be."""
+    seen: dict[str | None, Dialect] = {}
+    for d in known():
+        seen.setdefault(d.language or d.name, d)
+    return tuple(seen.values())
+
+
+class _ViewFiles(Mapping):
+    """dialect name -> its map file, read live from the records (register() shows at once)."""
+
+    def __getitem__(self, name: str) -> str:
+        return DIALECT[name].view_file
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(DIALECT)
+
+    def __len__(self) -> int:
+        return len(DIALECT)
+
+
+VIEW_FILES: Mapping[str, str] = _ViewFiles()
 
 
 def is_extension_name(name: str) -> bool:
@@ -76,9 +131,9 @@ def view_file(name: str) -> str:
 
 
 def from_filename(path: str) -> Dialect | None:
-    """The built-in dialect of a view file by its extension (longest suffix first), or None."""
+    """The known dialect of a view file by its extension (longest suffix first), or None."""
     low = path.lower()
-    pairs = [(d.extension, d) for d in DIALECTS] + [(e, DIALECT[n]) for e, n in _EXTRA_EXTENSIONS.items()]
+    pairs = [(d.extension, d) for d in known()] + [(e, DIALECT[n]) for e, n in _EXTRA_EXTENSIONS.items()]
     for ext, d in sorted(pairs, key=lambda p: len(p[0]), reverse=True):
         if low.endswith(ext):
             return d
@@ -87,7 +142,7 @@ def from_filename(path: str) -> Dialect | None:
 
 def default_for_family(fam: str) -> Dialect | None:
     """The dialect a family's language runs when a file's extension does not say (js: es5)."""
-    return next((d for d in DIALECTS if d.family == fam), None)
+    return next((d for d in known() if d.family == fam), None)
 
 
 def noop_map(fam: str) -> str | None:

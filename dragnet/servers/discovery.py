@@ -65,7 +65,7 @@ BUILD_HINT = "run `dragnet servers --build`, or `make servers` in a checkout"
 DEFAULT_COUCHDB_HOME = "/opt/couchdb"
 
 # View-file dialects (dragnet.servers.dialects): which file of a views/<name>/ folder a server runs.
-DIALECT_FILES = {d.name: d.view_file for d in dialects.DIALECTS}
+DIALECT_FILES = dialects.VIEW_FILES
 
 
 @dataclass(frozen=True)

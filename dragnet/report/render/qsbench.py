@@ -108,3 +108,21 @@ def show_inside(out: Console, rows, manifest: dict) -> None:
         t.add_row(r.server, r.language, f(r.protocol_dps), f(r.protocol_x, 2), f(r.couchdb_dps), f(r.couchdb_x, 2),
                   "–" if r.share is None else r.share.format())
     out.print(t)
+
+
+def reduce_check_lines(checks: dict, reference: str | None) -> list[str]:
+    """The reference engine's order checks (qsbench --ddoc), one line each, or a fault's lines."""
+    from dragnet.build.fault import ORDER, describe
+
+    lines = []
+    for view, c in checks.items():
+        if c.order_dependent:
+            ex = c.example
+            lines += describe({"query": f"{view} reduce", "cls": ORDER, "differences": 1,
+                               "reason": f"{reference} itself gives different results for the same {c.rows} rows in "
+                                         f"different orders and chunkings; no engine can be compared on it",
+                               "example": ex.__dict__ if ex else None})
+        else:
+            lines.append(f"{view} reduce: {reference} gave one result over {c.rows} rows in {len(c.trials)} orders "
+                         f"and chunkings")
+    return lines
