@@ -1,9 +1,10 @@
-"""Nouveau index builds as text: one build (`addview --nouveau`) and a series (`bench --nouveau`). Pure."""
+"""Nouveau index builds as text: one build (`addview --nouveau`), a series (`bench --nouveau`) and the section
+`dragnet report` shows for the Nouveau builds among its results. Pure."""
 
 from __future__ import annotations
 
 from statistics import median
-from typing import Sequence
+from typing import Callable, Sequence
 
 _PARTS = (("qs_cpu", "query server CPU"), ("beam_cpu", "beam CPU"), ("jvm_cpu", "JVM CPU"))
 
@@ -56,11 +57,11 @@ def build_lines(r: dict) -> list[str]:
     return out
 
 
-def series_rows(builds: Sequence[dict]) -> list[dict]:
-    """One row per variant: medians over its builds."""
+def series_rows(builds: Sequence[dict], key: Callable[[dict], str] = lambda r: r["variant"]) -> list[dict]:
+    """One row per variant (or per `key`): medians over its builds."""
     by: dict[str, list[dict]] = {}
     for r in builds:
-        by.setdefault(r["variant"], []).append(r)
+        by.setdefault(key(r), []).append(r)
     rows = []
     for variant, rs in by.items():
         ss = [r["summary"] for r in rs]
@@ -86,8 +87,7 @@ def _pct(v: float | None) -> str:
     return "?" if v is None else f"{v:.0%}"
 
 
-def series_lines(manifest: dict) -> list[str]:
-    rows = series_rows(manifest.get("results") or [])
+def _table(rows: list[dict]) -> list[str]:
     out = [f"{'variant':<44} {'builds':>6} {'wall s (min…max)':>20} {'docs/s':>7} {'CPU s/1k':>8} "
            f"{'qs':>4} {'beam':>5} {'JVM':>4} {'index MB':>8} {'errors':>6}"]
     for r in rows:
@@ -98,6 +98,12 @@ def series_lines(manifest: dict) -> list[str]:
                    f"{_pct(r['beam_cpu_of_wall']):>5} {_pct(r['jvm_cpu_of_wall']):>4} "
                    f"{r['disk_size'] / 1e6:>8.1f} {r['index_errors']:>6}")
     out.append("qs, beam, JVM: the share of the build's wall time each spent on a CPU (median over builds)")
+    return out
+
+
+def series_lines(manifest: dict) -> list[str]:
+    rows = series_rows(manifest.get("results") or [])
+    out = _table(rows)
     diffs = [c for c in manifest.get("checks") or [] if c["differences"]]
     counts = {tuple(r["num_docs"]) for r in rows}
     if diffs:
@@ -115,4 +121,47 @@ def series_lines(manifest: dict) -> list[str]:
             iv = p["interval"]
             out.append(f"  {p['faster']} vs {p['slower']}: ×{p['ratio']:.3f} [{iv['low']:.3f} … {iv['high']:.3f}], "
                        f"n={iv['n']}: {p['state']}{', ' + p['why'] if p.get('why') else ''}")
+    return out
+
+
+# ---------------------------------------------------------------- `dragnet report`: the Nouveau section
+
+CSV_COLUMNS = ("variant", "builds", "wall_s", "wall_min_s", "wall_max_s", "docs_per_s", "cpu_s_per_1000_docs",
+               "qs_cpu_of_wall", "beam_cpu_of_wall", "jvm_cpu_of_wall", "disk_size", "num_docs", "index_errors")
+
+
+def section(builds: Sequence[dict]) -> dict | None:
+    """The Nouveau builds among a report's results: one row per combination of the axes that vary between
+    them (medians), the axes every build shares, and every build's check queries against the first build's."""
+    from dragnet.build.nouveau import compare_answers
+    from dragnet.results.load import axes_of, axes_text, started_at
+
+    if not builds:
+        return None
+    builds = sorted(builds, key=started_at)
+    axes = [axes_of(r) for r in builds]
+    common = {k: v for k, v in axes[0].items() if all(a.get(k) == v for a in axes)}
+    label = {id(r): axes_text(a, common) or "(all)" for r, a in zip(builds, axes)}
+    rows = series_rows(builds, key=lambda r: label[id(r)])
+    ref = builds[0]
+    checks = [{"variant": label[id(r)], "source": r.get("_source"), "round": r.get("round"),
+               "differences": compare_answers(ref, r)} for r in builds[1:]]
+    return {"common": common, "rows": rows, "reference": label[id(ref)], "reference_source": ref.get("_source"),
+            "queries": sorted({a["q"] for r in builds for a in r.get("answers") or [] if a.get("q")}),
+            "checks": checks, "builds": [r.get("_source") for r in builds]}
+
+
+def section_lines(sec: dict) -> list[str]:
+    common = " ".join(f"{k}={v}" for k, v in sec["common"].items())
+    out = [f"\nNouveau index builds ({len(sec['builds'])}){': ' + common if common else ''}:"]
+    out += _table(sec["rows"])
+    diffs = [c for c in sec["checks"] if c["differences"]]
+    for c in diffs:
+        out.append(f"differs from {sec['reference']} ({sec['reference_source']}): {c['variant']} "
+                   f"({c['source']}): " + "; ".join(c["differences"]))
+    if not diffs:
+        counts = {tuple(r["num_docs"]) for r in sec["rows"]}
+        out.append(f"every build answered the {len(sec['queries'])} check queries with the same hits and counts as "
+                   f"the first ({sec['reference']})"
+                   + ("" if len(counts) <= 1 else "; but the indexes hold different document counts"))
     return out
