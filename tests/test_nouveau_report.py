@@ -130,3 +130,10 @@ def test_compare_cli_gate_on_nouveau_builds():
 def test_views_and_nouveau_have_no_cell_in_common():
     with pytest.raises(UsageError, match="no cell in common"):
         c.compare(load_results([VIEWS]), load_results([VERSIONS], nouveau=True))
+
+
+def test_forecast_refuses_a_nouveau_index_in_one_line(tmp_path):
+    r = CliRunner().invoke(main, ["forecast", "--db", "x", "--nouveau", str(REPO / "docs" / "nouveau" /
+                                  "declarations.js"), "--target-docs", "100k", "--results", str(tmp_path / "f")])
+    assert r.exit_code == 2 and "not forecast yet" in r.output
+    assert len([x for x in r.output.splitlines() if x.strip()]) == 1 and not (tmp_path / "f").exists()
