@@ -52,6 +52,13 @@ def test_report_of_a_nouveau_folder_holds_medians_of_its_raw_builds():
     assert all(not ch["differences"] for ch in rep.nouveau["checks"]) and len(rep.nouveau["checks"]) == 9
 
 
+def test_hits_are_checked_within_one_database_only():
+    rep = model.build([str(ENGINES_350), str(ENGINES_352)])   # 40,000 and 5,000 declarations
+    assert len(rep.nouveau["references"]) == 2 and len(rep.nouveau["checks"]) == 18
+    assert all(not ch["differences"] for ch in rep.nouveau["checks"])
+    assert {ch["reference"].split()[1] for ch in rep.nouveau["checks"]} == {"size=40000", "size=5000"}
+
+
 def test_report_renders_nouveau_in_markdown_json_and_csv():
     rep = model.build([str(ENGINES_350)])
     md = render_md.render(rep)
@@ -98,7 +105,8 @@ def test_a_nouveau_file_is_refused_where_only_view_results_are_read():
 
 def test_compare_two_nouveau_folders_per_engine():
     cmp = c.compare(load_results([ENGINES_350], nouveau=True), load_results([ENGINES_352], nouveau=True))
-    assert cmp.varied == {"couchdb": ["3.5.0", "3.5.2"]}
+    # the two benches ran on databases of different sizes: said, and paired like the version
+    assert cmp.varied == {"size": ["40000", "5000"], "couchdb": ["3.5.0", "3.5.2"]}
     assert [cell.axes["language"] for cell in cmp.cells] == ["javascript", "javascript_quickjs"]
     for cell in cmp.cells:
         assert cell.axes["index"] == "declarations" and cell.metric == "cpu" and not cell.paired   # two benches
@@ -117,14 +125,20 @@ def test_compare_along_pairs_the_rounds_of_one_nouveau_bench():
     assert cell.ratio == pytest.approx(statistics.geometric_mean(ratios), rel=1e-9)
 
 
-def test_compare_cli_gate_on_nouveau_builds():
-    slower = CliRunner().invoke(main, ["compare", str(ENGINES_352), str(ENGINES_350), "--fail-if-slower", "5%"])
+def test_compare_cli_gate_on_nouveau_builds(tmp_path):
+    # one folder: along the version, the one built first (3.5.2) is OLD, so 3.5.0 is the slower NEW
+    slower = CliRunner().invoke(main, ["compare", str(VERSIONS), "--fail-if-slower", "5%"])
     assert slower.exit_code == 1, slower.output
-    assert "FAIL" in slower.output
-    faster = CliRunner().invoke(main, ["compare", str(ENGINES_350), str(ENGINES_352), "--fail-if-slower", "5%",
-                                       "--json"])
+    assert "FAIL" in slower.output and "couchdb=3.5.2 → couchdb=3.5.0" in slower.output
+    for version in ("3.5.0", "3.5.2"):
+        (tmp_path / version).mkdir()
+        for f in VERSIONS.glob(f"*_{version}_*.json"):
+            shutil.copy(f, tmp_path / version)
+    faster = CliRunner().invoke(main, ["compare", str(tmp_path / "3.5.0"), str(tmp_path / "3.5.2"),
+                                       "--fail-if-slower", "5%", "--json"])
     assert faster.exit_code == 0, faster.output
-    assert json.loads(faster.output)["verdict"].startswith("pass")
+    out = json.loads(faster.output)
+    assert out["verdict"].startswith("pass") and out["cells"][0]["old"]["n"] == 5
 
 
 def test_views_and_nouveau_have_no_cell_in_common():

@@ -88,12 +88,13 @@ def _pct(v: float | None) -> str:
 
 
 def _table(rows: list[dict]) -> list[str]:
-    out = [f"{'variant':<44} {'builds':>6} {'wall s (min…max)':>20} {'docs/s':>7} {'CPU s/1k':>8} "
+    w = max([44, *(len(r["variant"]) for r in rows)])
+    out = [f"{'variant':<{w}} {'builds':>6} {'wall s (min…max)':>20} {'docs/s':>7} {'CPU s/1k':>8} "
            f"{'qs':>4} {'beam':>5} {'JVM':>4} {'index MB':>8} {'errors':>6}"]
     for r in rows:
         cpu = "?" if r["cpu_s_per_1000_docs"] is None else f"{r['cpu_s_per_1000_docs']:.3f}"
-        out.append(f"{r['variant']:<44} {r['builds']:>6} "
-                   f"{r['wall_s']:>7.1f} ({r['wall_min_s']:.1f}…{r['wall_max_s']:.1f})".ljust(72)
+        out.append(f"{r['variant']:<{w}} {r['builds']:>6} "
+                   f"{r['wall_s']:>7.1f} ({r['wall_min_s']:.1f}…{r['wall_max_s']:.1f})".ljust(w + 28)
                    + f" {r['docs_per_s']:>7,.0f} {cpu:>8} {_pct(r['qs_cpu_of_wall']):>4} "
                    f"{_pct(r['beam_cpu_of_wall']):>5} {_pct(r['jvm_cpu_of_wall']):>4} "
                    f"{r['disk_size'] / 1e6:>8.1f} {r['index_errors']:>6}")
@@ -143,10 +144,16 @@ def section(builds: Sequence[dict]) -> dict | None:
     common = {k: v for k, v in axes[0].items() if all(a.get(k) == v for a in axes)}
     label = {id(r): axes_text(a, common) or "(all)" for r, a in zip(builds, axes)}
     rows = series_rows(builds, key=lambda r: label[id(r)])
-    ref = builds[0]
-    checks = [{"variant": label[id(r)], "source": r.get("_source"), "round": r.get("round"),
-               "differences": compare_answers(ref, r)} for r in builds[1:]]
-    return {"common": common, "rows": rows, "reference": label[id(ref)], "reference_source": ref.get("_source"),
+    # hits are compared between builds of one database only: each database's first build is its reference
+    refs: dict[tuple, dict] = {}
+    checks = []
+    for r in builds:
+        ref = refs.setdefault((r.get("db"), r.get("doc_count")), r)
+        if ref is not r:
+            checks.append({"variant": label[id(r)], "source": r.get("_source"), "round": r.get("round"),
+                           "reference": label[id(ref)], "reference_source": ref.get("_source"),
+                           "differences": compare_answers(ref, r)})
+    return {"common": common, "rows": rows, "references": [label[id(r)] for r in refs.values()],
             "queries": sorted({a["q"] for r in builds for a in r.get("answers") or [] if a.get("q")}),
             "checks": checks, "builds": [r.get("_source") for r in builds]}
 
@@ -157,11 +164,11 @@ def section_lines(sec: dict) -> list[str]:
     out += _table(sec["rows"])
     diffs = [c for c in sec["checks"] if c["differences"]]
     for c in diffs:
-        out.append(f"differs from {sec['reference']} ({sec['reference_source']}): {c['variant']} "
+        out.append(f"differs from {c['reference']} ({c['reference_source']}): {c['variant']} "
                    f"({c['source']}): " + "; ".join(c["differences"]))
     if not diffs:
-        counts = {tuple(r["num_docs"]) for r in sec["rows"]}
+        dbs = len(sec["references"])
         out.append(f"every build answered the {len(sec['queries'])} check queries with the same hits and counts as "
-                   f"the first ({sec['reference']})"
-                   + ("" if len(counts) <= 1 else "; but the indexes hold different document counts"))
+                   + ("the first build" if dbs == 1 else f"the first build on its database ({dbs} databases)")
+                   + f" ({', '.join(sec['references'])})")
     return out

@@ -112,12 +112,14 @@ def is_nouveau(result: dict) -> bool:
 
 
 def nouveau_axes(result: dict) -> dict[str, str]:
-    """A Nouveau build's axes: the index, the engine running index(), the CouchDB version, the live settings
-    it ran under and the JVM's heap."""
+    """A Nouveau build's axes: the index, the engine running index(), the database's document count (size),
+    the CouchDB version, the live settings it ran under and the JVM's heap."""
     out = {"index": str((result.get("index") or {}).get("name")), "language": str(result.get("language"))}
     settings = result.get("settings") or {}
     if settings:   # as views' live settings are labelled: section/key=value
         out["config"] = " ".join(f"{k}={_text(settings[k])}" for k in sorted(settings))
+    if result.get("doc_count") is not None:   # the database's size: builds of different sizes never one cell
+        out["size"] = str(result["doc_count"])
     heap = ((result.get("nouveau") or {}).get("jvm") or {}).get("heap")
     if heap:
         out["heap"] = str(heap)
