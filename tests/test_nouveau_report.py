@@ -151,3 +151,9 @@ def test_forecast_refuses_a_nouveau_index_in_one_line(tmp_path):
                                   "declarations.js"), "--target-docs", "100k", "--results", str(tmp_path / "f")])
     assert r.exit_code == 2 and "not forecast yet" in r.output
     assert len([x for x in r.output.splitlines() if x.strip()]) == 1 and not (tmp_path / "f").exists()
+
+
+def test_charts_or_a_page_of_nouveau_builds_alone_are_refused_before_output(tmp_path):
+    r = CliRunner().invoke(main, ["report", str(VERSIONS), "--html", str(tmp_path / "h")])
+    assert r.exit_code == 2 and "no charts or HTML page" in r.output
+    assert "Nouveau index builds" not in r.output and not (tmp_path / "h").exists()
