@@ -50,6 +50,14 @@ def test_report_of_a_nouveau_folder_holds_medians_of_its_raw_builds():
         assert row["jvm_cpu_of_wall"] == statistics.median(r["split"]["of_wall"]["jvm_cpu"] for r in mine)
         assert row["num_docs"] == [40000]
     assert all(not ch["differences"] for ch in rep.nouveau["checks"]) and len(rep.nouveau["checks"]) == 9
+    # the rows ordered as bench --nouveau orders variants: the same paired interval compare gives
+    [cell] = c.compare_along(load_results([VERSIONS], nouveau=True), "couchdb").cells
+    for metric, ratio, low, high in (("cpu", cell.ratio, cell.ci_low, cell.ci_high), ("wall", *cell.wall)):
+        v = rep.nouveau["verdicts"][metric]
+        assert v["order"] == ["couchdb=3.5.2", "couchdb=3.5.0"]
+        [pair] = v["pairs"]
+        assert pair["state"] == "separated" and pair["interval"]["n"] == 5
+        assert (pair["ratio"], pair["interval"]["low"], pair["interval"]["high"]) == pytest.approx((ratio, low, high))
 
 
 def test_hits_are_checked_within_one_database_only():

@@ -115,7 +115,12 @@ def series_lines(manifest: dict) -> list[str]:
         out.append(f"every build answered the {len(manifest.get('queries') or [])} check queries with the same "
                    f"hits and counts as {manifest.get('reference')}"
                    + ("" if len(counts) == 1 else "; but the indexes hold different document counts"))
-    for metric, v in (manifest.get("verdicts") or {}).items():
+    return out + verdict_lines(manifest.get("verdicts") or {})
+
+
+def verdict_lines(verdicts: dict) -> list[str]:
+    out = []
+    for metric, v in verdicts.items():
         what = "CPU-seconds" if metric == "cpu" else "wall seconds"
         out.append(f"order on {what} per 1,000 docs (> separated, ≈ tied, ? unresolved): {v['text']}")
         for p in v["pairs"]:
@@ -153,9 +158,27 @@ def section(builds: Sequence[dict]) -> dict | None:
             checks.append({"variant": label[id(r)], "source": r.get("_source"), "round": r.get("round"),
                            "reference": label[id(ref)], "reference_source": ref.get("_source"),
                            "differences": compare_answers(ref, r)})
-    return {"common": common, "rows": rows, "references": [label[id(r)] for r in refs.values()],
+    return {"common": common, "rows": rows, "verdicts": _verdicts(builds, label),
+            "references": [label[id(r)] for r in refs.values()],
             "queries": sorted({a["q"] for r in builds for a in r.get("answers") or [] if a.get("q")}),
             "checks": checks, "builds": [r.get("_source") for r in builds]}
+
+
+def _verdicts(builds: Sequence[dict], label: dict) -> dict:
+    """The rows ordered on CPU and on wall time per 1,000 docs, as bench --nouveau orders its variants; builds
+    are paired by round within one folder only. None for one row or builds without rounds."""
+    from pathlib import Path
+
+    from dragnet.bench.nouveau import verdicts
+
+    if len(set(label.values())) < 2 or any(r.get("round") is None for r in builds):
+        return {}
+    rounds: dict[tuple, int] = {}
+    for r in builds:
+        rounds.setdefault((str(Path(str(r.get("_source") or ".")).parent), r["round"]), len(rounds) + 1)
+    return verdicts([{**r, "variant": label[id(r)],
+                      "round": rounds[(str(Path(str(r.get("_source") or ".")).parent), r["round"])]}
+                     for r in builds])
 
 
 def section_lines(sec: dict) -> list[str]:
@@ -171,4 +194,4 @@ def section_lines(sec: dict) -> list[str]:
         out.append(f"every build answered the {len(sec['queries'])} check queries with the same hits and counts as "
                    + ("the first build" if dbs == 1 else f"the first build on its database ({dbs} databases)")
                    + f" ({', '.join(sec['references'])})")
-    return out
+    return out + verdict_lines(sec.get("verdicts") or {})
