@@ -17,7 +17,7 @@ def tail(rep: Report, echo: Callable[..., None], markdown: bool) -> None:
         from dragnet.report import nouveau
 
         lines = nouveau.section_lines(rep.nouveau)
-        echo("\n".join([lines[0].replace("\n", "\n**") + "**", "", "```", *lines[1:-1], "```", "", lines[-1]]
+        echo("\n".join([lines[0].replace("\n", "\n**") + "**", "", "```", *lines[1:], "```"]
                         if markdown else lines))
     if rep.io_rows or rep.io_notes:
         echo("\niostat on the data's disk (medians over builds of each build's averages):\n" if rep.io_rows else "")
