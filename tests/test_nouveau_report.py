@@ -72,6 +72,7 @@ def test_report_renders_nouveau_in_markdown_json_and_csv():
     md = render_md.render(rep)
     assert "Nouveau index builds (10)" in md and "language=javascript_quickjs" in md
     assert "same hits and counts" in md and "0 results" not in md   # no empty view table
+    assert md.rstrip().endswith("```") and md.count("```") == 2     # the whole section in one code block
     js = json.loads(json.dumps(render_json.render(rep)))
     assert {r["variant"] for r in js["nouveau"]["rows"]} == {"language=javascript", "language=javascript_quickjs"}
     rows = list(csv.DictReader(io.StringIO(render_csv.render(rep))))
