@@ -115,6 +115,17 @@ def test_bench_interleaves_engines_and_settings_and_restores_them(nouveau_url, d
     assert all(not c["differences"] for c in manifest["checks"])
     assert couch.get("/_node/_local/_config/nouveau").get("batch_size") == before
     assert "same hits and counts" in r.output
+    # the folder reads back: report shows the four builds, compare judges them along the setting
+    rep = CliRunner().invoke(main, ["report", str(out), "--format", "json"])
+    assert rep.exit_code == 0, rep.output
+    rows = json.loads(rep.output)["nouveau"]["rows"]
+    assert sum(x["builds"] for x in rows) == 4 and {x["num_docs"][0] for x in rows} == {400}
+    cmp = CliRunner().invoke(main, ["compare", str(out), "--along", "config", "--json"])
+    assert cmp.exit_code == 0, cmp.output
+    cells = json.loads(cmp.output)["cells"]
+    assert sorted(x["axes"]["language"] for x in cells) == ["javascript", "javascript_quickjs"]
+    # one round: the same round key on both sides (paired from two rounds on)
+    assert all(x["old"]["n"] == x["new"]["n"] == 1 and x["old"]["rounds"] == x["new"]["rounds"] for x in cells)
 
 
 def test_couch_up_nouveau_local_and_down(nouveau_url, tmp_path):

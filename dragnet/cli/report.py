@@ -49,6 +49,7 @@ def report_cmd(results, fmt, plot_dir, baseline, reference, html_dir, compare_js
         from dragnet.report.html import check_compare
         cmp_doc = check_compare(read_json(Path(compare_json)), compare_json)
     rep = model.build(results, baseline=baseline, reference=reference, by=by, forecast_alone=not html_dir)
+    files.check(rep, plot_dir, html_dir)
     if fmt == "json":
         out = json.render(rep)
     elif fmt == "table":

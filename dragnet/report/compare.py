@@ -1,5 +1,9 @@
 """Two sets of view builds compared cell by cell: did a change make indexing slower?
 
+Nouveau index builds (dragnet.nouveau/1) are compared the same way, their cells labelled by the index, the
+engine running index(), the CouchDB version, live settings and heap (results.load.nouveau_axes); builds of
+one `bench --nouveau` folder are paired by round. The index name is matched like a design doc id.
+
 A *cell* is one combination of axis values: `bench.axes` when a result carries it, otherwise the axes
 derived from the result (language, storage, scenario, size, design doc id, its content hash as "ddoc",
 the views built, the CouchDB version). Cells are matched between OLD and NEW by every axis, except an
@@ -38,7 +42,7 @@ from dragnet.measure import decide as decide
 from dragnet.measure import stats as stats
 from dragnet.results import schema as rs
 from dragnet.errors import UsageError
-from dragnet.results.load import axes_of, axes_text, sort_axes, started_at, wall_s
+from dragnet.results.load import axes_of, axes_text, is_nouveau, sort_axes, started_at, wall_s
 from dragnet.results.record import Build
 
 SCHEMA = rs.schema(rs.COMPARE)
@@ -48,7 +52,7 @@ TEST = (f"ratio NEW/OLD with a {decide.LEVEL:.0%} t interval on the log ratios, 
         f"separated beyond ±{decide.NOISE:.0%}, tied inside ±{decide.TIE:.0%}")
 PASS, FAIL, UNDECIDED_EXIT = 0, 1, 3     # exit codes of the gate (2 is bad input)
 # what was built: matched, never paired nor left out (a design doc is not a revision of a view file)
-IDENTITY = ("design", "view")
+IDENTITY = ("design", "view", "index")
 REGRESSED, IMPROVED, NO_CHANGE, UNDECIDED = "regressed", "improved", "no change", "undecided"
 
 
@@ -65,6 +69,9 @@ def round_key(result: dict) -> tuple | None:
     bench = result.get("bench") or {}
     if bench.get("id") is not None and bench.get("repeat") is not None:
         return (str(bench["id"]), int(bench["repeat"]))
+    if is_nouveau(result) and isinstance(result.get("round"), int) and result.get("_source"):
+        # a bench --nouveau folder is one bench: its round numbers pair builds within it
+        return (str(Path(str(result["_source"])).parent), int(result["round"]))
     return None
 
 

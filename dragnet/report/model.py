@@ -31,6 +31,7 @@ class Report:
     load: dict | None = None               # report.load.section: builds under an application load
     forecasts: list[dict] = field(default_factory=list)
     forecast_only: bool = False            # a forecast folder whose sweep's builds were not kept
+    nouveau: dict | None = None            # report.nouveau.section: the Nouveau index builds among the results
 
 
 def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: str | None = None,
@@ -42,17 +43,24 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
     from dragnet.report import load as report_load
     from dragnet.report import share, tables
     from dragnet.report.io_table import io_rows
-    from dragnet.results.load import load_results
+    from dragnet.report import nouveau
+    from dragnet.results.load import is_nouveau, load_results
 
     results = tuple(results)
     try:
-        docs = load_results(results)
+        found = load_results(results, nouveau=True)
     except UsageError:
         forecasts = find_forecasts(results)
         if not forecasts or not forecast_alone or by or baseline:
             raise
         return Report(results, forecasts=forecasts, forecast_only=True)
-    rep = Report(results, docs)
+    docs = [d for d in found if not is_nouveau(d)]
+    rep = Report(results, docs, nouveau=nouveau.section([d for d in found if is_nouveau(d)]))
+    if not docs:   # Nouveau builds only: no view tables
+        if by or baseline:
+            raise UsageError("--by and --baseline: Nouveau builds are compared with `dragnet compare OLD NEW`")
+        rep.forecasts = find_forecasts(results)
+        return rep
     if by:
         from dragnet.report import by_axis
 

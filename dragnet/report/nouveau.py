@@ -1,9 +1,10 @@
-"""Nouveau index builds as text: one build (`addview --nouveau`) and a series (`bench --nouveau`). Pure."""
+"""Nouveau index builds as text: one build (`addview --nouveau`), a series (`bench --nouveau`) and the section
+`dragnet report` shows for the Nouveau builds among its results. Pure."""
 
 from __future__ import annotations
 
 from statistics import median
-from typing import Sequence
+from typing import Callable, Sequence
 
 _PARTS = (("qs_cpu", "query server CPU"), ("beam_cpu", "beam CPU"), ("jvm_cpu", "JVM CPU"))
 
@@ -56,11 +57,11 @@ def build_lines(r: dict) -> list[str]:
     return out
 
 
-def series_rows(builds: Sequence[dict]) -> list[dict]:
-    """One row per variant: medians over its builds."""
+def series_rows(builds: Sequence[dict], key: Callable[[dict], str] = lambda r: r["variant"]) -> list[dict]:
+    """One row per variant (or per `key`): medians over its builds."""
     by: dict[str, list[dict]] = {}
     for r in builds:
-        by.setdefault(r["variant"], []).append(r)
+        by.setdefault(key(r), []).append(r)
     rows = []
     for variant, rs in by.items():
         ss = [r["summary"] for r in rs]
@@ -86,18 +87,24 @@ def _pct(v: float | None) -> str:
     return "?" if v is None else f"{v:.0%}"
 
 
-def series_lines(manifest: dict) -> list[str]:
-    rows = series_rows(manifest.get("results") or [])
-    out = [f"{'variant':<44} {'builds':>6} {'wall s (min…max)':>20} {'docs/s':>7} {'CPU s/1k':>8} "
+def _table(rows: list[dict]) -> list[str]:
+    w = max([44, *(len(r["variant"]) for r in rows)])
+    out = [f"{'variant':<{w}} {'builds':>6} {'wall s (min…max)':>20} {'docs/s':>7} {'CPU s/1k':>8} "
            f"{'qs':>4} {'beam':>5} {'JVM':>4} {'index MB':>8} {'errors':>6}"]
     for r in rows:
         cpu = "?" if r["cpu_s_per_1000_docs"] is None else f"{r['cpu_s_per_1000_docs']:.3f}"
-        out.append(f"{r['variant']:<44} {r['builds']:>6} "
-                   f"{r['wall_s']:>7.1f} ({r['wall_min_s']:.1f}…{r['wall_max_s']:.1f})".ljust(72)
+        out.append(f"{r['variant']:<{w}} {r['builds']:>6} "
+                   f"{r['wall_s']:>7.1f} ({r['wall_min_s']:.1f}…{r['wall_max_s']:.1f})".ljust(w + 28)
                    + f" {r['docs_per_s']:>7,.0f} {cpu:>8} {_pct(r['qs_cpu_of_wall']):>4} "
                    f"{_pct(r['beam_cpu_of_wall']):>5} {_pct(r['jvm_cpu_of_wall']):>4} "
                    f"{r['disk_size'] / 1e6:>8.1f} {r['index_errors']:>6}")
     out.append("qs, beam, JVM: the share of the build's wall time each spent on a CPU (median over builds)")
+    return out
+
+
+def series_lines(manifest: dict) -> list[str]:
+    rows = series_rows(manifest.get("results") or [])
+    out = _table(rows)
     diffs = [c for c in manifest.get("checks") or [] if c["differences"]]
     counts = {tuple(r["num_docs"]) for r in rows}
     if diffs:
@@ -108,7 +115,12 @@ def series_lines(manifest: dict) -> list[str]:
         out.append(f"every build answered the {len(manifest.get('queries') or [])} check queries with the same "
                    f"hits and counts as {manifest.get('reference')}"
                    + ("" if len(counts) == 1 else "; but the indexes hold different document counts"))
-    for metric, v in (manifest.get("verdicts") or {}).items():
+    return out + verdict_lines(manifest.get("verdicts") or {})
+
+
+def verdict_lines(verdicts: dict) -> list[str]:
+    out = []
+    for metric, v in verdicts.items():
         what = "CPU-seconds" if metric == "cpu" else "wall seconds"
         out.append(f"order on {what} per 1,000 docs (> separated, ≈ tied, ? unresolved): {v['text']}")
         for p in v["pairs"]:
@@ -116,3 +128,70 @@ def series_lines(manifest: dict) -> list[str]:
             out.append(f"  {p['faster']} vs {p['slower']}: ×{p['ratio']:.3f} [{iv['low']:.3f} … {iv['high']:.3f}], "
                        f"n={iv['n']}: {p['state']}{', ' + p['why'] if p.get('why') else ''}")
     return out
+
+
+# ---------------------------------------------------------------- `dragnet report`: the Nouveau section
+
+CSV_COLUMNS = ("variant", "builds", "wall_s", "wall_min_s", "wall_max_s", "docs_per_s", "cpu_s_per_1000_docs",
+               "qs_cpu_of_wall", "beam_cpu_of_wall", "jvm_cpu_of_wall", "disk_size", "num_docs", "index_errors")
+
+
+def section(builds: Sequence[dict]) -> dict | None:
+    """The Nouveau builds among a report's results: one row per combination of the axes that vary between
+    them (medians), the axes every build shares, and every build's check queries against the first build's."""
+    from dragnet.build.nouveau import compare_answers
+    from dragnet.results.load import axes_of, axes_text, started_at
+
+    if not builds:
+        return None
+    builds = sorted(builds, key=started_at)
+    axes = [axes_of(r) for r in builds]
+    common = {k: v for k, v in axes[0].items() if all(a.get(k) == v for a in axes)}
+    label = {id(r): axes_text(a, common) or "(all)" for r, a in zip(builds, axes)}
+    rows = series_rows(builds, key=lambda r: label[id(r)])
+    # hits are compared between builds of one database only: each database's first build is its reference
+    refs: dict[tuple, dict] = {}
+    checks = []
+    for r in builds:
+        ref = refs.setdefault((r.get("db"), r.get("doc_count")), r)
+        if ref is not r:
+            checks.append({"variant": label[id(r)], "source": r.get("_source"), "round": r.get("round"),
+                           "reference": label[id(ref)], "reference_source": ref.get("_source"),
+                           "differences": compare_answers(ref, r)})
+    return {"common": common, "rows": rows, "verdicts": _verdicts(builds, label),
+            "references": [label[id(r)] for r in refs.values()],
+            "queries": sorted({a["q"] for r in builds for a in r.get("answers") or [] if a.get("q")}),
+            "checks": checks, "builds": [r.get("_source") for r in builds]}
+
+
+def _verdicts(builds: Sequence[dict], label: dict) -> dict:
+    """The rows ordered on CPU and on wall time per 1,000 docs, as bench --nouveau orders its variants; builds
+    are paired by round within one folder only. None for one row or builds without rounds."""
+    from pathlib import Path
+
+    from dragnet.bench.nouveau import verdicts
+
+    if len(set(label.values())) < 2 or any(r.get("round") is None for r in builds):
+        return {}
+    rounds: dict[tuple, int] = {}
+    for r in builds:
+        rounds.setdefault((str(Path(str(r.get("_source") or ".")).parent), r["round"]), len(rounds) + 1)
+    return verdicts([{**r, "variant": label[id(r)],
+                      "round": rounds[(str(Path(str(r.get("_source") or ".")).parent), r["round"])]}
+                     for r in builds])
+
+
+def section_lines(sec: dict) -> list[str]:
+    common = " ".join(f"{k}={v}" for k, v in sec["common"].items())
+    out = [f"\nNouveau index builds ({len(sec['builds'])}){': ' + common if common else ''}:"]
+    out += _table(sec["rows"])
+    diffs = [c for c in sec["checks"] if c["differences"]]
+    for c in diffs:
+        out.append(f"differs from {c['reference']} ({c['reference_source']}): {c['variant']} "
+                   f"({c['source']}): " + "; ".join(c["differences"]))
+    if not diffs:
+        dbs = len(sec["references"])
+        out.append(f"every build answered the {len(sec['queries'])} check queries with the same hits and counts as "
+                   + ("the first build" if dbs == 1 else f"the first build on its database ({dbs} databases)")
+                   + f" ({', '.join(sec['references'])})")
+    return out + verdict_lines(sec.get("verdicts") or {})

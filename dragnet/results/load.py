@@ -23,13 +23,15 @@ UNKNOWN = "unknown"   # the storage of a CouchDB given by URL without --storage-
 AXIS_ORDER = ("design", "view", "ddoc", "language", "storage", "scenario", "size", "couchdb", "config", "cpus", "q")
 
 
-def load_results(paths: Iterable[str | Path]) -> list[dict]:
+def load_results(paths: Iterable[str | Path], *, nouveau: bool = False) -> list[dict]:
     """Results dicts from files and directories (searched recursively for *.json results, and for recorded
     build folders holding active_tasks.jsonl, read with dragnet.results.build.from_recording).
 
     A directory's bench.json manifest is not a result; other JSON files that are not
-    dragnet.addview/1 results are skipped inside directories and refused when named directly.
+    dragnet.addview/1 results (or, with `nouveau`, dragnet.nouveau/1 index builds) are skipped inside
+    directories and refused when named directly.
     """
+    kinds = [rs.ADDVIEW, rs.NOUVEAU] if nouveau else [rs.ADDVIEW]
     out: list[dict] = []
     for raw in paths:
         p = Path(raw)
@@ -44,15 +46,16 @@ def load_results(paths: Iterable[str | Path]) -> list[dict]:
                     out.extend(failed_runs(rs.read_json(f), f))
                     continue
                 doc = rs.read_json(f)
-                if rs.kind_of(doc) == rs.ADDVIEW:
-                    rs.check_schema(doc, f, [rs.ADDVIEW])   # a newer version is refused, not skipped
+                if rs.kind_of(doc) in kinds:
+                    rs.check_schema(doc, f, kinds)   # a newer version is refused, not skipped
                     doc.setdefault("_source", str(f))
                     out.append(doc)
         elif p.is_file():
             doc = rs.read_json(p)
-            if rs.kind_of(doc) != rs.ADDVIEW:
-                raise UsageError(f"{p}: not a dragnet results file (schema {RESULT_SCHEMA!r} expected)")
-            rs.check_schema(doc, p, [rs.ADDVIEW])
+            if rs.kind_of(doc) not in kinds:
+                raise UsageError(f"{p}: not a dragnet results file (schema "
+                                 f"{' or '.join(repr(rs.schema(k)) for k in kinds)} expected)")
+            rs.check_schema(doc, p, kinds)
             doc.setdefault("_source", str(p))
             out.append(doc)
         else:
@@ -104,8 +107,32 @@ def _text(v: Any) -> str:
     return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
 
 
+def is_nouveau(result: dict) -> bool:
+    return rs.kind_of(result) == rs.NOUVEAU
+
+
+def nouveau_axes(result: dict) -> dict[str, str]:
+    """A Nouveau build's axes: the index, the engine running index(), the database's document count (size),
+    the CouchDB version, the live settings it ran under and the JVM's heap."""
+    out = {"index": str((result.get("index") or {}).get("name")), "language": str(result.get("language"))}
+    settings = result.get("settings") or {}
+    if settings:   # as views' live settings are labelled: section/key=value
+        out["config"] = " ".join(f"{k}={_text(settings[k])}" for k in sorted(settings))
+    if result.get("doc_count") is not None:   # the database's size: builds of different sizes never one cell
+        out["size"] = str(result["doc_count"])
+    heap = ((result.get("nouveau") or {}).get("jvm") or {}).get("heap")
+    if heap:
+        out["heap"] = str(heap)
+    version = (result.get("couchdb") or {}).get("version")
+    if version:
+        out["couchdb"] = str(version)
+    return out
+
+
 def axes_of(result: dict) -> dict[str, str]:
     """Every axis value labelling a result's build (absent axes are left out; values as text)."""
+    if is_nouveau(result):
+        return nouveau_axes(result)
     bench = result.get("bench") or {}
     view = result.get("view") or {}
     design = view.get("design") if isinstance(view.get("design"), dict) else None

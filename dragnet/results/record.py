@@ -23,6 +23,8 @@ def result_label(result: dict) -> str:
     bench = result.get("bench") or {}
     if bench.get("language"):
         return str(bench["language"])
+    if rs.kind_of(result) == rs.NOUVEAU:   # a Nouveau build: the engine running index()
+        return str(result.get("language") or "unknown")
     if result.get("label"):
         return str(result["label"])
     view = result.get("view") or {}

@@ -194,15 +194,15 @@ def baseline(store: str | Path, name: str) -> dict:
 
 
 def load_side(spec: str, store: str | Path) -> tuple[str, list[dict]]:
-    """A results file or folder, else a baseline name in the store: (label, results)."""
+    """A results file or folder, else a baseline name in the store: (label, results); Nouveau builds too."""
     from dragnet.results.load import load_results
 
     if Path(spec).exists():
-        return spec, load_results([spec])
+        return spec, load_results([spec], nouveau=True)
     if not (Path(store) / INDEX).is_file() and ("/" in spec or spec.endswith(".json")):
         raise UsageError(f"{spec}: no such file or directory")
     entry = baseline(store, spec)
-    return label(entry), load_results([Path(store) / entry["path"]])
+    return label(entry), load_results([Path(store) / entry["path"]], nouveau=True)
 
 
 def label(entry: dict) -> str:

@@ -14,7 +14,7 @@ def show(rep: Report) -> None:
     if rep.forecast_only:
         click.echo(text.forecast_only(rep), nl=False)
         return
-    if rep.groups or not rep.design_groups:
+    if rep.groups or not (rep.design_groups or rep.nouveau):
         render_table(rep.groups, title=f"{len(rep.docs)} results")
         for g in rep.groups:
             for err in g.errors:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dragnet.errors import UsageError
 from dragnet.report.model import Report
+
+
+def check(rep: Report, plot_dir: str | Path | None, html_dir: str | Path | None) -> None:
+    """Refuses charts or a page of Nouveau builds alone (they have none yet), before anything is printed."""
+    if (plot_dir or html_dir) and rep.nouveau and not rep.docs:
+        raise UsageError(f"{'--plot' if plot_dir else '--html'}: Nouveau builds have no charts or HTML page yet; "
+                         f"use --format table, markdown, csv or json")
 
 
 def charts(rep: Report, plot_dir: str | Path) -> list[Path]:

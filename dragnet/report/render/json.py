@@ -26,6 +26,8 @@ def render(rep: Report) -> dict:
     out["engine_share"] = share.to_json(rep.shares)
     if rep.load:
         out["load"] = rep.load
+    if rep.nouveau:
+        out["nouveau"] = rep.nouveau
     if rep.forecasts:
         out["forecast"] = rep.forecasts
     return out

@@ -18,7 +18,7 @@ def render(rep: Report) -> str:
         out.append(s + ("\n" if nl else ""))
 
     groups, dgroups = rep.groups, rep.design_groups
-    if groups or not dgroups:
+    if groups or not (dgroups or rep.nouveau):
         echo(rp.to_markdown(groups), nl=False)
         lines = rp.ranking_lines(groups)
         if lines:

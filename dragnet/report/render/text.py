@@ -1,4 +1,4 @@
-"""The sections console and Markdown share after their tables: iostat, --by, engine share, forecast."""
+"""The sections console and Markdown share after their tables: Nouveau, iostat, --by, engine share, forecast."""
 
 from __future__ import annotations
 
@@ -13,6 +13,12 @@ def tail(rep: Report, echo: Callable[..., None], markdown: bool) -> None:
     from dragnet.report.io_table import IO_COLUMNS
     from dragnet.report.tables import md_table
 
+    if rep.nouveau:
+        from dragnet.report import nouveau
+
+        lines = nouveau.section_lines(rep.nouveau)
+        echo("\n".join([lines[0].replace("\n", "\n**") + "**", "", "```", *lines[1:], "```"]
+                        if markdown else lines))
     if rep.io_rows or rep.io_notes:
         echo("\niostat on the data's disk (medians over builds of each build's averages):\n" if rep.io_rows else "")
         if rep.io_rows:
