@@ -114,3 +114,19 @@ def test_qsbench_runs_the_new_dialect_and_its_rows_match_python(toy, tmp_path):
     r = CliRunner().invoke(main, args + ["--results", str(tmp_path / "res2")])
     assert r.exit_code == 0, r.output
     assert any(line.split()[:1] == ["toy"] for line in r.output.splitlines()), r.output
+
+
+def test_the_report_renders_the_new_dialects_builds(toy, tmp_path):
+    """`dragnet report` over builds of the toy language beside python's: its own row and place in the ranking."""
+    from test_report_design import result
+    from dragnet.results.schema import write
+
+    folder = tmp_path / "results"
+    folder.mkdir()
+    for i, (lang, wall) in enumerate([("toy", 2.0), ("python", 4.0)] * 3):
+        write(folder / f"r{i}.json", result(lang, wall + i * 0.01, repeat=i // 2, start=100 + i * 10))
+    out = CliRunner().invoke(main, ["report", str(folder), "--format", "markdown"])
+    assert out.exit_code == 0, out.output
+    rows = [line for line in out.output.splitlines() if line.startswith("|")]
+    assert any("| toy " in r for r in rows) and any("| python " in r for r in rows), out.output
+    assert "toy > python" in out.output and "toy vs python: ×1.9" in out.output, out.output   # half the time
