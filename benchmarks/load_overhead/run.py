@@ -96,6 +96,7 @@ def before_load(ref: str):
                          capture_output=True, text=True).stdout
     spec = importlib.util.spec_from_loader("dragnet_load_before", loader=None)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod     # dataclasses look their module up there
     exec(compile(src, f"{ref}:dragnet/load/generator.py", "exec"), mod.__dict__)
     return mod.Load
 
