@@ -59,8 +59,8 @@ class _State:
 
 
 def event_loop_factory(name: str = "uvloop") -> tuple[Callable[[], asyncio.AbstractEventLoop], str]:
-    """The loop the load runs on and its name: uvloop (libuv, about half asyncio's CPU per request) unless
-    it cannot load here, then asyncio's own."""
+    """The loop the load runs on and its name: uvloop (libuv: 5 to 22% less CPU per request than asyncio's
+    loop, benchmarks/load_overhead) unless it cannot load here, then asyncio's own."""
     if name == "uvloop":
         try:
             import uvloop
