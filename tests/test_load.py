@@ -13,7 +13,7 @@ from dragnet.bench.switch import AxisOptions
 from dragnet.errors import UsageError
 from dragnet.load import lag as L
 from dragnet.load import spec as S
-from dragnet.load.generator import Request, require_loopback, window_figures
+from dragnet.load.generator import Request, event_loop_factory, require_loopback, window_figures
 from dragnet.report import load as report_load
 
 
@@ -251,3 +251,29 @@ def test_a_saw_toothed_lag_that_comes_back_is_bounded_and_one_that_never_does_is
     assert v["kept_up"] is True and "came back" in v["why"] and v["lag_max"] > 40
     # the first 20 s of the same saw: no catching up seen yet
     assert L.verdict(saw[:20], 2)["kept_up"] is False
+
+
+# ---- the load's event loop
+
+def test_the_load_runs_on_uvloop_and_names_it():
+    import asyncio
+
+    import uvloop
+
+    factory, name = event_loop_factory()
+    loop = factory()
+    try:
+        assert isinstance(loop, uvloop.Loop) and isinstance(loop, asyncio.AbstractEventLoop)
+    finally:
+        loop.close()
+    assert name == f"uvloop {uvloop.__version__}"
+
+
+def test_the_load_falls_back_to_asyncios_loop_where_uvloop_cannot_load(monkeypatch):
+    import asyncio
+    import sys
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)     # `import uvloop` raises ImportError
+    factory, name = event_loop_factory()
+    assert name == "asyncio" and factory is asyncio.new_event_loop
+    assert event_loop_factory("asyncio")[1] == "asyncio"

@@ -2,15 +2,19 @@
 """The load generator's own cost: CPU per request and the rate it holds, against raw HTTP requests.
 
 In each round (interleaved, `--repeat` rounds) the same open-loop schedule of GET-by-id requests at `--rate`
-runs twice for `--seconds` against a live CouchDB: once through dragnet.load (aiohttp in its thread, every
-request recorded) and once through a bare asyncio client (hand-written HTTP/1.1 over keep-alive sockets,
-nothing recorded: the least any client can spend). Printed per run: CPU of the sending thread as a share of
-one core, requests per second achieved, and the ratio of the two CPUs. Targets: dragnet.load under 10% of a
+runs three times for `--seconds` against a live CouchDB: through dragnet.load (aiohttp in its thread, every
+request recorded) on its own event loop (uvloop where it loads), through dragnet.load on asyncio's own loop
+(what it ran on before uvloop), and through a bare asyncio client (hand-written HTTP/1.1 over keep-alive
+sockets, nothing recorded). Printed per run: CPU of the sending thread as a share of one core, requests per
+second achieved, and CPU per request against the bare client's. Targets: dragnet.load under 10% of a
 core at 500 requests/s, and the achieved rate within 5% of the asked one (when the machine is not saturated:
 the load average is printed).
 
     DRAGNET_TEST_COUCHDB_URL=http://admin:…@127.0.0.1:5984 .venv/bin/python benchmarks/load_overhead/run.py \
-        [--rate 500] [--seconds 10] [--repeat 3]
+        [--rate 500] [--seconds 10] [--repeat 3] [--before integ]
+
+`--before REF` adds a fourth client in every round: dragnet.load's generator as it was at git REF, so a
+change to it is measured against the code before it in the same run.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import argparse
 import asyncio
 import base64
 import os
+import importlib.util
 import random
+import subprocess
 import sys
 import threading
 import time
@@ -84,8 +90,20 @@ def raw_run(url: str, auth: tuple | None, ids: list[str], rate: float, seconds: 
             "cpu_ms_per_request": 1000 * out["cpu_s"] / max(1, out["ok"]), "not_sent": 0}
 
 
-def load_run(couch, rate: float, seconds: float) -> dict:
-    load = Load(couch, DB, S.parse(f"reads={rate:g}/s"), max_seconds=seconds + 60, before_s=0)
+def before_load(ref: str):
+    """dragnet.load's Load as it was at git `ref` (loaded beside today's, not instead of it)."""
+    src = subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:dragnet/load/generator.py"], check=True,
+                         capture_output=True, text=True).stdout
+    spec = importlib.util.spec_from_loader("dragnet_load_before", loader=None)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod     # dataclasses look their module up there
+    exec(compile(src, f"{ref}:dragnet/load/generator.py", "exec"), mod.__dict__)
+    return mod.Load
+
+
+def load_run(couch, rate: float, seconds: float, event_loop: str | None, cls=Load) -> dict:
+    kw = {"event_loop": event_loop} if event_loop else {}
+    load = cls(couch, DB, S.parse(f"reads={rate:g}/s"), max_seconds=seconds + 60, before_s=0, **kw)
     load.prepare()
     load.start()
     load.begin_build(None)
@@ -94,7 +112,7 @@ def load_run(couch, rate: float, seconds: float) -> dict:
     rec = load.stop()
     load.purge()
     w = rec["kinds"]["reads"]["build"]
-    return {"cpu_share": rec["cpu_share_of_core"], "achieved": w["achieved_per_s"], "ok": w["ok"],
+    return {"loop": rec.get("event_loop", "asyncio"), "cpu_share": rec["cpu_share_of_core"], "achieved": w["achieved_per_s"], "ok": w["ok"],
             "p99_ms": (w["latency"] or {}).get("p99_ms"), "not_sent": w["not_sent"],
             "cpu_ms_per_request": 1000 * rec["cpu_s"] / max(1, w["ok"])}
 
@@ -105,6 +123,7 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=500.0)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--before", metavar="REF", help="also run dragnet.load as it was at this git ref (e.g. integ)")
     args = ap.parse_args()
     if not args.url:
         sys.exit("give --url or DRAGNET_TEST_COUCHDB_URL (a CouchDB on loopback)")
@@ -114,27 +133,45 @@ def main() -> int:
     ids = [f"d{i:04d}" for i in range(1000)]
     print(f"GET by id at {args.rate:g}/s for {args.seconds:g} s, {args.repeat} interleaved rounds; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    # dragnet.load as it runs (uvloop where it loads), on asyncio's own loop (the loop it had before), and raw
+    clients = ["dragnet.load", "dragnet.load/asyncio"] + ([f"dragnet.load@{args.before}"] if args.before else []) + ["raw"]
+    old_cls = before_load(args.before) if args.before else None
     rows = []
     try:
         for r in range(args.repeat):
-            order = ["dragnet.load", "raw"] if r % 2 == 0 else ["raw", "dragnet.load"]
+            order = clients[r % len(clients):] + clients[:r % len(clients)]
             got = {}
             for who in order:
-                got[who] = load_run(couch, args.rate, args.seconds) if who == "dragnet.load" else \
-                    raw_run(args.url, couch.session.auth, ids, args.rate, args.seconds)
+                if who == "raw":
+                    got[who] = raw_run(args.url, couch.session.auth, ids, args.rate, args.seconds)
+                elif "@" in who:
+                    got[who] = load_run(couch, args.rate, args.seconds, None, old_cls)
+                else:
+                    got[who] = load_run(couch, args.rate, args.seconds, "asyncio" if who.endswith("/asyncio") else "uvloop")
             rows.append(got)
-            g, b = got["dragnet.load"], got["raw"]
-            print(f"round {r + 1}: dragnet.load {g['cpu_share']:.1%} of a core, {g['achieved']:.1f}/s sent, "
-                  f"{g['ok']} answered, {g['not_sent']} not sent (512 waiting), p99 {g['p99_ms']:.1f} ms, "
-                  f"{g['cpu_ms_per_request']:.2f} ms CPU/request; raw {b['cpu_share']:.1%}, {b['achieved']:.1f}/s sent, "
-                  f"{b['ok']} answered, {b['cpu_ms_per_request']:.2f} ms CPU/request; "
-                  f"× raw CPU per request {g['cpu_ms_per_request'] / b['cpu_ms_per_request']:.2f}")
+            b = got["raw"]
+            line = [f"round {r + 1}:"]
+            for who in clients[:-1]:
+                g = got[who]
+                line.append(f"{who} ({g['loop']}) {g['cpu_share']:.1%} of a core, {g['achieved']:.1f}/s sent, "
+                            f"{g['ok']} answered, {g['not_sent']} not sent (512 waiting), p99 {g['p99_ms']:.1f} ms, "
+                            f"{g['cpu_ms_per_request']:.3f} ms CPU/request (× raw {g['cpu_ms_per_request'] / b['cpu_ms_per_request']:.2f});")
+            line.append(f"raw {b['cpu_share']:.1%}, {b['achieved']:.1f}/s sent, {b['ok']} answered, "
+                        f"{b['cpu_ms_per_request']:.3f} ms CPU/request")
+            print("\n  ".join(line), flush=True)
     finally:
         couch.request("DELETE", f"/{DB}", ok=(200, 202, 404))
     shares = sorted(x["dragnet.load"]["cpu_share"] for x in rows)
     rates = sorted(x["dragnet.load"]["achieved"] for x in rows)
     med_share, med_rate = shares[len(shares) // 2], rates[len(rates) // 2]
+    per = sorted(x["dragnet.load"]["cpu_ms_per_request"] for x in rows)[len(rows) // 2]
+    raw = sorted(x["raw"]["cpu_ms_per_request"] for x in rows)[len(rows) // 2]
+    print(f"median: raw {raw:.3f} ms CPU/request; dragnet.load {per:.3f} ms CPU/request")
     ok_cpu, ok_rate = med_share < CPU_TARGET, abs(med_rate - args.rate) <= RATE_TARGET * args.rate
+    for who in clients[1:-1]:
+        share = sorted(x[who]["cpu_share"] for x in rows)[len(rows) // 2]
+        per = sorted(x[who]["cpu_ms_per_request"] for x in rows)[len(rows) // 2]
+        print(f"median: {who} {share:.1%} of a core, {per:.3f} ms CPU/request")
     print(f"median: dragnet.load {med_share:.1%} of a core (target < {CPU_TARGET:.0%}: {'met' if ok_cpu else 'NOT met'}), "
           f"{med_rate:.1f}/s of {args.rate:g}/s asked (target within {RATE_TARGET:.0%}: {'met' if ok_rate else 'NOT met'}); "
           f"load average now {os.getloadavg()[0]:.1f}")
