@@ -16,7 +16,7 @@ from typing import Iterable
 
 from dragnet.measure import decide
 from dragnet.measure.stats import median
-from dragnet.results.record import Build
+from dragnet.results.record import Build, axes_of
 
 IDLE = "none"
 SLOWDOWN_COLUMNS = ("engine", "storage", "load", "rounds", "idle wall s", "loaded wall s", "idle docs/s",
@@ -27,16 +27,12 @@ WRITE_COLUMNS = ("engine", "round", "load", "acknowledged", "lost", "written dur
                  "changes not indexed at end", "purged", "load CPU % of a core")
 
 
-def _axes(doc: dict) -> dict:
-    return ((doc.get("bench") or {}).get("axes")) or {}
-
-
 def _has_load(docs: Iterable[dict]) -> bool:
-    return any("load" in _axes(d) or d.get("load") for d in docs)
+    return any("load" in axes_of(d) or d.get("load") for d in docs)
 
 
 def _others(doc: dict) -> tuple:
-    ax = _axes(doc)
+    ax = axes_of(doc)
     return tuple(sorted((k, str(v)) for k, v in ax.items() if k not in ("load", "language", "storage")
                         and v not in (None, "")))
 
@@ -45,7 +41,7 @@ def slowdowns(docs: list[dict]) -> list[dict]:
     """One row per engine, storage, other axes and loaded value: wall times paired by round with `none`."""
     cells: dict[tuple, dict[str, dict]] = {}
     for d in docs:
-        ax = _axes(d)
+        ax = axes_of(d)
         if "load" not in ax:
             continue
         fig = Build.of(d)
