@@ -239,13 +239,29 @@ def render_history(all_series, metric: str, by: str, saved: int) -> None:
     click.echo(f"{steps} step(s): {h.STEP_TEST}")
 
 
-def bench_progress(console, total: dict):
-    """`dragnet bench`'s progress on `console` (a rich Console): the on_event(kind, data) a bench calls;
-    total["n"]: the runs planned, shown as [i/n]."""
+def bench_progress(console, total: dict, nouveau_builds: bool = True):
+    """`dragnet bench`'s progress on `console` (a rich Console): the on_event(kind, data) a bench calls
+    (report.session.bench); total["n"]: the runs planned, shown as [i/n]; nouveau_builds: each Nouveau build's
+    lines (not with --json)."""
     from dragnet.results.record import Build
 
     def on_event(kind: str, d: dict) -> None:
-        if kind == "start":
+        if kind == "plan":
+            total["n"] = d["runs"]
+        elif kind == "skipped":
+            console.print(f"[yellow]skipped[/] {d['message']}", highlight=False)
+        elif kind == "saved":
+            click.echo(d["message"], err=True)
+        elif kind == "nouveau_build":
+            if not nouveau_builds:
+                return
+            s = d["summary"]
+            if s is None:
+                click.echo(f"round {d['round']}/{d['rounds']}: {d['label']} …", err=True)
+            else:
+                click.echo(f"  {s['wall_time_s']:.1f} s, {s['docs_per_s']:,.0f} docs/s, "
+                           f"{s['cpu_s_per_1000_docs'] or 0:.3f} CPU s/1k docs", err=True)
+        elif kind == "start":
             console.print(f"[{d['index'] + 1}/{total['n']}] {d['storage']}"
                           f"{' ' + d['scenario'] if d.get('scenario') else ''}"
                           f"{''.join(f' {k}={v}' for k, v in (d.get('axes') or {}).items())} round {d['repeat'] + 1}: "

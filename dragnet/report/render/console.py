@@ -58,3 +58,66 @@ def show_bench(rep) -> None:
     if rep.comparison is not None:
         render_compare(rep.comparison)
     click.echo(f"results: {rep.folder} (`dragnet report {rep.folder} --plot DIR` for charts)")
+
+
+def bench_outcome(out) -> None:
+    """The end of `dragnet bench` in any mode (report.session.BenchOutcome); an interruption says what was kept."""
+    if out.interrupted is not None:
+        interrupted(out)
+        return
+    {"matrix": show_bench, "gate": show_gate, "mango": show_mango, "sizes": show_sizes,
+     "nouveau": show_nouveau}[out.mode](out.report if out.mode != "nouveau" else out)
+
+
+def interrupted(out) -> None:
+    """What an interrupted bench kept: the matrix on the progress console, the gate on stdout, the rest on stderr."""
+    if out.mode == "matrix":
+        from rich.console import Console
+
+        Console(stderr=True).print(out.interrupted)
+    else:
+        click.echo(out.interrupted, err=out.mode != "gate")
+
+
+def show_gate(outcome) -> None:
+    """`bench --gate` (report.gate.GateOutcome): the comparison of the two revisions and where the rounds are."""
+    from dragnet.report.console import render_compare
+
+    render_compare(outcome.comparison)
+    click.echo(f"gate: {outcome.rounds} rounds in {', '.join(str(d) for d in outcome.dirs)}")
+
+
+def show_mango(rep) -> None:
+    """`bench --mango` (report.session.MangoReport): the design table, Mango against each engine, warnings,
+    row differences."""
+    from dragnet.report.console import differences_lines, render_design_table
+    from dragnet.bench.mango import versus_lines
+
+    summary, runs = rep.summary, rep.runs
+    if rep.design_groups:
+        render_design_table(rep.design_groups, title=f"{sum(1 for r in runs if r['status'] == 'ok')} of {len(runs)} "
+                                                     f"runs ok")
+    for line in versus_lines(summary["versus"]):
+        click.echo(line)
+    for w in summary["warnings"]:
+        click.echo(f"warning: {w}")
+    for ix in summary["indexes"]:
+        for line in differences_lines(ix["dir"], ix["manifest"]["runs"]):
+            click.echo(line)
+    click.echo(f"results: {summary['dir']}")
+
+
+def show_sizes(rep: dict) -> None:
+    """A size sweep (report.sizes_table.sweep_report)."""
+    from dragnet.report.console import render_sizes
+
+    render_sizes(rep)
+
+
+def show_nouveau(out) -> None:
+    """`bench --nouveau`: each series' builds and checks, then where the manifest is."""
+    from dragnet.report.nouveau import series_lines
+
+    for line in series_lines(out.report):
+        click.echo(line)
+    click.echo(f"results: {out.folder} and one file per build")

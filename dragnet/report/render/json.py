@@ -51,3 +51,23 @@ def bench(rep) -> dict:
     if rep.comparison is not None:
         extra["baseline"] = rep.comparison.to_json()
     return {"dir": str(rep.folder), "manifest": rep.manifest, "report": report, **extra}
+
+
+def bench_outcome(out) -> dict:
+    """The end of `dragnet bench --json` in any mode (report.session.BenchOutcome, not interrupted)."""
+    if out.mode == "gate":
+        g = out.report
+        return {"dirs": [str(d) for d in g.dirs], "rounds": g.rounds, "comparison": g.comparison.to_json()}
+    if out.mode == "mango":
+        from dragnet.report import tables as rp
+
+        s = out.report.summary
+        return {"dir": s["dir"], "indexes": s["indexes"], "versus": s["versus"], "warnings": s["warnings"],
+                "report": {"design": rp.design_json(out.report.design_groups)}}
+    if out.mode == "sizes":
+        from dragnet.report import sizes_table
+
+        return sizes_table.to_json(out.report)
+    if out.mode == "nouveau":
+        return {k: v for k, v in out.report.items() if k != "results"}
+    return bench(out.report)
