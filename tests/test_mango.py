@@ -13,6 +13,7 @@ import pytest
 
 from dragnet.build import mango as mango
 from dragnet.bench import mango as mango_bench
+from dragnet.report import mango as report_mango
 from dragnet.errors import DragnetError, UsageError
 
 
@@ -64,7 +65,7 @@ def test_versus_ratio_and_significance():
     by = {v.engine: v for v in vs}
     assert by["javascript"].ratio == pytest.approx(202.5 / 100.5) and by["javascript"].decided
     assert not by["bun"].decided
-    assert "Mango ×2.01 javascript" in mango_bench.versus_lines([v.as_dict() for v in vs])[0]
+    assert "Mango ×2.01 javascript" in report_mango.versus_lines([v.as_dict() for v in vs])[0]
 
 
 # documents and the rows Mango's rules give them (key [a, b.c] for those with both fields and t > 3)

@@ -74,7 +74,7 @@ def test_disk_matters_verdict_from_numbers():
     rows = scenario.disk_matters(runs_for([1000, 1100, 900], [300, 310, 290]), REF)
     slow = next(r for r in rows if r.scenario == SLOW)
     assert slow.ratio == pytest.approx(300 / 1000) and slow.slower_every_round
-    assert scenario.verdict(rows, REF) == f"disk-bound in {SLOW} (erlang_baseline, disk): ×0.30"
+    assert scenario_table.verdict(rows, REF) == f"disk-bound in {SLOW} (erlang_baseline, disk): ×0.30"
     cells = scenario_table.disk_rows(rows)
     assert cells[1][:8] == ["erlang_baseline", "disk", SLOW, "3", "300", "0.30", "yes", "0"]
     assert cells[1][8:] == ["150", "600", "7.00", "99.0"]
@@ -82,10 +82,10 @@ def test_disk_matters_verdict_from_numbers():
 
 def test_verdict_does_not_claim_an_order_the_rounds_do_not_support():
     rows = scenario.disk_matters(runs_for([1000, 700, 1100], [800, 1050, 850]), REF)
-    v = scenario.verdict(rows, REF)
+    v = scenario_table.verdict(rows, REF)
     assert v.startswith("disk does not matter in these runs") and "×0.85" in v
     rows = scenario.disk_matters(runs_for([1000], [], oom=1), REF)
-    assert scenario.verdict(rows, REF).startswith(f"OOM-killed in {SLOW}")
+    assert scenario_table.verdict(rows, REF).startswith(f"OOM-killed in {SLOW}")
 
 
 # ---------------------------------------------------------------- live
@@ -198,8 +198,8 @@ def test_report_reads_the_disk_matters_table_from_results_files_as_the_bench_pri
     key = lambda rows: sorted((r.language, r.scenario, sorted(r.docs_per_sec), r.ratio, r.oom) for r in rows)  # noqa: E731
     from_results, from_manifest = scenario.disk_matters(runs, ref), scenario.disk_matters(manifest["runs"], ref)
     assert key(from_results) == key(from_manifest)
-    assert scenario.verdict(from_results, ref) == scenario.verdict(from_manifest, ref)
-    assert "OOM-killed in mem-160.0MiB/hdd-150iops/cold (javascript)" in scenario.verdict(from_results, ref)
+    assert scenario_table.verdict(from_results, ref) == scenario_table.verdict(from_manifest, ref)
+    assert "OOM-killed in mem-160.0MiB/hdd-150iops/cold (javascript)" in scenario_table.verdict(from_results, ref)
     # builds in different scenarios are never one median: one group per (language, scenario)
     groups = report.build_report(docs)
     base = {g.storage: g.n for g in groups if g.label == "erlang_baseline"}
@@ -261,14 +261,14 @@ def test_memory_advice_names_limits_below_couchdbs_own_memory():
     runs += [{"language": "javascript", "storage": "disk", "scenario": roomy, "status": "ok",
               "docs_per_sec_wall": 290.0, "pidstat_peak_rss_kb": {"beam": 410 * 1024}, "memory": {"limit": 512 * mib}}]
     rows = scenario.disk_matters(runs, ref)
-    advice = scenario.memory_advice(rows, ref)
+    advice = scenario_table.memory_advice(rows, ref)
     assert advice[0].startswith(f"CouchDB's own memory in {ref} (javascript, disk): 420.0 MiB")
     assert advice[1:] == [f"{tight} (javascript): the limit 160.0 MiB is below CouchDB's own 420.0 MiB; "
                           "its 2 OOM kill(s) say nothing about the disk"]
     # no reference measured: nothing to size from, so nothing is claimed
-    assert scenario.memory_advice([r for r in rows if r.scenario != ref], ref) == []
+    assert scenario_table.memory_advice([r for r in rows if r.scenario != ref], ref) == []
     # nor from a reference that ran under a limit itself (its RSS was squeezed by it)
-    assert scenario.memory_advice(scenario.disk_matters(runs, roomy), roomy) == []
+    assert scenario_table.memory_advice(scenario.disk_matters(runs, roomy), roomy) == []
 
 
 def test_reference_of_manifest_scenarios_matches_reference_label():

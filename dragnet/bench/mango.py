@@ -139,12 +139,3 @@ def _mango_rows(folder: Path, runs: Sequence[dict]) -> int | None:
             res = json.loads((folder / r["result_file"]).read_text())
             return (res.get("summary") or {}).get("rows")
     return None
-
-
-def versus_lines(vs: Sequence[dict]) -> list[str]:
-    lines = []
-    for index in dict.fromkeys(v["index"] for v in vs):
-        mine = [Versus(**{k: (tuple(v[k]) if k == "paired" and v.get(k) else v.get(k))
-                          for k in Versus.__dataclass_fields__}) for v in vs if v["index"] == index]
-        lines.append(f"{index}: " + "; ".join(v.format() for v in mine))
-    return lines

@@ -180,13 +180,6 @@ def fits(runs: Iterable[dict]) -> dict[tuple[str, str], Fit | None]:
     return {k: fit_slope(v) for k, v in pts.items()}
 
 
-def describe_slope(fit: Fit | None) -> str:
-    if fit is None:
-        return "no fit (fewer than two sizes with a successful build)"
-    r2 = "" if fit.r2 is None else f", r² {fit.r2:.3f}"
-    return f"time ∝ size^{fit.slope:.2f} ({fit.points} runs{r2})"
-
-
 # ---------------------------------------------------------------- the sweep (drives a CouchDB)
 
 def sweep_runs(manifests: dict[int, dict]) -> list[dict]:

@@ -53,7 +53,7 @@ def render_disk_matters(rows, ref: str, at: str = "") -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from dragnet.bench.scenario import memory_advice, verdict
+    from dragnet.report.scenario_table import memory_advice, verdict
     from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
     table = Table(title=f"disk matters?{at} (× = docs/s against {ref})", header_style="bold")
     for col in DISK_COLUMNS:
@@ -158,7 +158,7 @@ def render_sizes(rep: dict) -> None:
 
     from dragnet.bench import sizes as sz
     from dragnet.couchdb.storage import format_size
-    from dragnet.report.sizes_table import SIZE_COLUMNS, table_cells
+    from dragnet.report.sizes_table import SIZE_COLUMNS, describe_slope, table_cells
 
     an = rep["analysis"]
     rows = [sz.SizeRow(**r) for r in an["rows"]]      # what analyse() computed, not computed again
@@ -174,7 +174,7 @@ def render_sizes(rep: dict) -> None:
         fit = sz.Fit(**{k: f[k] for k in ("slope", "intercept", "r2", "points")}) if f["slope"] is not None \
             else None
         click.echo(f"slope {f['language']}{' ' + f['scenario'] if f['scenario'] else ''}: "
-                   f"{sz.describe_slope(fit)}")
+                   f"{describe_slope(fit)}")
     for limit, n in an["first_exceeding_memory"].items():
         click.echo(f"memory limit {format_size(int(limit))}: " + (
             f"the database first exceeds it at {n:,} documents" if n is not None

@@ -121,7 +121,7 @@ def design_sections(inp: Inputs, runs: Sequence[Build]) -> tuple[list[Section], 
 def disk_sections(inp: Inputs, scenario_docs: Sequence[dict]) -> tuple[list[Section], list[Section]]:
     """The "disk matters?" table, memory lines and verdict; raw: the builds of each row.
     scenario_docs: the results that ran in a scenario, in the order runs_from_results() read them."""
-    from dragnet.bench.scenario import memory_advice, verdict
+    from dragnet.report.scenario_table import memory_advice, verdict
     from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
     from dragnet.results.load import scenario_label as label_of
 
@@ -146,7 +146,8 @@ SIZE_RAW_COLUMNS = ("results file", "repeat", "status", "wall s", "docs/s")
 
 
 def size_sections(inp: Inputs) -> tuple[list[Section], list[Section]]:
-    from dragnet.bench.sizes import describe_slope, fits, sweep_runs
+    from dragnet.bench.sizes import fits, sweep_runs
+    from dragnet.report.sizes_table import describe_slope
     from dragnet.report.sizes_table import SIZE_COLUMNS, table_cells
 
     secs, raws = [], []

@@ -61,10 +61,18 @@ def sweep_report(folder, plot_path=None) -> dict:
 
 
 def to_json(rep: dict) -> dict:
-    from dragnet.bench.scenario import disk_summary
+    from dragnet.report.scenario_table import disk_summary
 
     summaries = {str(n): disk_summary(rows, rep["reference"]) for n, rows in rep["disk"].items()}
     return {"dir": str(rep["folder"]), "chart": str(rep["chart"]) if rep["chart"] else None,
             "chart_note": rep["chart_note"], "sizes": rep["saved"], **rep["analysis"],
             "disk_matters": {n: {"rows": d["disk_matters"], "verdict": d["verdict"],
                                  "memory_advice": d["memory_advice"]} for n, d in summaries.items()}}
+
+
+def describe_slope(fit) -> str:
+    """A sweep's fitted slope (dragnet.bench.sizes.Fit, or None) in words."""
+    if fit is None:
+        return "no fit (fewer than two sizes with a successful build)"
+    r2 = "" if fit.r2 is None else f", r² {fit.r2:.3f}"
+    return f"time ∝ size^{fit.slope:.2f} ({fit.points} runs{r2})"

@@ -91,7 +91,7 @@ def show_mango(rep) -> None:
     """`bench --mango` (report.session.MangoReport): the design table, Mango against each engine, warnings,
     row differences."""
     from dragnet.report.console import differences_lines, render_design_table
-    from dragnet.bench.mango import versus_lines
+    from dragnet.report.mango import versus_lines
 
     summary, runs = rep.summary, rep.runs
     if rep.design_groups:

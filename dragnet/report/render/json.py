@@ -6,7 +6,7 @@ from dragnet.report.model import Report
 
 
 def render(rep: Report) -> dict:
-    from dragnet.bench.scenario import disk_summary
+    from dragnet.report.scenario_table import disk_summary
     from dragnet.report import share
     from dragnet.report import tables as rp
     from dragnet.report.io_table import IO_COLUMNS
@@ -35,7 +35,7 @@ def render(rep: Report) -> dict:
 
 def bench(rep) -> dict:
     """The end of `dragnet bench --json` (report.model.BenchReport)."""
-    from dragnet.bench.scenario import disk_summary
+    from dragnet.report.scenario_table import disk_summary
     from dragnet.report import share
     from dragnet.report import tables as rp
 

@@ -7,7 +7,7 @@ from dragnet.report.render import text
 
 
 def render(rep: Report) -> str:
-    from dragnet.bench.scenario import memory_advice, verdict
+    from dragnet.report.scenario_table import memory_advice, verdict
     from dragnet.report import tables as rp
 
     if rep.forecast_only:
