@@ -168,7 +168,9 @@ class AxisSwitcher:
         known: dict[str, set] = {}
         if o.get("couchdb"):
             for v, text in axis_couchdb.check_values(o.get("couchdb"), backend, self.env).items():
-                version = axis_couchdb.version_of(v, backend, self.env) if o.get("config") else None
+                if not o.get("config"):      # without --config no key is checked: nothing to warn of or record
+                    continue
+                version = axis_couchdb.version_of(v, backend, self.env)
                 known[v], self.key_sources[v] = axis_config.keys_of(version, text)
                 self._warn_partial(version, self.key_sources[v])
         elif o.get("config"):
