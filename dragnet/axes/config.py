@@ -270,6 +270,88 @@ def axis(s: Setting, backend: str | None):
                 check=lambda v, ctx: check_restarted(ctx.couch, {s: v}))
 
 
+def default_install_ini(backend: str, env) -> dict[str, str]:
+    """{install: its default.ini} for what a bench without --couchdb starts; {} when it cannot be read yet
+    (dragnet's image not built, no release: starting says why)."""
+    from dragnet.axes import couchdb as axis_couchdb
+    from dragnet.errors import DragnetError
+
+    try:
+        if backend == "docker":
+            from dragnet.couchdb.docker import DEFAULT_IMAGE
+
+            text = axis_couchdb.image_file(DEFAULT_IMAGE, axis_couchdb.IMAGE_DEFAULT_INI, env=env)
+            return {} if text is None else {DEFAULT_IMAGE: text}
+        from dragnet.couchdb.local import find_release
+        from dragnet.servers.discovery import couchdb_home
+
+        release = find_release(couchdb_home(env))
+        return {str(release.home): release.default_ini.read_text()}
+    except (DragnetError, OSError):
+        return {}
+
+
+def check_start(settings: list[Setting], backend: str, env, found: dict) -> None:
+    """Before a bench starts its own CouchDB: the keys against what that install knows (its version's
+    catalogue, its default.ini: each --couchdb value's, or the default install's), so a misspelt key costs
+    no start."""
+    from dragnet.axes import couchdb as axis_couchdb
+
+    inis = found.get("couchdb") or default_install_ini(backend, env)
+    known = {v: keys_of(axis_couchdb.version_of(v, backend, env), text)[0] for v, text in inis.items()}
+    if known:
+        check_known(settings, known)
+
+
+def up_front(settings: list[Setting], ctx, couch: Couch) -> None:
+    """Before any build: the keys against what each CouchDB knows (with --couchdb, each install's version
+    catalogue and default.ini, kept in ctx.installs by its up_front; else this node's version, default.ini and
+    the settings it has), then each value set once on the node and put back (a value it refuses: refused
+    now)."""
+    from dragnet.axes import couchdb as axis_couchdb
+
+    backend = ctx.inst.backend if ctx.inst is not None else None
+    for v, text in ctx.installs.items():
+        version = axis_couchdb.version_of(v, backend, ctx.env)
+        ctx.known[v], ctx.key_sources[v] = keys_of(version, text)
+        ctx.warn(partial_warning(version, ctx.key_sources[v]))
+    if not ctx.opts.get("couchdb"):
+        version = couch.get("/").get("version")
+        keys, source = keys_of(version, default_ini_of(ctx.inst, env=ctx.env))
+        ctx.warn(partial_warning(version, source))
+        if source:        # what the node has set counts too (local.ini, earlier PUTs)
+            ctx.known[version or "this"] = keys | node_keys(couch)
+            ctx.key_sources[version or "this"] = source
+    if ctx.known:
+        ctx.lacking = check_known(settings, ctx.known)
+    validate(couch, settings)
+
+
+def not_applicable_run(settings: list[Setting], run_axes: dict, ctx) -> str | None:
+    """A setting the run's CouchDB (--couchdb) lacks: the run is not applicable, the bench goes on."""
+    from dragnet.axes.couchdb import label
+
+    cdb = run_axes.get("couchdb")
+    for s in settings:
+        if f"config:{s.name}" in run_axes and cdb is not None and cdb in ctx.lacking.get(s.name, []):
+            return not_applicable(s, label(cdb), catalogued=ctx.key_sources.get(cdb) == "catalogue")
+    return None
+
+
+def value_label(axes: dict) -> str:
+    """'view_updater/gc_interval_docs=1000' from a run's axes (the contract's `config` axis)."""
+    return ",".join(f"{k[len('config:'):]}={v}" for k, v in axes.items() if k.startswith("config:"))
+
+
+def recorded(run_axes: dict) -> dict:
+    """A run's axes as bench.axes records them: the settings joined under "config"."""
+    out = {k: v for k, v in run_axes.items() if not k.startswith("config:")}
+    cfg = value_label(run_axes)
+    if cfg:
+        out["config"] = cfg
+    return out
+
+
 def _kind():
     from dragnet.axes.model import AxisKind, Option
 
@@ -282,7 +364,8 @@ def _kind():
                 "Axis, repeatable: a setting CouchDB takes only when it starts (local backend): written into "
                 "its ini and CouchDB restarted per value; the ini it had is restored afterwards.", multiple=True)),
         parse=lambda raw: parse_all(list(raw.get("configs") or ()), list(raw.get("restart_configs") or ())),
-        make=lambda settings, backend: [axis(s, backend) for s in settings], restored_as="config_restored")
+        make=lambda settings, backend: [axis(s, backend) for s in settings], restored_as="config_restored",
+        check_start=check_start, up_front=up_front, not_applicable=not_applicable_run, recorded=recorded)
 
 
 KIND = _kind()

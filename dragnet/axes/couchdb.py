@@ -127,6 +127,13 @@ def axis(values: list[str], backend: str | None):
                 running=lambda v, ctx: running(v, ctx.inst))
 
 
+def up_front(values: list[str], ctx, couch) -> None:
+    """Before any build: every install exists on ctx.inst's backend; their default.ini texts are kept in
+    ctx.installs (what --config's keys are checked against, dragnet.axes.config.up_front)."""
+    backend = ctx.inst.backend if ctx.inst is not None else None
+    ctx.installs = check_values(values, backend, ctx.env)
+
+
 def _start_on(values: list[str], backend: str | None) -> dict:
     return {"image": values[0]} if backend == "docker" else {"home": values[0]}
 
@@ -140,7 +147,7 @@ def _kind():
                            "the managed CouchDB restarts on each."),),
         parse=lambda raw: parse_list(raw.get("couchdbs"), "--couchdb"), make=lambda v, backend: [axis(v, backend)],
         restarts=True, check_first=lambda v, backend, env: check_values(v, backend, env) if backend else None,
-        start_on=_start_on)
+        start_on=_start_on, up_front=up_front)
 
 
 KIND = _kind()

@@ -116,7 +116,14 @@ class AxisKind:
     - `check_first(values, backend, env)`: checked before the bench starts anything (a release exists).
     - `start_on(values, backend)`: the keywords of the first CouchDB the bench starts itself.
     - `restored_as`: the manifest key under which the bench records what it put back at the end.
-    - `designs`: the values name design documents the runs build (`--ddoc A --ddoc B`)."""
+    - `designs`: the values name design documents the runs build (`--ddoc A --ddoc B`).
+    - `check_start(values, backend, env, found)`: when the bench starts its own CouchDB, checked before it
+      does (found: every kind's check_first, by kind name), or UsageError.
+    - `up_front(values, ctx, couch)`: before any build, on the running node (ctx: the AxisSwitcher, whose
+      `known`, `key_sources` and `lacking` the kinds share), or UsageError.
+    - `not_applicable(values, run_axes, ctx)`: why a planned run cannot be built with these values (it is
+      recorded as not applicable, the bench goes on), or None.
+    - `recorded(run_axes)`: a run's axes as the results record them (`bench.axes`), e.g. settings joined."""
 
     name: str
     options: tuple[Option, ...]
@@ -127,6 +134,10 @@ class AxisKind:
     start_on: Callable[[Any, str | None], dict] | None = None
     restored_as: str | None = None
     designs: bool = False
+    check_start: Callable[[Any, str | None, Any, dict], None] | None = None
+    up_front: Callable[[Any, Any, Any], None] | None = None
+    not_applicable: Callable[[Any, dict, Any], str | None] | None = None
+    recorded: Callable[[dict], dict] | None = None
 
 
 @dataclass(frozen=True)

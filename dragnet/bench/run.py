@@ -324,7 +324,7 @@ class Bench:
             raise UsageError(f"--backend {cfg.backend}: the CouchDB dragnet manages on port {inst.port} runs "
                              f"on {inst.backend}")
         started_here = False
-        from dragnet.bench.switch import AxisOptions, AxisSwitcher, check_before_start, contract_axes
+        from dragnet.bench.switch import AxisOptions, AxisSwitcher, check_before_start
 
         axis_opts = cfg.axes or AxisOptions()
         if inst is not None or cfg.backend:    # before starting anything on one of the axes' values
@@ -499,7 +499,7 @@ class Bench:
                         couch, db = switcher.switch(run, st, couch)
                         inst = switcher.inst
                     self._one(couch, run, specs[run["language"]], sc, target=target, db=db,
-                              axes=contract_axes(run["axes"]), versions=switcher.versions,
+                              axes=axis_opts.recorded(run["axes"]), versions=switcher.versions,
                               beside=switcher.beside(run))
                     self._note_ceiling_refused(run)
                     checked = switcher.verify(run) if run["status"] == "ok" else {}

@@ -73,6 +73,30 @@ class AxisOptions:
         """The manifest keys of what the bench puts back at the end."""
         return [k.restored_as for k, _ in self.varied() if k.restored_as]
 
+    def check_start(self, backend: str | None, env: Any, found: dict) -> None:
+        """Before the bench starts its own CouchDB: each varied kind's check of what it will start."""
+        for k, v in self.varied():
+            if k.check_start is not None:
+                k.check_start(v, backend, env, found)
+
+    def up_front(self, ctx: Any, couch: Couch) -> None:
+        """Before any build, on the running node: each varied kind's checks (in dragnet.axes.kinds' order)."""
+        for k, v in self.varied():
+            if k.up_front is not None:
+                k.up_front(v, ctx, couch)
+
+    def not_applicable(self, run_axes: dict, ctx: Any) -> str | None:
+        """Why a planned run cannot be built (a varied kind says so), or None."""
+        for k, v in self.varied():
+            why = k.not_applicable(v, run_axes, ctx) if k.not_applicable is not None else None
+            if why is not None:
+                return why
+        return None
+
+    def recorded(self, run_axes: dict) -> dict:
+        """A run's axes as bench.axes records them (each kind's `recorded`)."""
+        return contract_axes(run_axes, self.kinds)
+
     def designs(self) -> dict:
         """label -> design document of the varied design-doc axis (several --ddoc), else {}."""
         return next((v for k, v in self.varied() if k.designs), {})
@@ -87,53 +111,26 @@ class AxisOptions:
         return in_plan_order(a for k, v in self.varied() for a in k.make(v, backend))
 
 
-def config_value_label(axes: dict) -> str:
-    """'view_updater/gc_interval_docs=1000' from a run's axes (the contract's `config` axis)."""
-    return ",".join(f"{k[len('config:'):]}={v}" for k, v in axes.items() if k.startswith("config:"))
-
-
-def contract_axes(run_axes: dict) -> dict:
-    """A run's extra axes as bench.axes records them: config settings joined under "config"."""
-    out = {k: v for k, v in run_axes.items() if not k.startswith("config:")}
-    cfg = config_value_label(run_axes)
-    if cfg:
-        out["config"] = cfg
+def contract_axes(run_axes: dict, kinds=None) -> dict:
+    """A run's extra axes as bench.axes records them: each axis kind's `recorded` (settings joined under
+    "config")."""
+    if kinds is None:
+        from dragnet.axes.kinds import KINDS as kinds
+    out = dict(run_axes)
+    for k in kinds:
+        if k.recorded is not None:
+            out = k.recorded(out)
     return out
 
 
 def check_before_start(opts: AxisOptions, backend: str, env: Any, starts: bool) -> None:
-    """Before a bench starts or restarts anything: each --couchdb value (an image or a release), and, when the
-    bench starts its own CouchDB, the --config keys against what that install knows (its version's catalogue,
-    its default.ini), so a misspelt key costs no start. What only the running node can tell (the settings it
-    has, the values it takes) is left to AxisSwitcher.check_up_front."""
-    inis = opts.check_first(backend, env).get("couchdb") or {}   # each axis's own checks first
-    if not (starts and opts.get("config")):
-        return
-    if not inis:
-        inis = _default_install_ini(backend, env)
-    known = {v: axis_config.keys_of(axis_couchdb.version_of(v, backend, env), text)[0] for v, text in inis.items()}
-    if known:
-        axis_config.check_known(opts.get("config"), known)
-
-
-def _default_install_ini(backend: str, env: Any) -> dict[str, str]:
-    """{install: its default.ini} for what a bench without --couchdb starts; {} when it cannot be read yet
-    (dragnet's image not built, no release: starting says why)."""
-    from dragnet.errors import DragnetError
-
-    try:
-        if backend == "docker":
-            from dragnet.couchdb.docker import DEFAULT_IMAGE
-
-            text = axis_couchdb.image_file(DEFAULT_IMAGE, axis_couchdb.IMAGE_DEFAULT_INI, env=env)
-            return {} if text is None else {DEFAULT_IMAGE: text}
-        from dragnet.couchdb.local import find_release
-        from dragnet.servers.discovery import couchdb_home
-
-        release = find_release(couchdb_home(env))
-        return {str(release.home): release.default_ini.read_text()}
-    except (DragnetError, OSError):
-        return {}
+    """Before a bench starts or restarts anything: each axis's own checks (a --couchdb value is an image or a
+    release), and, when the bench starts its own CouchDB, each axis's check of what it will start (the
+    --config keys against what that install knows), so a mistake costs no start. What only the running node
+    can tell (the settings it has, the values it takes) is left to AxisSwitcher.check_up_front."""
+    found = opts.check_first(backend, env)
+    if starts:
+        opts.check_start(backend, env, found)
 
 
 class AxisSwitcher:
@@ -144,7 +141,8 @@ class AxisSwitcher:
         self.applied = axis_config.Applied()
         self.current: dict[str, str] = {}        # restart-axis values the node runs with now
         self.lacking: dict[str, list[str]] = {}  # config name -> CouchDB values without that setting
-        self.ini_label: dict[str, str] = {}      # couchdb value -> version label for messages
+        self.installs: dict[str, str] = {}       # couchdb value -> its default.ini (checked up front)
+        self.known: dict[str, set] = {}          # install or version -> the config keys it knows
         self.key_sources: dict[str, str] = {}    # version -> what its config keys were checked against
         self.versions: dict | None = None
         self.checks: dict = {}
@@ -156,51 +154,25 @@ class AxisSwitcher:
 
     # -- before any build
     def check_up_front(self, couch: Couch) -> None:
-        o, inst = self.opts, self.inst
-        backend = inst.backend if inst is not None else None
         restarting = [a.name for a in self.axes if a.how in (RESTART, CONTAINER)]
-        if restarting and inst is None:
+        if restarting and self.inst is None:
             raise UsageError(f"{', '.join(restarting)}: these axes restart CouchDB, so they need one started by "
                              "`dragnet couch up` or --backend")
         refilling = [a.name for a in self.axes if a.how == REFILL]
         if refilling and not self.data:
             raise UsageError(f"{', '.join(refilling)}: each value fills a database of its own: give --data")
-        known: dict[str, set] = {}
-        if o.get("couchdb"):
-            for v, text in axis_couchdb.check_values(o.get("couchdb"), backend, self.env).items():
-                if not o.get("config"):      # without --config no key is checked: nothing to warn of or record
-                    continue
-                version = axis_couchdb.version_of(v, backend, self.env)
-                known[v], self.key_sources[v] = axis_config.keys_of(version, text)
-                self._warn_partial(version, self.key_sources[v])
-        elif o.get("config"):
-            version = couch.get("/").get("version")
-            keys, source = axis_config.keys_of(version, axis_config.default_ini_of(inst, env=self.env))
-            self._warn_partial(version, source)
-            if source:        # what the node has set counts too (local.ini, earlier PUTs)
-                known[version or "this"] = keys | axis_config.node_keys(couch)
-                self.key_sources[version or "this"] = source
+        self.opts.up_front(self, couch)     # each kind's checks on the running node (installs, settings it refuses)
         for a in self.axes:
             if a.check_once is not None:
                 a.check_once(self)
-        if o.get("config"):
-            if known:
-                self.lacking = axis_config.check_known(o.get("config"), known)
-            axis_config.validate(couch, o.get("config"))   # a value the node refuses: refused now
 
-    def _warn_partial(self, version: str | None, source: str) -> None:
-        text = axis_config.partial_warning(version, source)
+    def warn(self, text: str | None) -> None:
         if text is not None:
             self.on_event("warning", {"message": text})
 
     # -- per run
     def not_applicable(self, run_axes: dict) -> str | None:
-        cdb = run_axes.get("couchdb")
-        for s in self.opts.get("config"):
-            if f"config:{s.name}" in run_axes and cdb is not None and cdb in self.lacking.get(s.name, []):
-                return axis_config.not_applicable(s, axis_couchdb.label(cdb),
-                                                  catalogued=self.key_sources.get(cdb) == "catalogue")
-        return None
+        return self.opts.not_applicable(run_axes, self)
 
     def switch(self, run: dict, storage: str, couch: Couch) -> tuple[Couch, str]:
         """Make the node match run["axes"]; (the connection, the database to build on)."""
