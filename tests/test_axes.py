@@ -2,6 +2,7 @@
 
 import math
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -375,3 +376,57 @@ def test_shuffled_plan_varies_the_order_per_round_and_keeps_the_baseline_first()
         assert rnd[0]["language"] == rnd[3]["language"] == "erlang_baseline"
         firsts.add(rnd[0]["ddoc"])
     assert firsts == {"A", "B"}
+
+
+@pytest.mark.live
+def test_a_made_up_restart_axis_restarts_the_node_per_value_and_reaches_the_report(live_url, tmp_path, monkeypatch):
+    # a made-up setting CouchDB takes only at its start, added in one place (dragnet.axes.kinds.KINDS): the
+    # bench restarts the node it manages on each value, checks it, restores the node, and `report --by` sees it
+    import json
+
+    from dragnet.axes import kinds
+    from dragnet.axes.model import RESTART, Axis, AxisKind, Option, parse_list
+    from dragnet.bench.managed import managed_instance
+    from dragnet.couchdb.client import connect
+    from dragnet.report import model, session
+    from tests.conftest import normalised_declarations
+
+    inst = managed_instance(live_url, os.environ)
+    if inst is None or inst.backend != "local":
+        pytest.skip("a restart axis needs a local CouchDB started by `dragnet couch up`")
+
+    def read(ctx):
+        return (ctx.couch.get("/_node/_local/_config").get("dragnet_fake") or {}).get("value")
+
+    def check(v, ctx):
+        if read(ctx) != v:
+            raise AssertionError(f"after the restart the node reads {read(ctx)!r}, not {v!r}")
+        return v
+    fake = AxisKind("fake", (Option(("--fake",), "fake_text", "A,B", "A made-up start-time setting."),),
+                    parse=lambda raw: parse_list(raw.get("fake_text"), "--fake"), restarts=True,
+                    make=lambda values, backend: [Axis(
+                        "fake", values, how=RESTART, restart=lambda v, ctx: {"ini": {"dragnet_fake/value": v}},
+                        running=lambda v, ctx: (getattr(ctx.inst, "ini", None) or {}).get("dragnet_fake/value") == v,
+                        check=check)])
+    monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, fake))
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**d, "_id": f"gen:{i}"}) + "\n"
+                            for i, d in enumerate(normalised_declarations(40, 3))))
+    db = f"dragnet_fakeaxis_{int(time.time())}"
+    events = []
+    try:
+        out = session.bench(session.BenchRequest(
+            url=live_url, db=db, data=str(data), languages="javascript", repeat=1, no_baseline=True,
+            no_ceiling=True, results_dir=str(tmp_path / "out"), axis_raw={"fake_text": "a,b"}),
+            lambda kind, d: events.append((kind, d)))
+        assert out.exit_code == 0 and out.interrupted is None
+        runs = out.report.runs
+        assert [(r["axes"], r["status"]) for r in runs] == [({"fake": "a"}, "ok"), ({"fake": "b"}, "ok")]
+        # one restart per value, then back onto the node the bench found
+        assert [d.get("axes") for k, d in events if k == "restart"] == [{"fake": "a"}, {"fake": "b"}, None]
+        assert "dragnet_fake" not in connect(live_url).get("/_node/_local/_config")
+        assert managed_instance(live_url, os.environ).ini == inst.ini
+        rep = model.build([str(tmp_path / "out")], by="fake")
+        assert sorted(v["value"] for g in rep.by_groups for v in g["values"]) == ["fake=a", "fake=b"]
+    finally:
+        connect(live_url).request("DELETE", f"/{db}", ok=(200, 202, 404))
