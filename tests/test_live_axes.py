@@ -243,3 +243,22 @@ def test_two_ddoc_revisions_are_built_in_every_round_and_labelled(live_url, tmp_
         assert set(m["design"]["revisions"]) == {"file", "folder"}
     finally:
         _drop(couch, db)
+
+
+def test_couchdb_axis_without_config_warns_of_no_config_keys(live_url, tmp_path):
+    """--couchdb alone checks each install but no --config key: no warning about keys, no config_keys."""
+    from dragnet.bench.managed import managed_instance
+
+    inst = managed_instance(live_url, {**os.environ})
+    if inst is None or inst.backend != "local" or not inst.home:
+        pytest.skip("--couchdb restarts CouchDB: needs a local one started by `dragnet couch up`")
+    db = f"dragnet_axcdb_{int(time.time())}"
+    try:
+        p = _bench(live_url, tmp_path, "--db", db, "--data", str(_data(tmp_path, 40)), "--repeat", "1",
+                   "--no-baseline", "--no-ceiling", "--couchdb", inst.home)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "--config keys" not in p.stdout + p.stderr
+        m = json.loads((tmp_path / "out" / "bench.json").read_text())
+        assert [r["status"] for r in m["runs"]] == ["ok"] and "config_keys" not in m
+    finally:
+        _drop(connect(live_url), db)
