@@ -64,9 +64,10 @@ def bench_outcome(out) -> None:
     """The end of `dragnet bench` in any mode (report.session.BenchOutcome); an interruption says what was kept."""
     if out.interrupted is not None:
         interrupted(out)
-        return
-    {"matrix": show_bench, "gate": show_gate, "mango": show_mango, "sizes": show_sizes,
-     "nouveau": show_nouveau}[out.mode](out.report if out.mode != "nouveau" else out)
+    elif out.mode == "nouveau":
+        show_nouveau(out.report, out.folder)
+    else:
+        {"matrix": show_bench, "gate": show_gate, "mango": show_mango, "sizes": show_sizes}[out.mode](out.report)
 
 
 def interrupted(out) -> None:
@@ -114,10 +115,10 @@ def show_sizes(rep: dict) -> None:
     render_sizes(rep)
 
 
-def show_nouveau(out) -> None:
-    """`bench --nouveau`: each series' builds and checks, then where the manifest is."""
+def show_nouveau(manifest: dict, path) -> None:
+    """`bench --nouveau`: each series' builds and checks, then where its manifest is (path)."""
     from dragnet.report.nouveau import series_lines
 
-    for line in series_lines(out.report):
+    for line in series_lines(manifest):
         click.echo(line)
-    click.echo(f"results: {out.folder} and one file per build")
+    click.echo(f"results: {path} and one file per build")
