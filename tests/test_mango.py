@@ -183,4 +183,4 @@ def test_versus_per_round_ratio():
     [v] = mango_bench.versus("ix", mango_bench.rates_of(runs), mango_bench.rounds_of(runs))
     assert v.paired == (2.0, 2.0, 2.0)            # every round: Mango twice as fast
     assert v.ratio == pytest.approx(160 / 80)
-    assert "per round ×2.00 [2.00 … 2.00]" in v.format()
+    assert "per round ×2.00 [2.00 … 2.00]" in report_mango.versus_text(v)

@@ -43,13 +43,6 @@ class Versus:
     def as_dict(self) -> dict:
         return dict(dataclasses.asdict(self), decided=self.decided)
 
-    def format(self) -> str:
-        paired = (f"; per round ×{self.paired[0]:.2f} [{self.paired[1]:.2f} … {self.paired[2]:.2f}]"
-                  if self.paired else "")
-        return (f"Mango ×{self.ratio:.2f} {self.engine} [{self.ci_low:.2f} … {self.ci_high:.2f}] "
-                f"(Mann–Whitney p={self.p:.3f}, {self.n_mango} vs {self.n_engine} runs, "
-                f"{'significant' if self.decided else 'NOT significant'}{paired})")
-
 
 def versus(index: str, rates: dict[str, Sequence[float]],
            rounds: dict[str, dict[tuple, float]] | None = None) -> list[Versus]:
