@@ -1,8 +1,10 @@
-"""bench.inside (qsbench --couchdb): which bench language runs each server, and the two rankings side by side."""
+"""qsbench --couchdb: which bench language runs each server (bench.inside), and the two rankings side by side
+(report.qsbench_inside)."""
 
 import pytest
 
 from dragnet.bench import inside as inside
+from dragnet.report.qsbench_inside import side_by_side
 from dragnet.report.share import EngineShare, Workload
 from dragnet.servers.discovery import ServerSpec
 
@@ -29,7 +31,7 @@ def _engine(name, dps):
 def test_side_by_side_ratios_are_to_the_protocols_slowest_server_in_both_rankings():
     loads = [Workload("view files", "disk", [_engine("ceiling", 300.0), _engine("bun", 200.0),
                                              _engine("javascript", 160.0)], [], [])]
-    rows = inside.side_by_side({"bun": 4000.0, "couchjs": 800.0}, {"bun": "bun", "couchjs": "javascript"}, loads)
+    rows = side_by_side({"bun": 4000.0, "couchjs": 800.0}, {"bun": "bun", "couchjs": "javascript"}, loads)
     assert [r.server for r in rows] == ["ceiling", "bun", "couchjs"]     # the cap first, then the ranking
     ceiling, bun, couchjs = rows
     assert bun.protocol_x == pytest.approx(5.0) and bun.couchdb_x == pytest.approx(1.25)

@@ -190,6 +190,7 @@ def _inside(out: Console, err: Console, inside, url, db, data, names, left, benc
             results_dir) -> None:
     """The same servers inside CouchDB (bench.inside), then both rankings side by side."""
     from dragnet.report import share as share
+    from dragnet.report.qsbench_inside import side_by_side
     from dragnet.results.load import load_results
 
     for why in left:
@@ -205,7 +206,7 @@ def _inside(out: Console, err: Console, inside, url, db, data, names, left, benc
     manifest = inside.run_inside(url, db, data, names, views=view_dir, repeat=repeat, results_dir=str(folder),
                                  on_event=on_event)
     loads = share.workloads(load_results([folder])) if any(r["result_file"] for r in manifest["runs"]) else []
-    rows = inside.side_by_side({r.name: r.docs_per_sec for r in bench.rows}, names, loads)
+    rows = side_by_side({r.name: r.docs_per_sec for r in bench.rows}, names, loads)
     show_inside(out, rows, manifest)
     for line in share.lines(loads):
         out.print(line, highlight=False, markup=False)

@@ -98,7 +98,7 @@ def show_ddoc(out: Console, bench) -> None:
 
 
 def show_inside(out: Console, rows, manifest: dict) -> None:
-    """qsbench --couchdb: the protocol's docs/s beside CouchDB's (bench.inside.side_by_side rows)."""
+    """qsbench --couchdb: the protocol's docs/s beside CouchDB's (report.qsbench_inside.side_by_side rows)."""
     t = Table(title=f"over the protocol and inside CouchDB ({manifest['cluster'].get('q')} shards), same documents")
     base = next((r.server for r in reversed(rows) if r.protocol_dps), "slowest")
     for col in ("server", "language", "protocol docs/s", f"× {base}", "CouchDB docs/s", f"× {base}", "share"):
