@@ -277,7 +277,7 @@ def _mango(config, indexes, on_event, total, as_json, strict=False) -> None:
     dgroups = rp.build_design_report(load_results([ix["dir"] for ix in summary["indexes"]]))
     if as_json:
         print_json({"dir": summary["dir"], "indexes": summary["indexes"], "versus": summary["versus"],
-                    "warnings": summary["warnings"], "report": {"design": rp.design_json(dgroups)}})
+                    "warnings": summary["warnings"], "report": {"design": render_json.design_json(dgroups)}})
     else:
         if dgroups:
             render_design_table(dgroups, title=f"{sum(1 for r in runs if r['status'] == 'ok')} of {len(runs)} "

@@ -522,7 +522,7 @@ def title(cmp: Comparison) -> str:
 
 
 def to_markdown(cmp: Comparison) -> str:
-    from dragnet.report.tables import md_table
+    from dragnet.report.render.pipe import md_table
 
     return (f"**{title(cmp)}**\n\n" + md_table(COLUMNS, table_rows(cmp)) + "\n"
             + "".join(f"- {line}\n" for line in notes(cmp)))

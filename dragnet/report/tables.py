@@ -19,11 +19,9 @@ Rules (also in the README):
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from dragnet.results.load import ALL_VIEWS, BASELINE_LABEL
 from dragnet.results.record import Build
@@ -276,57 +274,6 @@ def table_rows(groups: Sequence[Group]) -> list[list[str]]:
     return rows
 
 
-def md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    def cell(text: str) -> str:
-        # a '|' in a label or an error would otherwise start a new column
-        return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-    lines = ["| " + " | ".join(map(cell, columns)) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    lines += ["| " + " | ".join(map(cell, r)) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
-
-
-def to_markdown(groups: Sequence[Group]) -> str:
-    return md_table(COLUMNS, table_rows(groups))
-
-
-CSV_COLUMNS = ("language", "storage", "runs", "failed", "all_tasks_cps_median", "one_task_cps_median",
-               "total_time_s_median", "wall_time_s_median", "wall_time_s_stdev", "wall_time_s_min",
-               "wall_time_s_max", "docs_per_sec_wall_median", "ratio_to_baseline_median", "ratio_min", "ratio_max",
-               "beam_cpu_mean_pct", "beam_rss_peak_mb", "qs_family", "qs_cpu_mean_pct", "qs_rss_peak_mb")
-
-
-def csv_records(groups: Sequence[Group]) -> list[dict]:
-    recs = []
-    for g in groups:
-        med = lambda s: s.median if s else None  # noqa: E731
-        recs.append(dict(zip(CSV_COLUMNS, (
-            g.label, g.storage, g.n, g.failed, med(g.all_cps), med(g.one_cps), med(g.total_s), med(g.wall_s),
-            g.wall_s.stdev if g.wall_s else None, g.wall_s.min if g.wall_s else None,
-            g.wall_s.max if g.wall_s else None, med(g.docs_per_s), med(g.ratio),
-            g.ratio.min if g.ratio else None, g.ratio.max if g.ratio else None,
-            g.beam_cpu, g.beam_rss_mb, g.qs_family, g.qs_cpu, g.qs_rss_mb))))
-    return recs
-
-
-def to_csv(groups: Sequence[Group]) -> str:
-    """One CSV: a row per group."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
-    w.writeheader()
-    for rec in csv_records(groups):
-        w.writerow({k: ("" if v is None else (repr(v) if isinstance(v, float) else v)) for k, v in rec.items()})
-    return buf.getvalue()
-
-
-def to_json(groups: Sequence[Group]) -> dict:
-    out: dict[str, Any] = {"schema": "dragnet.report/1", "groups": [g.as_dict() for g in groups],
-                           "rules": {"ratio": "docs/s of the run / docs/s of the Erlang baseline of the same "
-                                              "storage and repeat; median over repeats"}}
-    out["ranking"] = {"test": RANKING_TEST, "rankings": [r.as_dict() for r in ranking(groups)],
-                      "pairs": [dict(p.as_dict(), storage=r.where) for r in ranking(groups) for p in r.pairs]}
-    return out
-
-
 # ---------------------------------------------------------------- design documents (`--ddoc`)
 #
 # One row per (design doc, view, engine, storage). "view" is ALL_VIEWS for a build of the whole design doc
@@ -522,48 +469,3 @@ def design_table_rows(groups: Sequence[DesignGroup]) -> list[list[str]]:
 
 DESIGN_LEGEND = ("* reference engine (rows of the others are compared with its first run); × ref: docs/s over "
                  "the reference's run of the same repeat; lag s: --update freshness lag")
-
-
-def design_markdown(groups: Sequence[DesignGroup]) -> str:
-    out = md_table(DESIGN_COLUMNS, design_table_rows(groups)) + "\n" + DESIGN_LEGEND + "\n"
-    lines = design_ranking_lines(groups)
-    if lines:
-        out += "\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]) + "\n"
-    notes = design_notes(groups)
-    if notes:
-        out += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
-    return out
-
-
-DESIGN_CSV_COLUMNS = ("design_doc", "view", "engine", "storage", "is_reference", "reference", "runs", "failed",
-                      "total_time_s_median", "wall_time_s_median", "wall_time_s_min", "wall_time_s_max",
-                      "docs_per_sec_wall_median", "ratio_to_reference_median", "ratio_min", "ratio_max",
-                      "rows_compared", "differences", "compared_runs", "update_lag_s_median",
-                      "incremental_docs_per_sec_median", "beam_cpu_mean_pct", "beam_rss_peak_mb", "qs_family",
-                      "qs_cpu_mean_pct", "qs_rss_peak_mb")
-
-
-def design_csv(groups: Sequence[DesignGroup]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(DESIGN_CSV_COLUMNS)
-    for g in groups:
-        med = lambda s: s.median if s else None  # noqa: E731
-        vals = (g.ddoc, g.view, g.label, g.storage, str(g.is_reference).lower(), g.reference, g.n, g.failed,
-                med(g.total_s), med(g.wall_s), g.wall_s.min if g.wall_s else None, g.wall_s.max if g.wall_s else None,
-                med(g.docs_per_s), med(g.ratio), g.ratio.min if g.ratio else None, g.ratio.max if g.ratio else None,
-                g.rows_compared, g.differences, g.compared, med(g.update_lag_s), med(g.incremental_dps),
-                g.beam_cpu, g.beam_rss_mb, g.qs_family, g.qs_cpu, g.qs_rss_mb)
-        w.writerow(["" if v is None else (repr(v) if isinstance(v, float) else v) for v in vals])
-    return buf.getvalue()
-
-
-def design_json(groups: Sequence[DesignGroup]) -> dict:
-    return {"groups": [g.as_dict() for g in groups],
-            "ranking": {"test": RANKING_TEST, "rankings": [r.as_dict() for _, r in design_ranking(groups)],
-                        "pairs": [dict(p.as_dict(), ddoc=d, view=v, storage=st)
-                                  for (d, v, st), r in design_ranking(groups) for p in r.pairs]},
-            "rules": {"ratio": "docs/s of the run / docs/s of the reference engine's run of the same design doc, "
-                               "views, storage and repeat (nearest in time without one); median over repeats",
-                      "differences": "rows and reduce results differing from the reference engine's first run, "
-                                     "summed over the compared runs"}}

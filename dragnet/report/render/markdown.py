@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from dragnet.report.model import Report
 from dragnet.report.render import text
+from dragnet.report.render.pipe import md_table
+from dragnet.report.tables import (COLUMNS, DESIGN_COLUMNS, DESIGN_LEGEND, DesignGroup, Group, design_notes,
+                                   design_ranking_lines, design_table_rows, table_rows)
 
 
 def render(rep: Report) -> str:
@@ -19,24 +24,39 @@ def render(rep: Report) -> str:
 
     groups, dgroups = rep.groups, rep.design_groups
     if groups or not (dgroups or rep.nouveau):
-        echo(rp.to_markdown(groups), nl=False)
+        echo(to_markdown(groups), nl=False)
         lines = rp.ranking_lines(groups)
         if lines:
             echo("\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]))
     if dgroups:
         if groups:
             echo()
-        echo(rp.design_markdown(dgroups), nl=False)
+        echo(design_markdown(dgroups), nl=False)
     if rep.comparison is not None:
-        from dragnet.report.compare import to_markdown
+        from dragnet.report.compare import to_markdown as compare_markdown
         echo()
-        echo(to_markdown(rep.comparison), nl=False)
+        echo(compare_markdown(rep.comparison), nl=False)
     ref = rep.disk_reference
     if ref:
         from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
         echo(f"\n**disk matters?** (× = docs/s against {ref})\n")
-        echo(rp.md_table(DISK_COLUMNS, disk_rows(rep.disk_rows)), nl=False)
+        echo(md_table(DISK_COLUMNS, disk_rows(rep.disk_rows)), nl=False)
         echo("".join(f"\n- memory: {line}" for line in memory_advice(rep.disk_rows, ref)))
         echo(f"\n**verdict:** {verdict(rep.disk_rows, ref)}")
     text.tail(rep, echo, markdown=True)
     return "".join(out)
+
+
+def to_markdown(groups: Sequence[Group]) -> str:
+    return md_table(COLUMNS, table_rows(groups))
+
+
+def design_markdown(groups: Sequence[DesignGroup]) -> str:
+    out = md_table(DESIGN_COLUMNS, design_table_rows(groups)) + "\n" + DESIGN_LEGEND + "\n"
+    lines = design_ranking_lines(groups)
+    if lines:
+        out += "\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]) + "\n"
+    notes = design_notes(groups)
+    if notes:
+        out += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    return out

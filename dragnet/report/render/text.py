@@ -11,7 +11,7 @@ def tail(rep: Report, echo: Callable[..., None], markdown: bool) -> None:
     from dragnet.report import by_axis, share
     from dragnet.report.console import render_forecast
     from dragnet.report.io_table import IO_COLUMNS
-    from dragnet.report.tables import md_table
+    from dragnet.report.render.pipe import md_table
 
     if rep.nouveau:
         from dragnet.report import nouveau
