@@ -95,60 +95,6 @@ def distribution_lines(sample: dict, target: dict) -> str:
         "(target: GET /db sizes.external / doc_count; the sample: its data file's lines)"])
 
 
-def render_forecast(out: dict) -> str:
-    lines = [f"forecast for {out['target']['doc_count']:,} documents"
-             + (f" ({out['target']['url']})" if out['target'].get('url') else "")
-             + f" from sizes {', '.join(f'{n:,}' for n in out['sizes'])}"]
-    for label, per_lang in out["forecasts"].items():
-        for lang, f in sorted(per_lang.items()):
-            lines.append(f"{(label + ' ') if label else ''}{lang}:")
-            for q, e in f["quantities"].items():
-                if not e.get("fit"):
-                    lines.append(f"  {q:<14} no fit ({len(e['points'])} points)")
-                    continue
-                p, fit = e["prediction"], e["fit"]
-                fmt = (lambda v: f"{v:,.0f} s") if e["unit"] == "s" else (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
-                r2 = "–" if fit["r2"] is None else f"{fit['r2']:.3f}"
-                model = fit.get("model") or "linear"
-                model += f" k={fit['k']:.2f}" if model == "power" else ""
-                how = e.get("basis") or f"{model}, r² {r2}, {fit['points']} builds"
-                if e.get("shards"):
-                    how = f"{model}, r² {r2}, {fit['points']} one-shard builds; {how}"
-                lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] {how}")
-                chose = e.get("choice") or ((e.get("parts") or {}).get("index_files") or {}).get("choice")
-                if chose and not str(e.get("basis") or "").endswith("disk_growth"):     # which shape the held-out sizes chose, and by how much (dragnet.forecast.choice)
-                    lines.append(f"  {'':<14} shape: {chose['reason']}")
-                lines += [f"  warning: {w}" for w in e.get("warnings") or []]
-            if (f.get("growth") or {}).get("sentence"):     # why the cost per document grows (forecast.growth)
-                lines.append(f"  why: {f['growth']['sentence']}")
-            lines += [f"  warning: {w}" for w in f["warnings"]]
-    from dragnet.report.share import forecast_gains
-    from dragnet.results.schema import couchdb_versions
-
-    lines += forecast_gains(out)
-    if out.get("sweep_steps"):      # --sizes auto: why the sweep stopped where it did
-        from dragnet.forecast.extend import describe
-        lines.append(describe(out["sweep_steps"][-1]))
-    m, v = out["machine"], couchdb_versions(out)
-    load = out.get("load_average")
-    lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "
-                 f"CouchDB {v['couchdb'] or '?'} (OTP {v['erlang'] or '?'}, {v['javascript_engine'] or '?'}); "
-                 f"load average {'–' if not load else ' → '.join(f'{x:.1f}' for x in load)}; storage "
-                 f"{(out.get('settings') or {}).get('storages') or 'as found'}")
-    from dragnet.forecast.model import QUANTITIES
-
-    for lang, qs in sorted((out.get("backtest") or {}).items()):
-        for q, c in qs.items():
-            whole = c.get("whole_database")
-            fmt = (lambda v: f"{v:,.0f} s") if QUANTITIES.get(q, ("s",))[0] == "s" else \
-                (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
-            lines.append(f"back-test {lang} {q}: predicted {fmt(c['predicted'])}, built {fmt(c['actual'])}: "
-                         f"error {c['error']:+.1%}, {'inside' if c['inside'] else 'OUTSIDE'} the interval"
-                         + (f" (whole-database sweep alone: {whole['error']:+.1%})" if whole else ""))
-    lines.append(f"results: {out['sweep_dir']}, forecast.json and {', '.join((out.get('charts') or {}).values())}")
-    return "\n".join(lines)
-
-
 def render_sizes(rep: dict) -> None:
     """A size sweep's report (dragnet.report.sizes_table.sweep_report): its table, "disk matters?" per size,
     slopes, memory marks, failures and chart."""

@@ -14,7 +14,7 @@ def render(rep: Report) -> dict:
     from dragnet.report.io_table import IO_COLUMNS
 
     if rep.forecast_only:
-        return {"forecast": rep.forecasts}
+        return {"forecast": [f.data for f in rep.forecasts]}
     out = to_json(rep.groups)
     if rep.comparison is not None:
         out["comparison"] = rep.comparison.to_json()
@@ -31,7 +31,7 @@ def render(rep: Report) -> dict:
     if rep.nouveau:
         out["nouveau"] = rep.nouveau
     if rep.forecasts:
-        out["forecast"] = rep.forecasts
+        out["forecast"] = [f.data for f in rep.forecasts]
     return out
 
 
