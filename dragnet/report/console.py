@@ -167,24 +167,6 @@ def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
     return lines
 
 
-def render_history(all_series, metric: str, by: str, saved: int) -> None:
-    """`dragnet history`: a metric per cell over the saved runs, steps in red, and how many steps."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from dragnet.report import history as h
-    from dragnet.results.store import METRICS
-
-    table = Table(title=f"{METRICS[metric]} by {by}, {saved} saved runs", header_style="bold")
-    for col in h.COLUMNS:
-        table.add_column(col)
-    for row in h.table_rows(all_series, metric):
-        table.add_row(*(Text(x) for x in row), style="red" if row[-1] == "STEP" else None)
-    console(160).print(table)
-    steps = sum(p.step for s in all_series for p in s.points)
-    click.echo(f"{steps} step(s): {h.STEP_TEST}")
-
-
 def bench_progress(console, total: dict):
     """`dragnet bench`'s progress on `console` (a rich Console): the on_event(kind, data) a bench calls;
     total["n"]: the runs planned, shown as [i/n]."""

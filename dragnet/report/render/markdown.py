@@ -33,7 +33,6 @@ def render(rep: Report) -> str:
             echo()
         echo(design_markdown(dgroups), nl=False)
     if rep.comparison is not None:
-        from dragnet.report.compare import to_markdown as compare_markdown
         echo()
         echo(compare_markdown(rep.comparison), nl=False)
     ref = rep.disk_reference
@@ -60,3 +59,11 @@ def design_markdown(groups: Sequence[DesignGroup]) -> str:
     if notes:
         out += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
     return out
+
+
+def compare_markdown(cmp) -> str:
+    """A comparison (report.compare.Comparison) as a Markdown section: title, table, notes as a list."""
+    from dragnet.report.compare import COLUMNS as COMPARE_COLUMNS, notes, table_rows as compare_rows, title
+
+    return (f"**{title(cmp)}**\n\n" + md_table(COMPARE_COLUMNS, compare_rows(cmp)) + "\n"
+            + "".join(f"- {line}\n" for line in notes(cmp)))
