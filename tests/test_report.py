@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from dragnet.report import charts as charts
 from dragnet.report import tables as report
+from dragnet.report.render import cells as cell_text
 from dragnet.report.render import csv as render_csv, json as render_json, markdown as render_md
 from dragnet.cli import main
 from dragnet.results import load as load
@@ -156,7 +157,7 @@ def test_markdown_csv_json(recorded):
     lines = md.strip().splitlines()
     assert lines[0].startswith("| language | storage |")
     assert len(lines) == 2 + len(groups)
-    assert all(line.count("|") == len(report.COLUMNS) + 1 for line in lines)
+    assert all(line.count("|") == len(cell_text.COLUMNS) + 1 for line in lines)
     rows = list(csv.DictReader(io.StringIO(render_csv.to_csv(groups))))
     assert len(rows) == len(groups)
     js = next(r for r in rows if r["language"] == "javascript" and r["storage"] == "disk")

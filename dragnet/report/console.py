@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from dragnet.report import tables as rp
+from dragnet.report.render import cells as cell_text
 
 
 def console(min_width: int):
@@ -24,12 +24,12 @@ def render_table(groups, title: str | None = None) -> None:
     from rich.text import Text
 
     table = Table(title=title, header_style="bold")
-    for i, col in enumerate(rp.COLUMNS):
+    for i, col in enumerate(cell_text.COLUMNS):
         table.add_column(col, justify="left" if i in (0, 1, 13) else "right", no_wrap=i in (0, 8, 13))
-    for row in rp.table_rows(groups):
+    for row in cell_text.table_rows(groups):
         table.add_row(*(Text(c) for c in row))  # Text: "[...]" in a label is not rich markup
     console(200).print(table)
-    for line in rp.ranking_lines(groups):
+    for line in cell_text.ranking_lines(groups):
         click.echo(line)
 
 
@@ -37,13 +37,13 @@ def render_design_table(groups, title: str | None = None) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=title, header_style="bold", caption=rp.DESIGN_LEGEND)
-    for i, col in enumerate(rp.DESIGN_COLUMNS):
+    table = Table(title=title, header_style="bold", caption=cell_text.DESIGN_LEGEND)
+    for i, col in enumerate(cell_text.DESIGN_COLUMNS):
         table.add_column(col, justify="left" if i in (0, 1, 2, 3, 11, 16) else "right", no_wrap=i in (0, 1, 2))
-    for row in rp.design_table_rows(groups):
+    for row in cell_text.design_table_rows(groups):
         table.add_row(*(Text(c) for c in row))
     console(220).print(table)
-    for line in rp.design_ranking_lines(groups) + rp.design_notes(groups):
+    for line in cell_text.design_ranking_lines(groups) + cell_text.design_notes(groups):
         click.echo(line)
 
 
@@ -188,7 +188,7 @@ def bench_progress(console, total: dict):
                 cmp = d.get("comparison")
                 same = "" if not cmp else (f", rows: {cmp['note']}" if cmp.get("differences") is None else
                                           f", rows vs {cmp['reference']}: {cmp['differences']} differences in "
-                                          f"{cmp['rows_compared']}" + (f" ({rp.classes_text(cmp['classes'])})"
+                                          f"{cmp['rows_compared']}" + (f" ({cell_text.classes_text(cmp['classes'])})"
                                                                        if cmp.get("classes") else ""))
                 fig = Build.of_entry(d)
                 console.print(f"    wall {fig.wall_s:.1f} s, {fig.docs_per_s:.0f} docs/s"

@@ -1,7 +1,6 @@
-"""Tables from addview results: medians over repeats, ratios to the Erlang baseline, spread, resources.
-
-Everything here is pure except load_results(): it reads results files (dragnet.addview/1) and bench
-directories, and the rest turns those dicts into rows, formats and comparisons.
+"""The report's groups from addview results: medians over repeats, ratios to the Erlang baseline, spread,
+resources, rankings. Pure: it takes the results' dicts (dragnet.results.load reads them) and returns groups;
+report/render/ shows them (cells: their text; markdown, csv, json: the formats).
 
 Rules (also in the README):
 - A result's *label* is the bench language name (javascript, javascript_quickjs_es2015, erlang_baseline …)
@@ -236,44 +235,6 @@ def ranking(groups: Sequence[Group]) -> list[ranking_model.Ranking]:
     return out
 
 
-def ranking_lines(groups: Sequence[Group]) -> list[str]:
-    rankings = ranking(groups)
-    if not rankings:
-        return []
-    return [f"ranking ({RANKING_TEST}; > separated, ≈ tied, ? unresolved):"] + [
-        line for r in rankings for line in r.lines()]
-
-
-# ---------------------------------------------------------------- formats
-
-# all-tasks / one-task c/s, total and wall time are medians over the runs; σ and min…max are of wall time;
-# × base: docs/s relative to the Erlang baseline; CPU % is the mean, MB the peak RSS of the process family
-COLUMNS = ("language", "storage", "runs", "all c/s", "one c/s", "total s", "wall s", "wall σ", "wall min…max",
-           "docs/s", "× base", "beam CPU %", "beam MB", "QS", "QS CPU %", "QS MB")
-
-
-def _f(v: float | None, digits: int = 1) -> str:
-    return "–" if v is None else f"{v:,.{digits}f}"
-
-
-def table_rows(groups: Sequence[Group]) -> list[list[str]]:
-    """The table's cells as text (shared by the terminal table and markdown)."""
-    rows = []
-    for g in groups:
-        runs = str(g.n) + (f" ({g.failed} failed)" if g.failed else "")
-        m = lambda s, d=1: _f(s.median if s else None, d)  # noqa: E731
-        rows.append([
-            g.label, g.storage, runs, m(g.all_cps), m(g.one_cps), m(g.total_s), m(g.wall_s, 2),
-            # a single run has no measured spread
-            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.stdev:.2f}",
-            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.min:.2f}…{g.wall_s.max:.2f}",
-            m(g.docs_per_s), "–" if g.ratio is None else f"{g.ratio.median:.2f}",
-            _f(g.beam_cpu), _f(g.beam_rss_mb, 0), g.qs_family or ("(in beam)" if g.n else "–"),
-            _f(g.qs_cpu), _f(g.qs_rss_mb, 0),
-        ])
-    return rows
-
-
 # ---------------------------------------------------------------- design documents (`--ddoc`)
 #
 # One row per (design doc, view, engine, storage). "view" is ALL_VIEWS for a build of the whole design doc
@@ -390,11 +351,6 @@ def _sum_classes(comparisons: Iterable[dict]) -> dict[str, int]:
     return out
 
 
-def classes_text(classes: dict[str, int]) -> str:
-    """'2 order-dependent reduce, 1 engine' (what the differences column adds to the count)."""
-    return ", ".join(f"{n:,} {c}" for c, n in sorted(classes.items(), key=lambda kv: -kv[1]) if n)
-
-
 def build_design_report(results: Iterable[dict], reference: str | None = None) -> list[DesignGroup]:
     return group_design_runs(prepare(results), reference)
 
@@ -409,63 +365,3 @@ def design_ranking(groups: Sequence[DesignGroup]) -> list[tuple[tuple[str, str, 
         if r.pairs:
             out.append((where, r))
     return out
-
-
-def design_ranking_lines(groups: Sequence[DesignGroup]) -> list[str]:
-    rankings = design_ranking(groups)
-    if not rankings:
-        return []
-    return [f"engines ({RANKING_TEST}; > separated, ≈ tied, ? unresolved):"] + [
-        line for _, r in rankings for line in r.lines()]
-
-
-def design_notes(groups: Sequence[DesignGroup]) -> list[str]:
-    """Differences, notes and failures worth a line under the table."""
-    out = []
-    for g in groups:
-        where = f"{g.ddoc} {g.view} {g.label} ({g.storage})"
-        if g.differences:
-            out.append(f"differences: {where}: {g.differences} rows differ from {g.reference}'s "
-                       f"over {g.compared} compared runs" + (f"; by class, with those between its own builds: "
-                                                              f"{classes_text(g.classes)}" if g.classes else ""))
-        out += [f"note: {where}: {n}" for n in g.notes]
-        out += [f"failed: {where}: {e}" for e in g.errors]
-    return out
-
-
-DESIGN_COLUMNS = ("design doc", "view", "engine", "storage", "runs", "total s", "wall s", "wall min…max", "docs/s",
-                  "× ref", "rows compared", "differences", "lag s", "incr docs/s", "beam CPU %", "beam MB", "QS",
-                  "QS CPU %", "QS MB")
-
-
-def design_table_rows(groups: Sequence[DesignGroup]) -> list[list[str]]:
-    rows = []
-    # views whose rows were compared at all (addview --per-view builds compare nothing)
-    compared_views = {(g.ddoc, g.view) for g in groups if g.compared}
-    for g in groups:
-        m = lambda s, d=1: _f(s.median if s else None, d)  # noqa: E731
-        if g.is_reference and not g.compared and (g.ddoc, g.view) in compared_views:
-            diffs = "(reference)"
-        elif g.differences is None:
-            diffs = "not compared"
-        else:
-            diffs = f"{g.differences:,}" + (" (reference repeats)" if g.is_reference else "")
-        if g.repeat_differences:
-            diffs += f" + {g.repeat_differences:,} between its own builds"
-        if g.classes:
-            diffs += f": {classes_text(g.classes)}"
-        rows.append([
-            g.ddoc, g.view, g.label + (" *" if g.is_reference else ""), g.storage,
-            str(g.n) + (f" ({g.failed} failed)" if g.failed else ""),
-            m(g.total_s), m(g.wall_s, 2),
-            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.min:.2f}…{g.wall_s.max:.2f}",
-            m(g.docs_per_s), m(g.ratio, 2), "–" if g.rows_compared is None else f"{g.rows_compared:,}", diffs,
-            m(g.update_lag_s, 2), m(g.incremental_dps),
-            _f(g.beam_cpu), _f(g.beam_rss_mb, 0), g.qs_family or ("(in beam)" if g.n else "–"),
-            _f(g.qs_cpu), _f(g.qs_rss_mb, 0),
-        ])
-    return rows
-
-
-DESIGN_LEGEND = ("* reference engine (rows of the others are compared with its first run); × ref: docs/s over "
-                 "the reference's run of the same repeat; lag s: --update freshness lag")

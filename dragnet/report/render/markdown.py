@@ -7,14 +7,13 @@ from typing import Sequence
 from dragnet.report.model import Report
 from dragnet.report.render import text
 from dragnet.report.render.pipe import md_table
-from dragnet.report.tables import (COLUMNS, DESIGN_COLUMNS, DESIGN_LEGEND, DesignGroup, Group, design_notes,
-                                   design_ranking_lines, design_table_rows, table_rows)
+from dragnet.report.render.cells import (COLUMNS, DESIGN_COLUMNS, DESIGN_LEGEND, design_notes, design_ranking_lines,
+                                         design_table_rows, ranking_lines, table_rows)
+from dragnet.report.tables import DesignGroup, Group
 
 
 def render(rep: Report) -> str:
     from dragnet.bench.scenario import memory_advice, verdict
-    from dragnet.report import tables as rp
-
     if rep.forecast_only:
         return text.forecast_only(rep)
     out: list[str] = []
@@ -25,7 +24,7 @@ def render(rep: Report) -> str:
     groups, dgroups = rep.groups, rep.design_groups
     if groups or not (dgroups or rep.nouveau):
         echo(to_markdown(groups), nl=False)
-        lines = rp.ranking_lines(groups)
+        lines = ranking_lines(groups)
         if lines:
             echo("\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]))
     if dgroups:
