@@ -160,8 +160,9 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
 def _show(out: dict, folder: Path, as_json: bool) -> None:
     """The forecast's charts into folder, then its report (report.forecast_report) as text, or its data."""
     from dragnet.report import forecast_report
-    from dragnet.report.render import files, text
+    from dragnet.report.render import files, json, text
 
     files.forecast_charts(out, folder)
-    print_json(out) if as_json else click.echo(text.forecast(forecast_report.build(out)))
+    rep = forecast_report.build(out)
+    print_json(json.forecast(rep)) if as_json else click.echo(text.forecast(rep))
 

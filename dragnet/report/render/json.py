@@ -14,7 +14,7 @@ def render(rep: Report) -> dict:
     from dragnet.report.io_table import IO_COLUMNS
 
     if rep.forecast_only:
-        return {"forecast": [f.data for f in rep.forecasts]}
+        return {"forecast": [forecast(f) for f in rep.forecasts]}
     out = to_json(rep.groups)
     if rep.comparison is not None:
         out["comparison"] = rep.comparison.to_json()
@@ -31,8 +31,13 @@ def render(rep: Report) -> dict:
     if rep.nouveau:
         out["nouveau"] = rep.nouveau
     if rep.forecasts:
-        out["forecast"] = [f.data for f in rep.forecasts]
+        out["forecast"] = [forecast(f) for f in rep.forecasts]
     return out
+
+
+def forecast(rep) -> dict:
+    """A forecast (report.forecast_report.ForecastReport) as JSON: forecast.json's data, charts included."""
+    return rep.data
 
 
 def bench(rep) -> dict:
