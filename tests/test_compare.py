@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from dragnet.report import compare as c
 from dragnet.build import design as design
 from dragnet.report import history as history
+from dragnet.report.render.markdown import compare_markdown
 from dragnet.measure import decide as decide
 from dragnet.results import store as store
 from dragnet.cli import main
@@ -240,6 +241,13 @@ def test_history_flags_the_step(ci, tmp_path):
     doc = json.loads(r.output)
     assert [p["step"] for p in doc["series"][0]["points"]] == [False, True, True]
     assert png.read_bytes().startswith(b"\x89PNG")
+    # the table: one row per run, both steps in it, their count and the chart under it
+    r = CliRunner().invoke(main, ["history", "--store", str(s), "--plot", str(png)])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("STEP") == 2 and "2 step(s): a step: two-sided Mann-Whitney" in r.output
+    assert r.output.rstrip().endswith(f"chart: {png}")
+    r = CliRunner().invoke(main, ["history", "--store", str(s), "--where", "language"])
+    assert r.exit_code == 2 and "--where language: expected AXIS=VALUE" in r.output
 
 
 # ---- git:REF:path
@@ -295,7 +303,7 @@ def test_an_unknown_storage_labels_nothing(ci):
                 for r in results]
     cmp = c.compare_along(labelled(ci["base"], "main") + labelled(ci["slower"], "branch"))
     assert "storage" not in cmp.cells[0].axes and "storage" not in c.common_axes(cmp)
-    text = c.to_markdown(cmp) + "\n".join(c.notes(cmp))
+    text = compare_markdown(cmp) + "\n".join(c.notes(cmp))
     assert "storage=" not in text and "unknown" not in text
     legacy = dict(ci["base"][0], bench={**{k: v for k, v in ci["base"][0]["bench"].items()
                                             if k not in ("axes", "storage_label")}, "size": 3000}, storage=None)

@@ -462,8 +462,9 @@ def test_a_reforecast_keeps_the_machine_and_load_its_sweep_recorded(tmp_path):
                       if f.parent.name != "size-200000"), key=lambda m: m["started_at"])
     assert out["load_average"] == [benches[0]["machine"]["load_average"][0], benches[-1]["machine"]["load_average"][0]]
     assert out["machine"] == benches[0]["machine"]
-    from dragnet.report.console import render_forecast as render
-    assert "load average 1.2 → 17.7" in render(out)
+    from dragnet.report.forecast_report import build
+    from dragnet.report.render.text import forecast as render
+    assert "load average 1.2 → 17.7" in render(build(out))
 
 
 def test_couchdb_versions_are_read_from_a_plain_or_gzipped_results_file(tmp_path):
@@ -749,3 +750,24 @@ def test_out_of_disk_build_ends_in_one_line(live_url, tmp_path):
         (fs / "filler").unlink(missing_ok=True)
         local.stop(inst, env=env)
         subprocess.run(["umount", str(fs)], check=False)
+
+
+def test_forecast_from_sweep_prints_its_report_and_writes_its_chart(tmp_path):
+    """`forecast --from-sweep`: the forecast's report (report/forecast_report) as text, the back-test against
+    the size built, and the chart it names; --json prints the same forecast's data."""
+    from dragnet.cli import main
+
+    args = ["forecast", "--db", "x", "--from-sweep", str(SWEEP.parent / "bt4-income"), "--target-docs", "200000",
+            "--target-bytes", "1269m", "--target-q", "8", "--results", str(tmp_path / "out")]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0].startswith("forecast for 200,000 documents from sizes ")
+    assert any(x.startswith("back-test javascript build_time: predicted ") for x in lines)
+    assert lines[-1].endswith(f"forecast.json and {tmp_path / 'out' / 'forecast.png'}")
+    assert (tmp_path / "out" / "forecast.png").stat().st_size > 0
+    j = CliRunner().invoke(main, args + ["--json"])
+    assert j.exit_code == 0, j.output
+    doc = json.loads(j.output)
+    assert doc["target"]["doc_count"] == 200_000 and doc["chart"] == str(tmp_path / "out" / "forecast.png")
+    assert set(doc["backtest"]) >= {"javascript"}

@@ -65,8 +65,9 @@ def test_forecast_json_records_the_choice_and_old_files_still_load(tmp_path):
     old = Path(__file__).resolve().parent.parent / "docs/forecast/backtest5-200k/forecast.json"
     assert _schema.read_json(old)["schema"] == "dragnet.forecast/1"
     assert len(fr.find_forecasts([old])) == 1
-    from dragnet.report.console import render_forecast
-    assert "build_time" in render_forecast(fr.find_forecasts([old])[0])
+    from dragnet.report.forecast_report import build
+    from dragnet.report.render.text import forecast as render
+    assert "build_time" in render(build(fr.find_forecasts([old])[0]))
     out = {"schema": fc.SCHEMA, "forecasts": {"": {"javascript": {"quantities": {
         "build_time": fc.quantity_forecast(ISSUE, "build_time", 100_000)}}}}}
     _schema.write(tmp_path / fc.SUMMARY, out)

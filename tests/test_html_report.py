@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from dragnet.report import html_page as hp
 from dragnet.report import tables as rp
+from dragnet.report.render import cells as cell_text
 from dragnet.cli import main
 from dragnet.bench.scenario import disk_matters, runs_from_results
 from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
@@ -146,8 +147,8 @@ def test_page_in_headless_chromium(tmp_path):
     # what the page must show, read back through the same loaders and report functions
     groups = rp.build_report(docs)
     sc_runs, ref = runs_from_results(docs)
-    want_engines = rp.table_rows(groups)
-    want_design = rp.design_table_rows(rp.build_design_report(docs, None))
+    want_engines = cell_text.table_rows(groups)
+    want_design = cell_text.design_table_rows(rp.build_design_report(docs, None))
     want_disk = disk_rows(disk_matters(sc_runs, ref))
 
     with browser.chromium(1400, 1000) as d:

@@ -26,6 +26,8 @@ CASES = {
     "ddoc5k.report.csv": ["report", "docs/engine-share/ddoc5k", "--format", "csv"],
     "decl5k.report.md": ["report", "docs/engine-share/decl5k", "--format", "markdown"],
     "decl5k.report.json": ["report", "docs/engine-share/decl5k", "--format", "json"],
+    # a forecast folder alone: its report (report/forecast_report) as text
+    "small50k.forecast.txt": ["report", "docs/forecast/backtest32-small50k"],
 }
 
 

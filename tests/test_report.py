@@ -18,6 +18,8 @@ from click.testing import CliRunner
 
 from dragnet.report import charts as charts
 from dragnet.report import tables as report
+from dragnet.report.render import cells as cell_text
+from dragnet.report.render import csv as render_csv, json as render_json, markdown as render_md
 from dragnet.cli import main
 from dragnet.results import load as load
 
@@ -151,17 +153,17 @@ def test_failed_runs_are_counted_not_averaged(recorded):
 
 def test_markdown_csv_json(recorded):
     groups = report.build_report(recorded.values())
-    md = report.to_markdown(groups)
+    md = render_md.to_markdown(groups)
     lines = md.strip().splitlines()
     assert lines[0].startswith("| language | storage |")
     assert len(lines) == 2 + len(groups)
-    assert all(line.count("|") == len(report.COLUMNS) + 1 for line in lines)
-    rows = list(csv.DictReader(io.StringIO(report.to_csv(groups))))
+    assert all(line.count("|") == len(cell_text.COLUMNS) + 1 for line in lines)
+    rows = list(csv.DictReader(io.StringIO(render_csv.to_csv(groups))))
     assert len(rows) == len(groups)
     js = next(r for r in rows if r["language"] == "javascript" and r["storage"] == "disk")
     assert float(js["wall_time_s_median"]) == group(groups, "javascript").wall_s.median
     assert float(js["ratio_to_baseline_median"]) == group(groups, "javascript").ratio.median
-    doc = json.loads(json.dumps(report.to_json(groups)))
+    doc = json.loads(json.dumps(render_json.to_json(groups)))
     assert {(g["label"], g["storage"]) for g in doc["groups"]} == {g.key for g in groups}
 
 
@@ -224,7 +226,7 @@ def test_cli_baseline(results_dir, recorded, tmp_path):
 def test_markdown_escapes_pipes(recorded):
     groups = report.build_report(list(recorded.values()))
     groups[0].label = "a|b"
-    md = report.to_markdown(groups)
+    md = render_md.to_markdown(groups)
     header_cells = md.splitlines()[0].count(" | ")
     row = next(line for line in md.splitlines() if line.startswith("| a"))
     assert "a\\|b" in row

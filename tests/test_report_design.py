@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from dragnet.report import tables as report
+from dragnet.report.render import cells as cell_text
 from dragnet.cli import main
 from dragnet.results.build import build_results
 from dragnet.results import load as load
@@ -146,7 +147,7 @@ def test_rows_compared_differences_lag_and_resources(results):
     assert (js.qs_family, q.qs_family, g["python"].qs_family) == ("couchjs", "quickjs", "couchpy")
     assert js.qs_cpu == pytest.approx(31.5) and js.qs_rss_mb == pytest.approx(800)
     assert js.beam_cpu == pytest.approx(90.0) and js.beam_rss_mb == pytest.approx(400)
-    notes = report.design_notes(report.build_design_report(results))
+    notes = cell_text.design_notes(report.build_design_report(results))
     assert notes == [f"differences: {DDOC} (all) javascript_quickjs (disk): 3 rows differ from javascript's "
                      f"over 4 compared runs"]
 
@@ -168,7 +169,7 @@ def test_order_only_where_the_runs_support_it(results):
         ("javascript", "javascript_quickjs", "separated", True, 4)
     logs = [math.log(q / j) for j, q in zip(JS_WALL, QJS_WALL)]
     assert pair.ratio == pytest.approx(math.exp(sum(logs) / 4))
-    lines = report.design_ranking_lines(report.build_design_report(results))
+    lines = cell_text.design_ranking_lines(report.build_design_report(results))
     assert any("javascript ? python ? javascript_quickjs" in x for x in lines)
     assert any("not supported: unresolved javascript vs python (too few runs)" in x for x in lines)
 
@@ -190,19 +191,19 @@ def test_failed_run_of_a_design_bench_counts_in_its_row(results, tmp_path):
         (tmp_path / f"r{i}.json").write_text(json.dumps(r))
     g = by_key(report.build_design_report(load.load_results([tmp_path])))
     assert (g["python"].n, g["python"].failed, g["python"].errors) == (1, 1, ["compilation failed"])
-    assert "1 (1 failed)" in report.design_table_rows([g["python"]])[0]
+    assert "1 (1 failed)" in cell_text.design_table_rows([g["python"]])[0]
 
 
 def test_differences_cell(results):
     rows = {(r[1], r[2]): r[DESIGN_COL("differences")]
-            for r in report.design_table_rows(report.build_design_report(results))}
+            for r in cell_text.design_table_rows(report.build_design_report(results))}
     assert rows[("(all)", "javascript *")] == "0 (reference repeats)"
     assert rows[("(all)", "javascript_quickjs")] == "3"
     # a view built alone is never compared, so its reference row is not "the reference" of anything
     assert rows[("by_year", "javascript *")] == "not compared"
     first_only = [r for r in results if (r.get("bench") or {}).get("repeat") == 0]
     rows = {(r[1], r[2]): r[DESIGN_COL("differences")]
-            for r in report.design_table_rows(report.build_design_report(first_only))}
+            for r in cell_text.design_table_rows(report.build_design_report(first_only))}
     assert rows[("(all)", "javascript *")] == "(reference)"
 
 
@@ -214,7 +215,7 @@ def test_cli_formats(results, tmp_path):
     run = CliRunner().invoke
     md = run(main, ["report", str(d), "--format", "markdown"])
     assert md.exit_code == 0, md.output
-    header = "| " + " | ".join(report.DESIGN_COLUMNS) + " |"
+    header = "| " + " | ".join(cell_text.DESIGN_COLUMNS) + " |"
     assert header in md.output and "| language |" not in md.output   # no empty view-file table
     row = next(x for x in md.output.splitlines() if x.startswith(f"| {DDOC} | (all) | javascript_quickjs |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
@@ -245,4 +246,4 @@ def test_cli_formats(results, tmp_path):
 
 
 def DESIGN_COL(name: str) -> int:
-    return report.DESIGN_COLUMNS.index(name)
+    return cell_text.DESIGN_COLUMNS.index(name)

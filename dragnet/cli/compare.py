@@ -8,6 +8,8 @@ import click
 
 from dragnet.cli.options import print_json, store_option
 from dragnet.report.console import render_compare
+from dragnet.report.render import console as render_console
+from dragnet.report.render.markdown import compare_markdown
 
 
 @click.command("compare")
@@ -31,27 +33,18 @@ def compare_cmd(old, new, along, fail_if_slower, metric, markdown, as_json, no_r
     ratio of CPU per document (or wall time) with a 99% interval, paired by bench round, and a verdict
     (improved, regressed, no change, undecided); views whose rows changed; cells on one side only. With only OLD, compare along
     the axis that has two values (e.g. two design doc revisions in one bench)."""
-    from dragnet.report import compare as c
-    from dragnet.results import store as store
     from dragnet.errors import UsageError
+    from dragnet.report import compare as c
 
-    sdir = store.default_dir(store_dir)
     threshold = c.parse_threshold(fail_if_slower) if fail_if_slower is not None else None
     if markdown and as_json:
         raise UsageError("--markdown and --json: give one of them")
-    old_label, old_results = store.load_side(old, sdir)
-    if new is None:
-        cmp = c.compare_along(old_results, along, threshold=threshold, rows=not no_rows, metric=metric)
-    else:
-        if along:
-            raise UsageError("--along is for one results set (dragnet compare RESULTS --along AXIS)")
-        new_label, new_results = store.load_side(new, sdir)
-        cmp = c.compare(old_results, new_results, old_label=old_label, new_label=new_label, threshold=threshold,
-                        rows=not no_rows, metric=metric)
+    cmp = c.compare_sets(old, new, along=along, store_dir=store_dir, threshold=threshold, rows=not no_rows,
+                         metric=metric)
     if as_json:
         print_json(cmp.to_json())
     elif markdown:
-        click.echo(c.to_markdown(cmp), nl=False)
+        click.echo(compare_markdown(cmp), nl=False)
     else:
         render_compare(cmp)
     if cmp.exit_code:
@@ -72,30 +65,7 @@ def compare_cmd(old, new, along, fail_if_slower, metric, markdown, as_json, no_r
 def history_cmd(by, metric, where, plot_path, as_json, store_dir):
     """A metric over the runs saved in the results store (bench --save-baseline), per cell, with steps flagged
     where the runs before and after differ significantly."""
-    from dragnet.report import history as h
-    from dragnet.results import store as store
-    from dragnet.errors import UsageError
+    from dragnet.report.history import history
 
-    sdir = store.default_dir(store_dir)
-    filters = {}
-    for w in where:
-        if "=" not in w:
-            raise UsageError(f"--where {w}: expected AXIS=VALUE")
-        k, v = w.split("=", 1)
-        filters[k] = v
-    entries = store.read_index(sdir)
-    if not entries:
-        raise UsageError(f"{sdir}: no saved runs (bench --save-baseline NAME saves one)")
-    all_series = h.series(entries, metric, by, filters)
-    if not all_series:
-        raise UsageError(f"{sdir}: no cell has {metric} values" + (" matching --where" if filters else ""))
-    drawn = h.chart(all_series, metric, plot_path) if plot_path else None
-    if as_json:
-        print_json({"store": str(sdir), "metric": metric, "by": by, "test": h.STEP_TEST,
-                    "series": [s.as_dict() for s in all_series], "chart": str(drawn.path) if drawn else None})
-        return
-    from dragnet.report.console import render_history
-
-    render_history(all_series, metric, by, len(entries))
-    if drawn:
-        click.echo(f"chart: {drawn.path}")
+    h = history(store_dir, metric, by, where, plot_path)
+    print_json(h.as_json()) if as_json else render_console.history(h)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from dragnet.cli.options import db_option, json_option, print_json, server_option, url_option
-from dragnet.report.console import distribution_lines, render_forecast
+from dragnet.report.console import distribution_lines
 
 
 @click.command("forecast")
@@ -99,8 +99,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
                                                                          target_q)
         out = fr.from_sweep(Path(from_sweep), tgt, out_dir=Path(results_dir) if results_dir else None,
                             weighting=weighting)
-        _charts(out, Path(results_dir or from_sweep))
-        print_json(out) if as_json else click.echo(render_forecast(out))
+        _show(out, Path(results_dir or from_sweep), as_json)
         return
     if sizes_text != "auto":
         sz.parse_sizes(sizes_text)
@@ -155,22 +154,15 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
 
     out = fr.run(config, target=tgt, sizes_text=sizes_text, budget_s=budget_s, data=source, folder=folder,
                  on_event=on_event, weighting=weighting, shard_sweep=shard_sweep)
-    _charts(out, folder)
-    if as_json:
-        print_json(out)
-        return
-    click.echo(render_forecast(out))
+    _show(out, folder, as_json)
 
 
-def _charts(out: dict, folder: Path) -> None:
-    """forecast.png, or forecast-<variant>.png per variant (a memory limit, a core count)."""
-    from dragnet.report.forecast_plot import forecast_chart
-    from dragnet.results.build import slug
+def _show(out: dict, folder: Path, as_json: bool) -> None:
+    """The forecast's charts into folder, then its report (report.forecast_report) as text, or its data."""
+    from dragnet.report import forecast_report
+    from dragnet.report.render import files, json, text
 
-    checks = out.get("backtest") or {}
-    out["charts"] = {name: str(forecast_chart(per_lang, folder / (f"forecast-{slug(name)}.png" if name else
-                                                                  "forecast.png"),
-                                              built={lang: checks.get(f"{name} {lang}".strip()) for lang in per_lang}
-                                              ).path)
-                     for name, per_lang in out["forecasts"].items()}
-    out["chart"] = next(iter(out["charts"].values()), None)
+    files.forecast_charts(out, folder)
+    rep = forecast_report.build(out)
+    print_json(json.forecast(rep)) if as_json else click.echo(text.forecast(rep))
+

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -170,8 +169,8 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
             out.print(f"chart:   {chart}")
         if inside is not None:
             # inside CouchDB a round is a full build per server: adaptive rounds there are a later step
-            _inside(out, err, inside, couchdb_url, couchdb_db, str(data), names, left, bench, view_dir,
-                    repeat or 3, results_dir)
+            _inside(out, err, couchdb_url, couchdb_db, str(data), names, left, bench, view_dir, repeat or 3,
+                    results_dir)
     failed = session.failure(outcome)
     if failed is not None:
         raise failed
@@ -186,15 +185,12 @@ def _talk(err: Console, quiet: bool) -> dict:
     return {"notify": err.print, "sampling": with_progress}
 
 
-def _inside(out: Console, err: Console, inside, url, db, data, names, left, bench, view_dir, repeat,
-            results_dir) -> None:
-    """The same servers inside CouchDB (bench.inside), then both rankings side by side."""
-    from dragnet.report import share as share
-    from dragnet.results.load import load_results
+def _inside(out: Console, err: Console, url, db, data, names, left, bench, view_dir, repeat, results_dir) -> None:
+    """The same servers inside CouchDB, then both rankings side by side (report.qsbench_inside)."""
+    from dragnet.report.qsbench_inside import inside
 
     for why in left:
         err.print(f"[yellow]not inside CouchDB[/] {why}")
-    folder = Path(results_dir) / f"qsbench-couchdb-{int(time.time())}"
 
     def on_event(kind: str, d: dict) -> None:
         if kind == "start":
@@ -202,14 +198,8 @@ def _inside(out: Console, err: Console, inside, url, db, data, names, left, benc
         elif kind in ("import", "warning"):
             err.print(d["message"])
 
-    manifest = inside.run_inside(url, db, data, names, views=view_dir, repeat=repeat, results_dir=str(folder),
-                                 on_event=on_event)
-    loads = share.workloads(load_results([folder])) if any(r["result_file"] for r in manifest["runs"]) else []
-    rows = inside.side_by_side({r.name: r.docs_per_sec for r in bench.rows}, names, loads)
-    show_inside(out, rows, manifest)
-    for line in share.lines(loads):
-        out.print(line, highlight=False, markup=False)
-    out.print(f"inside CouchDB: {folder}")
+    show_inside(out, inside(url, db, data, names, {r.name: r.docs_per_sec for r in bench.rows}, views=view_dir,
+                            repeat=repeat, results_dir=results_dir, on_event=on_event))
 
 
 def _ddoc(err: Console, out: Console, source, view_names, names, reference, *, repeat, warmup, timeout,

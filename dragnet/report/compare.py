@@ -394,6 +394,22 @@ def compare_along(results: Sequence[dict], along: str | None = None, **kw: Any) 
     return compare(old, new, old_label=f"{axis}={a}", new_label=f"{axis}={b}", along=axis, **kw)
 
 
+def compare_sets(old: str, new: str | None = None, *, along: str | None = None, store_dir=None,
+                 **kw: Any) -> Comparison:
+    """`dragnet compare OLD [NEW]`: each side read (a results file, a bench folder or a baseline name in the
+    store); with OLD alone, compared along its two-valued axis (`along`, or the one found)."""
+    from dragnet.results import store
+
+    sdir = store.default_dir(store_dir)
+    old_label, old_results = store.load_side(old, sdir)
+    if new is None:
+        return compare_along(old_results, along, **kw)
+    if along:
+        raise UsageError("--along is for one results set (dragnet compare RESULTS --along AXIS)")
+    new_label, new_results = store.load_side(new, sdir)
+    return compare(old_results, new_results, old_label=old_label, new_label=new_label, **kw)
+
+
 # ---------------------------------------------------------------- rows
 
 def rows_files(result: dict) -> dict[str, str]:
@@ -519,13 +535,6 @@ def title(cmp: Comparison) -> str:
     same = axes_text(common_axes(cmp))
     return (f"{cmp.old_label} → {cmp.new_label}" + (f" ({what})" if what else "") + f": build {_metric_title(cmp)} per cell"
             + (f"; in every cell {same}" if same else ""))
-
-
-def to_markdown(cmp: Comparison) -> str:
-    from dragnet.report.tables import md_table
-
-    return (f"**{title(cmp)}**\n\n" + md_table(COLUMNS, table_rows(cmp)) + "\n"
-            + "".join(f"- {line}\n" for line in notes(cmp)))
 
 
 def parse_threshold(text: str, option: str = "--fail-if-slower") -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from dragnet.report import tables as rp
+from dragnet.report.render import cells as cell_text
 
 
 def console(min_width: int):
@@ -24,12 +24,12 @@ def render_table(groups, title: str | None = None) -> None:
     from rich.text import Text
 
     table = Table(title=title, header_style="bold")
-    for i, col in enumerate(rp.COLUMNS):
+    for i, col in enumerate(cell_text.COLUMNS):
         table.add_column(col, justify="left" if i in (0, 1, 13) else "right", no_wrap=i in (0, 8, 13))
-    for row in rp.table_rows(groups):
+    for row in cell_text.table_rows(groups):
         table.add_row(*(Text(c) for c in row))  # Text: "[...]" in a label is not rich markup
     console(200).print(table)
-    for line in rp.ranking_lines(groups):
+    for line in cell_text.ranking_lines(groups):
         click.echo(line)
 
 
@@ -37,13 +37,13 @@ def render_design_table(groups, title: str | None = None) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=title, header_style="bold", caption=rp.DESIGN_LEGEND)
-    for i, col in enumerate(rp.DESIGN_COLUMNS):
+    table = Table(title=title, header_style="bold", caption=cell_text.DESIGN_LEGEND)
+    for i, col in enumerate(cell_text.DESIGN_COLUMNS):
         table.add_column(col, justify="left" if i in (0, 1, 2, 3, 11, 16) else "right", no_wrap=i in (0, 1, 2))
-    for row in rp.design_table_rows(groups):
+    for row in cell_text.design_table_rows(groups):
         table.add_row(*(Text(c) for c in row))
     console(220).print(table)
-    for line in rp.design_ranking_lines(groups) + rp.design_notes(groups):
+    for line in cell_text.design_ranking_lines(groups) + cell_text.design_notes(groups):
         click.echo(line)
 
 
@@ -93,60 +93,6 @@ def distribution_lines(sample: dict, target: dict) -> str:
         f"{sample['p99']:>9,} {sample['max']:>10,}",
         f"{'target':<9} {t_docs:>10,} {t_mean:>10} {'–':>9} {'–':>9} {'–':>9} {'–':>10}",
         "(target: GET /db sizes.external / doc_count; the sample: its data file's lines)"])
-
-
-def render_forecast(out: dict) -> str:
-    lines = [f"forecast for {out['target']['doc_count']:,} documents"
-             + (f" ({out['target']['url']})" if out['target'].get('url') else "")
-             + f" from sizes {', '.join(f'{n:,}' for n in out['sizes'])}"]
-    for label, per_lang in out["forecasts"].items():
-        for lang, f in sorted(per_lang.items()):
-            lines.append(f"{(label + ' ') if label else ''}{lang}:")
-            for q, e in f["quantities"].items():
-                if not e.get("fit"):
-                    lines.append(f"  {q:<14} no fit ({len(e['points'])} points)")
-                    continue
-                p, fit = e["prediction"], e["fit"]
-                fmt = (lambda v: f"{v:,.0f} s") if e["unit"] == "s" else (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
-                r2 = "–" if fit["r2"] is None else f"{fit['r2']:.3f}"
-                model = fit.get("model") or "linear"
-                model += f" k={fit['k']:.2f}" if model == "power" else ""
-                how = e.get("basis") or f"{model}, r² {r2}, {fit['points']} builds"
-                if e.get("shards"):
-                    how = f"{model}, r² {r2}, {fit['points']} one-shard builds; {how}"
-                lines.append(f"  {q:<14} {fmt(p['value']):>12}  [{fmt(p['low'])} … {fmt(p['high'])}] {how}")
-                chose = e.get("choice") or ((e.get("parts") or {}).get("index_files") or {}).get("choice")
-                if chose and not str(e.get("basis") or "").endswith("disk_growth"):     # which shape the held-out sizes chose, and by how much (dragnet.forecast.choice)
-                    lines.append(f"  {'':<14} shape: {chose['reason']}")
-                lines += [f"  warning: {w}" for w in e.get("warnings") or []]
-            if (f.get("growth") or {}).get("sentence"):     # why the cost per document grows (forecast.growth)
-                lines.append(f"  why: {f['growth']['sentence']}")
-            lines += [f"  warning: {w}" for w in f["warnings"]]
-    from dragnet.report.share import forecast_gains
-    from dragnet.results.schema import couchdb_versions
-
-    lines += forecast_gains(out)
-    if out.get("sweep_steps"):      # --sizes auto: why the sweep stopped where it did
-        from dragnet.forecast.extend import describe
-        lines.append(describe(out["sweep_steps"][-1]))
-    m, v = out["machine"], couchdb_versions(out)
-    load = out.get("load_average")
-    lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "
-                 f"CouchDB {v['couchdb'] or '?'} (OTP {v['erlang'] or '?'}, {v['javascript_engine'] or '?'}); "
-                 f"load average {'–' if not load else ' → '.join(f'{x:.1f}' for x in load)}; storage "
-                 f"{(out.get('settings') or {}).get('storages') or 'as found'}")
-    from dragnet.forecast.model import QUANTITIES
-
-    for lang, qs in sorted((out.get("backtest") or {}).items()):
-        for q, c in qs.items():
-            whole = c.get("whole_database")
-            fmt = (lambda v: f"{v:,.0f} s") if QUANTITIES.get(q, ("s",))[0] == "s" else \
-                (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
-            lines.append(f"back-test {lang} {q}: predicted {fmt(c['predicted'])}, built {fmt(c['actual'])}: "
-                         f"error {c['error']:+.1%}, {'inside' if c['inside'] else 'OUTSIDE'} the interval"
-                         + (f" (whole-database sweep alone: {whole['error']:+.1%})" if whole else ""))
-    lines.append(f"results: {out['sweep_dir']}, forecast.json and {', '.join((out.get('charts') or {}).values())}")
-    return "\n".join(lines)
 
 
 def render_sizes(rep: dict) -> None:
@@ -221,24 +167,6 @@ def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
     return lines
 
 
-def render_history(all_series, metric: str, by: str, saved: int) -> None:
-    """`dragnet history`: a metric per cell over the saved runs, steps in red, and how many steps."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from dragnet.report import history as h
-    from dragnet.results.store import METRICS
-
-    table = Table(title=f"{METRICS[metric]} by {by}, {saved} saved runs", header_style="bold")
-    for col in h.COLUMNS:
-        table.add_column(col)
-    for row in h.table_rows(all_series, metric):
-        table.add_row(*(Text(x) for x in row), style="red" if row[-1] == "STEP" else None)
-    console(160).print(table)
-    steps = sum(p.step for s in all_series for p in s.points)
-    click.echo(f"{steps} step(s): {h.STEP_TEST}")
-
-
 def bench_progress(console, total: dict, nouveau_builds: bool = True):
     """`dragnet bench`'s progress on `console` (a rich Console): the on_event(kind, data) a bench calls
     (report.session.bench); total["n"]: the runs planned, shown as [i/n]; nouveau_builds: each Nouveau build's
@@ -276,7 +204,7 @@ def bench_progress(console, total: dict, nouveau_builds: bool = True):
                 cmp = d.get("comparison")
                 same = "" if not cmp else (f", rows: {cmp['note']}" if cmp.get("differences") is None else
                                           f", rows vs {cmp['reference']}: {cmp['differences']} differences in "
-                                          f"{cmp['rows_compared']}" + (f" ({rp.classes_text(cmp['classes'])})"
+                                          f"{cmp['rows_compared']}" + (f" ({cell_text.classes_text(cmp['classes'])})"
                                                                        if cmp.get("classes") else ""))
                 fig = Build.of_entry(d)
                 console.print(f"    wall {fig.wall_s:.1f} s, {fig.docs_per_s:.0f} docs/s"

@@ -121,6 +121,51 @@ def table_rows(all_series: Sequence[Series], metric: str) -> list[list[str]]:
     return rows
 
 
+@dataclass
+class History:
+    """`dragnet history`: the series of a metric over a store's saved runs, and their chart if drawn."""
+
+    store: str
+    metric: str
+    by: str
+    series: list[Series]
+    saved: int                         # runs in the store
+    chart: object = None               # charts.Chart
+
+    def as_json(self) -> dict:
+        return {"store": self.store, "metric": self.metric, "by": self.by, "test": STEP_TEST,
+                "series": [s.as_dict() for s in self.series], "chart": str(self.chart.path) if self.chart else None}
+
+
+def parse_where(where: Sequence[str]) -> dict[str, str]:
+    """--where AXIS=VALUE (repeatable) -> {axis: value}; a one-line error otherwise."""
+    filters = {}
+    for w in where:
+        if "=" not in w:
+            raise UsageError(f"--where {w}: expected AXIS=VALUE")
+        k, v = w.split("=", 1)
+        filters[k] = v
+    return filters
+
+
+def history(store_dir=None, metric: str = "docs_s", by: str = "date", where: Sequence[str] = (),
+            plot_path=None) -> History:
+    """The store's saved runs as series of `metric` grouped `by`, only the cells matching `where`; with
+    plot_path, their chart drawn there."""
+    from dragnet.results import store
+
+    sdir = store.default_dir(store_dir)
+    filters = parse_where(where)
+    entries = store.read_index(sdir)
+    if not entries:
+        raise UsageError(f"{sdir}: no saved runs (bench --save-baseline NAME saves one)")
+    all_series = series(entries, metric, by, filters)
+    if not all_series:
+        raise UsageError(f"{sdir}: no cell has {metric} values" + (" matching --where" if filters else ""))
+    drawn = chart(all_series, metric, plot_path) if plot_path else None
+    return History(str(sdir), metric, by, all_series, len(entries), drawn)
+
+
 def chart(all_series: Sequence[Series], metric: str, path) -> object:
     """One line per cell (median, min…max bars) over the groups; steps marked. Returns charts.Chart."""
     from pathlib import Path

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from dragnet.report import tables as rp
+from dragnet.report.render import cells as cell_text
 from dragnet.report.html_page import Chart, Section, build_page
 from dragnet.report.ranking import TEST
 from dragnet.forecast.model import SCALE, entry_curve, entry_points, entry_value
@@ -91,21 +92,21 @@ def engine_sections(inp: Inputs, runs: Sequence[Build]) -> tuple[list[Section], 
     if not inp.groups:
         return [], []
     rows, raws = [], []
-    for i, (g, cells) in enumerate(zip(inp.groups, rp.table_rows(inp.groups))):
+    for i, (g, cells) in enumerate(zip(inp.groups, cell_text.table_rows(inp.groups))):
         anchor = f"raw-engine-{i}"
         rows.append(linked(cells, anchor, (0, 1, 13)))
         mine = [r for r in runs if r.ddoc is None and (r.label, r.storage) == g.key]
         raws.append(Section(f"{g.label} ({g.storage})", RAW_COLUMNS, raw_run_rows(mine, inp.hrefs), id=anchor))
-    notes = rp.ranking_lines(inp.groups) + [f"failed: {g.label} ({g.storage}): {e}" for g in inp.groups
+    notes = cell_text.ranking_lines(inp.groups) + [f"failed: {g.label} ({g.storage}): {e}" for g in inp.groups
                                             for e in g.errors]
-    return [Section(f"engines ({len(inp.docs)} results)", rp.COLUMNS, rows, notes, id="engines")], raws
+    return [Section(f"engines ({len(inp.docs)} results)", cell_text.COLUMNS, rows, notes, id="engines")], raws
 
 
 def design_sections(inp: Inputs, runs: Sequence[Build]) -> tuple[list[Section], list[Section]]:
     if not inp.dgroups:
         return [], []
     rows, raws = [], []
-    for i, (g, cells) in enumerate(zip(inp.dgroups, rp.design_table_rows(inp.dgroups))):
+    for i, (g, cells) in enumerate(zip(inp.dgroups, cell_text.design_table_rows(inp.dgroups))):
         anchor = f"raw-design-{i}"
         rows.append(linked(cells, anchor, (0, 1, 2, 3, 11, 16)))
         ddoc_runs = [r for r in runs if r.ddoc == g.ddoc]
@@ -113,9 +114,9 @@ def design_sections(inp: Inputs, runs: Sequence[Build]) -> tuple[list[Section], 
         mine = [r for r in ddoc_runs if (rp.view_label(r, every), r.label, r.storage) == (g.view, g.label, g.storage)]
         raws.append(Section(f"{g.ddoc} {g.view} {g.label} ({g.storage})", RAW_COLUMNS,
                             raw_run_rows(mine, inp.hrefs), id=anchor))
-    notes = rp.design_ranking_lines(inp.dgroups) + rp.design_notes(inp.dgroups)
-    return [Section("design documents", rp.DESIGN_COLUMNS, rows, notes, id="design",
-                    caption=rp.DESIGN_LEGEND)], raws
+    notes = cell_text.design_ranking_lines(inp.dgroups) + cell_text.design_notes(inp.dgroups)
+    return [Section("design documents", cell_text.DESIGN_COLUMNS, rows, notes, id="design",
+                    caption=cell_text.DESIGN_LEGEND)], raws
 
 
 def disk_sections(inp: Inputs, scenario_docs: Sequence[dict]) -> tuple[list[Section], list[Section]]:

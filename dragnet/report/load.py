@@ -157,7 +157,7 @@ def section(docs: list[dict]) -> dict | None:
 
 def lines(sec: dict) -> list[str]:
     """The section as Markdown tables (console, `report --format markdown`)."""
-    from dragnet.report.tables import md_table
+    from dragnet.report.render.pipe import md_table
 
     out = []
     if sec["slowdown"]:

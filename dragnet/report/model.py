@@ -29,7 +29,7 @@ class Report:
     by_groups: Any = None
     shares: list = field(default_factory=list)         # share.Workload: each engine against the ceiling
     load: dict | None = None               # report.load.section: builds under an application load
-    forecasts: list[dict] = field(default_factory=list)
+    forecasts: list = field(default_factory=list)       # report.forecast_report.ForecastReport
     forecast_only: bool = False            # a forecast folder whose sweep's builds were not kept
     nouveau: dict | None = None            # report.nouveau.section: the Nouveau index builds among the results
 
@@ -39,7 +39,6 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
     """The report over `results`; with `baseline`, compared as `dragnet compare` does; with `by`, along those
     axes. A folder holding only a forecast is reported as that forecast when `forecast_alone`."""
     from dragnet.bench.scenario import disk_matters, runs_from_results
-    from dragnet.forecast.run import find_forecasts
     from dragnet.report import load as report_load
     from dragnet.report import share, tables
     from dragnet.report.io_table import io_rows
@@ -50,7 +49,7 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
     try:
         found = load_results(results, nouveau=True)
     except UsageError:
-        forecasts = find_forecasts(results)
+        forecasts = _forecasts(results)
         if not forecasts or not forecast_alone or by or baseline:
             raise
         return Report(results, forecasts=forecasts, forecast_only=True)
@@ -59,7 +58,7 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
     if not docs:   # Nouveau builds only: no view tables
         if by or baseline:
             raise UsageError("--by and --baseline: Nouveau builds are compared with `dragnet compare OLD NEW`")
-        rep.forecasts = find_forecasts(results)
+        rep.forecasts = _forecasts(results)
         return rep
     if by:
         from dragnet.report import by_axis
@@ -79,8 +78,16 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
     rep.io_rows, rep.io_notes = io_rows(docs)
     rep.shares = share.shown(share.workloads(docs))   # per storage and axis combination, so --by sees its own
     rep.load = report_load.section(docs)
-    rep.forecasts = find_forecasts(results)
+    rep.forecasts = _forecasts(results)
     return rep
+
+
+def _forecasts(results: Sequence[str]) -> list:
+    """The forecasts among the results (forecast.json files, or in the folders), each as its report."""
+    from dragnet.forecast.run import find_forecasts
+    from dragnet.report import forecast_report
+
+    return [forecast_report.build(f) for f in find_forecasts(results)]
 
 
 # ---------------------------------------------------------------- the report at the end of `dragnet bench`

@@ -1,7 +1,6 @@
-"""Tables from addview results: medians over repeats, ratios to the Erlang baseline, spread, resources.
-
-Everything here is pure except load_results(): it reads results files (dragnet.addview/1) and bench
-directories, and the rest turns those dicts into rows, formats and comparisons.
+"""The report's groups from addview results: medians over repeats, ratios to the Erlang baseline, spread,
+resources, rankings. Pure: it takes the results' dicts (dragnet.results.load reads them) and returns groups;
+report/render/ shows them (cells: their text; markdown, csv, json: the formats).
 
 Rules (also in the README):
 - A result's *label* is the bench language name (javascript, javascript_quickjs_es2015, erlang_baseline …)
@@ -19,11 +18,9 @@ Rules (also in the README):
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from dragnet.results.load import ALL_VIEWS, BASELINE_LABEL
 from dragnet.results.record import Build
@@ -238,95 +235,6 @@ def ranking(groups: Sequence[Group]) -> list[ranking_model.Ranking]:
     return out
 
 
-def ranking_lines(groups: Sequence[Group]) -> list[str]:
-    rankings = ranking(groups)
-    if not rankings:
-        return []
-    return [f"ranking ({RANKING_TEST}; > separated, ≈ tied, ? unresolved):"] + [
-        line for r in rankings for line in r.lines()]
-
-
-# ---------------------------------------------------------------- formats
-
-# all-tasks / one-task c/s, total and wall time are medians over the runs; σ and min…max are of wall time;
-# × base: docs/s relative to the Erlang baseline; CPU % is the mean, MB the peak RSS of the process family
-COLUMNS = ("language", "storage", "runs", "all c/s", "one c/s", "total s", "wall s", "wall σ", "wall min…max",
-           "docs/s", "× base", "beam CPU %", "beam MB", "QS", "QS CPU %", "QS MB")
-
-
-def _f(v: float | None, digits: int = 1) -> str:
-    return "–" if v is None else f"{v:,.{digits}f}"
-
-
-def table_rows(groups: Sequence[Group]) -> list[list[str]]:
-    """The table's cells as text (shared by the terminal table and markdown)."""
-    rows = []
-    for g in groups:
-        runs = str(g.n) + (f" ({g.failed} failed)" if g.failed else "")
-        m = lambda s, d=1: _f(s.median if s else None, d)  # noqa: E731
-        rows.append([
-            g.label, g.storage, runs, m(g.all_cps), m(g.one_cps), m(g.total_s), m(g.wall_s, 2),
-            # a single run has no measured spread
-            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.stdev:.2f}",
-            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.min:.2f}…{g.wall_s.max:.2f}",
-            m(g.docs_per_s), "–" if g.ratio is None else f"{g.ratio.median:.2f}",
-            _f(g.beam_cpu), _f(g.beam_rss_mb, 0), g.qs_family or ("(in beam)" if g.n else "–"),
-            _f(g.qs_cpu), _f(g.qs_rss_mb, 0),
-        ])
-    return rows
-
-
-def md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    def cell(text: str) -> str:
-        # a '|' in a label or an error would otherwise start a new column
-        return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-    lines = ["| " + " | ".join(map(cell, columns)) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    lines += ["| " + " | ".join(map(cell, r)) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
-
-
-def to_markdown(groups: Sequence[Group]) -> str:
-    return md_table(COLUMNS, table_rows(groups))
-
-
-CSV_COLUMNS = ("language", "storage", "runs", "failed", "all_tasks_cps_median", "one_task_cps_median",
-               "total_time_s_median", "wall_time_s_median", "wall_time_s_stdev", "wall_time_s_min",
-               "wall_time_s_max", "docs_per_sec_wall_median", "ratio_to_baseline_median", "ratio_min", "ratio_max",
-               "beam_cpu_mean_pct", "beam_rss_peak_mb", "qs_family", "qs_cpu_mean_pct", "qs_rss_peak_mb")
-
-
-def csv_records(groups: Sequence[Group]) -> list[dict]:
-    recs = []
-    for g in groups:
-        med = lambda s: s.median if s else None  # noqa: E731
-        recs.append(dict(zip(CSV_COLUMNS, (
-            g.label, g.storage, g.n, g.failed, med(g.all_cps), med(g.one_cps), med(g.total_s), med(g.wall_s),
-            g.wall_s.stdev if g.wall_s else None, g.wall_s.min if g.wall_s else None,
-            g.wall_s.max if g.wall_s else None, med(g.docs_per_s), med(g.ratio),
-            g.ratio.min if g.ratio else None, g.ratio.max if g.ratio else None,
-            g.beam_cpu, g.beam_rss_mb, g.qs_family, g.qs_cpu, g.qs_rss_mb))))
-    return recs
-
-
-def to_csv(groups: Sequence[Group]) -> str:
-    """One CSV: a row per group."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
-    w.writeheader()
-    for rec in csv_records(groups):
-        w.writerow({k: ("" if v is None else (repr(v) if isinstance(v, float) else v)) for k, v in rec.items()})
-    return buf.getvalue()
-
-
-def to_json(groups: Sequence[Group]) -> dict:
-    out: dict[str, Any] = {"schema": "dragnet.report/1", "groups": [g.as_dict() for g in groups],
-                           "rules": {"ratio": "docs/s of the run / docs/s of the Erlang baseline of the same "
-                                              "storage and repeat; median over repeats"}}
-    out["ranking"] = {"test": RANKING_TEST, "rankings": [r.as_dict() for r in ranking(groups)],
-                      "pairs": [dict(p.as_dict(), storage=r.where) for r in ranking(groups) for p in r.pairs]}
-    return out
-
-
 # ---------------------------------------------------------------- design documents (`--ddoc`)
 #
 # One row per (design doc, view, engine, storage). "view" is ALL_VIEWS for a build of the whole design doc
@@ -443,11 +351,6 @@ def _sum_classes(comparisons: Iterable[dict]) -> dict[str, int]:
     return out
 
 
-def classes_text(classes: dict[str, int]) -> str:
-    """'2 order-dependent reduce, 1 engine' (what the differences column adds to the count)."""
-    return ", ".join(f"{n:,} {c}" for c, n in sorted(classes.items(), key=lambda kv: -kv[1]) if n)
-
-
 def build_design_report(results: Iterable[dict], reference: str | None = None) -> list[DesignGroup]:
     return group_design_runs(prepare(results), reference)
 
@@ -462,108 +365,3 @@ def design_ranking(groups: Sequence[DesignGroup]) -> list[tuple[tuple[str, str, 
         if r.pairs:
             out.append((where, r))
     return out
-
-
-def design_ranking_lines(groups: Sequence[DesignGroup]) -> list[str]:
-    rankings = design_ranking(groups)
-    if not rankings:
-        return []
-    return [f"engines ({RANKING_TEST}; > separated, ≈ tied, ? unresolved):"] + [
-        line for _, r in rankings for line in r.lines()]
-
-
-def design_notes(groups: Sequence[DesignGroup]) -> list[str]:
-    """Differences, notes and failures worth a line under the table."""
-    out = []
-    for g in groups:
-        where = f"{g.ddoc} {g.view} {g.label} ({g.storage})"
-        if g.differences:
-            out.append(f"differences: {where}: {g.differences} rows differ from {g.reference}'s "
-                       f"over {g.compared} compared runs" + (f"; by class, with those between its own builds: "
-                                                              f"{classes_text(g.classes)}" if g.classes else ""))
-        out += [f"note: {where}: {n}" for n in g.notes]
-        out += [f"failed: {where}: {e}" for e in g.errors]
-    return out
-
-
-DESIGN_COLUMNS = ("design doc", "view", "engine", "storage", "runs", "total s", "wall s", "wall min…max", "docs/s",
-                  "× ref", "rows compared", "differences", "lag s", "incr docs/s", "beam CPU %", "beam MB", "QS",
-                  "QS CPU %", "QS MB")
-
-
-def design_table_rows(groups: Sequence[DesignGroup]) -> list[list[str]]:
-    rows = []
-    # views whose rows were compared at all (addview --per-view builds compare nothing)
-    compared_views = {(g.ddoc, g.view) for g in groups if g.compared}
-    for g in groups:
-        m = lambda s, d=1: _f(s.median if s else None, d)  # noqa: E731
-        if g.is_reference and not g.compared and (g.ddoc, g.view) in compared_views:
-            diffs = "(reference)"
-        elif g.differences is None:
-            diffs = "not compared"
-        else:
-            diffs = f"{g.differences:,}" + (" (reference repeats)" if g.is_reference else "")
-        if g.repeat_differences:
-            diffs += f" + {g.repeat_differences:,} between its own builds"
-        if g.classes:
-            diffs += f": {classes_text(g.classes)}"
-        rows.append([
-            g.ddoc, g.view, g.label + (" *" if g.is_reference else ""), g.storage,
-            str(g.n) + (f" ({g.failed} failed)" if g.failed else ""),
-            m(g.total_s), m(g.wall_s, 2),
-            "–" if g.wall_s is None or g.wall_s.n < 2 else f"{g.wall_s.min:.2f}…{g.wall_s.max:.2f}",
-            m(g.docs_per_s), m(g.ratio, 2), "–" if g.rows_compared is None else f"{g.rows_compared:,}", diffs,
-            m(g.update_lag_s, 2), m(g.incremental_dps),
-            _f(g.beam_cpu), _f(g.beam_rss_mb, 0), g.qs_family or ("(in beam)" if g.n else "–"),
-            _f(g.qs_cpu), _f(g.qs_rss_mb, 0),
-        ])
-    return rows
-
-
-DESIGN_LEGEND = ("* reference engine (rows of the others are compared with its first run); × ref: docs/s over "
-                 "the reference's run of the same repeat; lag s: --update freshness lag")
-
-
-def design_markdown(groups: Sequence[DesignGroup]) -> str:
-    out = md_table(DESIGN_COLUMNS, design_table_rows(groups)) + "\n" + DESIGN_LEGEND + "\n"
-    lines = design_ranking_lines(groups)
-    if lines:
-        out += "\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]) + "\n"
-    notes = design_notes(groups)
-    if notes:
-        out += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
-    return out
-
-
-DESIGN_CSV_COLUMNS = ("design_doc", "view", "engine", "storage", "is_reference", "reference", "runs", "failed",
-                      "total_time_s_median", "wall_time_s_median", "wall_time_s_min", "wall_time_s_max",
-                      "docs_per_sec_wall_median", "ratio_to_reference_median", "ratio_min", "ratio_max",
-                      "rows_compared", "differences", "compared_runs", "update_lag_s_median",
-                      "incremental_docs_per_sec_median", "beam_cpu_mean_pct", "beam_rss_peak_mb", "qs_family",
-                      "qs_cpu_mean_pct", "qs_rss_peak_mb")
-
-
-def design_csv(groups: Sequence[DesignGroup]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(DESIGN_CSV_COLUMNS)
-    for g in groups:
-        med = lambda s: s.median if s else None  # noqa: E731
-        vals = (g.ddoc, g.view, g.label, g.storage, str(g.is_reference).lower(), g.reference, g.n, g.failed,
-                med(g.total_s), med(g.wall_s), g.wall_s.min if g.wall_s else None, g.wall_s.max if g.wall_s else None,
-                med(g.docs_per_s), med(g.ratio), g.ratio.min if g.ratio else None, g.ratio.max if g.ratio else None,
-                g.rows_compared, g.differences, g.compared, med(g.update_lag_s), med(g.incremental_dps),
-                g.beam_cpu, g.beam_rss_mb, g.qs_family, g.qs_cpu, g.qs_rss_mb)
-        w.writerow(["" if v is None else (repr(v) if isinstance(v, float) else v) for v in vals])
-    return buf.getvalue()
-
-
-def design_json(groups: Sequence[DesignGroup]) -> dict:
-    return {"groups": [g.as_dict() for g in groups],
-            "ranking": {"test": RANKING_TEST, "rankings": [r.as_dict() for _, r in design_ranking(groups)],
-                        "pairs": [dict(p.as_dict(), ddoc=d, view=v, storage=st)
-                                  for (d, v, st), r in design_ranking(groups) for p in r.pairs]},
-            "rules": {"ratio": "docs/s of the run / docs/s of the reference engine's run of the same design doc, "
-                               "views, storage and repeat (nearest in time without one); median over repeats",
-                      "differences": "rows and reduce results differing from the reference engine's first run, "
-                                     "summed over the compared runs"}}

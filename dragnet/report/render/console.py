@@ -122,3 +122,25 @@ def show_nouveau(manifest: dict, path) -> None:
     for line in series_lines(manifest):
         click.echo(line)
     click.echo(f"results: {path} and one file per build")
+
+
+def history(h) -> None:
+    """`dragnet history` (report.history.History): a metric per cell over the saved runs, steps in red, how
+    many steps, and the chart if drawn."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from dragnet.report import history as hi
+    from dragnet.report.console import console
+    from dragnet.results.store import METRICS
+
+    table = Table(title=f"{METRICS[h.metric]} by {h.by}, {h.saved} saved runs", header_style="bold")
+    for col in hi.COLUMNS:
+        table.add_column(col)
+    for row in hi.table_rows(h.series, h.metric):
+        table.add_row(*(Text(x) for x in row), style="red" if row[-1] == "STEP" else None)
+    console(160).print(table)
+    steps = sum(p.step for s in h.series for p in s.points)
+    click.echo(f"{steps} step(s): {hi.STEP_TEST}")
+    if h.chart:
+        click.echo(f"chart: {h.chart.path}")

@@ -30,7 +30,7 @@ def html(rep: Report, html_dir: str | Path, compare_doc: dict | None = None) -> 
     comparison against --baseline."""
     from dragnet.report import html as hr
 
-    extra = [s for f in rep.forecasts for s in hr.forecast_sections(f)]
+    extra = [s for f in rep.forecasts for s in hr.forecast_sections(f.data)]
     if rep.by_groups is not None:
         extra += hr.by_axis_sections(rep.by_groups, rep.by)
     extra += hr.share_sections(rep.shares)
@@ -38,3 +38,18 @@ def html(rep: Report, html_dir: str | Path, compare_doc: dict | None = None) -> 
                                              rep.disk_reference, hr.load_sizes(rep.results),
                                              rep.comparison.to_json() if rep.comparison is not None
                                              else compare_doc), extra=extra)
+
+
+def forecast_charts(out: dict, folder: Path) -> None:
+    """A forecast's charts: forecast.png, or forecast-<variant>.png per variant (a memory limit, a core count);
+    their paths go into out["charts"] and out["chart"]."""
+    from dragnet.report.forecast_plot import forecast_chart
+    from dragnet.results.build import slug
+
+    checks = out.get("backtest") or {}
+    out["charts"] = {name: str(forecast_chart(per_lang, folder / (f"forecast-{slug(name)}.png" if name else
+                                                                  "forecast.png"),
+                                              built={lang: checks.get(f"{name} {lang}".strip()) for lang in per_lang}
+                                              ).path)
+                     for name, per_lang in out["forecasts"].items()}
+    out["chart"] = next(iter(out["charts"].values()), None)

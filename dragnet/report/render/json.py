@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 from dragnet.report.model import Report
+from dragnet.report.tables import RANKING_TEST, DesignGroup, Group, design_ranking, ranking
 
 
 def render(rep: Report) -> dict:
     from dragnet.report.scenario_table import disk_summary
     from dragnet.report import share
-    from dragnet.report import tables as rp
     from dragnet.report.io_table import IO_COLUMNS
 
     if rep.forecast_only:
-        return {"forecast": rep.forecasts}
-    out = rp.to_json(rep.groups)
+        return {"forecast": [forecast(f) for f in rep.forecasts]}
+    out = to_json(rep.groups)
     if rep.comparison is not None:
         out["comparison"] = rep.comparison.to_json()
     if rep.design_groups:
-        out["design"] = rp.design_json(rep.design_groups)
+        out["design"] = design_json(rep.design_groups)
     if rep.disk_reference:
         out.update(reference_scenario=rep.disk_reference, **disk_summary(rep.disk_rows, rep.disk_reference))
     out["iostat"] = {"columns": list(IO_COLUMNS), "rows": rep.io_rows, "notes": rep.io_notes}
@@ -29,22 +31,26 @@ def render(rep: Report) -> dict:
     if rep.nouveau:
         out["nouveau"] = rep.nouveau
     if rep.forecasts:
-        out["forecast"] = rep.forecasts
+        out["forecast"] = [forecast(f) for f in rep.forecasts]
     return out
+
+
+def forecast(rep) -> dict:
+    """A forecast (report.forecast_report.ForecastReport) as JSON: forecast.json's data, charts included."""
+    return rep.data
 
 
 def bench(rep) -> dict:
     """The end of `dragnet bench --json` (report.model.BenchReport)."""
     from dragnet.report.scenario_table import disk_summary
     from dragnet.report import share
-    from dragnet.report import tables as rp
 
     extra = {}
     if rep.disk_reference:
         extra = disk_summary(rep.disk_rows, rep.disk_reference)
-    report = rp.to_json(rep.groups)
+    report = to_json(rep.groups)
     if rep.design_groups:
-        report["design"] = rp.design_json(rep.design_groups)
+        report["design"] = design_json(rep.design_groups)
     report["engine_share"] = share.to_json(rep.shares)
     if rep.load:
         report["load"] = rep.load
@@ -59,11 +65,9 @@ def bench_outcome(out) -> dict:
         g = out.report
         return {"dirs": [str(d) for d in g.dirs], "rounds": g.rounds, "comparison": g.comparison.to_json()}
     if out.mode == "mango":
-        from dragnet.report import tables as rp
-
         s = out.report.summary
         return {"dir": s["dir"], "indexes": s["indexes"], "versus": s["versus"], "warnings": s["warnings"],
-                "report": {"design": rp.design_json(out.report.design_groups)}}
+                "report": {"design": design_json(out.report.design_groups)}}
     if out.mode == "sizes":
         from dragnet.report import sizes_table
 
@@ -71,3 +75,23 @@ def bench_outcome(out) -> dict:
     if out.mode == "nouveau":
         return {k: v for k, v in out.report.items() if k != "results"}
     return bench(out.report)
+
+
+def to_json(groups: Sequence[Group]) -> dict:
+    out: dict[str, Any] = {"schema": "dragnet.report/1", "groups": [g.as_dict() for g in groups],
+                           "rules": {"ratio": "docs/s of the run / docs/s of the Erlang baseline of the same "
+                                              "storage and repeat; median over repeats"}}
+    out["ranking"] = {"test": RANKING_TEST, "rankings": [r.as_dict() for r in ranking(groups)],
+                      "pairs": [dict(p.as_dict(), storage=r.where) for r in ranking(groups) for p in r.pairs]}
+    return out
+
+
+def design_json(groups: Sequence[DesignGroup]) -> dict:
+    return {"groups": [g.as_dict() for g in groups],
+            "ranking": {"test": RANKING_TEST, "rankings": [r.as_dict() for _, r in design_ranking(groups)],
+                        "pairs": [dict(p.as_dict(), ddoc=d, view=v, storage=st)
+                                  for (d, v, st), r in design_ranking(groups) for p in r.pairs]},
+            "rules": {"ratio": "docs/s of the run / docs/s of the reference engine's run of the same design doc, "
+                               "views, storage and repeat (nearest in time without one); median over repeats",
+                      "differences": "rows and reduce results differing from the reference engine's first run, "
+                                     "summed over the compared runs"}}

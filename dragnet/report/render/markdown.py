@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from dragnet.report.model import Report
 from dragnet.report.render import text
+from dragnet.report.render.pipe import md_table
+from dragnet.report.render.cells import (COLUMNS, DESIGN_COLUMNS, DESIGN_LEGEND, design_notes, design_ranking_lines,
+                                         design_table_rows, ranking_lines, table_rows)
+from dragnet.report.tables import DesignGroup, Group
 
 
 def render(rep: Report) -> str:
     from dragnet.report.scenario_table import memory_advice, verdict
-    from dragnet.report import tables as rp
 
     if rep.forecast_only:
         return text.forecast_only(rep)
@@ -19,24 +24,46 @@ def render(rep: Report) -> str:
 
     groups, dgroups = rep.groups, rep.design_groups
     if groups or not (dgroups or rep.nouveau):
-        echo(rp.to_markdown(groups), nl=False)
-        lines = rp.ranking_lines(groups)
+        echo(to_markdown(groups), nl=False)
+        lines = ranking_lines(groups)
         if lines:
             echo("\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]))
     if dgroups:
         if groups:
             echo()
-        echo(rp.design_markdown(dgroups), nl=False)
+        echo(design_markdown(dgroups), nl=False)
     if rep.comparison is not None:
-        from dragnet.report.compare import to_markdown
         echo()
-        echo(to_markdown(rep.comparison), nl=False)
+        echo(compare_markdown(rep.comparison), nl=False)
     ref = rep.disk_reference
     if ref:
         from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
         echo(f"\n**disk matters?** (× = docs/s against {ref})\n")
-        echo(rp.md_table(DISK_COLUMNS, disk_rows(rep.disk_rows)), nl=False)
+        echo(md_table(DISK_COLUMNS, disk_rows(rep.disk_rows)), nl=False)
         echo("".join(f"\n- memory: {line}" for line in memory_advice(rep.disk_rows, ref)))
         echo(f"\n**verdict:** {verdict(rep.disk_rows, ref)}")
     text.tail(rep, echo, markdown=True)
     return "".join(out)
+
+
+def to_markdown(groups: Sequence[Group]) -> str:
+    return md_table(COLUMNS, table_rows(groups))
+
+
+def design_markdown(groups: Sequence[DesignGroup]) -> str:
+    out = md_table(DESIGN_COLUMNS, design_table_rows(groups)) + "\n" + DESIGN_LEGEND + "\n"
+    lines = design_ranking_lines(groups)
+    if lines:
+        out += "\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]) + "\n"
+    notes = design_notes(groups)
+    if notes:
+        out += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    return out
+
+
+def compare_markdown(cmp) -> str:
+    """A comparison (report.compare.Comparison) as a Markdown section: title, table, notes as a list."""
+    from dragnet.report.compare import COLUMNS as COMPARE_COLUMNS, notes, table_rows as compare_rows, title
+
+    return (f"**{title(cmp)}**\n\n" + md_table(COMPARE_COLUMNS, compare_rows(cmp)) + "\n"
+            + "".join(f"- {line}\n" for line in notes(cmp)))

@@ -97,9 +97,13 @@ def show_ddoc(out: Console, bench) -> None:
             out.print(f"  {m.message()}", highlight=False, markup=False)
 
 
-def show_inside(out: Console, rows, manifest: dict) -> None:
-    """qsbench --couchdb: the protocol's docs/s beside CouchDB's (bench.inside.side_by_side rows)."""
-    t = Table(title=f"over the protocol and inside CouchDB ({manifest['cluster'].get('q')} shards), same documents")
+def show_inside(out: Console, rep) -> None:
+    """qsbench --couchdb (report.qsbench_inside.InsideReport): the protocol's docs/s beside CouchDB's, each
+    engine against the ceiling, and the bench's folder."""
+    from dragnet.report import share
+
+    rows = rep.rows
+    t = Table(title=f"over the protocol and inside CouchDB ({rep.shards} shards), same documents")
     base = next((r.server for r in reversed(rows) if r.protocol_dps), "slowest")
     for col in ("server", "language", "protocol docs/s", f"× {base}", "CouchDB docs/s", f"× {base}", "share"):
         t.add_column(col, justify="left" if col in ("server", "language") else "right")
@@ -108,6 +112,9 @@ def show_inside(out: Console, rows, manifest: dict) -> None:
         t.add_row(r.server, r.language, f(r.protocol_dps), f(r.protocol_x, 2), f(r.couchdb_dps), f(r.couchdb_x, 2),
                   "–" if r.share is None else r.share.format())
     out.print(t)
+    for line in share.lines(rep.loads):
+        out.print(line, highlight=False, markup=False)
+    out.print(f"inside CouchDB: {rep.folder}")
 
 
 def reduce_check_lines(checks: dict, reference: str | None) -> list[str]:

@@ -1,4 +1,5 @@
-"""The sections console and Markdown share after their tables: Nouveau, iostat, --by, engine share, forecast."""
+"""The sections console and Markdown share after their tables: Nouveau, iostat, --by, engine share, forecast;
+and a forecast (report.forecast_report) as text."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ from dragnet.report.model import Report
 
 def tail(rep: Report, echo: Callable[..., None], markdown: bool) -> None:
     from dragnet.report import by_axis, share
-    from dragnet.report.console import render_forecast
     from dragnet.report.io_table import IO_COLUMNS
-    from dragnet.report.tables import md_table
+    from dragnet.report.render.pipe import md_table
 
     if rep.nouveau:
         from dragnet.report import nouveau
@@ -35,10 +35,47 @@ def tail(rep: Report, echo: Callable[..., None], markdown: bool) -> None:
         echo("\n".join(report_load.lines(rep.load)))
     if rep.forecasts:   # a forecast among the results: its own section
         echo(("\n**forecast**\n\n```\n" if markdown else "\nforecast\n")
-             + "\n\n".join(render_forecast(f) for f in rep.forecasts) + ("\n```" if markdown else ""))
+             + "\n\n".join(forecast(f) for f in rep.forecasts) + ("\n```" if markdown else ""))
 
 
 def forecast_only(rep: Report) -> str:
-    from dragnet.report.console import render_forecast
+    return "\n\n".join(forecast(f) for f in rep.forecasts) + "\n"
 
-    return "\n\n".join(render_forecast(f) for f in rep.forecasts) + "\n"
+
+def _amount(unit: str):
+    return (lambda v: f"{v:,.0f} s") if unit == "s" else (lambda v: f"{v / 1024 ** 2:,.0f} MiB")
+
+
+def forecast(rep) -> str:
+    """A forecast (report.forecast_report.ForecastReport) as the lines `dragnet forecast` prints."""
+    lines = [f"forecast for {rep.target_docs:,} documents" + (f" ({rep.target_url})" if rep.target_url else "")
+             + f" from sizes {', '.join(f'{n:,}' for n in rep.sizes)}"]
+    for e in rep.engines:
+        lines.append(f"{(e.variant + ' ') if e.variant else ''}{e.language}:")
+        for q in e.quantities:
+            if not q.fitted:
+                lines.append(f"  {q.name:<14} no fit ({q.points} points)")
+                continue
+            fmt = _amount(q.unit)
+            lines.append(f"  {q.name:<14} {fmt(q.value):>12}  [{fmt(q.low)} … {fmt(q.high)}] {q.how}")
+            if q.shape:
+                lines.append(f"  {'':<14} shape: {q.shape}")
+            lines += [f"  warning: {w}" for w in q.warnings]
+        if e.why:
+            lines.append(f"  why: {e.why}")
+        lines += [f"  warning: {w}" for w in e.warnings]
+    lines += rep.gains
+    if rep.sweep_step:
+        lines.append(rep.sweep_step)
+    m, v, load = rep.machine, rep.versions, rep.load_average
+    lines.append(f"holds for: {m.get('cpu_model')} × {m.get('cpu_count')}, {m.get('mem_total_kb', 0) // 1024:,} MiB; "
+                 f"CouchDB {v['couchdb'] or '?'} (OTP {v['erlang'] or '?'}, {v['javascript_engine'] or '?'}); "
+                 f"load average {'–' if not load else ' → '.join(f'{x:.1f}' for x in load)}; storage "
+                 f"{rep.storages or 'as found'}")
+    for b in rep.backtests:
+        fmt = _amount(b.unit)
+        lines.append(f"back-test {b.language} {b.quantity}: predicted {fmt(b.predicted)}, built {fmt(b.actual)}: "
+                     f"error {b.error:+.1%}, {'inside' if b.inside else 'OUTSIDE'} the interval"
+                     + (f" (whole-database sweep alone: {b.whole_error:+.1%})" if b.whole_error is not None else ""))
+    lines.append(f"results: {rep.sweep_dir}, forecast.json and {', '.join(rep.charts)}")
+    return "\n".join(lines)

@@ -1,0 +1,106 @@
+"""The forecast's report model: what `dragnet forecast` and `dragnet report` on a forecast show, built once from
+a forecast.json's data (dragnet.forecast.run); report/render/ formats it (text, Markdown, JSON).
+
+Pure: it only reads the dict it is given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Quantity:
+    """One forecast quantity of one engine (build_time, index_bytes, …): the prediction and its interval."""
+
+    name: str
+    unit: str                         # "s" or bytes
+    points: int                       # the sweep's builds it had, fitted or not
+    fitted: bool
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    how: str = ""                     # the fit's shape, r² and builds, or the basis of a derived quantity
+    shape: str | None = None          # why the held-out sizes chose that shape (dragnet.forecast.choice)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Engine:
+    """One engine's forecasts under one variant (a memory limit, a core count, a load; "" for none)."""
+
+    variant: str
+    language: str
+    quantities: list[Quantity]
+    why: str | None                   # why the cost per document grows (dragnet.forecast.growth)
+    warnings: list[str]
+
+
+@dataclass
+class BackTest:
+    """A prediction against the build of the target's size in the same sweep."""
+
+    language: str
+    quantity: str
+    unit: str
+    predicted: float
+    actual: float
+    error: float
+    inside: bool
+    whole_error: float | None         # the whole-database sweep's own error, when shards were forecast apart
+
+
+@dataclass
+class ForecastReport:
+    data: dict                        # forecast.json as written: what --json prints
+    target_docs: int
+    target_url: str | None
+    sizes: list[int]
+    engines: list[Engine]
+    gains: list[str]                  # switches between engines at the target (report.share.forecast_gains)
+    sweep_step: str | None            # --sizes auto: why the sweep stopped where it did
+    machine: dict
+    versions: dict
+    load_average: list[float] | None
+    storages: object
+    backtests: list[BackTest]
+    sweep_dir: str
+    charts: list[str]
+
+
+def _quantity(name: str, e: dict) -> Quantity:
+    if not e.get("fit"):
+        return Quantity(name, e.get("unit", "s"), len(e["points"]), False)
+    p, fit = e["prediction"], e["fit"]
+    r2 = "–" if fit["r2"] is None else f"{fit['r2']:.3f}"
+    model = fit.get("model") or "linear"
+    model += f" k={fit['k']:.2f}" if model == "power" else ""
+    how = e.get("basis") or f"{model}, r² {r2}, {fit['points']} builds"
+    if e.get("shards"):
+        how = f"{model}, r² {r2}, {fit['points']} one-shard builds; {how}"
+    chose = e.get("choice") or ((e.get("parts") or {}).get("index_files") or {}).get("choice")
+    # a disk growth's shape is its parts', said on their own lines
+    shape = chose["reason"] if chose and not str(e.get("basis") or "").endswith("disk_growth") else None
+    return Quantity(name, e["unit"], len(e.get("points") or []), True, p["value"], p["low"], p["high"], how, shape,
+                    list(e.get("warnings") or []))
+
+
+def build(out: dict) -> ForecastReport:
+    """The report of one forecast (forecast.json's data, or dragnet.forecast.run's result)."""
+    from dragnet.forecast.extend import describe
+    from dragnet.forecast.model import QUANTITIES
+    from dragnet.report.share import forecast_gains
+    from dragnet.results.schema import couchdb_versions
+
+    engines = [Engine(label, lang, [_quantity(q, e) for q, e in f["quantities"].items()],
+                      (f.get("growth") or {}).get("sentence") or None, list(f["warnings"]))
+               for label, per_lang in out["forecasts"].items() for lang, f in sorted(per_lang.items())]
+    backtests = [BackTest(lang, q, QUANTITIES.get(q, ("s",))[0], c["predicted"], c["actual"], c["error"],
+                          bool(c["inside"]), (c.get("whole_database") or {}).get("error"))
+                 for lang, qs in sorted((out.get("backtest") or {}).items()) for q, c in qs.items()]
+    return ForecastReport(
+        data=out, target_docs=out["target"]["doc_count"], target_url=out["target"].get("url") or None,
+        sizes=list(out["sizes"]), engines=engines, gains=forecast_gains(out),
+        sweep_step=describe(out["sweep_steps"][-1]) if out.get("sweep_steps") else None,
+        machine=out["machine"], versions=couchdb_versions(out), load_average=out.get("load_average") or None,
+        storages=(out.get("settings") or {}).get("storages") or None, backtests=backtests,
+        sweep_dir=str(out["sweep_dir"]), charts=list((out.get("charts") or {}).values()))
