@@ -64,14 +64,15 @@ def test_tree_counts_a_child_that_exited():
 
 
 def test_thread_usage_counts_new_threads_whole_and_old_ones_from_the_first_reading():
-    first = {(10, "5", 10): ("couchjs", 1_000_000_000, 10), (11, "6", 11): ("couchjs", 500_000_000, 0)}
-    last = {(10, "5", 10): ("couchjs", 1_300_000_000, 30),    # ran 0.3 s during the build
-            (11, "6", 11): ("couchjs", 500_000_000, 0),        # idle
-            (12, "9", 12): ("couchjs", 200_000_000, 5),        # started during the build: all of it counts
-            (13, "9", 13): ("python3", 100_000_000, 0)}
+    first = {(10, "5", 10): ("couchjs", 1_000_000_000, 10, 90, 10), (11, "6", 11): ("couchjs", 500_000_000, 0, 50, 0)}
+    last = {(10, "5", 10): ("couchjs", 1_300_000_000, 30, 110, 20),    # ran 0.3 s during the build
+            (11, "6", 11): ("couchjs", 500_000_000, 0, 50, 0),          # idle
+            (12, "9", 12): ("couchjs", 200_000_000, 5, 15, 5),          # started during the build: all counts
+            (13, "9", 13): ("python3", 100_000_000, 0, 10, 0)}
     u = cpu.thread_usage(first, last, 2.0, 20, 0.1)
     assert u["cpu_s"] == pytest.approx(0.6) and u["wait_s"] == pytest.approx(25e-9)
     assert u["by_process"] == {"couchjs": pytest.approx(0.5), "python3": pytest.approx(0.1)}
+    assert u["user_s"] == pytest.approx(45 / cpu.CLK_TCK) and u["system_s"] == pytest.approx(15 / cpu.CLK_TCK)
     assert u["processes"] == 4 and u["threads"] == 4
 
 

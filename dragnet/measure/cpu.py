@@ -233,9 +233,10 @@ def _start_time(stat_text: str) -> str:
     return stat_text[stat_text.rindex(")") + 2:].split()[19]
 
 
-def thread_times(pids: set[int], proc: str = "/proc") -> dict[tuple, tuple[str, int, int]]:
-    """{(pid, start time, tid): (process name, ns on CPU, ns waiting)} for every live thread of the pids."""
-    out: dict[tuple, tuple[str, int, int]] = {}
+def thread_times(pids: set[int], proc: str = "/proc") -> dict[tuple, tuple]:
+    """{(pid, start time, tid): (process name, ns on CPU, ns waiting, user ticks, system ticks)} for every
+    live thread of the pids."""
+    out: dict[tuple, tuple] = {}
     for pid in pids:
         stat = _read(f"{proc}/{pid}/stat")
         if not stat:
@@ -247,9 +248,11 @@ def thread_times(pids: set[int], proc: str = "/proc") -> dict[tuple, tuple[str, 
             continue
         for tid in tids:
             st = _read(f"{proc}/{pid}/task/{tid}/schedstat")
-            if st:
+            ts = _read(f"{proc}/{pid}/task/{tid}/stat")
+            if st and ts:
                 r, w = parse_schedstat(st)
-                out[(*key, int(tid))] = (comm, r, w)
+                _, u, s, _, _ = parse_pid_stat(ts)
+                out[(*key, int(tid))] = (comm, r, w, u, s)
     return out
 
 
@@ -257,13 +260,15 @@ def thread_usage(first: dict, last: dict, interval_s: float, samples: int, perio
     """What the query servers' threads used between a first and the latest reading of each (pure): a thread
     seen only later started after the first reading, so its whole time counts; a thread that ended loses
     only what it ran after its last reading (at most a period)."""
-    run_ns = wait_ns = 0
+    run_ns = wait_ns = user = system = 0
     by_name: dict[str, int] = {}
-    for key, (comm, r, w) in last.items():
-        _, r0, w0 = first.get(key, (comm, 0, 0))
-        run_ns, wait_ns = run_ns + r - r0, wait_ns + w - w0
+    for key, (comm, r, w, u, s) in last.items():
+        _, r0, w0, u0, s0 = first.get(key, (comm, 0, 0, 0, 0))
+        run_ns, wait_ns, user, system = run_ns + r - r0, wait_ns + w - w0, user + u - u0, system + s - s0
         by_name[comm] = by_name.get(comm, 0) + r - r0
+    # user and system time: the kernel's split of the same time, in clock ticks (coarse; for reading only)
     return {"cpu_s": round(run_ns / 1e9, 9), "wait_s": round(wait_ns / 1e9, 9),
+            "user_s": round(user / CLK_TCK, 6), "system_s": round(system / CLK_TCK, 6),
             "by_process": {k: round(v / 1e9, 9) for k, v in sorted(by_name.items())},
             "processes": len({k[:2] for k in last}), "threads": len(last), "interval_s": round(interval_s, 6),
             "samples": samples, "period_s": period_s, "source": "schedstat of the query servers' threads"}
