@@ -29,6 +29,12 @@ from dragnet.measure import decide
 from dragnet.results.record import Build
 
 BUDGET_S = 20 * 60     # the default --budget of bench --repeat auto: a bench is builds, not server runs
+FALLBACK_ROUNDS = 3    # --repeat auto where it does not apply (one language, another axis varied): as before
+
+
+def applies(config: BenchConfig, storages, scenarios, axes) -> bool:
+    """auto ranks languages: two or more of them in a plain bench (one storage, no scenario, no other axis)."""
+    return len(judged(config.languages)) >= 2 and len(storages or ()) <= 1 and not scenarios and not list(axes)
 
 
 def parse_repeat(text: str | int | None) -> int | None:
@@ -99,6 +105,17 @@ class AutoOutcome:
     def supported(self) -> bool:
         return decide.supported(self.pairs)
 
+    def lines(self) -> list[str]:
+        """What the rounds support, as text (the CLI prints it under the report)."""
+        why = {"decided": "every pair decided", "max-runs": "--max-runs reached", "budget": "--budget reached",
+               "failed": "every language failed"}.get(self.stopped, self.stopped)
+        out = [f"--repeat auto: {self.rounds} rounds after a warm-up round ({why}), on "
+               f"{'CPU' if self.metric == 'cpu' else 'wall'} seconds per 1,000 documents",
+               f"order: {self.order}  ({'supported' if self.supported else 'not supported'})"]
+        out += [f"  {p.format()}" for p in self.pairs]
+        out += [f"  failed (left out of its pairs): {f}" for f in self.failed]
+        return out
+
     def as_dict(self) -> dict:
         return {"folder": str(self.folder), "rounds": self.rounds, "stopped": self.stopped, "metric": self.metric,
                 "order": self.order, "supported": self.supported, "pairs": [p.as_dict() for p in self.pairs],
@@ -153,6 +170,9 @@ def run_auto(config: BenchConfig, *, max_runs: int = decide.MAX_RUNS, budget_s: 
     one(dataclasses.replace(config, repeat=1, results_dir=str(warm), shuffle_seed=seed, **with_reference(items)),
         f"bench-{stamp}-warmup")
     out.warmup = warm
+    if time.monotonic() - t0 > budget_s:
+        raise UsageError(f"--budget {budget_s:g}: the warm-up round alone took {time.monotonic() - t0:.0f} s "
+                         f"(its results: {warm})")
     costs: dict[str, dict[int, float]] = {i: {} for i in items}
     runs: dict[str, int] = {i: 0 for i in items}
     metric_seen: set[str] = set()

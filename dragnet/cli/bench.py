@@ -43,8 +43,14 @@ from dragnet.results.load import load_results
               help="Comma-separated [default: " + ",".join(b.DEFAULT_LANGUAGES) + "; with --ddoc its own "
                    "language]: " + ", ".join(b.LANGUAGES) + "; with --ddoc any CouchDB language that runs "
                    "the document (javascript, javascript_quickjs, chakra, …).")
-@click.option("--repeat", "repeat", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Rounds; languages are interleaved across rounds (A B C A B C …).")
+@click.option("--repeat", "repeat", default="auto", show_default=True,
+              help="Rounds; languages are interleaved across rounds (A B C A B C …). auto: a warm-up round, then "
+                   "rounds in a fresh random order until every adjacent pair of languages is separated or tied "
+                   "(from the 5th round), --max-runs or --budget (docs/statistics.md); it ranks two or more "
+                   "languages of a plain bench, anything else (one language, --storage, --sizes, an axis, a "
+                   "scenario) runs 3 rounds.")
+@click.option("--budget", "budget", type=float, default=None, metavar="SECONDS",
+              help="With --repeat auto: no round starts that would likely end after this [default: 1200].")
 @click.option("--storage", "storages", default=None,
               help="disk,tmpfs: restart the CouchDB started by `dragnet couch up` with its data on each storage "
                    "and repeat the matrix.")
@@ -88,7 +94,7 @@ from dragnet.results.load import load_results
               help="With --gate: decide on CPU-seconds per 1,000 documents (of CouchDB and its query servers; "
                    "qs: of the query servers alone, for a change in the map functions) or on wall time.")
 @click.option("--max-runs", "max_runs", type=int, default=15, show_default=True,
-              help="With --gate: at most this many rounds.")
+              help="With --gate or --repeat auto: at most this many rounds.")
 @click.option("--baseline", "baseline_name", default=None, metavar="NAME",
               help="Afterwards compare this run with the baseline saved as NAME (see `dragnet compare`).")
 @click.option("--nouveau", "nouveau_source", default=None, metavar="FILE",
@@ -102,7 +108,7 @@ from dragnet.results.load import load_results
 @server_option
 @json_option
 def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, strict, reference, languages, repeat,
-              storages, storage_label, backend, results_dir, no_baseline, no_ceiling, n, memories, profiles, caches,
+              budget, storages, storage_label, backend, results_dir, no_baseline, no_ceiling, n, memories, profiles, caches,
               sizes_text, plot_path, save_baseline, gate, metric, max_runs, baseline_name, store_dir,
               nouveau_source, queries, server_opts, as_json, **axis_raw):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
@@ -114,6 +120,13 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     from dragnet.servers import available, user
 
     available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
+    from dragnet.bench import auto as auto
+
+    rounds = auto.parse_repeat(repeat)     # None: auto
+    if budget is not None and (rounds is not None or not budget > 0):
+        raise UsageError(f"--budget {budget:g}: must be above 0 seconds" if rounds is None or not budget > 0
+                         else "--budget goes with --repeat auto")
+    repeat = rounds if rounds is not None else auto.FALLBACK_ROUNDS
 
     if nouveau_source:
         others = [o for o, v in (("--data", data), ("--views", views), ("--ddoc", ddoc_sources),
@@ -212,6 +225,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         return _gate(config, gate, metric, max_runs, on_event, as_json)
     if indexes is not None:
         return _mango(config, indexes, on_event, total, as_json, strict)
+    if rounds is None and auto.applies(config, st, scenarios, axis_opts.axes(backend)):
+        return _auto(config, max_runs, budget, on_event, total, as_json)
     if sizes_text is not None:
         total["n"] = len(b.plan(b.with_ceiling(langs, not no_ceiling), repeat, ["x"], baseline=not no_baseline,
                                 scenarios=[s.label for s in scenarios] or [""]))
@@ -237,6 +252,25 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     from dragnet.build import fault
 
     if (failed and len(failed) == len(runs)) or fault.blocking_runs(runs, strict):
+        sys.exit(1)
+
+
+def _auto(config, max_runs, budget, on_event, total, as_json) -> None:
+    from dragnet.bench import auto as auto
+    from dragnet.report import model
+    from dragnet.report.render import console as render_console, json as render_json
+
+    total["n"] = "auto"
+    out = auto.run_auto(config, max_runs=max_runs, budget_s=auto.BUDGET_S if budget is None else budget,
+                        on_event=on_event)
+    rep = model.build([str(out.folder)])
+    if as_json:
+        print_json({**render_json.render(rep), "auto": out.as_dict()})
+    else:
+        render_console.show(rep)
+        for line in out.lines():
+            click.echo(line, err=True)
+    if not out.order:     # no language built once
         sys.exit(1)
 
 
