@@ -100,6 +100,7 @@ class AutoOutcome:
     dirs: list[Path] = field(default_factory=list)  # the rounds' folders (warm-up not among them)
     warmup: Path | None = None
     failed: list[str] = field(default_factory=list)  # "language round N: error"
+    runs: list[dict] = field(default_factory=list)     # every round's manifest entries (warm-up not among them)
 
     @property
     def supported(self) -> bool:
@@ -141,14 +142,15 @@ def run_auto(config: BenchConfig, *, max_runs: int = decide.MAX_RUNS, budget_s: 
     base = Path(config.results_dir or Path("results") / f"bench-{stamp}")
     out = AutoOutcome(folder=base)
 
-    def one(cfg: BenchConfig, bench_id: str) -> list[dict]:
+    def one(cfg: BenchConfig, bench_id: str, keep: bool = True) -> list[dict]:
         if bench is not None:
-            _, folder = bench(cfg)
+            manifest, folder = bench(cfg)
         else:
             b = Bench(cfg, on_event=on_event)
             b.id = bench_id    # unique per round: the round's builds are paired by it
-            b.run()
-            folder = b.dir
+            manifest, folder = b.run(), b.dir
+        if keep:
+            out.runs.extend(manifest.get("runs") or [])
         return load_results([folder])
 
     def languages_for(todo: list[str]) -> list[str]:
@@ -168,7 +170,7 @@ def run_auto(config: BenchConfig, *, max_runs: int = decide.MAX_RUNS, budget_s: 
     warm = Path(f"{base}-warmup")
     note("warning", {"message": f"--repeat auto: a warm-up round first ({warm}), not counted"})
     one(dataclasses.replace(config, repeat=1, results_dir=str(warm), shuffle_seed=seed, **with_reference(items)),
-        f"bench-{stamp}-warmup")
+        f"bench-{stamp}-warmup", keep=False)
     out.warmup = warm
     if time.monotonic() - t0 > budget_s:
         raise UsageError(f"--budget {budget_s:g}: the warm-up round alone took {time.monotonic() - t0:.0f} s "

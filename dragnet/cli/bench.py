@@ -48,7 +48,7 @@ from dragnet.results.load import load_results
                    "rounds in a fresh random order until every adjacent pair of languages is separated or tied "
                    "(from the 5th round), --max-runs or --budget (docs/statistics.md); it ranks two or more "
                    "languages of a plain bench, anything else (one language, --storage, --sizes, an axis, a "
-                   "scenario) runs 3 rounds.")
+                   "scenario, --save-baseline, --baseline) runs 3 rounds.")
 @click.option("--budget", "budget", type=float, default=None, metavar="SECONDS",
               help="With --repeat auto: no round starts that would likely end after this [default: 1200].")
 @click.option("--storage", "storages", default=None,
@@ -225,8 +225,9 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         return _gate(config, gate, metric, max_runs, on_event, as_json)
     if indexes is not None:
         return _mango(config, indexes, on_event, total, as_json, strict)
-    if rounds is None and auto.applies(config, st, scenarios, axis_opts.axes(backend)):
-        return _auto(config, max_runs, budget, on_event, total, as_json)
+    if rounds is None and auto.applies(config, st, scenarios, axis_opts.axes(backend)) \
+            and not (save_baseline or baseline_name):
+        return _auto(config, max_runs, budget, on_event, total, as_json, strict)
     if sizes_text is not None:
         total["n"] = len(b.plan(b.with_ceiling(langs, not no_ceiling), repeat, ["x"], baseline=not no_baseline,
                                 scenarios=[s.label for s in scenarios] or [""]))
@@ -255,7 +256,8 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         sys.exit(1)
 
 
-def _auto(config, max_runs, budget, on_event, total, as_json) -> None:
+def _auto(config, max_runs, budget, on_event, total, as_json, strict) -> None:
+    from dragnet.build import fault
     from dragnet.bench import auto as auto
     from dragnet.report import model
     from dragnet.report.render import console as render_console, json as render_json
@@ -270,7 +272,7 @@ def _auto(config, max_runs, budget, on_event, total, as_json) -> None:
         render_console.show(rep)
         for line in out.lines():
             click.echo(line, err=True)
-    if not out.order:     # no language built once
+    if not out.order or fault.blocking_runs(out.runs, strict):     # nothing built, or rows that differ
         sys.exit(1)
 
 
