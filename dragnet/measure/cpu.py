@@ -208,11 +208,13 @@ def _is_helper(pid: int, proc: str) -> bool:
     return comm in HELPERS or (comm == "sh" and "disksup" in (_read(f"{proc}/{pid}/cmdline") or ""))
 
 
-def query_server_pids(root: int, proc: str = "/proc") -> set[int]:
+def query_server_pids(root: int, proc: str = "/proc", spawners: set[int] | None = None) -> set[int]:
     """The query servers under a CouchDB tree now: erl_child_setup's children that are not CouchDB's own
-    helpers, with their descendants (a wrapper's child is the server)."""
+    helpers, with their descendants (a wrapper's child is the server). spawners: erl_child_setup pids
+    found before, walked from instead of the root (beam's many threads are not read again)."""
     found: set[int] = set()
-    todo, seen = [root], {root}
+    todo = list(spawners) if spawners else [root]
+    seen = set(todo)
     while todo:
         pid = todo.pop()
         comm = (_read(f"{proc}/{pid}/comm") or "").strip()
@@ -226,6 +228,13 @@ def query_server_pids(root: int, proc: str = "/proc") -> set[int]:
                 found.add(child)
             todo.append(child)
     return found
+
+
+def spawners(root: int, proc: str = "/proc") -> set[int]:
+    """The erl_child_setup processes under a CouchDB tree (one per node): query servers are their children."""
+    from dragnet.measure.pidstat import process_tree
+
+    return {p for p in process_tree(root, proc) if (_read(f"{proc}/{p}/comm") or "").strip() == "erl_child_setup"}
 
 
 def _start_time(stat_text: str) -> str:
@@ -287,17 +296,20 @@ class QueryServerTracker:
         self.first: dict = {}
         self.last: dict = {}
         self.samples = 0
+        self.spawners: set[int] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="dragnet-qs-cpu", daemon=True)
         self._t0 = 0.0
 
-    def _sample(self) -> None:
-        now = thread_times(query_server_pids(self.root, self.proc), self.proc)
+    def _sample(self, full: bool = False) -> None:
+        pids = query_server_pids(self.root, self.proc, None if full else self.spawners)
+        now = thread_times(pids, self.proc)
         self.last.update(now)
         self.samples += 1
 
     def start(self) -> "QueryServerTracker":
         self._t0 = time.time()
+        self.spawners = spawners(self.root, self.proc)
         self.first = thread_times(query_server_pids(self.root, self.proc), self.proc)
         self.last = dict(self.first)
         self._thread.start()
@@ -313,5 +325,5 @@ class QueryServerTracker:
     def stop(self) -> dict:
         self._stop.set()
         self._thread.join()
-        self._sample()
+        self._sample(full=True)     # from the root: a spawner that started meanwhile is seen too
         return thread_usage(self.first, self.last, time.time() - self._t0, self.samples, self.period)
