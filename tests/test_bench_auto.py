@@ -96,3 +96,16 @@ def test_round_costs_geomean_over_a_languages_builds_and_none_with_a_failure():
     rs_ = [_result("a", "x", 1.0), _result("a", "x", 4.0), _result("b", "x", 3.0), _result("b", "x", None)]
     assert auto.round_costs(rs_, "cpu") == {"a": pytest.approx(2.0)}
     assert auto.round_costs(rs_[:2], "wall") == {"a": pytest.approx(4.0)}     # wall s per 1,000 docs
+
+
+def test_cli_refuses_bad_rounds_before_anything_runs():
+    from click.testing import CliRunner
+
+    from dragnet.cli import main
+
+    base = ["bench", "--url", "http://127.0.0.1:1", "--db", "x", "--languages", "javascript,python"]
+    for extra, says in ((["--repeat", "0"], "--repeat 0"), (["--repeat", "lots"], "--repeat lots"),
+                        (["--budget", "0"], "--budget 0"), (["--repeat", "3", "--budget", "60"], "--budget goes with"),
+                        (["--max-runs", "4"], "--max-runs 4")):
+        r = CliRunner().invoke(main, base + extra)
+        assert r.exit_code == 2 and says in r.output, (extra, r.output)
