@@ -58,3 +58,8 @@ def test_auto_rounds_rank_two_engines_paired_by_round(live_url, tmp_path):
         assert sorted(b["bench"]["language"] for b in builds) == ["javascript", "javascript_quickjs"]
         assert len({b["bench"]["id"] for b in builds}) == 1
         assert all(b["summary"]["cpu_s_per_1000_docs"] > 0 for b in builds)
+        # the query servers' own CPU, from their threads: some, and less than CouchDB's and theirs together
+        for b in builds:
+            qs = b["cpu"]["query_servers"]
+            assert 0 < qs["cpu_s"] and qs["processes"] >= 1 and qs["samples"] >= 1
+            assert 0 < b["summary"]["qs_cpu_s_per_1000_docs"] < b["summary"]["cpu_s_per_1000_docs"] * 1.2
