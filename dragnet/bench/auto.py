@@ -223,12 +223,3 @@ def run_auto(config: BenchConfig, *, max_runs: int = decide.MAX_RUNS, budget_s: 
     out.rounds, out.stopped = plan.rounds, plan.stopped or ""
     return out
 
-
-def fixed_note(pairs: Iterable["decide.Pair"], rounds: int) -> list[str]:
-    """--repeat N: the pairs N rounds could not decide, with the rounds that would likely decide them."""
-    out = []
-    for p in pairs:
-        if p.state == decide.UNRESOLVED:
-            need = f"; about {p.needed} rounds would likely decide" if p.needed else ""
-            out.append(f"{p.faster} vs {p.slower}: unresolved after {rounds} round(s) ({p.why}{need})")
-    return out
