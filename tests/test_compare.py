@@ -162,6 +162,21 @@ def test_cpu_metric_decides_when_recorded(ci):
     assert wall.cells[0].metric == "wall" and wall.cells[0].ratio == pytest.approx(cell.wall[0])
 
 
+def test_qs_metric_decides_on_the_query_servers_cpu_and_falls_back_to_couchdbs(ci):
+    # CouchDB's CPU says nothing (+1% ± beam's noise), the query servers' doubles: qs sees the regression
+    def with_cpu(results, total, qs):
+        return [dict(r, summary=dict(r["summary"], cpu_s_per_1000_docs=total * (1 + 0.01 * (i % 3)),
+                                     **({"qs_cpu_s_per_1000_docs": qs * (1 + 0.002 * (i % 2))} if qs else {})))
+                for i, r in enumerate(results)]
+    cmp = c.compare(with_cpu(ci["base"], 2.0, 0.5), with_cpu(ci["renamed"], 2.02, 1.0), threshold=0.05, metric="qs")
+    (cell,) = cmp.cells
+    assert cell.metric == "qs" and cell.label == c.REGRESSED and cmp.exit_code == 1
+    assert cell.ratio == pytest.approx(2.0, rel=0.01)
+    # older builds without it: judged on CouchDB's CPU, and the table says so
+    old = c.compare(with_cpu(ci["base"], 2.0, None), with_cpu(ci["renamed"], 2.0, None), metric="qs")
+    assert old.cells[0].metric == "cpu" and "no query-server CPU recorded" in old.cells[0].why
+
+
 def test_threshold_parsing():
     assert c.parse_threshold("5%") == pytest.approx(0.05) and c.parse_threshold("12.5") == pytest.approx(0.125)
     with pytest.raises(UsageError, match="--fail-if-slower fast"):

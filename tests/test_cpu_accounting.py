@@ -61,3 +61,49 @@ def test_tree_counts_a_child_that_exited():
     finally:
         root.kill()
         root.wait()
+
+
+def test_thread_usage_counts_new_threads_whole_and_old_ones_from_the_first_reading():
+    first = {(10, "5", 10): ("couchjs", 1_000_000_000, 10, 90, 10), (11, "6", 11): ("couchjs", 500_000_000, 0, 50, 0)}
+    last = {(10, "5", 10): ("couchjs", 1_300_000_000, 30, 110, 20),    # ran 0.3 s during the build
+            (11, "6", 11): ("couchjs", 500_000_000, 0, 50, 0),          # idle
+            (12, "9", 12): ("couchjs", 200_000_000, 5, 15, 5),          # started during the build: all counts
+            (13, "9", 13): ("python3", 100_000_000, 0, 10, 0)}
+    u = cpu.thread_usage(first, last, 2.0, 20, 0.1)
+    assert u["cpu_s"] == pytest.approx(0.6) and u["wait_s"] == pytest.approx(25e-9)
+    assert u["by_process"] == {"couchjs": pytest.approx(0.5), "python3": pytest.approx(0.1)}
+    assert u["user_s"] == pytest.approx(45 / cpu.CLK_TCK) and u["system_s"] == pytest.approx(15 / cpu.CLK_TCK)
+    assert u["processes"] == 4 and u["threads"] == 4
+
+
+_NAMED = """import ctypes, subprocess, sys, time
+ctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)   # PR_SET_NAME: what /proc/PID/comm shows
+for cmd in sys.argv[2:]:
+    subprocess.Popen(cmd, shell=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+def test_tracker_counts_query_servers_that_start_and_end_and_not_couchdbs_helpers(tmp_path):
+    # a stand-in for beam (the root) with an erl_child_setup child whose children are two CPU burners (one
+    # starts late, one ends early) and a helper named inet_gethost that burns too but is CouchDB's own
+    named = tmp_path / "named.py"
+    named.write_text(_NAMED)
+    burn = lambda s, after=0: (f"sleep {after}; exec {sys.executable} -c 'import time; t=time.process_time(); "  # noqa: E731
+                               f"exec(\"while time.process_time()-t<{s}: pass\")'")
+    helper = f"exec {sys.executable} {named} inet_gethost \"{burn(0.3)}\""
+    setup = [sys.executable, str(named), "erl_child_setup", burn(0.3), burn(0.3, 0.5), helper]
+    root = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); "
+                             "time.sleep(60)", *setup], start_new_session=True)
+    try:
+        time.sleep(0.3)          # erl_child_setup is up and the first burner running
+        tracker = cpu.QueryServerTracker(root.pid, period=0.05).start()
+        time.sleep(2.0)          # both burners done (the first ended while tracked)
+        used = tracker.stop()
+        # the first burner partly before the start, the second whole; the helpers (and their children) never
+        assert 0.35 <= used["cpu_s"] <= 0.7, used
+        assert used["samples"] >= 10 and "inet_gethost" not in used["by_process"]
+    finally:
+        os.killpg(root.pid, 9)
+        root.wait()

@@ -6,7 +6,8 @@ rows); the rename is tests/ddocs/compare/renamed.json. Target: the gate fails th
 fails the rename (exit 0, or 3 when it cannot tell), each decision in at most 6 rounds where it decides.
 
     URL=http://127.0.0.1:5984 COUCHDB_USER=… COUCHDB_PASSWORD=… \\
-    .venv/bin/python benchmarks/gate_check/run.py [--trials 20] [--docs 3000] [--out /tmp/gate-check]
+    .venv/bin/python benchmarks/gate_check/run.py [--trials 20] [--docs 3000] [--metric cpu|qs|wall] [--max-runs 15]
+        [--first 0] [--out /tmp/gate-check]
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def main() -> int:
     ap.add_argument("--docs", type=int, default=3000)
     ap.add_argument("--threshold", default="5%")
     ap.add_argument("--out", default="/tmp/gate-check")
+    ap.add_argument("--metric", default="cpu", choices=("cpu", "qs", "wall"))
+    ap.add_argument("--max-runs", type=int, default=15, help="the gate's bound on rounds (6: the target's)")
+    ap.add_argument("--first", type=int, default=0, help="number the trials from here (a study split in parts)")
     args = ap.parse_args()
     url = os.environ.get("URL") or sys.exit("set URL (no credentials; COUCHDB_USER/COUCHDB_PASSWORD)")
     out = Path(args.out)
@@ -52,13 +56,13 @@ def main() -> int:
     data = data_file(out, args.docs)
     db = f"gate_check_{args.docs}"
     tally: dict[str, list[tuple[int, int, float]]] = {c: [] for c in CASES}
-    for t in range(args.trials):
+    for t in range(args.first, args.first + args.trials):
         for case, ddoc in CASES.items():   # alternate the cases, so the load touches both alike
             res = out / f"{case}-{t}"
             t0 = time.monotonic()
             r = subprocess.run([sys.executable, "-m", "dragnet", "bench", "--url", url, "--db", db, "--data", str(data),
                                 "--ddoc", f"A={BASE}", "--ddoc", f"B={ddoc}", "--languages", "javascript",
-                                "--no-baseline", "--gate", args.threshold, "--json", "--results", str(res)],
+                                "--no-baseline", "--gate", args.threshold, "--metric", args.metric, "--max-runs", str(args.max_runs), "--json", "--results", str(res)],
                                capture_output=True, text=True, cwd=REPO)
             secs = time.monotonic() - t0
             try:

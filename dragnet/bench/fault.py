@@ -85,4 +85,6 @@ def judge(comparison: dict, reference_rows: dict[str, str], *, same_engine: bool
 
 def summary(comparison: dict) -> dict:
     """What the manifest keeps of a comparison."""
-    return {k: comparison[k] for k in ("reference", "differences", "rows_compared", "classes") if k in comparison}
+    # "note": why there is nothing to compare yet (no reference build before this one)
+    return {k: comparison[k] for k in ("reference", "differences", "rows_compared", "classes", "note")
+            if k in comparison}

@@ -318,6 +318,17 @@ def _cpu_record(before, after, docs: int | None) -> dict | None:
     return out
 
 
+def _qs_tracker(root: int | None):
+    """The query servers' own CPU over the build (dragnet.measure.cpu.QueryServerTracker), or None."""
+    from dragnet.measure import cpu as _cpu
+
+    return _cpu.QueryServerTracker(root).start() if root is not None else None
+
+
+def _per_1000(used: dict, docs: int | None) -> dict:
+    return {**used, "cpu_s_per_1000_docs": round(used["cpu_s"] / docs * 1000, 9) if docs else None}
+
+
 class ProcessScope:
     """The local CouchDB's processes (beam and its descendants), gathered at every poll so query servers
     that come and go are caught; pidstat's summary is limited to them on a shared machine. On a local
@@ -549,6 +560,7 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         error: DragnetError | None = None
         cpu_root = scope.root if scope else ProcessScope(couch.url).root
         cpu_before = _cpu_snapshot(cpu_root)
+        qs_cpu = _qs_tracker(cpu_root)
         request.start()
         if cfg.beside is not None:
             cfg.beside.begin(path)
@@ -558,6 +570,7 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
         finally:
             t_end = time.time()
             cpu_after = _cpu_snapshot(cpu_root)
+            qs_cpu_used = qs_cpu.stop() if qs_cpu is not None else None
             text = runner.stop() if runner else None     # pidstat covers exactly the build
             io_text = io.stop() if io else ""
             if cfg.on_built is not None:
@@ -638,6 +651,9 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             res["load"] = load_record
         res["cpu"] = _cpu_record(cpu_before, cpu_after, res["summary"].get("docs"))
         res["summary"]["cpu_s_per_1000_docs"] = (res["cpu"] or {}).get("cpu_s_per_1000_docs")
+        if res["cpu"] is not None and qs_cpu_used is not None:
+            res["cpu"]["query_servers"] = _per_1000(qs_cpu_used, res["summary"].get("docs"))
+            res["summary"]["qs_cpu_s_per_1000_docs"] = res["cpu"]["query_servers"]["cpu_s_per_1000_docs"]
         if not error and cfg.compact:
             from dragnet.build.compact import compact_index
 

@@ -40,8 +40,14 @@ from dragnet.report.render import console as render_console, json as render_json
               help="Comma-separated [default: " + ",".join(b.DEFAULT_LANGUAGES) + "; with --ddoc its own "
                    "language]: " + ", ".join(b.LANGUAGES) + "; with --ddoc any CouchDB language that runs "
                    "the document (javascript, javascript_quickjs, chakra, …).")
-@click.option("--repeat", "repeat", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Rounds; languages are interleaved across rounds (A B C A B C …).")
+@click.option("--repeat", "repeat", default="auto", show_default=True,
+              help="Rounds; languages are interleaved across rounds (A B C A B C …). auto: a warm-up round, then "
+                   "rounds in a fresh random order until every adjacent pair of languages is separated or tied "
+                   "(from the 5th round), --max-runs or --budget (docs/statistics.md); it ranks two or more "
+                   "languages of a plain bench, anything else (one language, --storage, --sizes, an axis, a "
+                   "scenario, --save-baseline, --baseline) runs 3 rounds.")
+@click.option("--budget", "budget", type=float, default=None, metavar="SECONDS",
+              help="With --repeat auto: no round starts that would likely end after this [default: 1200].")
 @click.option("--storage", "storages", default=None,
               help="disk,tmpfs: restart the CouchDB started by `dragnet couch up` with its data on each storage "
                    "and repeat the matrix.")
@@ -81,10 +87,11 @@ from dragnet.report.render import console as render_console, json as render_json
 @click.option("--gate", "gate", default=None, metavar="PCT",
               help="With two --ddoc revisions: run rounds until the second is shown slower than the first by more "
                    "than PCT (exit 1) or not (exit 0), or --max-runs rounds are spent (exit 3).")
-@click.option("--metric", type=click.Choice(["cpu", "wall"]), default="cpu", show_default=True,
-              help="With --gate: decide on CPU-seconds per 1,000 documents or on wall time.")
+@click.option("--metric", type=click.Choice(["cpu", "qs", "wall"]), default="cpu", show_default=True,
+              help="With --gate: decide on CPU-seconds per 1,000 documents (of CouchDB and its query servers; "
+                   "qs: of the query servers alone, for a change in the map functions) or on wall time.")
 @click.option("--max-runs", "max_runs", type=int, default=15, show_default=True,
-              help="With --gate: at most this many rounds.")
+              help="With --gate or --repeat auto: at most this many rounds.")
 @click.option("--baseline", "baseline_name", default=None, metavar="NAME",
               help="Afterwards compare this run with the baseline saved as NAME (see `dragnet compare`).")
 @click.option("--nouveau", "nouveau_source", default=None, metavar="FILE",
@@ -98,7 +105,7 @@ from dragnet.report.render import console as render_console, json as render_json
 @server_option
 @json_option
 def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, strict, reference, languages, repeat,
-              storages, storage_label, backend, results_dir, no_baseline, no_ceiling, n, memories, profiles, caches,
+              budget, storages, storage_label, backend, results_dir, no_baseline, no_ceiling, n, memories, profiles, caches,
               sizes_text, plot_path, save_baseline, gate, metric, max_runs, baseline_name, store_dir,
               nouveau_source, queries, server_opts, as_json, **axis_raw):
     """Benchmark view builds of every language, R times, on each storage; write one results file per build
@@ -111,7 +118,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
     available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
     request = session.BenchRequest(
         url=url, db=db, data=data, views=views, ddoc_sources=tuple(ddoc_sources), mango_source=mango_source,
-        view_names=view_names, strict=strict, reference=reference, languages=languages, repeat=repeat,
+        view_names=view_names, strict=strict, reference=reference, languages=languages, repeat=repeat, budget=budget,
         storages=storages, storage_label=storage_label, backend=backend, results_dir=results_dir,
         no_baseline=no_baseline, no_ceiling=no_ceiling, n=n, memories=memories, profiles=profiles, caches=caches,
         sizes_text=sizes_text, plot_path=plot_path, save_baseline=save_baseline, gate=gate, metric=metric,

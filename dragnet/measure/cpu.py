@@ -184,3 +184,146 @@ def schedstat_of(pid: int, proc: str = "/proc") -> tuple[float, float] | None:
             run_ns, wait_ns = run_ns + r, wait_ns + w
     return run_ns / 1e9, wait_ns / 1e9
 
+
+
+# CouchDB's own helpers under erl_child_setup: not query servers
+HELPERS = ("inet_gethost", "memsup", "cpu_sup", "epmd", "df")
+
+
+def _children(pid: int, proc: str) -> list[int]:
+    """Direct children of a process (/proc/PID/task/TID/children lists those each thread forked)."""
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"{proc}/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        out += [int(x) for x in (_read(f"{proc}/{pid}/task/{tid}/children") or "").split()]
+    return out
+
+
+def _is_helper(pid: int, proc: str) -> bool:
+    comm = (_read(f"{proc}/{pid}/comm") or "").strip()
+    # disksup runs `sh -s disksup` (and df under it); a query server started through sh is not that
+    return comm in HELPERS or (comm == "sh" and "disksup" in (_read(f"{proc}/{pid}/cmdline") or ""))
+
+
+def query_server_pids(root: int, proc: str = "/proc", spawners: set[int] | None = None) -> set[int]:
+    """The query servers under a CouchDB tree now: erl_child_setup's children that are not CouchDB's own
+    helpers, with their descendants (a wrapper's child is the server). spawners: erl_child_setup pids
+    found before, walked from instead of the root (beam's many threads are not read again)."""
+    found: set[int] = set()
+    todo = list(spawners) if spawners else [root]
+    seen = set(todo)
+    while todo:
+        pid = todo.pop()
+        comm = (_read(f"{proc}/{pid}/comm") or "").strip()
+        for child in _children(pid, proc):
+            if child in seen:
+                continue
+            seen.add(child)
+            if comm == "erl_child_setup" and _is_helper(child, proc):
+                continue
+            if pid in found or comm == "erl_child_setup":
+                found.add(child)
+            todo.append(child)
+    return found
+
+
+def spawners(root: int, proc: str = "/proc") -> set[int]:
+    """The erl_child_setup processes under a CouchDB tree (one per node): query servers are their children."""
+    from dragnet.measure.pidstat import process_tree
+
+    return {p for p in process_tree(root, proc) if (_read(f"{proc}/{p}/comm") or "").strip() == "erl_child_setup"}
+
+
+def _start_time(stat_text: str) -> str:
+    """Field 22 (start time in ticks): with the pid it names one process even when pids are reused."""
+    return stat_text[stat_text.rindex(")") + 2:].split()[19]
+
+
+def thread_times(pids: set[int], proc: str = "/proc") -> dict[tuple, tuple]:
+    """{(pid, start time, tid): (process name, ns on CPU, ns waiting, user ticks, system ticks)} for every
+    live thread of the pids."""
+    out: dict[tuple, tuple] = {}
+    for pid in pids:
+        stat = _read(f"{proc}/{pid}/stat")
+        if not stat:
+            continue
+        key, comm = (pid, _start_time(stat)), stat[stat.index("(") + 1:stat.rindex(")")]
+        try:
+            tids = os.listdir(f"{proc}/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            st = _read(f"{proc}/{pid}/task/{tid}/schedstat")
+            ts = _read(f"{proc}/{pid}/task/{tid}/stat")
+            if st and ts:
+                r, w = parse_schedstat(st)
+                _, u, s, _, _ = parse_pid_stat(ts)
+                out[(*key, int(tid))] = (comm, r, w, u, s)
+    return out
+
+
+def thread_usage(first: dict, last: dict, interval_s: float, samples: int, period_s: float) -> dict:
+    """What the query servers' threads used between a first and the latest reading of each (pure): a thread
+    seen only later started after the first reading, so its whole time counts; a thread that ended loses
+    only what it ran after its last reading (at most a period)."""
+    run_ns = wait_ns = user = system = 0
+    by_name: dict[str, int] = {}
+    for key, (comm, r, w, u, s) in last.items():
+        _, r0, w0, u0, s0 = first.get(key, (comm, 0, 0, 0, 0))
+        run_ns, wait_ns, user, system = run_ns + r - r0, wait_ns + w - w0, user + u - u0, system + s - s0
+        by_name[comm] = by_name.get(comm, 0) + r - r0
+    # user and system time: the kernel's split of the same time, in clock ticks (coarse; for reading only)
+    return {"cpu_s": round(run_ns / 1e9, 9), "wait_s": round(wait_ns / 1e9, 9),
+            "user_s": round(user / CLK_TCK, 6), "system_s": round(system / CLK_TCK, 6),
+            "by_process": {k: round(v / 1e9, 9) for k, v in sorted(by_name.items())},
+            "processes": len({k[:2] for k in last}), "threads": len(last), "interval_s": round(interval_s, 6),
+            "samples": samples, "period_s": period_s, "source": "schedstat of the query servers' threads"}
+
+
+class QueryServerTracker:
+    """The query servers' own CPU over a build, exact to the ns: every thread of every query server under a
+    CouchDB tree read from schedstat at the start, every `period` s (a server that appears or ends is
+    caught) and at the end. CouchDB's own CPU (beam.smp) is not in it: the right figure for a change in the
+    map functions, not for a change on CouchDB's side."""
+
+    def __init__(self, root: int, period: float = 0.1, proc: str = "/proc"):
+        import threading
+
+        self.root, self.period, self.proc = root, period, proc
+        self.first: dict = {}
+        self.last: dict = {}
+        self.samples = 0
+        self.spawners: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="dragnet-qs-cpu", daemon=True)
+        self._t0 = 0.0
+
+    def _sample(self, full: bool = False) -> None:
+        pids = query_server_pids(self.root, self.proc, None if full else self.spawners)
+        now = thread_times(pids, self.proc)
+        self.last.update(now)
+        self.samples += 1
+
+    def start(self) -> "QueryServerTracker":
+        self._t0 = time.time()
+        self.spawners = spawners(self.root, self.proc)
+        self.first = thread_times(query_server_pids(self.root, self.proc), self.proc)
+        self.last = dict(self.first)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period):
+            try:
+                self._sample()
+            except (OSError, ValueError, IndexError):   # a process ending while it is read
+                continue
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        self._sample(full=True)     # from the root: a spawner that started meanwhile is seen too
+        return thread_usage(self.first, self.last, time.time() - self._t0, self.samples, self.period)

@@ -339,16 +339,24 @@ def drive(plan: Plan, state: Callable[[], tuple[Mapping[str, Mapping[object, flo
           measure: Callable[[str, int], None], over_budget: Callable[[], bool] = lambda: False) -> None:
     """Run a plan: state() -> (costs by round, runs attempted) so far; measure(item, round) runs one item;
     over_budget() is asked before every round after the first."""
+    drive_rounds(plan, state, lambda todo, r: [measure(item, r) for item in todo], lambda todo: over_budget())
+
+
+def drive_rounds(plan: Plan, state: Callable[[], tuple[Mapping[str, Mapping[object, float]], Mapping[str, int]]],
+                 run_round: Callable[[list[str], int], object],
+                 over_budget: Callable[[list[str]], bool] = lambda todo: False) -> None:
+    """drive() for a runner that measures a whole round at once: run_round(items in order, round);
+    over_budget(items of the next round) is asked before every round after the first."""
     while True:
         costs, runs = state()
-        if plan.rounds and over_budget():
-            plan.stopped = "budget"
-            return
         todo = plan.next_round(costs, runs)
         if not todo:
             return
-        for item in todo:
-            measure(item, plan.rounds)
+        if plan.rounds > 1 and over_budget(todo):
+            plan.rounds -= 1
+            plan.stopped = "budget"
+            return
+        run_round(todo, plan.rounds)
 
 
 def simulate(plan: Plan, draw: Callable[[str, int], float], *, budget_rounds: int | None = None) -> tuple[int, list[Pair]]:

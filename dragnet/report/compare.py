@@ -13,7 +13,8 @@ values are paired instead of matched. An axis only one side records is left out.
 the views built are always matched.
 
 Per cell, over the successful builds' cost on the chosen metric (`cpu`: CPU-seconds of CouchDB and its query
-servers per 1,000 documents, recorded by addview; `wall`: the build's wall time), decided as
+servers per 1,000 documents, recorded by addview; `qs`: the query servers' own CPU-seconds per 1,000 documents,
+without CouchDB's; `wall`: the build's wall time), decided as
 dragnet.measure.decide decides a pair:
 - ratio NEW / OLD (above 1: NEW is slower) with a 99% t interval on the log ratios, paired by round
   (builds of one bench with the same `bench.id` and `bench.repeat`) where both sides have such rounds;
@@ -46,8 +47,8 @@ from dragnet.results.load import axes_of, axes_text, is_nouveau, sort_axes, star
 from dragnet.results.record import Build
 
 SCHEMA = rs.schema(rs.COMPARE)
-METRICS = ("cpu", "wall")
-METRIC_FIELD = {"cpu": "cpu_s_per_1000_docs", "wall": "wall_time_s"}
+METRICS = ("cpu", "qs", "wall")
+METRIC_FIELD = {"cpu": "cpu_s_per_1000_docs", "qs": "qs_cpu_s_per_1000_docs", "wall": "wall_time_s"}
 TEST = (f"ratio NEW/OLD with a {decide.LEVEL:.0%} t interval on the log ratios, paired by round where possible; "
         f"separated beyond ±{decide.NOISE:.0%}, tied inside ±{decide.TIE:.0%}")
 PASS, FAIL, UNDECIDED_EXIT = 0, 1, 3     # exit codes of the gate (2 is bad input)
@@ -82,6 +83,7 @@ class Side:
 
     samples: list[float] = field(default_factory=list)
     cpu: list[float | None] = field(default_factory=list)
+    qs: list[float | None] = field(default_factory=list)     # the query servers' own CPU per 1,000 docs
     keys: list[Any] = field(default_factory=list)
     failed: int = 0
     sources: list[str] = field(default_factory=list)
@@ -98,7 +100,7 @@ class Side:
 
     def costs(self, metric: str) -> dict[Any, float]:
         """The metric's values by round key (builds without one keyed by their position: never paired)."""
-        vals = self.cpu if metric == "cpu" else self.samples
+        vals = self.cpu if metric == "cpu" else self.qs if metric == "qs" else self.samples
         out: dict[Any, float] = {}
         for i, (k, v) in enumerate(zip(self.keys or [None] * len(vals), vals)):
             if v is not None:
@@ -107,7 +109,7 @@ class Side:
 
     def as_dict(self) -> dict:
         return {"n": len(self.samples), "failed": self.failed, "median": self.median, "samples": self.samples,
-                "cpu_s_per_1000_docs": self.cpu, "cpu_median": self.cpu_median,
+                "cpu_s_per_1000_docs": self.cpu, "cpu_median": self.cpu_median, "qs_cpu_s_per_1000_docs": self.qs,
                 "rounds": [list(k) if isinstance(k, tuple) else k for k in self.keys],
                 "sources": self.sources, "errors": self.errors}
 
@@ -147,10 +149,12 @@ def judge(cell: Cell, metric: str = "cpu", threshold: float | None = None) -> Ce
         cell.label, cell.why = UNDECIDED, "no successful build on " + ("either side" if not x and not y else
                                                                       "the new side" if not x else "the old side")
         return cell
-    if metric == "cpu" and (None in cell.new.cpu or None in cell.old.cpu or not cell.new.cpu):
-        metric, fallback = "wall", "no CPU recorded for every build: judged on wall time"
+    if metric == "qs" and (None in cell.new.qs or None in cell.old.qs or not cell.new.qs):
+        metric, fallback = "cpu", "no query-server CPU recorded for every build: judged on CouchDB's CPU"
     else:
         fallback = ""
+    if metric == "cpu" and (None in cell.new.cpu or None in cell.old.cpu or not cell.new.cpu):
+        metric, fallback = "wall", "no CPU recorded for every build: judged on wall time"
     cell.metric = metric
     wall = decide.ratio_interval(cell.new.costs("wall"), cell.old.costs("wall"))
     cell.wall = [wall.ratio, wall.low, wall.high]
@@ -318,6 +322,8 @@ def compare(old: Iterable[dict], new: Iterable[dict], *, old_label: str = "OLD",
             else:
                 s.samples.append(b.wall_s)
                 s.cpu.append(b.cpu_s_per_1000 if b.cpu_s_per_1000 is not None and b.cpu_s_per_1000 > 0 else None)
+                s.qs.append(b.qs_cpu_s_per_1000 if b.qs_cpu_s_per_1000 is not None and b.qs_cpu_s_per_1000 > 0
+                            else None)
                 s.keys.append(round_key(r))
             if r.get("_source"):
                 s.sources.append(str(r["_source"]))
@@ -527,7 +533,8 @@ def common_axes(cmp: Comparison) -> dict[str, str]:
 
 def _metric_title(cmp: Comparison) -> str:
     used = {c.metric for c in cmp.cells if c.metric} or {cmp.metric}
-    return " / ".join({"cpu": "CPU per document", "wall": "wall time"}[m] for m in sorted(used))
+    return " / ".join({"cpu": "CPU per document", "qs": "query-server CPU per document",
+                        "wall": "wall time"}[m] for m in sorted(used))
 
 
 def title(cmp: Comparison) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from dragnet.axes.model import parse_list
 from dragnet.errors import UsageError
 
-MATRIX, GATE, MANGO, SIZES, NOUVEAU = "matrix", "gate", "mango", "sizes", "nouveau"
+MATRIX, GATE, MANGO, SIZES, NOUVEAU, AUTO = "matrix", "gate", "mango", "sizes", "nouveau", "auto"
 
 Events = Callable[[str, dict], None]
 
@@ -38,7 +38,8 @@ class BenchRequest:
     strict: bool = False
     reference: str | None = None
     languages: str | None = None
-    repeat: int = 3
+    repeat: int | str = "auto"   # auto: adaptive rounds where they apply (bench.auto), else 3
+    budget: float | None = None
     storages: str | None = None
     storage_label: str | None = None
     backend: str | None = None
@@ -87,7 +88,16 @@ class MangoReport:
 def bench(request: BenchRequest, on_event: Events | None = None) -> BenchOutcome:
     """Check the request (a one-line UsageError before anything runs), run it, build its report."""
     on_event = on_event or (lambda kind, data: None)
-    r = request
+    from dataclasses import replace
+
+    from dragnet.bench import auto as auto
+
+    rounds = auto.parse_repeat(request.repeat)     # None: auto
+    b_s = request.budget
+    if b_s is not None and (rounds is not None or not b_s > 0):
+        raise UsageError(f"--budget {b_s:g}: must be above 0 seconds" if rounds is None or not b_s > 0
+                         else "--budget goes with --repeat auto")
+    r = replace(request, repeat=rounds if rounds is not None else auto.FALLBACK_ROUNDS)
     if r.nouveau_source:
         others = [o for o, v in (("--data", r.data), ("--views", r.views), ("--ddoc", r.ddoc_sources),
                                  ("--mango", r.mango_source), ("--storage", r.storages), ("--sizes", r.sizes_text),
@@ -186,6 +196,9 @@ def bench(request: BenchRequest, on_event: Events | None = None) -> BenchOutcome
         return _gate(config, r, on_event)
     if indexes is not None:
         return _mango(config, indexes, r.strict, on_event)
+    if rounds is None and auto.applies(config, st, scenarios, axis_opts.axes(r.backend)) \
+            and not (r.save_baseline or r.baseline_name):
+        return _auto(config, r, on_event)
     if r.sizes_text is not None:
         on_event("plan", {"runs": len(b.plan(b.with_ceiling(langs, not r.no_ceiling), r.repeat, ["x"],
                                              baseline=not r.no_baseline,
@@ -210,6 +223,21 @@ def bench(request: BenchRequest, on_event: Events | None = None) -> BenchOutcome
     runs, failed = rep.runs, rep.failed
     bad = (failed and len(failed) == len(runs)) or fault.blocking_runs(runs, r.strict)
     return BenchOutcome(MATRIX, rep, exit_code=1 if bad else 0, folder=run.dir)
+
+
+def _auto(config, r: BenchRequest, on_event: Events) -> BenchOutcome:
+    """`--repeat auto` (bench.auto): rounds until every adjacent pair of languages is decided; the report of
+    its folder and the rounds' outcome."""
+    from dragnet.bench import auto as auto
+    from dragnet.build import fault
+    from dragnet.report import model
+
+    on_event("plan", {"runs": "auto"})
+    out = auto.run_auto(config, max_runs=r.max_runs, budget_s=auto.BUDGET_S if r.budget is None else r.budget,
+                        on_event=on_event)
+    rep = model.build([str(out.folder)])
+    bad = not out.order or fault.blocking_runs(out.runs, r.strict)     # nothing built, or rows that differ
+    return BenchOutcome(AUTO, (rep, out), exit_code=1 if bad else 0, folder=out.folder)
 
 
 def _saved(on_event: Events) -> Callable[[str], None]:

@@ -144,6 +144,7 @@ class Build:
     docs_per_s_recorded: float | None = None   # docs/s as the file holds it (None when it holds none)
     oom_killed: bool = False
     cpu_s_per_1000: float | None = None     # CPU-seconds of CouchDB and its query servers per 1,000 docs
+    qs_cpu_s_per_1000: float | None = None  # the query servers' own CPU-seconds (schedstat) per 1,000 docs
     size: int | None = None              # bench --sizes: the database's document count
     axes: dict = field(default_factory=dict)   # bench.axes, or the axes older files' fields held
     data: dict = field(default_factory=dict, repr=False, compare=False)   # the results dict or manifest entry
@@ -185,7 +186,8 @@ class Build:
             incremental_dps=_num(update.get("incremental_docs_per_sec")),
             scenario=scenario, status="ok" if recorded_ok else ("oom" if oom else "error"),
             docs_per_s_recorded=dps, oom_killed=oom,
-            cpu_s_per_1000=_num(s.get("cpu_s_per_1000_docs")), size=bench.get("size"), axes=axes_of(result), data=result)
+            cpu_s_per_1000=_num(s.get("cpu_s_per_1000_docs")),
+            qs_cpu_s_per_1000=_num(s.get("qs_cpu_s_per_1000_docs")), size=bench.get("size"), axes=axes_of(result), data=result)
 
     @classmethod
     def of_entry(cls, run: dict) -> "Build":

@@ -66,6 +66,11 @@ def bench_outcome(out) -> None:
         interrupted(out)
     elif out.mode == "nouveau":
         show_nouveau(out.report, out.folder)
+    elif out.mode == "auto":
+        rep, rounds = out.report
+        show(rep)
+        for line in rounds.lines():
+            click.echo(line, err=True)
     else:
         {"matrix": show_bench, "gate": show_gate, "mango": show_mango, "sizes": show_sizes}[out.mode](out.report)
 

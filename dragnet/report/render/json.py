@@ -74,6 +74,9 @@ def bench_outcome(out) -> dict:
         return sizes_table.to_json(out.report)
     if out.mode == "nouveau":
         return {k: v for k, v in out.report.items() if k != "results"}
+    if out.mode == "auto":
+        rep, rounds = out.report
+        return {**render(rep), "auto": rounds.as_dict()}
     return bench(out.report)
 
 
