@@ -321,20 +321,23 @@ class Load:
         if self.t_build is not None and self.t_build_end is None:
             self.t_build_end = time.monotonic()
         self.t_stop = time.monotonic()
+        self._halt()
+        record = self.record()
+        record["writes_check"] = self.verify()
+        return record
+
+    def _halt(self) -> None:
+        """Stop sending and wait until nothing can write any more (the writes are checked after)."""
         if self._loop is not None and self._stop is not None:
             try:
                 self._loop.call_soon_threadsafe(self._stop.set)
             except RuntimeError:     # the loop already ended (max_seconds)
                 pass
         if self._thread is not None:
-            # on a saturated machine cancelling hundreds of waiting requests takes a while; the writes are
-            # checked only once nothing can write any more
+            # on a saturated machine cancelling hundreds of waiting requests takes a while
             self._thread.join(STOP_S)
             if self._thread.is_alive():
                 raise DragnetError(f"the load did not stop within {STOP_S:g} s: its writes cannot be checked")
-        record = self.record()
-        record["writes_check"] = self.verify()
-        return record
 
     # -- afterwards
     def verify(self) -> dict:
