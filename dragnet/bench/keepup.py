@@ -181,6 +181,8 @@ def run(cfg: KeepupConfig, *, on_event: Callable[[str, dict], None] | None = Non
                     if not s["kept_up"]:
                         break
                 mode["keeps_up_to"] = L.keeps_up_to(steps)
+                if readers == NO_READERS:
+                    mode["never_updated"] = L.never_updated(steps)
                 mode["not_driven"] = any(s.get("driven") is False for s in steps)
         finally:
             try:

@@ -189,6 +189,9 @@ def keepup_lines(res: dict) -> list[str]:
             head = f"keeps up to {best:g} docs/s" if best is not None else "keeps up with none of the rates tried"
             readers = "no readers (ken)" if m["readers"] == "none" else f"update=true readers at {m['readers']}"
             lines.append(f"{e['engine']}, {readers}: {head} (tried {tried}; full build {e.get('full_build_s', 0):.1f} s)")
+            if m.get("never_updated"):
+                lines.append("  the view was never updated during the steps: ken did not build it (CouchDB 3.5.0 "
+                             "and 3.5.1's ken builds only languages its environment names, docs/production-load.md)")
             for s in m["steps"]:
                 if s["kept_up"] is not True:
                     lines.append(f"  at {s['rate']:g}/s: {s['why']}")
