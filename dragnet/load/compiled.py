@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from dragnet import paths
 from dragnet.couchdb.client import db_path
-from dragnet.errors import DragnetError, UsageError
+from dragnet.errors import DragnetError
 from dragnet.load import spec as S
 from dragnet.load.generator import GRACE_S, STOP_S, TIMEOUT_S, Load, Request
 
@@ -31,12 +31,7 @@ DRIVERS = ("auto", "go", "aiohttp")
 def resolve(driver: str = "auto") -> str:
     """The generator that will run: "go" (dragnet-loadgen, when built) or "aiohttp"; "go" asked for and not
     built is bad input."""
-    if driver not in DRIVERS:
-        raise UsageError(f"the load's driver must be one of {', '.join(DRIVERS)}, got {driver!r}")
-    built = LOADGEN.is_file() and os.access(LOADGEN, os.X_OK)
-    if driver == "go" and not built:
-        raise UsageError(f"the compiled load generator: {LOADGEN} is not built (make servers)")
-    return "aiohttp" if driver == "aiohttp" or not built else "go"
+    return paths.compiled_or_fallback(driver, DRIVERS, LOADGEN, "the load's driver", "the compiled load generator")
 
 
 def new_load(couch, db: str, spec: S.LoadSpec, *, driver: str = "auto", **kw) -> Load:
