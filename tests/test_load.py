@@ -297,3 +297,17 @@ def test_a_view_that_never_moved_while_the_database_did_is_ken_skipping_it():
     lines = keepup_lines(res)
     assert lines[0].startswith("javascript_quickjs, no readers (ken): keeps up with none of the rates tried")
     assert "ken did not build it" in lines[1]
+
+
+def test_the_writes_table_names_the_generator_that_ran():
+    from dragnet.report.load import write_rows
+
+    def doc(**extra):
+        return {"bench": {"language": "javascript", "round": 1},
+                "load": {"spec": "writes=5/s", "writes_check": {"acknowledged": 3, "lost": 0}, "written_during_build": 3,
+                         "index": {"changes_not_indexed": 0}, "purge": {"purged": 3, "written": 3},
+                         "cpu_share_of_core": 0.05, **extra}}
+
+    go, older = write_rows([doc(driver="go"), doc()])
+    assert go[-1].endswith("(go)") and go[-1].startswith("5")
+    assert older[-1].endswith("(aiohttp)")     # a record from before the Go generator

@@ -24,7 +24,7 @@ SLOWDOWN_COLUMNS = ("engine", "storage", "load", "rounds", "idle wall s", "loade
 REQUEST_COLUMNS = ("engine", "round", "load", "kind", "window", "asked/s", "achieved/s", "p50 ms", "p95 ms",
                    "p99 ms", "max ms", "ok", "errors", "conflicts", "not sent")
 WRITE_COLUMNS = ("engine", "round", "load", "acknowledged", "lost", "written during build",
-                 "changes not indexed at end", "purged", "load CPU % of a core")
+                 "changes not indexed at end", "purged", "load CPU % of a core (generator)")
 
 
 def _has_load(docs: Iterable[dict]) -> bool:
@@ -129,7 +129,8 @@ def write_rows(docs: list[dict]) -> list[list[str]]:
         out.append([str(b.get("language")), _round(b), load.get("spec", ""), str(check.get("acknowledged")),
                     str(check.get("lost")), str(load.get("written_during_build")),
                     str(idx.get("changes_not_indexed", idx.get("error", "–"))),
-                    f"{purge.get('purged')} of {purge.get('written')}", _f(None if share is None else share * 100)])
+                    f"{purge.get('purged')} of {purge.get('written')}",
+                    f"{_f(None if share is None else share * 100)} ({load.get('driver', 'aiohttp')})"])
     return out
 
 
