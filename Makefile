@@ -5,10 +5,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(abspath $(VENV))/bin/python
 STAMPS := .make
-APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc git
-# only for `make test`: tests/test_html_report.py opens the HTML report in a headless Chromium;
-# tests/test_user_servers.py builds a query server written in Go (tests/goqs)
-TEST_APT_PACKAGES := chromium chromium-driver golang-go
+# golang-go: `make servers` builds the load generator (query_servers/loadgen); tests/test_user_servers.py
+# also builds a query server written in Go (tests/goqs)
+APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc git golang-go
+# only for `make test`: tests/test_html_report.py opens the HTML report in a headless Chromium
+TEST_APT_PACKAGES := chromium chromium-driver
 PYTEST_ARGS ?=
 
 # the Debian packages of $(1) that are not installed yet (as root, or with sudo)

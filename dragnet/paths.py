@@ -44,3 +44,17 @@ def build_root(env: dict | None = None) -> Path:
     if not installed():
         return CHECKOUT / "query_servers"
     return cache_dir(env) / __version__ / "query_servers"
+
+
+def compiled_or_fallback(asked: str, choices: tuple[str, str, str], binary: Path, what: str, compiled_what: str) -> str:
+    """Which runs of a helper `make servers` compiles and its Python fallback: `choices` is (auto, compiled,
+    fallback). A name not among them, or the compiled one asked for and not built, is bad input."""
+    from dragnet.errors import UsageError
+
+    _auto, compiled, fallback = choices
+    if asked not in choices:
+        raise UsageError(f"{what} must be one of {', '.join(choices)}, got {asked!r}")
+    built = binary.is_file() and os.access(binary, os.X_OK)
+    if asked == compiled and not built:
+        raise UsageError(f"{compiled_what}: {binary} is not built (make servers)")
+    return fallback if asked == fallback or not built else compiled

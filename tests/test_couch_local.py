@@ -185,6 +185,22 @@ def test_build_env_passes_config_without_secrets(tmp_path):
     assert "etc/local" not in chain
 
 
+def test_build_env_names_quickjs_so_ken_builds_its_views_on_3_5_0(tmp_path):
+    home = _fake_release_layout(tmp_path / "couchdb")
+    rel = local.find_release(home)
+    base = {"PATH": "/usr/bin"}
+    # a release without couch_quickjs: nothing named
+    assert "COUCHDB_QUERY_SERVER_JAVASCRIPT_QUICKJS" not in local.build_env(rel, tmp_path / "l.ini", tmp_path / "v", base)
+    priv = home / "lib" / "couch_quickjs-3.5.0" / "priv"
+    priv.mkdir(parents=True)
+    (priv / "couchjs_mainjs").write_text("")
+    env = local.build_env(rel, tmp_path / "l.ini", tmp_path / "v", base)
+    assert env["COUCHDB_QUERY_SERVER_JAVASCRIPT_QUICKJS"] == f'"{priv / "couchjs_mainjs"}"'
+    # the user's own wins
+    env = local.build_env(rel, tmp_path / "l.ini", tmp_path / "v", {**base, "COUCHDB_QUERY_SERVER_JAVASCRIPT_QUICKJS": "/x"})
+    assert env["COUCHDB_QUERY_SERVER_JAVASCRIPT_QUICKJS"] == "/x"
+
+
 def test_query_server_env_registers_dragnets_servers_and_keeps_the_users():
     env = local.query_server_env({"PATH": os.environ.get("PATH", ""),
                                   "COUCHDB_QUERY_SERVER_PYTHON3": "/my/python3 /my/qs.py"})

@@ -277,3 +277,37 @@ def test_the_load_falls_back_to_asyncios_loop_where_uvloop_cannot_load(monkeypat
     factory, name = event_loop_factory()
     assert name == "asyncio" and factory is asyncio.new_event_loop
     assert event_loop_factory("asyncio")[1] == "asyncio"
+
+
+def test_a_view_that_never_moved_while_the_database_did_is_ken_skipping_it():
+    from dragnet.report.load import keepup_lines
+
+    def step(rate, db, view):
+        return {"rate": rate, "kept_up": False, "why": "lag grew",
+                "samples": [{"t": i, "db_seq": d, "view_seq": v} for i, (d, v) in enumerate(zip(db, view))]}
+
+    skipped = [step(5, [100, 105, 110, 115], [100, 100, 100, 100])]
+    assert L.never_updated(skipped)
+    # ken updated it once, however late: an indexer too slow, not one that never ran
+    assert not L.never_updated([step(5, [100, 105, 110, 115], [100, 100, 110, 110])])
+    # nothing written: nothing to say
+    assert not L.never_updated([step(5, [100, 100, 100], [100, 100, 100])]) and not L.never_updated([])
+    res = {"engines": [{"engine": "javascript_quickjs", "full_build_s": 3.0, "modes": [
+        {"readers": "none", "steps": skipped, "keeps_up_to": None, "never_updated": True}]}]}
+    lines = keepup_lines(res)
+    assert lines[0].startswith("javascript_quickjs, no readers (ken): keeps up with none of the rates tried")
+    assert "ken did not build it" in lines[1]
+
+
+def test_the_writes_table_names_the_generator_that_ran():
+    from dragnet.report.load import write_rows
+
+    def doc(**extra):
+        return {"bench": {"language": "javascript", "round": 1},
+                "load": {"spec": "writes=5/s", "writes_check": {"acknowledged": 3, "lost": 0}, "written_during_build": 3,
+                         "index": {"changes_not_indexed": 0}, "purge": {"purged": 3, "written": 3},
+                         "cpu_share_of_core": 0.05, **extra}}
+
+    go, older = write_rows([doc(driver="go"), doc()])
+    assert go[-1].endswith("(go)") and go[-1].startswith("5")
+    assert older[-1].endswith("(aiohttp)")     # a record from before the Go generator

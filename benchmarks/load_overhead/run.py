@@ -2,10 +2,11 @@
 """The load generator's own cost: CPU per request and the rate it holds, against raw HTTP requests.
 
 In each round (interleaved, `--repeat` rounds) the same open-loop schedule of GET-by-id requests at `--rate`
-runs three times for `--seconds` against a live CouchDB: through dragnet.load (aiohttp in its thread, every
-request recorded) on its own event loop (uvloop where it loads), through dragnet.load on asyncio's own loop
-(what it ran on before uvloop), and through a bare asyncio client (hand-written HTTP/1.1 over keep-alive
-sockets, nothing recorded). Printed per run: CPU of the sending thread as a share of one core, requests per
+runs three times for `--seconds` against a live CouchDB: through dragnet.load as the tools run it
+(dragnet-loadgen, the compiled generator, where `make servers` built it; `--driver` chooses), through
+dragnet.load's aiohttp generator (in its thread on uvloop: the fallback), and through a bare asyncio client
+(hand-written HTTP/1.1 over keep-alive sockets, nothing recorded). Every request of dragnet.load is
+recorded either way. Printed per run: CPU of the sending thread as a share of one core, requests per
 second achieved, and CPU per request against the bare client's. Targets: dragnet.load under 10% of a
 core at 500 requests/s, and the achieved rate within 5% of the asked one (when the machine is not saturated:
 the load average is printed).
@@ -36,6 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from dragnet.couchdb.client import connect, split_credentials  # noqa: E402
 from dragnet.load import spec as S  # noqa: E402
+from dragnet.load.compiled import DRIVERS, new_load  # noqa: E402
 from dragnet.load.generator import Load  # noqa: E402
 
 DB = "dragnet_load_overhead"
@@ -104,6 +106,10 @@ def before_load(ref: str):
 def load_run(couch, rate: float, seconds: float, event_loop: str | None, cls=Load) -> dict:
     kw = {"event_loop": event_loop} if event_loop else {}
     load = cls(couch, DB, S.parse(f"reads={rate:g}/s"), max_seconds=seconds + 60, before_s=0, **kw)
+    return _timed(load, seconds)
+
+
+def _timed(load, seconds: float) -> dict:
     load.prepare()
     load.start()
     load.begin_build(None)
@@ -112,7 +118,7 @@ def load_run(couch, rate: float, seconds: float, event_loop: str | None, cls=Loa
     rec = load.stop()
     load.purge()
     w = rec["kinds"]["reads"]["build"]
-    return {"loop": rec.get("event_loop", "asyncio"), "cpu_share": rec["cpu_share_of_core"], "achieved": w["achieved_per_s"], "ok": w["ok"],
+    return {"loop": rec.get("driver", "aiohttp") + " " + rec.get("event_loop", "asyncio"), "cpu_share": rec["cpu_share_of_core"], "achieved": w["achieved_per_s"], "ok": w["ok"],
             "p99_ms": (w["latency"] or {}).get("p99_ms"), "not_sent": w["not_sent"],
             "cpu_ms_per_request": 1000 * rec["cpu_s"] / max(1, w["ok"])}
 
@@ -123,6 +129,7 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=500.0)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--driver", choices=DRIVERS, default="auto", help="the generator `dragnet.load` runs on")
     ap.add_argument("--before", metavar="REF", help="also run dragnet.load as it was at this git ref (e.g. integ)")
     args = ap.parse_args()
     if not args.url:
@@ -134,7 +141,7 @@ def main() -> int:
     print(f"GET by id at {args.rate:g}/s for {args.seconds:g} s, {args.repeat} interleaved rounds; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     # dragnet.load as it runs (uvloop where it loads), on asyncio's own loop (the loop it had before), and raw
-    clients = ["dragnet.load", "dragnet.load/asyncio"] + ([f"dragnet.load@{args.before}"] if args.before else []) + ["raw"]
+    clients = ["dragnet.load", "dragnet.load/aiohttp"] + ([f"dragnet.load@{args.before}"] if args.before else []) + ["raw"]
     old_cls = before_load(args.before) if args.before else None
     rows = []
     try:
@@ -146,8 +153,11 @@ def main() -> int:
                     got[who] = raw_run(args.url, couch.session.auth, ids, args.rate, args.seconds)
                 elif "@" in who:
                     got[who] = load_run(couch, args.rate, args.seconds, None, old_cls)
-                else:
-                    got[who] = load_run(couch, args.rate, args.seconds, "asyncio" if who.endswith("/asyncio") else "uvloop")
+                elif who.endswith("/aiohttp"):
+                    got[who] = load_run(couch, args.rate, args.seconds, "uvloop")
+                else:   # as the tools run it: dragnet-loadgen where it is built, else aiohttp
+                    got[who] = _timed(new_load(couch, DB, S.parse(f"reads={args.rate:g}/s"), driver=args.driver,
+                                               max_seconds=args.seconds + 60, before_s=0), args.seconds)
             rows.append(got)
             b = got["raw"]
             line = [f"round {r + 1}:"]

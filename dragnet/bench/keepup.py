@@ -74,10 +74,10 @@ def _indexing(couch: Couch, ddoc_id: str) -> dict:
 def step(couch: Couch, db: str, ddoc_id: str, view_query: str, rate: float, readers: str, window_s: float,
          interval: float, on_note: Callable[[str], None]) -> dict:
     """One rate for one window: the load, the lag samples, the verdict."""
-    from dragnet.load.generator import Load
+    from dragnet.load.compiled import new_load
 
     kinds = f"writes={rate:g}/s" + ("" if readers == NO_READERS else f",view-waits={readers}")
-    load = Load(couch, db, S.parse(kinds), max_seconds=window_s + 30, before_s=0, on_note=on_note)
+    load = new_load(couch, db, S.parse(kinds), max_seconds=window_s + 30, before_s=0, on_note=on_note)
     load.prepare()
     ddoc_path = f"{db_path(db)}/{ddoc_id}"
     samples = []
@@ -181,6 +181,8 @@ def run(cfg: KeepupConfig, *, on_event: Callable[[str, dict], None] | None = Non
                     if not s["kept_up"]:
                         break
                 mode["keeps_up_to"] = L.keeps_up_to(steps)
+                if readers == NO_READERS:
+                    mode["never_updated"] = L.never_updated(steps)
                 mode["not_driven"] = any(s.get("driven") is False for s in steps)
         finally:
             try:

@@ -57,6 +57,11 @@ class Release:
             chain.append(self.home / "etc" / "default.d")
         return chain
 
+    def quickjs_mainjs(self) -> Path | None:
+        """couch_quickjs's main.js command in the release (3.5 and later), or None."""
+        found = sorted(self.home.glob("lib/couch_quickjs-*/priv/couchjs_mainjs"))
+        return found[-1] if found else None
+
     def reads_ini_files_env(self) -> bool:
         """Whether bin/couchdb passes COUCHDB_INI_FILES on as -couch_ini (3.x releases do)."""
         try:
@@ -154,6 +159,12 @@ def build_env(release: Release, ini: Path, vm_args: Path, base: dict | None = No
     chain = " ".join(str(p) for p in [*release.ini_chain(), ini])
     env = {k: v for k, v in base.items() if k not in ("COUCHDB_USER", "COUCHDB_PASSWORD", "COUCHDB_INI_FILES")}
     env.update(query_server_env(base))
+    # ken in 3.5.0 and 3.5.1 builds only views in languages the environment names (ken_server:allowed_languages)
+    # and javascript_quickjs is built in, named nowhere: naming it lets ken build QuickJS views, and changes
+    # nothing else (couch_proc_manager sets its own command for javascript_quickjs over the environment's)
+    quickjs = release.quickjs_mainjs()
+    if quickjs is not None:
+        env.setdefault("COUCHDB_QUERY_SERVER_JAVASCRIPT_QUICKJS", f'"{quickjs}"')
     # Exactly one -couch_ini: config_app crashes on two. 3.5's bin/couchdb turns COUCHDB_INI_FILES into it.
     if release.reads_ini_files_env():
         env["COUCHDB_INI_FILES"] = chain

@@ -15,6 +15,7 @@ from typing import Callable
 
 from dragnet.couchdb.client import Couch
 from dragnet.load import spec as S
+from dragnet.load.compiled import new_load
 from dragnet.load.generator import Load
 
 
@@ -30,8 +31,8 @@ class Beside:
         self.load: Load | None = None
 
     def start(self, couch: Couch, db: str) -> None:
-        self.load = Load(couch, db, self.spec, max_seconds=self.max_seconds, seed=self.seed,
-                         before_s=self.before_s, on_note=self.on_note)
+        self.load = new_load(couch, db, self.spec, max_seconds=self.max_seconds, seed=self.seed,
+                             before_s=self.before_s, on_note=self.on_note)
         self.load.prepare()
         self.load.start()
         time.sleep(self.before_s)

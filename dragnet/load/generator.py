@@ -81,6 +81,8 @@ def require_loopback(url: str) -> None:
 class Load:
     """One run of a LoadSpec against db: prepare(), start(), begin_build(view_query), stop() -> record."""
 
+    driver = "aiohttp"      # dragnet.load.compiled.GoLoad: "go"
+
     def __init__(self, couch: Couch, db: str, spec: S.LoadSpec, *, max_seconds: float, tag: str | None = None,
                  seed: int = 0, before_s: float = 5.0, on_note: Callable[[str], None] | None = None,
                  event_loop: str = "uvloop"):
@@ -321,20 +323,23 @@ class Load:
         if self.t_build is not None and self.t_build_end is None:
             self.t_build_end = time.monotonic()
         self.t_stop = time.monotonic()
+        self._halt()
+        record = self.record()
+        record["writes_check"] = self.verify()
+        return record
+
+    def _halt(self) -> None:
+        """Stop sending and wait until nothing can write any more (the writes are checked after)."""
         if self._loop is not None and self._stop is not None:
             try:
                 self._loop.call_soon_threadsafe(self._stop.set)
             except RuntimeError:     # the loop already ended (max_seconds)
                 pass
         if self._thread is not None:
-            # on a saturated machine cancelling hundreds of waiting requests takes a while; the writes are
-            # checked only once nothing can write any more
+            # on a saturated machine cancelling hundreds of waiting requests takes a while
             self._thread.join(STOP_S)
             if self._thread.is_alive():
                 raise DragnetError(f"the load did not stop within {STOP_S:g} s: its writes cannot be checked")
-        record = self.record()
-        record["writes_check"] = self.verify()
-        return record
 
     # -- afterwards
     def verify(self) -> dict:
@@ -400,7 +405,7 @@ class Load:
         return {"spec": self.spec.text(), "kinds": kinds, "seconds": wall,
                 "before_s": (self.t_build - self.t_start) if self.t_build and self.t_start else None,
                 "build_s": (self.t_build_end - self.t_build) if self.t_build and self.t_build_end else None,
-                "event_loop": self.event_loop, "cpu_s": self.cpu_s, "cpu_share_of_core": (self.cpu_s / wall) if self.cpu_s and wall > 0 else None,
+                "driver": self.driver, "event_loop": self.event_loop, "cpu_s": self.cpu_s, "cpu_share_of_core": (self.cpu_s / wall) if self.cpu_s and wall > 0 else None,
                 "seeded": self.seeded, "writes_acknowledged": len(self.st.acked),
                 "written_during_build": sum(1 for r in self.st.requests if r.kind in S.WRITE_KINDS and r.reason is None
                                             and r.status and self.t_build and self.t_build_end

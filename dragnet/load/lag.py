@@ -57,6 +57,17 @@ def verdict(samples: Sequence[dict], rate: float, growth: float = GROWTH, floor_
                     f"lag grew {trend:+.1f}/s over the window, to {end:g} changes")}
 
 
+def never_updated(steps: Sequence[dict]) -> bool:
+    """Whether the view's sequence stood still through every step while the database's moved: without
+    readers that is no indexer at all (ken skipping the view), not an indexer too slow."""
+    seqs = [(s.get("db_seq"), s.get("view_seq")) for st in steps for s in st.get("samples") or []]
+    seqs = [(d, v) for d, v in seqs if d is not None and v is not None]
+    if len(seqs) < 2:
+        return False
+    per_step = [{s.get("view_seq") for s in st.get("samples") or [] if s.get("view_seq") is not None} for st in steps]
+    return all(len(v) <= 1 for v in per_step) and max(d for d, _ in seqs) > min(d for d, _ in seqs)
+
+
 def keeps_up_to(steps: Sequence[dict]) -> float | None:
     """The highest rate kept up with before the first one that was not (steps in the order tried)."""
     best = None

@@ -8,14 +8,12 @@ recorded with every run, since the harness's share of a fast server's wall time 
 from __future__ import annotations
 
 import gc
-import os
 import subprocess
 import time
 from dataclasses import dataclass
 from typing import Sequence
 
 from dragnet import paths
-from dragnet.errors import UsageError
 from dragnet.servers.protocol import BadAnswer, ProtocolError, QueryServerProcess
 
 
@@ -50,12 +48,7 @@ DRIVERS = ("auto", "c", "python")
 def resolve(driver: str = "auto") -> str:
     """The loop that will run: "c" (dragnet-qsdriver, when built) or "python"; "c" asked for and not built
     is bad input."""
-    if driver not in DRIVERS:
-        raise UsageError(f"the map loop (driver) must be one of {', '.join(DRIVERS)}, got {driver!r}")
-    built = QSDRIVER.is_file() and os.access(QSDRIVER, os.X_OK)
-    if driver == "c" and not built:
-        raise UsageError(f"the C map loop: {QSDRIVER} is not built (make servers)")
-    return "python" if driver == "python" or not built else "c"
+    return paths.compiled_or_fallback(driver, DRIVERS, QSDRIVER, "the map loop (driver)", "the C map loop")
 
 
 @dataclass

@@ -24,7 +24,7 @@ SLOWDOWN_COLUMNS = ("engine", "storage", "load", "rounds", "idle wall s", "loade
 REQUEST_COLUMNS = ("engine", "round", "load", "kind", "window", "asked/s", "achieved/s", "p50 ms", "p95 ms",
                    "p99 ms", "max ms", "ok", "errors", "conflicts", "not sent")
 WRITE_COLUMNS = ("engine", "round", "load", "acknowledged", "lost", "written during build",
-                 "changes not indexed at end", "purged", "load CPU % of a core")
+                 "changes not indexed at end", "purged", "load CPU % of a core (generator)")
 
 
 def _has_load(docs: Iterable[dict]) -> bool:
@@ -129,7 +129,8 @@ def write_rows(docs: list[dict]) -> list[list[str]]:
         out.append([str(b.get("language")), _round(b), load.get("spec", ""), str(check.get("acknowledged")),
                     str(check.get("lost")), str(load.get("written_during_build")),
                     str(idx.get("changes_not_indexed", idx.get("error", "–"))),
-                    f"{purge.get('purged')} of {purge.get('written')}", _f(None if share is None else share * 100)])
+                    f"{purge.get('purged')} of {purge.get('written')}",
+                    f"{_f(None if share is None else share * 100)} ({load.get('driver', 'aiohttp')})"])
     return out
 
 
@@ -189,6 +190,9 @@ def keepup_lines(res: dict) -> list[str]:
             head = f"keeps up to {best:g} docs/s" if best is not None else "keeps up with none of the rates tried"
             readers = "no readers (ken)" if m["readers"] == "none" else f"update=true readers at {m['readers']}"
             lines.append(f"{e['engine']}, {readers}: {head} (tried {tried}; full build {e.get('full_build_s', 0):.1f} s)")
+            if m.get("never_updated"):
+                lines.append("  the view was never updated during the steps: ken did not build it (CouchDB 3.5.0 "
+                             "and 3.5.1's ken builds only languages its environment names, docs/production-load.md)")
             for s in m["steps"]:
                 if s["kept_up"] is not True:
                     lines.append(f"  at {s['rate']:g}/s: {s['why']}")

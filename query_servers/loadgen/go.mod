@@ -1,0 +1,3 @@
+module dragnet-loadgen
+
+go 1.19
