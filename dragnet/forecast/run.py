@@ -341,6 +341,12 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
     out = finish({**summary, "per_size": {k: v for k, v in summary["per_size"].items() if int(k) in used}}, used,
                  target=target, folder=out_dir or folder, weighting=weighting, shard=shard,
                  load=recorded_load(recorded), machine=next((m["machine"] for m in recorded if m.get("machine")), None))
+    # what the continuing sweep would have done next on these sizes (forecast.extend): decided, or which
+    # larger size it would build and what that costs (the recorded sweep's sizes were given, not chosen)
+    shard_used = (shard[0], {k: m for k, m in shard[1].items() if k in used}) if shard else None
+    step = next_step(out, used, shard_used, spent_s=0.0, budget_s=float("inf"), max_docs=n - 1, target_docs=n)
+    out["sweep_steps"] = [ext.given_sizes({**step, "budget_s": None})]     # no budget: none was given
+    _schema.write(Path(out_dir or folder) / fc.SUMMARY, out)
     if held is not None:
         actual = [r for r in runs_with_cpu(folder, {held: manifests[held]}) if r.get("status") == "ok"]
         checks = {}
