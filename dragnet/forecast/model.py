@@ -144,8 +144,8 @@ def _index_growth(run: dict) -> float | None:
 
 
 # what a chart calls a quantity, where its key does not say it
-LABELS = {"build_cpu": "CPU-seconds of the build", "index_compacted": "final index size (compacted)", "index_size": "index file after the build",
-          "index_active": "index live data after the build"}
+LABELS = {"build_cpu": "CPU-seconds of the build", "index_compacted": "final index size (compacted)",
+          "index_size": "index file after the build", "index_active": "index live data after the build"}
 # how a quantity's unit is shown: divide by this, call it that
 SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 
@@ -154,8 +154,8 @@ SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 # by 9–18 % at 5× the sweep); the disk a build needs and what it writes grow faster, like a power. A
 # compacted index is its rows written in key order into full nodes, the inner nodes a fixed share above
 # them: linear (each doubling of a one-shard sweep doubled it, 1.98-2.01×, where n log n would be 2.14-2.16×).
-PRIMARY = {"build_time": NLOGN, "build_cpu": NLOGN, "index_compacted": LINEAR, "index_size": POWER, "index_active": NLOGN,
-           "peak_disk": POWER,
+PRIMARY = {"build_time": NLOGN, "build_cpu": NLOGN, "index_compacted": LINEAR, "index_size": POWER,
+           "index_active": NLOGN, "peak_disk": POWER,
            "disk_growth": POWER, "bytes_written": NLOGN, "peak_memory": LOG, "index_growth": POWER,
            "compaction": POWER}
 # the shapes a quantity's interval spans: memory levels off (the line fell far above it at 200,000), the rest
