@@ -771,3 +771,44 @@ def test_forecast_from_sweep_prints_its_report_and_writes_its_chart(tmp_path):
     doc = json.loads(j.output)
     assert doc["target"]["doc_count"] == 200_000 and doc["chart"] == str(tmp_path / "out" / "forecast.png")
     assert set(doc["backtest"]) >= {"javascript"}
+def _timed_runs(shares: dict[int, float], per_doc_cpu: float = 0.002) -> list[dict]:
+    """Builds whose CPU-seconds grow linearly and whose wall time is that CPU over the given share of a core."""
+    return [{"size": n, "language": "javascript", "status": "ok", "cpu_s": per_doc_cpu * n,
+             "wall_time_s": per_doc_cpu * n / share} for n, share in shares.items()]
+
+
+def test_build_time_interval_widens_by_the_cores_share_the_sweep_saw_move():
+    steady = fc.forecast_sweep(_timed_runs({1000: 0.5, 2000: 0.5, 4000: 0.5, 8000: 0.5}), 40000)["javascript"]
+    moved = fc.forecast_sweep(_timed_runs({1000: 0.8, 2000: 0.5, 4000: 0.25, 8000: 0.5}), 40000)["javascript"]
+    s = steady["quantities"]["build_time"]
+    assert s["cores_share"]["low_factor"] == pytest.approx(1.0)
+    assert s["cores_share"]["high_factor"] == pytest.approx(1.0)
+    assert not any("core's time" in w for w in s["warnings"])
+    m = moved["quantities"]["build_time"]
+    assert m["cores_share"]["low_factor"] == pytest.approx(0.5 / 0.8)
+    assert m["cores_share"]["high_factor"] == pytest.approx(0.5 / 0.25)
+    assert any("0.25–0.80 of a core's time" in w for w in m["warnings"])
+    # the CPU-seconds are the same line in both sweeps: their forecast is the line's, whatever the share
+    for f in (steady, moved):
+        assert f["quantities"]["build_cpu"]["prediction"]["value"] == pytest.approx(0.002 * 40000, rel=1e-6)
+    # the wall time through the CPU: the CPU forecast over the largest size's share
+    assert m["from_cpu"]["value"] == pytest.approx(0.002 * 40000 / 0.5, rel=1e-6)
+
+
+def test_no_cpu_recorded_leaves_the_build_time_interval_alone():
+    runs = [{k: v for k, v in r.items() if k != "cpu_s"} for r in _timed_runs({1000: 0.8, 2000: 0.5, 4000: 0.25})]
+    q = fc.forecast_sweep(runs, 40000)["javascript"]["quantities"]
+    assert "cores_share" not in q["build_time"] and "from_cpu" not in q["build_time"]
+    assert q["build_cpu"]["fit"] is None
+
+
+def test_runs_carry_their_cpu_seconds_from_the_results_files():
+    folder = SWEEP.parent / "bt32-small" / "sweep"     # recorded with the kernel's accounting of each build
+    summary, manifests = sz.load(folder)
+    runs = fr.runs_with_cpu(folder, manifests)
+    assert len(runs) == len(sz.sweep_runs(manifests)) and all("cpu_s" in r for r in runs)
+    for r in runs:
+        by = fr._result_of(folder, r)["cpu"]["by_process"]
+        assert r["cpu_s"] == pytest.approx(sum(v for k, v in by.items()
+                                               if k not in ("erl_child_setup", "inet_gethost", "sh")))
+    assert all("cpu_s" not in r for r in fr.runs_with_cpu(SWEEP, sz.load(SWEEP)[1]))   # no results files kept

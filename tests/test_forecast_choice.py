@@ -112,6 +112,30 @@ def test_a_sweep_whose_shapes_agree_is_decided():
     assert spread == [] and step["stop"] == "decided" and step["undecided"] == []
 
 
+def test_a_sweep_of_given_sizes_says_what_larger_sweep_would_decide(tmp_path):
+    step = ext.decide(_forecasts(ISSUE), [p[0] for p in ISSUE], spent_s=0, budget_s=float("inf"), max_docs=99_999,
+                      target_docs=100_000, top_seconds=30, growth=2.8)
+    given = ext.given_sizes(step)
+    assert given["stop"] == "sizes" and given["next"] == 40_000
+    line = ext.describe(given)
+    assert line.startswith("the sweep could not decide: the sweep ran the sizes it was given (2,500, 5,000, 10,000, "
+                           "20,000); undecided, it would build 40,000 documents next; open: javascript build_time")
+    assert line.endswith("the next size, 40,000 documents, would cost about 84 s")
+    # a decided sweep is left as it is
+    decided = ext.decide(_forecasts([(n, 0.5 + 4e-4 * n) for n in (2500, 5000, 10000, 20000)]),
+                         [2500, 5000, 10000, 20000], spent_s=0, budget_s=float("inf"), max_docs=99_999,
+                         target_docs=100_000, top_seconds=5, growth=2.0)
+    assert ext.given_sizes(decided) == decided and decided["stop"] == "decided"
+    # a re-forecast records it, and the report prints it
+    folder = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "bt32-small"
+    out = fr.from_sweep(folder, fr.target_from_docs(50_000, "30541511", 8), out_dir=tmp_path)
+    (rec,) = out["sweep_steps"]
+    assert rec["stop"] == "sizes" and rec["next"] == 20_000 and rec["budget_s"] is None
+    assert {(g["language"], g["quantity"]) for g in rec["undecided"]} >= {("javascript", "build_time")}
+    from dragnet.report.console import render_forecast
+    assert "would build 20,000 documents next" in render_forecast(_schema.read_json(tmp_path / fc.SUMMARY))
+
+
 @pytest.mark.live
 def test_live_a_size_added_to_a_recorded_sweep_joins_it(live_url, tmp_path):
     from dragnet.bench import run as b

@@ -76,6 +76,23 @@ def test_prefixes_are_the_first_documents_and_byte_identical_when_rewritten(tmp_
     assert {n: p.read_bytes() for n, p in again.items()} == first
 
 
+def test_prefixes_of_the_same_source_are_not_written_again(tmp_path):
+    src = _source(tmp_path / "s.jsonl", 10, False)
+    out = sz.write_prefixes(src, [3, 7], tmp_path / "p")
+    stamps = {n: p.stat().st_mtime_ns for n, p in out.items()}
+    os.utime(out[3], ns=(1, 1))           # a kept prefix keeps its file: not rewritten
+    assert sz.write_prefixes(src, [7, 3], tmp_path / "p") == out and out[3].stat().st_mtime_ns == 1
+    assert out[7].stat().st_mtime_ns == stamps[7]
+    # a size not written yet writes them all; a changed source writes them again, from its documents
+    assert _ids(sz.write_prefixes(src, [3, 7, 10], tmp_path / "p")[10]) == [f"d{i:04d}" for i in range(10)]
+    assert out[3].stat().st_mtime_ns != 1
+    _source(src, 8, False)
+    os.utime(src, ns=(10**18, 10**18))
+    with pytest.raises(UsageError, match="8 documents"):
+        sz.write_prefixes(src, [3, 7, 10], tmp_path / "p")
+    assert _ids(sz.write_prefixes(src, [3, 7], tmp_path / "p")[7]) == [f"d{i:04d}" for i in range(7)]
+
+
 def test_prefix_larger_than_the_data_is_refused(tmp_path):
     src = _source(tmp_path / "s.jsonl.gz", 5)
     with pytest.raises(UsageError, match="5 documents, fewer than the largest size 6"):

@@ -95,6 +95,12 @@ def _index_compacted(run: dict) -> float | None:
     return (c.get("sizes") or {}).get("file")
 
 
+def _build_cpu(run: dict) -> float | None:
+    """CPU-seconds the build's processes used (beam and the query servers: the kernel's accounting, or pidstat's
+    mean share × time in older recordings), set on the run from its results file by dragnet.forecast.run."""
+    return run.get("cpu_s")
+
+
 def _peak_disk(run: dict) -> float | None:
     return ((run.get("sizes") or {}).get("peak_disk") or {}).get("peak")
 
@@ -138,8 +144,8 @@ def _index_growth(run: dict) -> float | None:
 
 
 # what a chart calls a quantity, where its key does not say it
-LABELS = {"index_compacted": "final index size (compacted)", "index_size": "index file after the build",
-          "index_active": "index live data after the build"}
+LABELS = {"build_cpu": "CPU-seconds of the build", "index_compacted": "final index size (compacted)",
+          "index_size": "index file after the build", "index_active": "index live data after the build"}
 # how a quantity's unit is shown: divide by this, call it that
 SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 
@@ -148,14 +154,15 @@ SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 # by 9–18 % at 5× the sweep); the disk a build needs and what it writes grow faster, like a power. A
 # compacted index is its rows written in key order into full nodes, the inner nodes a fixed share above
 # them: linear (each doubling of a one-shard sweep doubled it, 1.98-2.01×, where n log n would be 2.14-2.16×).
-PRIMARY = {"build_time": NLOGN, "index_compacted": LINEAR, "index_size": POWER, "index_active": NLOGN,
-           "peak_disk": POWER,
+PRIMARY = {"build_time": NLOGN, "build_cpu": NLOGN, "index_compacted": LINEAR, "index_size": POWER,
+           "index_active": NLOGN, "peak_disk": POWER,
            "disk_growth": POWER, "bytes_written": NLOGN, "peak_memory": LOG, "index_growth": POWER,
            "compaction": POWER}
 # the shapes a quantity's interval spans: memory levels off (the line fell far above it at 200,000), the rest
 # grow at least linearly
 SHAPES = {"peak_memory": (LOG, LINEAR)}
 GROWING = (LINEAR, NLOGN, POWER)
+SHARE_MOVED = 0.15    # the cores' share of the sweep's builds moved by more than the build time's goal: say so
 DISAGREE = 0.25       # the models' forecasts spread by more than this share of the forecast: say so
 # Quantities that add up over a database's shards: each shard's index is its own set of B-trees built by its
 # own updater, so a target of D documents in q shards holds q indexes of D/q documents. From a one-shard sweep
@@ -170,6 +177,7 @@ FLOOR = ("peak_memory",)
 
 QUANTITIES: dict[str, tuple[str, Callable[[dict], float | None]]] = {
     "build_time": ("s", lambda r: r.get("wall_time_s")),
+    "build_cpu": ("s", _build_cpu),
     "index_compacted": ("bytes", _index_compacted),
     "index_size": ("bytes", _index_file),
     "index_active": ("bytes", _index_active),
@@ -257,6 +265,7 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
                 qs[q] = entry
         for q in ("index_compacted", "index_active"):
             widen_side_by_side(qs[q], points(rs, q), shards)
+        widen_by_share(qs["build_time"], qs["build_cpu"])
         if qs["index_compacted"].get("prediction"):
             # the final index size supersedes the live data right after the build, whose interval did not
             # hold (the Erlang view's held 4.2-4.5 % more built side by side, outside it); kept in the results
@@ -305,6 +314,46 @@ def shard_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_docs:
             entry["warnings"].append(f"{quantity}: a shard of the target holds {per:,} documents, "
                                      f"{per / top:.1f}× the largest one-shard build ({top:,})")
     return entry
+
+
+def cores_share(wall: Sequence[tuple[int, float]], cpu: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Per size: the build's CPU-seconds over its wall seconds (means of the builds), the cores its processes
+    kept busy on average."""
+    def mean(pts: Sequence[tuple[int, float]], n: int) -> float:
+        vs = [v for m, v in pts if m == n]
+        return sum(vs) / len(vs)
+    sizes = sorted({n for n, _ in wall} & {n for n, _ in cpu})
+    return {n: mean(cpu, n) / mean(wall, n) for n in sizes if mean(wall, n) > 0}
+
+
+def widen_by_share(entry: dict, cpu_entry: dict) -> None:
+    """Widen the build time's interval by how much the share of the cores the sweep's builds got varied from
+    size to size. A build's wall time is its CPU-seconds over that share; on a loaded machine the share moves
+    from build to build (0.23-0.65 of a core in the sixth and seventh back-tests, load average 46-68 on 2
+    cores) and the target's build gets a share of its own, which no shape through the sweep's wall times
+    foretells: its low is scaled by the largest size's share over the largest seen, its high by that share
+    over the smallest seen (the wall forecast carries the largest size's share). In place; records
+    "cores_share". Nothing where the builds recorded no CPU."""
+    p = entry.get("prediction")
+    shares = cores_share([tuple(x) for x in entry.get("points") or []],
+                         [tuple(x) for x in cpu_entry.get("points") or []])
+    if not p or len(shares) < 2:
+        return
+    top = shares[max(shares)]
+    low, high = min(1.0, top / max(shares.values())), max(1.0, top / min(shares.values()))
+    p["low"], p["high"] = p["low"] * low, p["high"] * high
+    entry["cores_share"] = {"per_size": {str(n): v for n, v in shares.items()}, "largest_size": top,
+                            "low_factor": low, "high_factor": high}
+    if high / low > 1 + SHARE_MOVED:
+        lo_s, hi_s = min(shares.values()), max(shares.values())
+        entry.setdefault("warnings", []).append(
+            f"build_time: the sweep's builds got {lo_s:.2f}–{hi_s:.2f} of a core's time (the machine's load moved "
+            f"it): the target's wall time depends on the share it gets; the interval spans that (build_cpu, the "
+            f"CPU-seconds, does not depend on it)")
+    cp = cpu_entry.get("prediction")
+    if cp:   # the other way to the wall time: the CPU forecast over the largest size's share (kept to compare)
+        entry["from_cpu"] = {**cp, "value": cp["value"] / top, "low": cp["low"] / max(shares.values()),
+                             "high": cp["high"] / min(shares.values())}
 
 
 def widen_side_by_side(entry: dict, whole: Sequence[tuple[int, float]], shards: int | None) -> None:

@@ -242,8 +242,8 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     sweep's summary and manifests (sizes.load), when there is one; machine: the one the sweep ran on, when
     it is not this one."""
     machine = machine or machine_info()
-    runs = sz.sweep_runs(manifests)
-    shard_runs = sz.sweep_runs(shard[1]) if shard else []
+    runs = runs_with_cpu(Path(summary["dir"]), manifests)
+    shard_runs = runs_with_cpu(Path(shard[0]["dir"]), shard[1]) if shard else []
     shards = target_q(target, summary=summary) if shard_runs else None
     db_bytes = {int(n): (p.get("db_sizes") or {}).get("file") for n, p in summary["per_size"].items()}
     db_bytes = {n: v for n, v in db_bytes.items() if v}
@@ -294,6 +294,17 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     return out
 
 
+def runs_with_cpu(folder: Path, manifests: dict[int, dict]) -> list[dict]:
+    """A sweep's runs, each with "cpu_s": the CPU-seconds of beam and the query servers from its results file
+    (dragnet.forecast.growth.row), where it recorded them."""
+    out = []
+    for r in sz.sweep_runs(manifests):
+        row = gr.row(r.get("size") or 0, r, _result_of(folder, r)) if r.get("status") == "ok" else {}
+        cpu = [v for v in (row.get("beam_s"), row.get("query_server_s")) if v is not None]
+        out.append({**r, "cpu_s": sum(cpu)} if cpu else r)
+    return out
+
+
 def _result_of(folder: Path, run: dict) -> dict | None:
     """A sweep run's results file (kept as is, or gzipped as the back-tests in docs/ keep theirs)."""
     if not run.get("result_file"):
@@ -330,8 +341,14 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
     out = finish({**summary, "per_size": {k: v for k, v in summary["per_size"].items() if int(k) in used}}, used,
                  target=target, folder=out_dir or folder, weighting=weighting, shard=shard,
                  load=recorded_load(recorded), machine=next((m["machine"] for m in recorded if m.get("machine")), None))
+    # what the continuing sweep would have done next on these sizes (forecast.extend): decided, or which
+    # larger size it would build and what that costs (the recorded sweep's sizes were given, not chosen)
+    shard_used = (shard[0], {k: m for k, m in shard[1].items() if k in used}) if shard else None
+    step = next_step(out, used, shard_used, spent_s=0.0, budget_s=float("inf"), max_docs=n - 1, target_docs=n)
+    out["sweep_steps"] = [ext.given_sizes({**step, "budget_s": None})]     # no budget: none was given
+    _schema.write(Path(out_dir or folder) / fc.SUMMARY, out)
     if held is not None:
-        actual = [r for r in sz.sweep_runs({held: manifests[held]}) if r.get("status") == "ok"]
+        actual = [r for r in runs_with_cpu(folder, {held: manifests[held]}) if r.get("status") == "ok"]
         checks = {}
         for name, per_lang in out["forecasts"].items():
             for lang, f in per_lang.items():
@@ -341,8 +358,9 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
                     if vals and e.get("prediction"):
                         actual_mean = sum(vals) / len(vals)
                         check = fc.error_against(e["prediction"], actual_mean)
-                        if e.get("whole_database"):     # the same quantity without the one-shard sweep
-                            check["whole_database"] = fc.error_against(e["whole_database"], actual_mean)
+                        for other in ("whole_database", "from_cpu"):   # the same quantity another way
+                            if e.get(other):
+                                check[other] = fc.error_against(e[other], actual_mean)
                         checks.setdefault(" ".join(x for x in (name, lang) if x), {})[q] = check
         out["backtest"] = checks
         _schema.write(Path(out_dir or folder) / fc.SUMMARY, out)
