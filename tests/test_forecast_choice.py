@@ -132,8 +132,10 @@ def test_a_sweep_of_given_sizes_says_what_larger_sweep_would_decide(tmp_path):
     (rec,) = out["sweep_steps"]
     assert rec["stop"] == "sizes" and rec["next"] == 20_000 and rec["budget_s"] is None
     assert {(g["language"], g["quantity"]) for g in rec["undecided"]} >= {("javascript", "build_time")}
-    from dragnet.report.console import render_forecast
-    assert "would build 20,000 documents next" in render_forecast(_schema.read_json(tmp_path / fc.SUMMARY))
+    from dragnet.report import forecast_report
+    from dragnet.report.render import text
+    shown = text.forecast(forecast_report.build(_schema.read_json(tmp_path / fc.SUMMARY)))
+    assert "would build 20,000 documents next" in shown
 
 
 @pytest.mark.live
