@@ -206,7 +206,36 @@ def test_store_saves_a_nouveau_folder_and_history_and_baselines_read_it(tmp_path
     assert len(json.loads(rep.output)["comparison"]["cells"]) == 2
 
 
-def test_charts_or_a_page_of_nouveau_builds_alone_are_refused_before_output(tmp_path):
-    r = CliRunner().invoke(main, ["report", str(VERSIONS), "--html", str(tmp_path / "h")])
-    assert r.exit_code == 2 and "no charts or HTML page" in r.output
-    assert "Nouveau index builds" not in r.output and not (tmp_path / "h").exists()
+def test_charts_and_a_page_of_nouveau_builds_alone(tmp_path):
+    r = CliRunner().invoke(main, ["report", str(ENGINES_352), "--html", str(tmp_path / "h"), "--plot",
+                                  str(tmp_path / "p")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "p" / "nouveau_docs_s.png").stat().st_size > 1000
+    page = (tmp_path / "h" / "index.html").read_text()
+    assert 'id="nouveau"' in page and "Nouveau index builds (10)" in page and "language=javascript_quickjs" in page
+    assert "same hits and counts" in page
+
+
+def test_the_nouveau_chart_draws_each_rows_median_and_range_of_its_builds(tmp_path):
+    from dragnet.report.nouveau_files import html_sections, png
+
+    rep = model.build([str(ENGINES_352)])
+    chart = png(rep.nouveau, tmp_path / "n.png")
+    for label, med, lo, hi in zip(chart.series["labels"], chart.series["median"], chart.series["err_low"],
+                                  chart.series["err_high"]):
+        dps = [r["summary"]["docs_per_s"] for r in _raw(ENGINES_352) if f"language={r['language']}" == label]
+        assert med == statistics.median(dps) and med - lo == min(dps) and med + hi == pytest.approx(max(dps))
+    [sec] = html_sections(rep.nouveau)
+    assert [row[0] for row in sec.rows] == chart.series["labels"] and sec.charts[0].data[0]["y"] == chart.series["median"]
+    assert any(n.startswith("order on CPU-seconds") for n in sec.notes)
+    assert not any(n.startswith("language=javascript ") and "…" not in n for n in sec.notes)   # no table row
+
+
+def test_a_page_of_views_and_nouveau_builds_holds_both(tmp_path):
+    views = sorted(VIEWS.glob("*quickjs.json"))[:2]
+    for f in [*views, *sorted(VERSIONS.glob("r01-*"))]:
+        shutil.copy(f, tmp_path)
+    r = CliRunner().invoke(main, ["report", str(tmp_path), "--html", str(tmp_path / "h")])
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "h" / "index.html").read_text()
+    assert 'id="nouveau"' in page and "Nouveau index builds (2)" in page and "2 results files" in page

@@ -95,6 +95,8 @@ def series_rows(builds: Sequence[dict], key: Callable[[dict], str] = lambda r: r
         cpus = [s["cpu_s_per_1000_docs"] for s in ss if s.get("cpu_s_per_1000_docs") is not None]
         rows.append({"variant": variant, "builds": len(rs), "wall_s": median(walls), "wall_min_s": min(walls),
                      "wall_max_s": max(walls), "docs_per_s": median([s.get("docs_per_s") or 0 for s in ss]),
+                     "docs_per_s_min": min(s.get("docs_per_s") or 0 for s in ss),
+                     "docs_per_s_max": max(s.get("docs_per_s") or 0 for s in ss),
                      "cpu_s_per_1000_docs": median(cpus) if cpus else None,
                      **{f"{k}_of_wall": part(k) for k, _ in _PARTS},
                      "disk_size": median([s.get("disk_size") or 0 for s in ss]),
