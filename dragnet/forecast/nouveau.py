@@ -112,17 +112,14 @@ def sizes_for(*, probe_docs: int, probe_seconds: float, budget_s: float, max_doc
 
 def check_sizes(counts: Sequence[int], data_docs: int, target_docs: int, repeat: int,
                 build_target: bool = False) -> None:
-    """Every check on the sizes before the first import: one line each."""
-    if counts and counts[-1] >= target_docs:
-        raise UsageError(f"target {target_docs:,} documents is not larger than the largest size {counts[-1]:,}: "
-                         f"build it instead of forecasting it")
-    if counts and (len(set(counts)) < 2 or len(set(counts)) * repeat < 3):
-        raise UsageError("--sizes: give at least three sizes (or two with --repeat 2; better four or more): "
-                         "the interval needs a residual")
-    need = target_docs if build_target else (counts[-1] if counts else 0)
-    if need > data_docs:
-        raise UsageError(f"--data: {data_docs:,} documents, fewer than {need:,}"
-                         f"{' (--build-target builds the target from it)' if build_target else ''}")
+    """Every check on the sizes before the first import (a view forecast's, and the target's data for
+    --build-target): one line each."""
+    from dragnet.forecast.run import check_sizes as view_checks
+
+    view_checks(counts, data_docs, target_docs, repeat)
+    if build_target and target_docs > data_docs:
+        raise UsageError(f"--data: {data_docs:,} documents, fewer than {target_docs:,} (--build-target builds the "
+                         f"target from it)")
 
 
 # ---------------------------------------------------------------- I/O
