@@ -210,13 +210,7 @@ def _nouveau(url, db, source, data, target, target_docs, target_bytes, target_q,
     budget_s = fr.parse_budget(budget)
     tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes, target_q)
     folder = Path(results_dir or f"results/forecast-nouveau-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
-    if data:
-        if not Path(data).is_file():
-            raise UsageError(f"--data {data}: no such file")
-        source_data = Path(data)
-    else:   # the largest size the sweep (and --build-target) can use
-        need = tgt["doc_count"] if build_target else min(tgt["doc_count"] - 1, 40_000)
-        source_data = sz.generate_source(need, folder / "data")
+    source_data = fn.data_file(data, tgt["doc_count"], build_target, folder)
 
     def shown(kind: str, d: dict) -> None:
         if as_json:

@@ -124,6 +124,15 @@ def check_sizes(counts: Sequence[int], data_docs: int, target_docs: int, repeat:
 
 # ---------------------------------------------------------------- I/O
 
+def data_file(data: str | None, target_docs: int, build_target: bool, folder: Path) -> Path:
+    """--data, or the declarations generated at the largest size the sweep (and --build-target) can use."""
+    if data:
+        if not Path(data).is_file():
+            raise UsageError(f"--data {data}: no such file")
+        return Path(data)
+    return sz.generate_source(target_docs if build_target else min(target_docs - 1, 40_000), folder / "data")
+
+
 def _import(couch: Couch, db: str, prefixes: dict[int, Path], q: int | None,
             on_event: Callable[[str, dict], None]) -> None:
     for n, path in sorted(prefixes.items()):
