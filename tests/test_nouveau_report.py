@@ -155,14 +155,87 @@ def test_views_and_nouveau_have_no_cell_in_common():
         c.compare(load_results([VIEWS]), load_results([VERSIONS], nouveau=True))
 
 
-def test_forecast_refuses_a_nouveau_index_in_one_line(tmp_path):
+def test_forecast_of_a_nouveau_index_refuses_bad_input_in_one_line_before_anything(tmp_path):
     r = CliRunner().invoke(main, ["forecast", "--db", "x", "--nouveau", str(REPO / "docs" / "nouveau" /
-                                  "declarations.js"), "--target-docs", "100k", "--results", str(tmp_path / "f")])
-    assert r.exit_code == 2 and "not forecast yet" in r.output
+                                  "declarations.js"), "--target-docs", "100k", "--sizes", "100,200,100k",
+                                  "--data", str(tmp_path / "none.jsonl"), "--results", str(tmp_path / "f")])
+    assert r.exit_code == 2 and "--data" in r.output and "no such file" in r.output
     assert len([x for x in r.output.splitlines() if x.strip()]) == 1 and not (tmp_path / "f").exists()
 
 
-def test_charts_or_a_page_of_nouveau_builds_alone_are_refused_before_output(tmp_path):
-    r = CliRunner().invoke(main, ["report", str(VERSIONS), "--html", str(tmp_path / "h")])
-    assert r.exit_code == 2 and "no charts or HTML page" in r.output
-    assert "Nouveau index builds" not in r.output and not (tmp_path / "h").exists()
+def test_report_by_an_axis_of_nouveau_builds_alone():
+    rep = model.build([str(VERSIONS)], by="couchdb")
+    [group] = rep.by_groups
+    assert group["group"] == "index=declarations language=javascript size=40000 heap=1g"
+    assert [v["value"] for v in group["values"]] == ["couchdb=3.5.2", "couchdb=3.5.0"]
+    raw = {v: sorted(r["summary"]["docs_per_s"] for r in _raw(VERSIONS) if r["couchdb"]["version"] == v)
+           for v in ("3.5.0", "3.5.2")}
+    assert group["values"][1]["median_docs_per_s"] == statistics.median(raw["3.5.0"])
+    assert group["pairs"][0]["state"] == "separated"      # paired by round, as compare --along does
+    out = CliRunner().invoke(main, ["report", str(ENGINES_352), "--by", "language"])
+    assert out.exit_code == 0 and "by language" in out.output and "language=javascript_quickjs:" in out.output
+    bad = CliRunner().invoke(main, ["report", str(ENGINES_352), "--by", "cpus"])
+    assert bad.exit_code == 2 and "--by cpus: no result varies or records that axis" in bad.output
+
+
+def test_report_against_a_baseline_of_nouveau_builds(tmp_path):
+    rep = model.build([str(ENGINES_352)], baseline=[str(ENGINES_352)])
+    assert [cell.label for cell in rep.comparison.cells] == ["no change", "no change"]
+    assert all(cell.paired and cell.ratio == 1.0 for cell in rep.comparison.cells)
+    out = CliRunner().invoke(main, ["report", str(ENGINES_352), "--baseline", str(ENGINES_352), "--format", "json"])
+    assert out.exit_code == 0 and len(json.loads(out.output)["comparison"]["cells"]) == 2
+    # views against Nouveau builds: nothing to compare, one line
+    views = CliRunner().invoke(main, ["report", str(ENGINES_352), "--baseline", str(VIEWS)])
+    assert views.exit_code == 2 and "no cell in common" in views.output
+
+
+def test_store_saves_a_nouveau_folder_and_history_and_baselines_read_it(tmp_path):
+    from dragnet.results import store
+
+    entry = store.save(tmp_path / "store", ENGINES_352, "nv")
+    assert entry["couchdb"] == "3.5.2" and entry["settings"]["repeat"] == 5 and entry["settings"]["shards"] == [2]
+    cells = {c["axes"]["language"]: c for c in entry["cells"]}
+    raw = [r for r in _raw(ENGINES_352) if r["language"] == "javascript"]
+    assert sorted(cells["javascript"]["docs_s"]) == sorted(r["summary"]["docs_per_s"] for r in raw)
+    assert sorted(cells["javascript"]["index_bytes"]) == sorted(r["summary"]["disk_size"] for r in raw)
+    hist = CliRunner().invoke(main, ["history", "--store", str(tmp_path / "store")])
+    assert hist.exit_code == 0 and "language=javascript_quickjs" in hist.output
+    rep = CliRunner().invoke(main, ["report", str(ENGINES_352), "--baseline", "nv", "--format", "json"],
+                             env={"DRAGNET_STORE": str(tmp_path / "store")})
+    assert rep.exit_code == 0, rep.output
+    assert len(json.loads(rep.output)["comparison"]["cells"]) == 2
+
+
+def test_charts_and_a_page_of_nouveau_builds_alone(tmp_path):
+    r = CliRunner().invoke(main, ["report", str(ENGINES_352), "--html", str(tmp_path / "h"), "--plot",
+                                  str(tmp_path / "p")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "p" / "nouveau_docs_s.png").stat().st_size > 1000
+    page = (tmp_path / "h" / "index.html").read_text()
+    assert 'id="nouveau"' in page and "Nouveau index builds (10)" in page and "language=javascript_quickjs" in page
+    assert "same hits and counts" in page
+
+
+def test_the_nouveau_chart_draws_each_rows_median_and_range_of_its_builds(tmp_path):
+    from dragnet.report.nouveau_files import html_sections, png
+
+    rep = model.build([str(ENGINES_352)])
+    chart = png(rep.nouveau, tmp_path / "n.png")
+    for label, med, lo, hi in zip(chart.series["labels"], chart.series["median"], chart.series["err_low"],
+                                  chart.series["err_high"]):
+        dps = [r["summary"]["docs_per_s"] for r in _raw(ENGINES_352) if f"language={r['language']}" == label]
+        assert med == statistics.median(dps) and med - lo == min(dps) and med + hi == pytest.approx(max(dps))
+    [sec] = html_sections(rep.nouveau)
+    assert [row[0] for row in sec.rows] == chart.series["labels"] and sec.charts[0].data[0]["y"] == chart.series["median"]
+    assert any(n.startswith("order on CPU-seconds") for n in sec.notes)
+    assert not any(n.startswith("language=javascript ") and "…" not in n for n in sec.notes)   # no table row
+
+
+def test_a_page_of_views_and_nouveau_builds_holds_both(tmp_path):
+    views = sorted(VIEWS.glob("*quickjs.json"))[:2]
+    for f in [*views, *sorted(VERSIONS.glob("r01-*"))]:
+        shutil.copy(f, tmp_path)
+    r = CliRunner().invoke(main, ["report", str(tmp_path), "--html", str(tmp_path / "h")])
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "h" / "index.html").read_text()
+    assert 'id="nouveau"' in page and "Nouveau index builds (2)" in page and "2 results files" in page

@@ -29,6 +29,7 @@ from dragnet.build import addview as _addview
 from dragnet.couchdb import nouveau as _server
 from dragnet.couchdb.client import Couch, CouchError, CouchUnreachable, db_path, mask_url
 from dragnet.errors import DragnetError, UsageError
+from dragnet.measure import cgroup as _cgroup
 from dragnet.measure import cpu as _cpu
 from dragnet.measure import pidstat as _pidstat
 from dragnet.measure.machine import load_average, machine_info
@@ -42,6 +43,7 @@ PROGRESS_SOURCE = ("/_active_tasks (search_indexer tasks, per shard) and /db/_de
                    "(num_docs, disk_size)")
 # beam's tree minus what is not the query servers' (erl_child_setup's counters hold exited children)
 _NOT_QS = frozenset({"beam.smp", "epmd", "memsup", "cpu_sup", "inet_gethost", "sh", "couchdb", "tini"})
+JVM_FAMILY = "jvm"        # the Nouveau server's processes in the pidstat summary
 _INDEX_ERROR = re.compile(r"function raised exception .* with doc\._id (\S+)")
 
 
@@ -158,6 +160,14 @@ def split(wall_s: float, cores: int, qs_cpu_s: float | None, beam_cpu_s: float |
     return out
 
 
+def process_summary(samples: list[dict], couchdb_pids: set[int], jvm_pids: set[int],
+                    exclude: set[int] = frozenset()) -> dict:
+    """pidstat's samples of this build's processes only (beam's tree, the JVM's), summed per family, the
+    JVM's under its own family beside beam's and the query servers'."""
+    mine = [{**x, "family": JVM_FAMILY} if x.get("pid") in jvm_pids else x for x in samples]
+    return _pidstat.summarize(mine, exclude_pids=set(exclude), only_pids=set(couchdb_pids) | set(jvm_pids))
+
+
 def answers_of(result: dict) -> dict[str, dict]:
     return {a["q"]: a for a in result.get("answers") or [] if isinstance(a, dict) and "q" in a}
 
@@ -241,6 +251,15 @@ def _snap(pid: int | None):
         return None
 
 
+def _group(pid: int | None) -> dict | None:
+    if pid is None:
+        return None
+    try:
+        return _cgroup.take(pid)
+    except (OSError, ValueError):
+        return None
+
+
 def _peak_rss_mb(pid: int | None) -> float | None:
     """The JVM's peak resident memory since it started (VmHWM)."""
     if pid is None:
@@ -318,10 +337,17 @@ def build(couch: Couch, cfg: Config, *, on_poll: Callable[[dict], None] | None =
     rev = couch.put(f"{db_path(cfg.db)}/{ddoc_id}", body)["rev"]
     polls: list[dict] = []
     infos: list[dict] = []
+    runner = None
+    pidstat_text: str | None = None
+    seen_pids: set[int] = set(_pidstat.process_tree(beam_root)) if beam_root else set()
     info_path = f"{db_path(cfg.db)}/{ddoc_id}/_nouveau_info/{quote(cfg.index.name)}"
     try:
         load_before = load_average()
-        beam0, jvm0 = _snap(beam_root), _snap(jvm)
+        beam0, jvm0, group0 = _snap(beam_root), _snap(jvm), _group(jvm)
+        if local and _pidstat.PidstatRunner.available():    # the JVM is `java`, beside beam and the servers
+            runner = _pidstat.PidstatRunner(f"{_pidstat.pidstat_pattern()}|java", max(1, round(cfg.interval)))
+            runner.start()
+        ps_pid = runner.pid if runner else None
         t0 = time.time()
         req = _Search(couch, f"{db_path(cfg.db)}/{ddoc_id}/_nouveau/{quote(cfg.index.name)}?q=*:*&limit=1",
                       cfg.timeout)
@@ -340,13 +366,16 @@ def build(couch: Couch, cfg: Config, *, on_poll: Callable[[dict], None] | None =
             polls.append(poll)
             if isinstance(info, dict):
                 infos.append({"t": t, **(info.get("search_index") or {})})
+            if beam_root:    # query servers come and go: every process of beam's tree seen during the build
+                seen_pids |= _pidstat.process_tree(beam_root)
             if on_poll:
                 on_poll(poll)
             if t > deadline:
                 raise DragnetError(f"the Nouveau build did not finish within --timeout {cfg.timeout:g} s")
             req.done.wait(cfg.interval)
         t1 = req.t_return or time.time()
-        beam1, jvm1 = _snap(beam_root), _snap(jvm)
+        beam1, jvm1, group1 = _snap(beam_root), _snap(jvm), _group(jvm)
+        pidstat_text = runner.stop() if runner else None
         try:   # one poll after the answer: the tasks gone from it ran to their end
             tasks = couch.get("/_active_tasks", timeout=30)
             polls.append({"t": time.time(), "tasks": search_tasks(tasks if isinstance(tasks, list) else [], ddoc_id)})
@@ -358,6 +387,8 @@ def build(couch: Couch, cfg: Config, *, on_poll: Callable[[dict], None] | None =
         answers = [query(couch, cfg.db, ddoc_id, cfg.index.name, q) for q in cfg.queries]
         errors = count_index_errors(log.new_lines() or [])
     finally:
+        if runner is not None and pidstat_text is None:
+            runner.stop(first_report=False)
         if not cfg.keep:
             _addview._delete_ddoc(couch, cfg.db, ddoc_id, rev)
             try:
@@ -395,6 +426,13 @@ def build(couch: Couch, cfg: Config, *, on_poll: Callable[[dict], None] | None =
                        by.get("beam.smp") if beam_cpu else None,
                        (jvm_cpu or {}).get("cpu_s")),
         "cpu": {"couchdb": beam_cpu, "jvm": jvm_cpu, "jvm_peak_rss_mb": _peak_rss_mb(jvm)},
+        # the Nouveau container's group (docker backend): its CPU, block I/O and peak memory
+        "jvm_cgroup": _cgroup.usage(group0, group1),
+        "pidstat": (process_summary(_pidstat.parse(pidstat_text).samples, seen_pids,
+                                    _pidstat.process_tree(jvm) if jvm else set(), {os.getpid(), ps_pid or -1})
+                    if pidstat_text is not None else None),
+        "pidstat_note": None if pidstat_text is not None else (
+            "pidstat not found (install sysstat)" if local else "a CouchDB on another machine: no processes here"),
         "index_errors": {**errors, "log": str(log.path) if log.path else None},
         "answers": answers,
         "trigger": {"t_trigger": t0, "t_return": t1},

@@ -57,12 +57,15 @@ from dragnet.report.console import distribution_lines
               help="Re-forecast a recorded sweep (a `bench --sizes` or forecast sweep folder) without building; "
                    "when it built the target size too, print each prediction's error against it (a back-test).")
 @click.option("--nouveau", "nouveau_source", default=None, metavar="FILE",
-              help="Not supported yet: refused in one line (measure a Nouveau index with bench --nouveau).")
+              help="Forecast a Nouveau index build (an index() function .js, or a design doc's nouveau section "
+                   ".json) instead of a view.")
+@click.option("--build-target", is_flag=True, help="With --nouveau: after the forecast is written, build the "
+              "target's size from --data and compare (a back-test).")
 @server_option
 @json_option
 def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_docs, target_bytes, target_q,
                  sizes_text, budget, languages, no_baseline, no_ceiling, repeat, q, shard_sweep, memories, cpus_text,
-                 load_text, weighting, results_dir, from_sweep, nouveau_source, server_opts, as_json):
+                 load_text, weighting, results_dir, from_sweep, nouveau_source, build_target, server_opts, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
     import datetime as _dt
@@ -77,9 +80,15 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
     from dragnet.couchdb.limits import parse_count
     from dragnet.servers import available
 
-    if nouveau_source:   # refused before anything runs, not ignored
-        raise UsageError(f"forecast --nouveau {nouveau_source}: Nouveau index builds are not forecast yet; measure "
-                         f"them with `bench --nouveau {nouveau_source}` on a database of the target's size")
+    if nouveau_source:
+        given = [o for o, v in (("--views", views), ("--ddoc", ddoc_source), ("--memory", memories),
+                                ("--cpus", cpus_text), ("--load", load_text), ("--from-sweep", from_sweep)) if v]
+        if given:
+            raise UsageError(f"--nouveau: not with {', '.join(given)}")
+        return _nouveau(url, db, nouveau_source, data, target, target_docs, target_bytes, target_q, sizes_text,
+                        budget, languages, repeat, q, weighting, results_dir, build_target, as_json)
+    if build_target:
+        raise UsageError("--build-target goes with --nouveau")
     available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
 
     if (target is None) == (target_docs is None):
@@ -166,3 +175,57 @@ def _show(out: dict, folder: Path, as_json: bool) -> None:
     rep = forecast_report.build(out)
     print_json(json.forecast(rep)) if as_json else click.echo(text.forecast(rep))
 
+
+def _nouveau(url, db, source, data, target, target_docs, target_bytes, target_q, sizes_text, budget, languages,
+             repeat, q, weighting, results_dir, build_target, as_json) -> None:
+    import time
+
+    from dragnet.axes.model import parse_list
+    from dragnet.bench import sizes as sz
+    from dragnet.build import nouveau as nv
+    from dragnet.couchdb.client import connect
+    from dragnet.couchdb.limits import parse_count
+    from dragnet.errors import UsageError
+    from dragnet.forecast import nouveau as fn
+    from dragnet.forecast import run as fr
+    from dragnet.report import nouveau_forecast as rnf
+
+    indexes = nv.load_indexes(source)
+    if len(indexes) != 1:
+        raise UsageError(f"--nouveau {source}: one index per forecast ({len(indexes)} given)")
+    if (target is None) == (target_docs is None):
+        raise UsageError("give one of --target URL/db and --target-docs N")
+    if (target_bytes or target_q) and not target_docs:
+        raise UsageError("--target-bytes and --target-q go with --target-docs")
+    sizes = None if sizes_text == "auto" else sz.parse_sizes(sizes_text)
+    budget_s = fr.parse_budget(budget)
+    tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes, target_q)
+    folder = Path(results_dir or f"results/forecast-nouveau-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    source_data = fn.data_file(data, tgt["doc_count"], build_target, folder)
+
+    def shown(kind: str, d: dict) -> None:
+        if as_json:
+            return
+        if kind == "import":
+            click.echo(d["text"], err=True)
+        elif kind == "sizes":
+            click.echo(f"sizes: {', '.join(f'{n:,}' for n in d['counts'])}", err=True)
+        elif kind == "build":
+            click.echo(f"{d['stage']} round {d['round']}/{d['rounds']}: {d['size']:,} documents on {d['language']} …",
+                       err=True)
+        elif kind == "built":
+            s = d["summary"]
+            click.echo(f"  {s['wall_time_s']:.1f} s, {s['docs_per_s'] or 0:,.0f} docs/s, index "
+                       f"{(s.get('disk_size') or 0) / 1024 ** 2:.2f} MiB", err=True)
+        elif kind == "forecast" and build_target:
+            click.echo(rnf.text(rnf.model(d)), err=True)
+            click.echo("building the target's size …", err=True)
+
+    out = fn.run(connect(url), db=db, index=indexes[0], data=source_data, target=tgt,
+                 languages=parse_list(languages, "--languages"), sizes=sizes, repeat=repeat, folder=folder,
+                 budget_s=budget_s, q=q, weighting=weighting, build_target=build_target, on_event=shown)
+    if as_json:
+        print_json(out)
+        return
+    click.echo(rnf.text(rnf.model(out)))
+    click.echo(f"results: {folder / fn.SUMMARY}")

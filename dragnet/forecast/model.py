@@ -426,16 +426,19 @@ def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int,
 
 
 def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_docs: int, *,
-                      weighting: str = "ordinary", level: float = LEVEL, scale: float = 1.0) -> dict:
+                      weighting: str = "ordinary", level: float = LEVEL, scale: float = 1.0,
+                      unit: str | None = None, primary: str | None = None) -> dict:
     """One quantity's forecast: the value from the shape its held-out sizes chose (dragnet.forecast.choice; the
     PRIMARY shape where they cannot tell the shapes apart), the interval from the lowest to the highest 95 %
     prediction bound of every shape and the chosen one's held-out error around the value, every
     model's fit and prediction kept, the choice ("choice") and the warnings. Predictions are multiplied by scale (shards, for a
-    one-shard sweep); the fits are the points' own. JSON-ready."""
-    unit = {**QUANTITIES, **PARTS}[quantity][0]
+    one-shard sweep); the fits are the points' own. unit and primary: for a quantity of another kind of index
+    (dragnet.forecast.nouveau), which QUANTITIES and PRIMARY do not name. JSON-ready."""
+    unit = unit or {**QUANTITIES, **PARTS}[quantity][0]
     fits = fit_models(pts, weighting, SHAPES.get(quantity, GROWING))
     entry: dict = {"unit": unit, "points": [list(p) for p in pts], "fit": None}
-    fixed = PRIMARY.get(quantity, LINEAR) if PRIMARY.get(quantity, LINEAR) in fits else LINEAR
+    shape = primary or PRIMARY.get(quantity, LINEAR)
+    fixed = shape if shape in fits else LINEAR
     if fixed not in fits:
         return entry
     chosen = choose(pts, list(fits), fixed, weighting)

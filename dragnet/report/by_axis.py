@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from dragnet.measure import stats as stats
 from dragnet.errors import UsageError
+from dragnet.results.load import is_nouveau, nouveau_axes
 from dragnet.results.record import Build
 from dragnet.report import ranking as ranking_model
 from dragnet.report.compare import cpu_per_1000, round_key
@@ -19,7 +20,15 @@ BUILTIN = ("language", "storage", "scenario", "size")
 
 
 def result_axes(result: dict) -> dict:
-    """bench.axes of a result, with the built-in axes filled from older fields when absent."""
+    """bench.axes of a result, with the built-in axes filled from older fields when absent; a Nouveau build's
+    own axes (results.load.nouveau_axes), its settings one axis each as for views."""
+    if is_nouveau(result):
+        axes = dict(nouveau_axes(result))
+        for part in str(axes.pop("config", "") or "").split(" "):
+            name, eq, value = part.partition("=")
+            if eq:
+                axes[f"config:{name}"] = value
+        return axes
     bench = result.get("bench") or {}
     axes = dict(bench.get("axes") or {})
     axes.setdefault("language", bench.get("language") or (result.get("view") or {}).get("language"))
@@ -40,6 +49,9 @@ def _chosen(name: str, by: list[str]) -> bool:
 
 
 def _dps(result: dict) -> float | None:
+    if is_nouveau(result):
+        s = result.get("summary") or {}
+        return s.get("docs_per_s") if s.get("ok") and (s.get("docs_per_s") or 0) > 0 else None
     b = Build.of(result)
     v = b.docs_per_s_recorded
     return v if b.status == "ok" and v is not None and v > 0 else None

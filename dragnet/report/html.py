@@ -405,7 +405,7 @@ def chart_figures(inp: Inputs) -> list[Chart]:
 
     out = []
     with tempfile.TemporaryDirectory(prefix="dragnet-html-") as tmp:
-        drawn = ch.write_charts(inp.docs, inp.groups, tmp)
+        drawn = ch.write_charts(inp.docs, inp.groups, tmp) if inp.docs else []   # none: Nouveau builds alone
         if inp.disk_ref:
             drawn.append(ch.disk_matters(inp.disk_rows, inp.disk_ref, Path(tmp) / "disk_matters.png"))
         if inp.sizes:

@@ -55,31 +55,38 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
         return Report(results, forecasts=forecasts, forecast_only=True)
     docs = [d for d in found if not is_nouveau(d)]
     rep = Report(results, docs, nouveau=nouveau.section([d for d in found if is_nouveau(d)]))
-    if not docs:   # Nouveau builds only: no view tables
-        if by or baseline:
-            raise UsageError("--by and --baseline: Nouveau builds are compared with `dragnet compare OLD NEW`")
-        rep.forecasts = _forecasts(results)
-        return rep
+    # Nouveau builds only: no view tables; --by and --baseline judge the Nouveau builds instead
+    measured = docs or [d for d in found if is_nouveau(d)]
     if by:
         from dragnet.report import by_axis
 
         rep.by = by_axis.parse_by(by)
-        rep.by_groups = by_axis.compare(docs, rep.by)
+        rep.by_groups = by_axis.compare(measured, rep.by)
+    if not docs:
+        if baseline:
+            rep.comparison = _against(baseline, measured, results)
+        rep.forecasts = _forecasts(results)
+        return rep
     sc_runs, rep.disk_reference = runs_from_results(docs)
     rep.disk_rows = disk_matters(sc_runs, rep.disk_reference) if rep.disk_reference else []
     rep.groups = tables.build_report(docs)
     rep.design_groups = tables.build_design_report(docs, reference)
     if baseline:
-        from dragnet.report import compare
-        from dragnet.results import store
-
-        old = [r for spec in baseline for r in store.load_side(spec, store.default_dir())[1]]
-        rep.comparison = compare.compare(old, docs, old_label=" ".join(baseline), new_label=" ".join(results))
+        rep.comparison = _against(baseline, docs, results)
     rep.io_rows, rep.io_notes = io_rows(docs)
     rep.shares = share.shown(share.workloads(docs))   # per storage and axis combination, so --by sees its own
     rep.load = report_load.section(docs)
     rep.forecasts = _forecasts(results)
     return rep
+
+
+def _against(baseline: Sequence[str], new: list[dict], results: Sequence[str]):
+    """The comparison with --baseline, as `dragnet compare` makes it (views, or Nouveau builds)."""
+    from dragnet.report import compare
+    from dragnet.results import store
+
+    old = [r for spec in baseline for r in store.load_side(spec, store.default_dir())[1]]
+    return compare.compare(old, new, old_label=" ".join(baseline), new_label=" ".join(results))
 
 
 def _forecasts(results: Sequence[str]) -> list:

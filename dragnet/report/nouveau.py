@@ -24,6 +24,25 @@ def split_text(split: dict | None) -> str:
             f"run queue, idle)")
 
 
+def process_lines(r: dict) -> list[str]:
+    """Per process family during the build (pidstat: beam, the query servers and the JVM), and the Nouveau
+    container's group when it ran in one."""
+    from dragnet.measure.pidstat import format_summary
+
+    out = []
+    if r.get("pidstat"):
+        out.append("per process (pidstat, during the build):")
+        out += ["  " + line for line in format_summary(r["pidstat"])]
+    elif r.get("pidstat_note"):
+        out.append(f"per process: {r['pidstat_note']}")
+    g = r.get("jvm_cgroup")
+    if g:
+        cpu = "?" if g.get("cpu_s") is None else f"{g['cpu_s']:.1f} s"
+        out.append(f"Nouveau container ({g['group']}): CPU {cpu}, read {_mb(g.get('read_bytes'))}, written "
+                   f"{_mb(g.get('write_bytes'))}, peak memory {_mb(g.get('memory_peak_bytes'))} (since it started)")
+    return out
+
+
 def build_lines(r: dict) -> list[str]:
     s = r.get("summary") or {}
     jvm = (r.get("nouveau") or {}).get("jvm") or {}
@@ -41,6 +60,7 @@ def build_lines(r: dict) -> list[str]:
     cpu = r.get("cpu") or {}
     if cpu.get("jvm_peak_rss_mb") is not None:
         out.append(f"JVM peak RSS since it started: {cpu['jvm_peak_rss_mb']:.0f} MB")
+    out += process_lines(r)
     err = r.get("index_errors") or {}
     if err.get("log") is None:
         out.append("index() exceptions: not counted (CouchDB's log not found)")
@@ -75,6 +95,8 @@ def series_rows(builds: Sequence[dict], key: Callable[[dict], str] = lambda r: r
         cpus = [s["cpu_s_per_1000_docs"] for s in ss if s.get("cpu_s_per_1000_docs") is not None]
         rows.append({"variant": variant, "builds": len(rs), "wall_s": median(walls), "wall_min_s": min(walls),
                      "wall_max_s": max(walls), "docs_per_s": median([s.get("docs_per_s") or 0 for s in ss]),
+                     "docs_per_s_min": min(s.get("docs_per_s") or 0 for s in ss),
+                     "docs_per_s_max": max(s.get("docs_per_s") or 0 for s in ss),
                      "cpu_s_per_1000_docs": median(cpus) if cpus else None,
                      **{f"{k}_of_wall": part(k) for k, _ in _PARTS},
                      "disk_size": median([s.get("disk_size") or 0 for s in ss]),

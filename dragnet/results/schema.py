@@ -40,10 +40,11 @@ ADDVIEW, BENCH, SIZES, QSBENCH, QSBENCH_DDOC = ("dragnet.addview", "dragnet.benc
 FORECAST, COMPARE, STORE = "dragnet.forecast", "dragnet.compare", "dragnet.store"
 NOUVEAU = "dragnet.nouveau"   # one Nouveau index build (dragnet.build.nouveau)
 NOUVEAU_BENCH = "dragnet.nouveau-bench"   # the manifest of `bench --nouveau` (dragnet.bench.nouveau)
+NOUVEAU_FORECAST = "dragnet.nouveau-forecast"   # `forecast --nouveau`'s forecast.json (dragnet.forecast.nouveau)
 KEEPUP = "dragnet.keepup"
 # the newest version of each schema this dragnet reads and writes
 VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1, FORECAST: 2, COMPARE: 1, STORE: 1, NOUVEAU: 1,
-            NOUVEAU_BENCH: 1, KEEPUP: 1}
+            NOUVEAU_BENCH: 1, KEEPUP: 1, NOUVEAU_FORECAST: 1}
 _SCHEMA = re.compile(r"^(dragnet\.[a-z-]+)/(\d+)$")
 # the name of a bench directory's manifest (dragnet.bench/1)
 BENCH_MANIFEST = "bench.json"

@@ -56,6 +56,14 @@ def metrics_of(result: dict) -> dict[str, float | None]:
     from dragnet.measure.pidstat import rss_peaks_kb
     from dragnet.measure.pidstat import own_memory
 
+    from dragnet.results.load import is_nouveau
+
+    if is_nouveau(result):    # a Nouveau build: its summary, the JVM's index size, pidstat's families with the JVM
+        s = result.get("summary") or {}
+        if not s.get("ok"):
+            return {"docs_s": None, "index_bytes": None, "peak_rss": None}
+        return {"docs_s": s.get("docs_per_s"), "index_bytes": s.get("disk_size"),
+                "peak_rss": own_memory(rss_peaks_kb(result.get("pidstat")))}
     if wall_s(result) is None:
         return {"docs_s": None, "index_bytes": None, "peak_rss": None}
     from dragnet.results.record import Build
@@ -83,7 +91,9 @@ def entry_for(results: list[dict], manifest: dict | None, *, run_id: str, name: 
     hashes = sorted({a["axes"]["ddoc"] for a in cells.values() if a["axes"].get("ddoc")})
     settings = {k: manifest.get(k) for k in ("db", "data", "languages", "repeat", "storages", "scenarios", "size")
                 if manifest.get(k) not in (None, [], "")}
-    settings["shards"] = sorted({(r.get("db") or {}).get("shards") for r in results} - {None})
+    # a view build's "db" is a record with its shards; a Nouveau build's a name, its shards "q"
+    settings["shards"] = sorted({r["db"].get("shards") if isinstance(r.get("db"), dict) else r.get("q")
+                                 for r in results} - {None})
     machine = manifest.get("machine") or first.get("machine") or {}
     date = manifest.get("started_at") or first.get("started_at")
     return {"id": run_id, "name": name, "date": date,
@@ -143,16 +153,17 @@ def _write_index(store: Path, runs: list[dict]) -> None:
 
 
 def save(store: str | Path, folder: str | Path, name: str | None = None) -> dict:
-    """Copy a bench folder into the store and add its entry to the index; returns the entry."""
+    """Copy a bench folder (views, or `bench --nouveau`'s) into the store and add its entry to the index;
+    returns the entry."""
     from dragnet.results.load import load_results
 
     store, folder = Path(store), Path(folder)
     if name is not None and (not name.strip() or "/" in name):
         raise UsageError(f"baseline name {name!r}: give a non-empty name without '/'")
-    results = load_results([folder])
+    results = load_results([folder], nouveau=True)
     # a bench folder has one manifest; a folder of rounds (one bench each) has one per round: the first
     manifests = sorted(folder.rglob(rs.BENCH_MANIFEST))
-    manifest = rs.read(manifests[0], rs.BENCH) if manifests else None
+    manifest = rs.read(manifests[0], rs.BENCH) if manifests else _nouveau_manifest(folder)
     sizes = sorted({rs.read(m, rs.BENCH).get("size") for m in manifests} - {None})
     if manifest is not None and len(sizes) > 1:    # a size sweep: one bench per size, all of them named
         manifest["size"] = sizes
@@ -175,6 +186,15 @@ def save(store: str | Path, folder: str | Path, name: str | None = None) -> dict
             shutil.rmtree(runs_dir / run_id, ignore_errors=True)
         raise
     return entry
+
+
+def _nouveau_manifest(folder: Path) -> dict | None:
+    """`bench --nouveau`'s manifest in the store's terms (db, rounds as repeat), when the folder has one."""
+    found = sorted(folder.rglob("nouveau-bench.json"))
+    if not found:
+        return None
+    m = rs.read(found[0], rs.NOUVEAU_BENCH)
+    return {"db": m.get("db"), "repeat": m.get("rounds"), "started_at": m.get("created")}
 
 
 def names(runs: list[dict]) -> list[str]:

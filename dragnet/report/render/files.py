@@ -9,19 +9,23 @@ from dragnet.report.model import Report
 
 
 def check(rep: Report, plot_dir: str | Path | None, html_dir: str | Path | None) -> None:
-    """Refuses charts or a page of Nouveau builds alone (they have none yet), before anything is printed."""
-    if (plot_dir or html_dir) and rep.nouveau and not rep.docs:
-        raise UsageError(f"{'--plot' if plot_dir else '--html'}: Nouveau builds have no charts or HTML page yet; "
-                         f"use --format table, markdown, csv or json")
+    """Refuses charts or a page of nothing to draw (no view builds, no Nouveau builds), before anything is
+    printed."""
+    if (plot_dir or html_dir) and not rep.docs and not rep.nouveau:
+        raise UsageError(f"{'--plot' if plot_dir else '--html'}: no builds to draw")
 
 
 def charts(rep: Report, plot_dir: str | Path) -> list[Path]:
-    """PNG charts of the report into `plot_dir`; their paths."""
+    """PNG charts of the report into `plot_dir`; their paths (nouveau_docs_s.png for the Nouveau builds)."""
     from dragnet.report import charts as ch
 
-    drawn = ch.write_charts(rep.docs, rep.groups, plot_dir)
+    drawn = ch.write_charts(rep.docs, rep.groups, plot_dir) if rep.docs else []
     if rep.disk_reference:
         drawn.append(ch.disk_matters(rep.disk_rows, rep.disk_reference, Path(plot_dir) / "disk_matters.png"))
+    if rep.nouveau:
+        from dragnet.report.nouveau_files import png
+
+        drawn.append(png(rep.nouveau, Path(plot_dir) / "nouveau_docs_s.png"))
     return [c.path for c in drawn]
 
 
@@ -34,6 +38,10 @@ def html(rep: Report, html_dir: str | Path, compare_doc: dict | None = None) -> 
     if rep.by_groups is not None:
         extra += hr.by_axis_sections(rep.by_groups, rep.by)
     extra += hr.share_sections(rep.shares)
+    if rep.nouveau:
+        from dragnet.report.nouveau_files import html_sections
+
+        extra += html_sections(rep.nouveau)
     return hr.write_html(html_dir, hr.Inputs(rep.docs, rep.groups, rep.design_groups, rep.disk_rows,
                                              rep.disk_reference, hr.load_sizes(rep.results),
                                              rep.comparison.to_json() if rep.comparison is not None
