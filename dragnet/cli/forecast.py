@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from dragnet.cli.options import db_option, json_option, print_json, server_option, url_option
-from dragnet.report.console import distribution_lines
+from dragnet.report.console import forecast_progress
 
 
 @click.command("forecast")
@@ -130,27 +130,7 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
                            baseline=not no_baseline, ceiling=not no_ceiling, q=q, design=design, scenarios=scenarios,
                            axes=AxisOptions({"cpus": axis_cpus.parse(cpus_text),
                                              "load": loads}))
-    console = Console(stderr=True)
-
-    def on_event(kind: str, d: dict) -> None:
-        if kind == "distribution":
-            console.print(distribution_lines(d["sample"], d["target"]), highlight=False)
-        elif kind == "probe":
-            console.print(f"first build: {d['docs']:,} documents, to size the sweep …")
-        elif kind == "sizes":
-            console.print(f"sizes: {', '.join(f'{n:,}' for n in d['counts'])}")
-        elif kind == "shard_sweep":
-            console.print("the same sizes on one-shard databases, for the index and disk sizes per shard …")
-        elif kind == "size":
-            console.print(f"size {d['count']:,} ({d['db']}) …")
-        elif kind == "step":
-            from dragnet.forecast.extend import describe
-            console.print(describe(d), highlight=False)
-        elif kind == "done":
-            msg = f"{d['wall_time_s']:.1f} s" if d["status"] == "ok" else f"[red]{d['status']}[/red]: {d['error']}"
-            from dragnet.bench.sizes import variant
-
-            console.print(f"    {d['language']}{' ' + variant(d) if variant(d) else ''}: {msg}", highlight=False)
+    on_event = forecast_progress(Console(stderr=True))
 
     out = fr.run(config, target=tgt, sizes_text=sizes_text, budget_s=budget_s, data=source, folder=folder,
                  on_event=on_event, weighting=weighting, shard_sweep=shard_sweep)

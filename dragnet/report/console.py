@@ -238,3 +238,30 @@ def bench_progress(console, total: dict, nouveau_builds: bool = True):
             console.print(f"size {d['count']:,} documents (database {d['db']})")
 
     return on_event
+
+
+def forecast_progress(console):
+    """`dragnet forecast`'s progress on `console` (a rich Console): the on_event(kind, data) its sweep calls
+    (forecast.run.run)."""
+
+    def on_event(kind: str, d: dict) -> None:
+        if kind == "distribution":
+            console.print(distribution_lines(d["sample"], d["target"]), highlight=False)
+        elif kind == "probe":
+            console.print(f"first build: {d['docs']:,} documents, to size the sweep …")
+        elif kind == "sizes":
+            console.print(f"sizes: {', '.join(f'{n:,}' for n in d['counts'])}")
+        elif kind == "shard_sweep":
+            console.print("the same sizes on one-shard databases, for the index and disk sizes per shard …")
+        elif kind == "size":
+            console.print(f"size {d['count']:,} ({d['db']}) …")
+        elif kind == "step":
+            from dragnet.forecast.extend import describe
+            console.print(describe(d), highlight=False)
+        elif kind == "done":
+            msg = f"{d['wall_time_s']:.1f} s" if d["status"] == "ok" else f"[red]{d['status']}[/red]: {d['error']}"
+            from dragnet.bench.sizes import variant
+
+            console.print(f"    {d['language']}{' ' + variant(d) if variant(d) else ''}: {msg}", highlight=False)
+
+    return on_event
