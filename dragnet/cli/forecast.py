@@ -65,76 +65,26 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
                  load_text, weighting, results_dir, from_sweep, nouveau_source, server_opts, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
-    import datetime as _dt
-
     from rich.console import Console
 
-    from dragnet.axes.model import parse_list
-    from dragnet.bench import run as b
-    from dragnet.forecast import run as fr
-    from dragnet.bench import sizes as sz
-    from dragnet.errors import UsageError
-    from dragnet.couchdb.limits import parse_count
-    from dragnet.servers import available
+    from dragnet.forecast.session import ForecastRequest, forecast
 
-    if nouveau_source:   # refused before anything runs, not ignored
-        raise UsageError(f"forecast --nouveau {nouveau_source}: Nouveau index builds are not forecast yet; measure "
-                         f"them with `bench --nouveau {nouveau_source}` on a database of the target's size")
-    available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
+    request = ForecastRequest(url=url, db=db, data=data, views=views, ddoc_source=ddoc_source, view_names=view_names,
+                              target=target, target_docs=target_docs, target_bytes=target_bytes, target_q=target_q,
+                              sizes_text=sizes_text, budget=budget, languages=languages, no_baseline=no_baseline,
+                              no_ceiling=no_ceiling, repeat=repeat, q=q, shard_sweep=shard_sweep, memories=memories,
+                              cpus_text=cpus_text, load_text=load_text, weighting=weighting, results_dir=results_dir,
+                              from_sweep=from_sweep, nouveau_source=nouveau_source, server_opts=server_opts)
+    progress = forecast_progress(Console(stderr=True))
 
-    if (target is None) == (target_docs is None):
-        raise UsageError("give one of --target URL/db and --target-docs N")
-    if (target_bytes or target_q) and not target_docs:
-        raise UsageError("--target-bytes and --target-q go with --target-docs")
-    if ddoc_source and views:
-        raise UsageError("--ddoc and --views: give one of them")
-    if view_names and not ddoc_source:
-        raise UsageError("--view goes with --ddoc")
-    budget_s = fr.parse_budget(budget)
-    from dragnet.axes import load as axis_load
+    def on_event(kind: str, d: dict) -> None:
+        if kind == "note":
+            click.echo(d["message"], err=True)
+        else:
+            progress(kind, d)
 
-    loads = axis_load.parse((load_text,) if load_text else None)    # a bad load: refused before anything
-    if from_sweep:
-        tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes,
-                                                                         target_q)
-        out = fr.from_sweep(Path(from_sweep), tgt, out_dir=Path(results_dir) if results_dir else None,
-                            weighting=weighting)
-        _show(out, Path(results_dir or from_sweep), as_json)
-        return
-    if sizes_text != "auto":
-        sz.parse_sizes(sizes_text)
-    design = None
-    if ddoc_source:
-        from dragnet.build import design as dsg
-        design = dsg.load(ddoc_source, views=parse_list(view_names, "--view") or None)
-        if "nouveau" in design.dropped:
-            click.echo(f"note: --ddoc {ddoc_source}: its Nouveau indexes are not forecast yet, only its views",
-                       err=True)
-    langs = parse_list(languages, "--languages")
-    tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes, target_q)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    folder = Path(results_dir or Path("results") / f"forecast-{stamp}")
-    if data:
-        source = Path(data)
-        if not source.is_file():
-            raise UsageError(f"--data {data}: no such file")
-    else:   # the largest size the forecast can use: below the target
-        source = sz.generate_source(min(tgt["doc_count"] - 1, 40_000), folder / "data")
-    from dragnet.axes import cpus as axis_cpus
-    from dragnet.bench.scenario import expand
-    from dragnet.bench.switch import AxisOptions
-    from dragnet.couchdb import limits
-
-    scenarios = expand(limits.parse_memory_limits(memories), [], []) if memories else []
-    config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, views=views or str(b.DEFAULT_VIEWS),
-                           baseline=not no_baseline, ceiling=not no_ceiling, q=q, design=design, scenarios=scenarios,
-                           axes=AxisOptions({"cpus": axis_cpus.parse(cpus_text),
-                                             "load": loads}))
-    on_event = forecast_progress(Console(stderr=True))
-
-    out = fr.run(config, target=tgt, sizes_text=sizes_text, budget_s=budget_s, data=source, folder=folder,
-                 on_event=on_event, weighting=weighting, shard_sweep=shard_sweep)
-    _show(out, folder, as_json)
+    outcome = forecast(request, on_event)
+    _show(outcome.data, outcome.folder, as_json)
 
 
 def _show(out: dict, folder: Path, as_json: bool) -> None:
