@@ -63,7 +63,6 @@ def forecast(r: ForecastRequest, on_event: Events | None = None) -> ForecastOutc
     from dragnet.axes.model import parse_list
     from dragnet.bench import run as b
     from dragnet.bench import sizes as sz
-    from dragnet.couchdb.limits import parse_count
     from dragnet.forecast import run as fr
     from dragnet.servers import available
 
@@ -86,9 +85,7 @@ def forecast(r: ForecastRequest, on_event: Events | None = None) -> ForecastOutc
 
     loads = axis_load.parse((r.load_text,) if r.load_text else None)    # a bad load: refused before anything
     if r.from_sweep:
-        tgt = fr.read_target(r.target) if r.target else fr.target_from_docs(parse_count(r.target_docs),
-                                                                            r.target_bytes, r.target_q)
-        out = fr.from_sweep(Path(r.from_sweep), tgt, out_dir=Path(r.results_dir) if r.results_dir else None,
+        out = fr.from_sweep(Path(r.from_sweep), _target(r), out_dir=Path(r.results_dir) if r.results_dir else None,
                             weighting=r.weighting)
         return ForecastOutcome(out, Path(r.results_dir or r.from_sweep))
     if r.sizes_text != "auto":
@@ -101,8 +98,7 @@ def forecast(r: ForecastRequest, on_event: Events | None = None) -> ForecastOutc
             on_event("note", {"message": f"note: --ddoc {r.ddoc_source}: its Nouveau indexes are not forecast yet, "
                                          f"only its views"})
     langs = parse_list(r.languages, "--languages")
-    tgt = fr.read_target(r.target) if r.target else fr.target_from_docs(parse_count(r.target_docs), r.target_bytes,
-                                                                        r.target_q)
+    tgt = _target(r)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     folder = Path(r.results_dir or Path("results") / f"forecast-{stamp}")
     if r.data:
@@ -124,3 +120,12 @@ def forecast(r: ForecastRequest, on_event: Events | None = None) -> ForecastOutc
     out = fr.run(config, target=tgt, sizes_text=r.sizes_text, budget_s=budget_s, data=source, folder=folder,
                  on_event=on_event, weighting=r.weighting, shard_sweep=r.shard_sweep)
     return ForecastOutcome(out, folder)
+
+
+def _target(r: ForecastRequest) -> dict:
+    """The database forecast for: --target's (GET /db), or --target-docs with its size and shards."""
+    from dragnet.couchdb.limits import parse_count
+    from dragnet.forecast import run as fr
+
+    return fr.read_target(r.target) if r.target else fr.target_from_docs(parse_count(r.target_docs), r.target_bytes,
+                                                                         r.target_q)
