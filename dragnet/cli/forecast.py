@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from dragnet.cli.options import db_option, json_option, print_json, server_option, url_option
-from dragnet.report.console import distribution_lines
+from dragnet.report.console import forecast_progress
 
 
 @click.command("forecast")
@@ -68,102 +68,29 @@ def forecast_cmd(url, db, data, views, ddoc_source, view_names, target, target_d
                  load_text, weighting, results_dir, from_sweep, nouveau_source, build_target, server_opts, as_json):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
-    import datetime as _dt
-
     from rich.console import Console
 
-    from dragnet.axes.model import parse_list
-    from dragnet.bench import run as b
-    from dragnet.forecast import run as fr
-    from dragnet.bench import sizes as sz
-    from dragnet.errors import UsageError
-    from dragnet.couchdb.limits import parse_count
-    from dragnet.servers import available
+    from dragnet.forecast.session import ForecastRequest, forecast
 
-    if nouveau_source:
-        given = [o for o, v in (("--views", views), ("--ddoc", ddoc_source), ("--memory", memories),
-                                ("--cpus", cpus_text), ("--load", load_text), ("--from-sweep", from_sweep)) if v]
-        if given:
-            raise UsageError(f"--nouveau: not with {', '.join(given)}")
-        return _nouveau(url, db, nouveau_source, data, target, target_docs, target_bytes, target_q, sizes_text,
-                        budget, languages, repeat, q, weighting, results_dir, build_target, as_json)
-    if build_target:
-        raise UsageError("--build-target goes with --nouveau")
-    available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
-
-    if (target is None) == (target_docs is None):
-        raise UsageError("give one of --target URL/db and --target-docs N")
-    if (target_bytes or target_q) and not target_docs:
-        raise UsageError("--target-bytes and --target-q go with --target-docs")
-    if ddoc_source and views:
-        raise UsageError("--ddoc and --views: give one of them")
-    if view_names and not ddoc_source:
-        raise UsageError("--view goes with --ddoc")
-    budget_s = fr.parse_budget(budget)
-    from dragnet.axes import load as axis_load
-
-    loads = axis_load.parse((load_text,) if load_text else None)    # a bad load: refused before anything
-    if from_sweep:
-        tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes,
-                                                                         target_q)
-        out = fr.from_sweep(Path(from_sweep), tgt, out_dir=Path(results_dir) if results_dir else None,
-                            weighting=weighting)
-        _show(out, Path(results_dir or from_sweep), as_json)
-        return
-    if sizes_text != "auto":
-        sz.parse_sizes(sizes_text)
-    design = None
-    if ddoc_source:
-        from dragnet.build import design as dsg
-        design = dsg.load(ddoc_source, views=parse_list(view_names, "--view") or None)
-        if "nouveau" in design.dropped:
-            click.echo(f"note: --ddoc {ddoc_source}: its Nouveau indexes are not forecast yet, only its views",
-                       err=True)
-    langs = parse_list(languages, "--languages")
-    tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes, target_q)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    folder = Path(results_dir or Path("results") / f"forecast-{stamp}")
-    if data:
-        source = Path(data)
-        if not source.is_file():
-            raise UsageError(f"--data {data}: no such file")
-    else:   # the largest size the forecast can use: below the target
-        source = sz.generate_source(min(tgt["doc_count"] - 1, 40_000), folder / "data")
-    from dragnet.axes import cpus as axis_cpus
-    from dragnet.bench.scenario import expand
-    from dragnet.bench.switch import AxisOptions
-    from dragnet.couchdb import limits
-
-    scenarios = expand(limits.parse_memory_limits(memories), [], []) if memories else []
-    config = b.BenchConfig(url=url, db=db, languages=langs, repeat=repeat, views=views or str(b.DEFAULT_VIEWS),
-                           baseline=not no_baseline, ceiling=not no_ceiling, q=q, design=design, scenarios=scenarios,
-                           axes=AxisOptions({"cpus": axis_cpus.parse(cpus_text),
-                                             "load": loads}))
-    console = Console(stderr=True)
+    request = ForecastRequest(url=url, db=db, data=data, views=views, ddoc_source=ddoc_source, view_names=view_names,
+                              target=target, target_docs=target_docs, target_bytes=target_bytes, target_q=target_q,
+                              sizes_text=sizes_text, budget=budget, languages=languages, no_baseline=no_baseline,
+                              no_ceiling=no_ceiling, repeat=repeat, q=q, shard_sweep=shard_sweep, memories=memories,
+                              cpus_text=cpus_text, load_text=load_text, weighting=weighting, results_dir=results_dir,
+                              from_sweep=from_sweep, nouveau_source=nouveau_source, build_target=build_target,
+                              server_opts=server_opts)
+    progress = forecast_progress(Console(stderr=True), quiet=as_json)
 
     def on_event(kind: str, d: dict) -> None:
-        if kind == "distribution":
-            console.print(distribution_lines(d["sample"], d["target"]), highlight=False)
-        elif kind == "probe":
-            console.print(f"first build: {d['docs']:,} documents, to size the sweep …")
-        elif kind == "sizes":
-            console.print(f"sizes: {', '.join(f'{n:,}' for n in d['counts'])}")
-        elif kind == "shard_sweep":
-            console.print("the same sizes on one-shard databases, for the index and disk sizes per shard …")
-        elif kind == "size":
-            console.print(f"size {d['count']:,} ({d['db']}) …")
-        elif kind == "step":
-            from dragnet.forecast.extend import describe
-            console.print(describe(d), highlight=False)
-        elif kind == "done":
-            msg = f"{d['wall_time_s']:.1f} s" if d["status"] == "ok" else f"[red]{d['status']}[/red]: {d['error']}"
-            from dragnet.bench.sizes import variant
+        if kind == "note":
+            click.echo(d["message"], err=True)
+        else:
+            progress(kind, d)
 
-            console.print(f"    {d['language']}{' ' + variant(d) if variant(d) else ''}: {msg}", highlight=False)
-
-    out = fr.run(config, target=tgt, sizes_text=sizes_text, budget_s=budget_s, data=source, folder=folder,
-                 on_event=on_event, weighting=weighting, shard_sweep=shard_sweep)
-    _show(out, folder, as_json)
+    outcome = forecast(request, on_event)
+    if outcome.nouveau:
+        return _show_nouveau(outcome.data, outcome.folder, as_json)
+    _show(outcome.data, outcome.folder, as_json)
 
 
 def _show(out: dict, folder: Path, as_json: bool) -> None:
@@ -176,54 +103,11 @@ def _show(out: dict, folder: Path, as_json: bool) -> None:
     print_json(json.forecast(rep)) if as_json else click.echo(text.forecast(rep))
 
 
-def _nouveau(url, db, source, data, target, target_docs, target_bytes, target_q, sizes_text, budget, languages,
-             repeat, q, weighting, results_dir, build_target, as_json) -> None:
-    import time
-
-    from dragnet.axes.model import parse_list
-    from dragnet.bench import sizes as sz
-    from dragnet.build import nouveau as nv
-    from dragnet.couchdb.client import connect
-    from dragnet.couchdb.limits import parse_count
-    from dragnet.errors import UsageError
+def _show_nouveau(out: dict, folder: Path, as_json: bool) -> None:
+    """A Nouveau forecast (forecast.nouveau): its report (report.nouveau_forecast) as text, or its data."""
     from dragnet.forecast import nouveau as fn
-    from dragnet.forecast import run as fr
     from dragnet.report import nouveau_forecast as rnf
 
-    indexes = nv.load_indexes(source)
-    if len(indexes) != 1:
-        raise UsageError(f"--nouveau {source}: one index per forecast ({len(indexes)} given)")
-    if (target is None) == (target_docs is None):
-        raise UsageError("give one of --target URL/db and --target-docs N")
-    if (target_bytes or target_q) and not target_docs:
-        raise UsageError("--target-bytes and --target-q go with --target-docs")
-    sizes = None if sizes_text == "auto" else sz.parse_sizes(sizes_text)
-    budget_s = fr.parse_budget(budget)
-    tgt = fr.read_target(target) if target else fr.target_from_docs(parse_count(target_docs), target_bytes, target_q)
-    folder = Path(results_dir or f"results/forecast-nouveau-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
-    source_data = fn.data_file(data, tgt["doc_count"], build_target, folder)
-
-    def shown(kind: str, d: dict) -> None:
-        if as_json:
-            return
-        if kind == "import":
-            click.echo(d["text"], err=True)
-        elif kind == "sizes":
-            click.echo(f"sizes: {', '.join(f'{n:,}' for n in d['counts'])}", err=True)
-        elif kind == "build":
-            click.echo(f"{d['stage']} round {d['round']}/{d['rounds']}: {d['size']:,} documents on {d['language']} …",
-                       err=True)
-        elif kind == "built":
-            s = d["summary"]
-            click.echo(f"  {s['wall_time_s']:.1f} s, {s['docs_per_s'] or 0:,.0f} docs/s, index "
-                       f"{(s.get('disk_size') or 0) / 1024 ** 2:.2f} MiB", err=True)
-        elif kind == "forecast" and build_target:
-            click.echo(rnf.text(rnf.model(d)), err=True)
-            click.echo("building the target's size …", err=True)
-
-    out = fn.run(connect(url), db=db, index=indexes[0], data=source_data, target=tgt,
-                 languages=parse_list(languages, "--languages"), sizes=sizes, repeat=repeat, folder=folder,
-                 budget_s=budget_s, q=q, weighting=weighting, build_target=build_target, on_event=shown)
     if as_json:
         print_json(out)
         return

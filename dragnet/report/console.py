@@ -238,3 +238,54 @@ def bench_progress(console, total: dict, nouveau_builds: bool = True):
             console.print(f"size {d['count']:,} documents (database {d['db']})")
 
     return on_event
+
+
+def forecast_progress(console, quiet: bool = False):
+    """`dragnet forecast`'s progress on `console` (a rich Console): the on_event(kind, data) its sweep calls
+    (forecast.run.run; a Nouveau sweep's, forecast.nouveau.run, as nouveau_KIND, none of them when quiet)."""
+
+    def on_event(kind: str, d: dict) -> None:
+        if kind.startswith("nouveau_"):
+            if not quiet:
+                for line in _nouveau_forecast_progress(kind[len("nouveau_"):], d):
+                    click.echo(line, err=True)
+        elif kind == "distribution":
+            console.print(distribution_lines(d["sample"], d["target"]), highlight=False)
+        elif kind == "probe":
+            console.print(f"first build: {d['docs']:,} documents, to size the sweep …")
+        elif kind == "sizes":
+            console.print(f"sizes: {', '.join(f'{n:,}' for n in d['counts'])}")
+        elif kind == "shard_sweep":
+            console.print("the same sizes on one-shard databases, for the index and disk sizes per shard …")
+        elif kind == "size":
+            console.print(f"size {d['count']:,} ({d['db']}) …")
+        elif kind == "step":
+            from dragnet.forecast.extend import describe
+            console.print(describe(d), highlight=False)
+        elif kind == "done":
+            msg = f"{d['wall_time_s']:.1f} s" if d["status"] == "ok" else f"[red]{d['status']}[/red]: {d['error']}"
+            from dragnet.bench.sizes import variant
+
+            console.print(f"    {d['language']}{' ' + variant(d) if variant(d) else ''}: {msg}", highlight=False)
+
+    return on_event
+
+
+def _nouveau_forecast_progress(kind: str, d: dict) -> list[str]:
+    """The lines of one event of a Nouveau forecast's sweep (forecast.nouveau.run)."""
+    if kind == "import":
+        return [d["text"]]
+    if kind == "sizes":
+        return [f"sizes: {', '.join(f'{n:,}' for n in d['counts'])}"]
+    if kind == "build":
+        return [f"{d['stage']} round {d['round']}/{d['rounds']}: {d['size']:,} documents on {d['language']} …"]
+    if kind == "built":
+        s = d["summary"]
+        return [f"  {s['wall_time_s']:.1f} s, {s['docs_per_s'] or 0:,.0f} docs/s, index "
+                f"{(s.get('disk_size') or 0) / 1024 ** 2:.2f} MiB"]
+    if kind == "forecast" and d.get("build_target"):
+        from dragnet.report import nouveau_forecast as rnf
+
+        return [rnf.text(rnf.model({k: v for k, v in d.items() if k != "build_target"})),
+                "building the target's size …"]
+    return []

@@ -133,3 +133,63 @@ def reduce_check_lines(checks: dict, reference: str | None) -> list[str]:
             lines.append(f"{view} reduce: {reference} gave one result over {c.rows} rows in {len(c.trials)} orders "
                          f"and chunkings")
     return lines
+
+
+def event_line(kind: str, d: dict) -> str | None:
+    """A qsbench message for stderr (report.qsbench_session's events), in rich markup, or None."""
+    if kind == "skipped":
+        s = d["spec"]
+        return f"[yellow]skipped[/] {s.name}: {s.reason}"
+    if kind == "notice":
+        return d["message"]
+    if kind == "start":
+        docs = d["docs"]
+        rounds = "adaptive rounds" if d["repeat"] is None else f"{d['repeat']} rounds"
+        return (f"{len(docs)} documents ({sum(docs.sizes) / 1e6:.1f} MB) from {docs.origin.get('source')}; "
+                f"view {d['view_dir']}; {d['warmup']} warm-up + {rounds}, each in a random order; "
+                f"{d['shards']} shard(s)")
+    if kind == "ddoc_start":
+        docs, design = d["docs"], d["design"]
+        rounds = "rounds until decided" if d["repeat"] is None else f"{d['repeat']} rounds"
+        return (f"{len(docs)} documents from {docs.origin.get('source')}; {design.id} "
+                f"({', '.join(design.view_names)}); {d['warmup']} warm-up + {rounds} of the servers interleaved, "
+                f"then each map function alone")
+    if kind == "not_inside":
+        return f"[yellow]not inside CouchDB[/] {d['why']}"
+    if kind == "inside_start":
+        return f"inside CouchDB, round {d['repeat'] + 1}: {d['language']} …"
+    if kind == "inside_message":
+        return d["message"]
+    return None
+
+
+def protocol_outcome(out: Console, outcome) -> None:
+    """A view folder's qsbench (report.qsbench_session.QsbenchOutcome): table, ranking, failures, files."""
+    bench = outcome.run.bench
+    show_table(out, bench, outcome.docs, outcome.request.shards)
+    show_ranking(out, bench)
+    show_failures(out, bench)
+    out.print(f"results: {outcome.run.path}")
+    if outcome.chart:
+        out.print(f"chart:   {outcome.chart}")
+
+
+def ddoc_outcome(out: Console, outcome) -> None:
+    """qsbench --ddoc: table, ranking, each function's cost, the reduce checks, the results file."""
+    got = outcome.run
+    bench = got.bench
+    show_table(out, bench, outcome.docs, 1)
+    show_ranking(out, bench)
+    show_ddoc(out, bench)
+    for line in reduce_check_lines(got.checks, bench.reference):
+        out.print(line, highlight=False, markup=False)
+    out.print(f"results: {got.path}")
+
+
+def json_outcome(outcome) -> dict:
+    """What qsbench --json prints: the results document without per-document latencies, and its files."""
+    compact = outcome.run.compact()
+    compact["results_file"] = str(outcome.run.path)
+    if not outcome.ddoc:
+        compact["chart"] = str(outcome.chart) if outcome.chart else None
+    return compact
