@@ -29,7 +29,8 @@ def test_qsbench_refuses_before_running(kw, message, tmp_path):
     ({}, "give one of --target URL/db and --target-docs N"),
     ({"target_docs": "10k", "views": "v", "ddoc_source": "d.json"}, "--ddoc and --views: give one of them"),
     ({"target_docs": "10k", "budget": "soon"}, "--budget soon"),
-    ({"nouveau_source": "n.json"}, "Nouveau index builds are not forecast yet"),
+    ({"nouveau_source": "n.json", "views": "v"}, "--nouveau: not with --views"),
+    ({"target_docs": "10k", "build_target": True}, "--build-target goes with --nouveau"),
 ])
 def test_forecast_refuses_before_running(kw, message, tmp_path):
     with pytest.raises(UsageError, match=message):
