@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from dragnet.cli.options import json_option, print_json, server_option
+from dragnet.couchdb.control import describe
+from dragnet.report.render.console import couch_where
 
 BACKENDS = ("docker", "local")
 
@@ -107,7 +109,7 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
                 inst = couchdb_local.up(**options)
     from dragnet.couchdb.control import server_info
 
-    report = {**_describe(inst), **server_info(inst)}
+    report = {**describe(inst), **server_info(inst)}
     if nouveau:
         report["nouveau"] = {"url": search.url, "version": search.version, "pid": search.pid,
                              "java": search.java, "java_version": search.java_version, "heap": search.heap,
@@ -116,7 +118,7 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
         print_json(report)
     else:
         click.echo(f"CouchDB {report.get('version') or '?'} is up at {inst.display_url}")
-        click.echo(_where(inst))
+        click.echo(couch_where(inst))
         if nouveau:
             click.echo(f"Nouveau {search.version} is up at {search.url} (pid {search.pid}, Java "
                        f"{search.java_version}{', -Xmx' + search.heap if search.heap else ''}; log {search.log})")
@@ -137,14 +139,14 @@ def _cluster_up(console, backend, nodes, port, *, data_dir, as_json, image=None,
         else:
             started = cluster.up_local(nodes=nodes, port=port, progress=spinner.update, **options)
     members = cluster.membership(started[0].url, *admin_credentials())
-    report = {"nodes": [{**_describe(i), **server_info(i)} for i in started],
+    report = {"nodes": [{**describe(i), **server_info(i)} for i in started],
               "cluster_nodes": members.get("cluster_nodes", [])}
     if as_json:
         print_json(report)
         return
     click.echo(f"CouchDB cluster of {nodes} nodes is up; _membership: {', '.join(report['cluster_nodes'])}")
     for inst in started:
-        click.echo(f"  {inst.display_url}  {_where(inst)}")
+        click.echo(f"  {inst.display_url}  {couch_where(inst)}")
 
 
 @couch_cmd.command("down")
@@ -164,7 +166,7 @@ def down_cmd(port, timeout, purge, as_json) -> None:
     if cluster.recorded(inst.port) is not None:
         stopped = cluster.down(inst.port, timeout=timeout, purge=purge)
         if as_json:
-            print_json({"nodes": [{**_describe(i), "was_running": r} for i, r in stopped], "purged": purge})
+            print_json({"nodes": [{**describe(i), "was_running": r} for i, r in stopped], "purged": purge})
             return
         for node, was_running in stopped:
             click.echo(f"cluster node on port {node.port} {'stopped' if was_running else 'was not running'}"
@@ -180,7 +182,7 @@ def down_cmd(port, timeout, purge, as_json) -> None:
     if purge:
         couchdb_nouveau.purge(inst.port)
     if as_json:
-        print_json({**_describe(inst), "was_running": was_running, "purged": purge,
+        print_json({**describe(inst), "was_running": was_running, "purged": purge,
                     "nouveau_was_running": search_was_running})
         return
     if search_was_running:
@@ -242,7 +244,7 @@ def status_cmd(port, as_json) -> None:
     instances = cluster.instances(select_state(port).port) if port is not None else list_states()
     rows = []
     for inst in instances:
-        rows.append({**_describe(inst), **_backend_module(inst.backend).status(inst)})
+        rows.append({**describe(inst), **_backend_module(inst.backend).status(inst)})
         where = cluster.node_of(inst.port)
         if where is not None:
             rows[-1]["cluster"] = where
@@ -262,20 +264,4 @@ def status_cmd(port, as_json) -> None:
         member = (f"  node {where['index']}/{where['nodes']} {where['name']} of the cluster on port {where['port']}"
                   if where else "")
         click.echo(f"{inst.display_url}  {inst.backend}  {state}{member}")
-        click.echo("  " + _where(inst))
-
-
-def _describe(inst) -> dict:
-    d = {k: v for k, v in inst.to_dict().items() if v is not None}
-    d["url"] = inst.display_url
-    return d
-
-
-def _where(inst) -> str:
-    if inst.backend == "docker":
-        data = inst.volume and f"volume {inst.volume}" or inst.data_dir or "tmpfs in the container"
-        who = f"container {inst.container_name} ({(inst.container or '')[:12]}), image {inst.image}"
-    else:
-        data = inst.data_dir
-        who = f"pid {inst.pid}, home {inst.home}, log {inst.log}"
-    return f"{who}; storage {inst.storage}: {data}"
+        click.echo("  " + couch_where(inst))

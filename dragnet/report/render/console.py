@@ -202,3 +202,14 @@ def addview_mango_index(built: dict) -> None:
         click.echo(f"warning: {warning}")
     if o.path:
         click.echo(f"results: {o.path}")
+
+
+def couch_where(inst) -> str:
+    """Where a CouchDB started by `dragnet couch up` runs and keeps its data (couchdb.control.Instance)."""
+    if inst.backend == "docker":
+        data = inst.volume and f"volume {inst.volume}" or inst.data_dir or "tmpfs in the container"
+        who = f"container {inst.container_name} ({(inst.container or '')[:12]}), image {inst.image}"
+    else:
+        data = inst.data_dir
+        who = f"pid {inst.pid}, home {inst.home}, log {inst.log}"
+    return f"{who}; storage {inst.storage}: {data}"
