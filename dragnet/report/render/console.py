@@ -213,3 +213,18 @@ def couch_where(inst) -> str:
         data = inst.data_dir
         who = f"pid {inst.pid}, home {inst.home}, log {inst.log}"
     return f"{who}; storage {inst.storage}: {data}"
+
+
+def couch_up(out) -> None:
+    """The end of `dragnet couch up` (couchdb.up.UpOutcome): where the CouchDB (or each node) and Nouveau run."""
+    if out.nodes != 1:
+        click.echo(f"CouchDB cluster of {out.nodes} nodes is up; _membership: {', '.join(out.report['cluster_nodes'])}")
+        for inst in out.instances:
+            click.echo(f"  {inst.display_url}  {couch_where(inst)}")
+        return
+    inst, search = out.instances[0], out.search
+    click.echo(f"CouchDB {out.report.get('version') or '?'} is up at {inst.display_url}")
+    click.echo(couch_where(inst))
+    if search is not None:
+        click.echo(f"Nouveau {search.version} is up at {search.url} (pid {search.pid}, Java "
+                   f"{search.java_version}{', -Xmx' + search.heap if search.heap else ''}; log {search.log})")
