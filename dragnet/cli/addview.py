@@ -8,7 +8,6 @@ import click
 
 from dragnet.build import addview as av
 from dragnet.measure import pidstat as ps
-from dragnet.couchdb.client import connect
 from dragnet.build.views import LANGUAGES
 from dragnet.cli.options import db_option, json_option, print_json, url_option, server_option
 
@@ -80,82 +79,22 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
     afterwards: the original design document and its index are never touched, and nothing else is
     written to the database. --per-view also builds each view alone, in its own fresh copy.
     """
-    from dragnet.errors import UsageError
-    from dragnet.servers import available
-
-    available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
-
-    design = None
-    if nouveau_source:
-        if (view_path or ddoc or reduce or update or per_view or compact or mango_source or load_text is not None
-                or not benchmark):
-            raise UsageError("--nouveau goes with --benchmark, without VIEW_PATH, --ddoc, --mango, --reduce, "
-                             "--update, --per-view, --compact or --load")
-        return _nouveau(url, db, nouveau_source, language, queries, interval, timeout, couchdb_log, results_dir,
-                        as_json)
-    if queries:
-        raise UsageError("--query goes with --nouveau")
-    beside = None
-    if load_text is not None:
-        from dragnet.load.beside import Beside
-        from dragnet.load.generator import require_loopback
-        from dragnet.load.spec import parse as parse_load
-
-        if not benchmark or mango_source or per_view:
-            raise UsageError("--load goes with --benchmark (not with --mango or --per-view)")
-        spec = parse_load(load_text)
-        require_loopback(url)
-        beside = Beside(spec, on_note=lambda m: click.echo(f"warning: {m}", err=True)) if not spec.idle else None
-    if mango_source:
-        if view_path or ddoc or reduce or update or per_view or not benchmark:
-            raise UsageError("--mango goes with --benchmark, without VIEW_PATH, --ddoc, --reduce, --update or "
-                             "--per-view")
-        return _mango(url, db, mango_source, language, interval, timeout, no_pidstat, pidstat_pattern,
-                      couchdb_log, storage, results_dir, as_json)
-    if view_path is None:
-        if not ddoc:
-            raise UsageError("give a VIEW_PATH, or a whole design document with --ddoc SOURCE")
-        from dragnet.build import design as dsg
-
-        design = dsg.load(ddoc, views=[v.strip() for v in view.split(",") if v.strip()] if view else None)
-        ddoc = view = None
-        if reduce:
-            raise UsageError("--reduce goes with a VIEW_PATH; a design document brings its own reduces")
-    cfg = av.Config(view_path=view_path or "", db=db, ddoc=ddoc, view=view, language=language, reduce=reduce,
-                    interval=interval, timeout=timeout, pidstat=not no_pidstat, pidstat_pattern=pidstat_pattern,
-                    couchdb_log=couchdb_log, storage=storage, results_dir=results_dir, design=design,
-                    update=update or 0, update_edits=update_edits, update_batch=update_batch,
-                    allow_writes=allow_writes, compact=compact, beside=beside,
-                    argv=["dragnet", "addview", *sys.argv[2:]] if len(sys.argv) > 1 else ["dragnet", "addview"])
-    if update and not benchmark:
-        raise UsageError("--update goes with --benchmark")
-    if compact and not benchmark:
-        raise UsageError("--compact goes with --benchmark")
-    if per_view and (design is None or not benchmark):
-        raise UsageError("--per-view goes with --ddoc SOURCE and --benchmark")
-    couch = connect(url)
-    if not benchmark and design is not None:
-        saved = av.put_design(couch, cfg)
-        if as_json:
-            print_json(saved)
-        else:
-            verb = "created" if saved["created"] else "updated"
-            click.echo(f"{verb} {saved['ddoc']} in {db} from {design.source}: views {', '.join(saved['views'])} "
-                       f"({saved['language']}), rev {saved['rev']}")
-        return
-    if not benchmark:
-        saved = av.add_view(couch, cfg)
-        if as_json:
-            print_json(saved)
-        else:
-            verb = "created" if saved["created"] else "updated"
-            click.echo(f"{verb} {saved['ddoc']} in {db}: view {saved['view']} ({saved['language']}), "
-                       f"rev {saved['rev']}; views: {', '.join(saved['views'])}")
-        return
-
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
+
+    from dragnet.build import session
+    from dragnet.report.render import console as render_console, json as render_json
+    from dragnet.servers import available
+
+    available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
+    request = session.AddviewRequest(
+        url=url, db=db, view_path=view_path, ddoc=ddoc, mango_source=mango_source, view=view, language=language,
+        reduce=reduce, benchmark=benchmark, update=update, update_edits=update_edits, update_batch=update_batch,
+        allow_writes=allow_writes, per_view=per_view, compact=compact, load_text=load_text, interval=interval,
+        timeout=timeout, pidstat=not no_pidstat, pidstat_pattern=pidstat_pattern, couchdb_log=couchdb_log,
+        storage=storage, results_dir=results_dir, nouveau_source=nouveau_source, queries=tuple(queries),
+        argv=["dragnet", "addview", *sys.argv[2:]] if len(sys.argv) > 1 else ["dragnet", "addview"])
 
     console = Console(stderr=True)
     progress = Progress(TextColumn("[bold]indexing[/bold]"), BarColumn(), TaskProgressColumn(),
@@ -163,109 +102,36 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
                         TextColumn("{task.fields[cps]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                         console=console, transient=True, disable=not console.is_terminal)
     bar = progress.add_task("build", total=None, cps="", counts="waiting for indexer tasks")
+    shown = []
 
-    def on_poll(tracker, poll) -> None:
-        rates = [r for r in (av.poller.task_rate(t) for t in av.poller.indexer_tasks(poll["tasks"], tracker.ddoc))
-                 if r is not None]
-        progress.update(bar, completed=tracker.changes_done, total=tracker.total_changes or None,
-                        cps=f"{sum(rates):.0f} c/s" if rates else "",
-                        counts=f"{tracker.changes_done}/{tracker.total_changes} changes, {tracker.active} tasks")
+    def on_event(kind: str, data: dict) -> None:
+        if kind == "building":      # the bar shows from the first build until the builds are done
+            if not shown:
+                progress.start()
+                shown.append(True)
+            if data["label"] is not None:
+                progress.update(bar, completed=0, total=None, counts=f"{data['label']}: waiting for indexer tasks")
+        elif kind == "poll":
+            tracker = data["tracker"]
+            rates = [r for r in (av.poller.task_rate(t) for t in av.poller.indexer_tasks(data["poll"]["tasks"],
+                                                                                          tracker.ddoc))
+                     if r is not None]
+            progress.update(bar, completed=tracker.changes_done, total=tracker.total_changes or None,
+                            cps=f"{sum(rates):.0f} c/s" if rates else "",
+                            counts=f"{tracker.changes_done}/{tracker.total_changes} changes, {tracker.active} tasks")
+        elif kind == "note":
+            console.print(f"note: {data['message']}", highlight=False, markup=False)
+        elif kind == "warning":
+            click.echo(f"warning: {data['message']}", err=True)
+        elif kind == "mango_built" and not as_json:
+            render_console.addview_mango_index(data)
 
-    def on_note(msg: str) -> None:
-        console.print(f"note: {msg}", highlight=False, markup=False)
-
-    if per_view:
-        import dataclasses
-
-        from dragnet.build import per_view as pv
-
-        def build(sub, label):
-            progress.update(bar, completed=0, total=None, counts=f"{label}: waiting for indexer tasks")
-            o = av.run_benchmark(couch, dataclasses.replace(cfg, design=sub), on_poll=on_poll, on_note=on_note)
-            return o.results, (str(o.path) if o.path else None)
-
-        with progress:
-            rows, _ = pv.run(design, build)
-        if as_json:
-            print_json({"db": db, "design": design.id, "per_view": [r.as_dict() for r in rows]})
-            return
-        click.echo(f"{design.id} on {db}: whole design doc, then each view alone")
-        for line in pv.format_table(rows):
-            click.echo(line)
-        return
-    with progress:
-        out = av.run_benchmark(couch, cfg, on_poll=on_poll, on_note=on_note)
+    try:
+        outcome = session.addview(request, on_event)
+    finally:
+        if shown:
+            progress.stop()
     if as_json:
-        compacted = (out.results.get("sizes") or {}).get("compacted")
-        print_json(dict(out.results["summary"], results_file=str(out.path) if out.path else None,
-                        ddoc=out.results["view"]["ddoc"], **({"compacted": compacted} if compacted else {})))
-        return
-    click.echo(f"{out.results['view']['ddoc']} ({out.results['view']['language']}) on {db}")
-    for line in av.format_report(out.results, out.figures):
-        click.echo(line)
-    if beside is not None:
-        from dragnet.report import load as report_load
-
-        click.echo("\n".join(report_load.lines(report_load.section([out.results]))))
-    if out.path:
-        click.echo(f"results: {out.path}")
-
-
-def _mango(url, db, source, language, interval, timeout, no_pidstat, pidstat_pattern, couchdb_log, storage,
-           results_dir, as_json) -> None:
-    """addview --mango --benchmark: each index built by Mango (or, with --language, as JavaScript)."""
-    from dragnet.build import mango as mango
-    from dragnet.errors import UsageError
-
-    from dragnet.build.views import canonical_language
-
-    indexes = mango.load(source)
-    couch = connect(url)
-    if language in (None, mango.LANGUAGE, mango.ENGINE):
-        designs = [(ix, mango.validated_design(couch, ix)) for ix in indexes]    # CouchDB judges all first
-        language = None
+        print_json(render_json.addview_outcome(outcome))
     else:
-        if LANGUAGES.get(canonical_language(language), ("js",))[0] != "js":
-            raise UsageError(f"--mango --language {language}: the equivalent view is JavaScript")
-        designs = [(ix, mango.js_design(ix)) for ix in indexes]
-    out = []
-    for ix, design in designs:
-        cfg = av.Config(view_path="", db=db, language=language, interval=interval, timeout=timeout,
-                        pidstat=not no_pidstat, pidstat_pattern=pidstat_pattern, couchdb_log=couchdb_log,
-                        storage=storage, results_dir=results_dir, design=design,
-                        argv=["dragnet", "addview", *sys.argv[2:]])
-        o = av.run_benchmark(couch, cfg)
-        warning = mango.empty_warning(ix, o.results["summary"].get("rows"))
-        out.append((ix, o, warning))
-        if not as_json:
-            click.echo(f"mango index {ix.name} ({', '.join(ix.fields)}) built by "
-                       f"{language or 'Mango'} on {db}")
-            for line in av.format_report(o.results, o.figures):
-                click.echo(line)
-            if warning:
-                click.echo(f"warning: {warning}")
-            if o.path:
-                click.echo(f"results: {o.path}")
-    if as_json:
-        print_json([dict(o.results["summary"], index=ix.name, warning=w, results_file=str(o.path) if o.path else None)
-                    for ix, o, w in out])
-
-
-def _nouveau(url, db, source, language, queries, interval, timeout, couchdb_log, results_dir, as_json) -> None:
-    from dragnet.build import nouveau as nv
-    from dragnet.errors import UsageError
-    from dragnet.report.nouveau import build_lines
-
-    indexes = nv.load_indexes(source)
-    if len(indexes) != 1:
-        raise UsageError("--nouveau: addview builds one index; give bench --nouveau a file of several")
-    cfg = nv.Config(url=url, db=db, index=indexes[0], language=language or "javascript",
-                    queries=tuple(queries) or nv.DEFAULT_QUERIES, interval=interval,
-                    timeout=timeout or nv.Config.timeout, couchdb_log=couchdb_log, results_dir=results_dir)
-    res = nv.build(connect(url), cfg)
-    if as_json:
-        print_json(res)
-        return
-    for line in build_lines(res):
-        click.echo(line)
-    click.echo(f"results: {res['results_file']}")
+        render_console.addview_outcome(outcome)

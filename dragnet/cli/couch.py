@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from dragnet.cli.options import json_option, print_json, server_option
+from dragnet.couchdb.control import describe
+from dragnet.report.render.console import couch_where
 
 BACKENDS = ("docker", "local")
 
@@ -58,93 +60,38 @@ def up_cmd(backend, storage_kind, data_dir, data_size, port, cpus, memory, couch
     """Start CouchDB and wait until it answers /_up."""
     from rich.console import Console
 
-    from dragnet.couchdb import storage as storage
-    from dragnet.errors import UsageError
+    from dragnet.couchdb import up as couch_up
+    from dragnet.report.render import console as render_console
     from dragnet.servers import available
 
     available.install(server_opts)   # registered in the CouchDB started (COUCHDB_QUERY_SERVER_<NAME>)
-
-    size = storage.parse_size(data_size)
-    if backend == "local" and image:
-        raise UsageError("--image applies to --backend docker only")
-    if backend == "docker" and couchdb_home and click.get_current_context().get_parameter_source(
-            "couchdb_home") == click.core.ParameterSource.COMMANDLINE:
-        raise UsageError("--couchdb-home applies to --backend local only")
-    if nouveau_heap and not nouveau:
-        raise UsageError("--nouveau-heap needs --nouveau")
-    if nouveau and nodes != 1:
-        raise UsageError("--nouveau runs beside one CouchDB (--nodes 1)")
+    home_given = bool(couchdb_home) and click.get_current_context().get_parameter_source(
+        "couchdb_home") == click.core.ParameterSource.COMMANDLINE
+    request = couch_up.UpRequest(backend=backend, storage_kind=storage_kind, data_dir=data_dir, data_size=data_size,
+                                 port=port, cpus=cpus, memory=memory, couchdb_home=couchdb_home,
+                                 home_given=home_given, image=image, timeout=timeout, nodes=nodes, nouveau=nouveau,
+                                 nouveau_heap=nouveau_heap)
     console = Console(stderr=True)
-    if nodes != 1:
-        _cluster_up(console, backend, nodes, port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
-                    cpus=cpus, memory=memory, data_size=size, timeout=timeout, as_json=as_json, image=image)
-        return
-    with console.status(f"starting CouchDB ({backend}) on port {port}") as spinner:
-        if backend == "docker":
-            from dragnet.couchdb import docker as couchdb_docker
+    spinner = []
 
-            inst = couchdb_docker.up(port=port, storage_kind=storage_kind, data_dir=data_dir, image=image,
-                                     cpus=cpus, memory=memory, data_size=size, timeout=timeout,
-                                     progress=lambda line: spinner.update(line[-100:]))
-            if nouveau:
-                from dragnet.couchdb import nouveau_docker
+    def on_event(kind: str, data: dict) -> None:
+        if kind == "starting":
+            spinner.append(console.status(data["message"]))
+            spinner[-1].start()
+        elif kind == "progress":
+            spinner[-1].update(data["message"])
+        elif kind == "started":
+            spinner.pop().stop()
 
-                try:
-                    search = nouveau_docker.up(inst, heap=nouveau_heap, timeout=timeout,
-                                               progress=lambda line: spinner.update(line[-100:]))
-                except BaseException:
-                    couchdb_docker.stop(inst, timeout=5)
-                    raise
-        else:
-            from dragnet.couchdb import local as couchdb_local
-            from dragnet.couchdb import nouveau as couchdb_nouveau
-
-            options = dict(port=port, storage_kind=storage_kind, data_dir=data_dir, home=couchdb_home,
-                           cpus=cpus, memory=memory, data_size=size, timeout=timeout)
-            if nouveau:
-                inst, search = couchdb_nouveau.couch_up_local(heap=nouveau_heap, nouveau_timeout=timeout, **options)
-            else:
-                inst = couchdb_local.up(**options)
-    from dragnet.couchdb.control import server_info
-
-    report = {**_describe(inst), **server_info(inst)}
-    if nouveau:
-        report["nouveau"] = {"url": search.url, "version": search.version, "pid": search.pid,
-                             "java": search.java, "java_version": search.java_version, "heap": search.heap,
-                             "log": search.log}
+    try:
+        outcome = couch_up.up(request, on_event)
+    finally:
+        while spinner:
+            spinner.pop().stop()
     if as_json:
-        print_json(report)
+        print_json(outcome.report)
     else:
-        click.echo(f"CouchDB {report.get('version') or '?'} is up at {inst.display_url}")
-        click.echo(_where(inst))
-        if nouveau:
-            click.echo(f"Nouveau {search.version} is up at {search.url} (pid {search.pid}, Java "
-                       f"{search.java_version}{', -Xmx' + search.heap if search.heap else ''}; log {search.log})")
-
-
-def _cluster_up(console, backend, nodes, port, *, data_dir, as_json, image=None, **options) -> None:
-    from dragnet.couchdb import cluster as cluster
-    from dragnet.couchdb.control import admin_credentials, server_info
-    from dragnet.errors import UsageError
-
-    if data_dir:
-        raise UsageError("--data-dir names one directory: a cluster's nodes each get their own under the state dir")
-    with console.status(f"starting a {nodes}-node CouchDB cluster on ports {port}-{port + nodes - 1}") as spinner:
-        if backend == "docker":
-            options.pop("home", None)
-            started = cluster.up_docker(nodes=nodes, port=port, progress=lambda line: spinner.update(line[-100:]),
-                                        image=image, **options)
-        else:
-            started = cluster.up_local(nodes=nodes, port=port, progress=spinner.update, **options)
-    members = cluster.membership(started[0].url, *admin_credentials())
-    report = {"nodes": [{**_describe(i), **server_info(i)} for i in started],
-              "cluster_nodes": members.get("cluster_nodes", [])}
-    if as_json:
-        print_json(report)
-        return
-    click.echo(f"CouchDB cluster of {nodes} nodes is up; _membership: {', '.join(report['cluster_nodes'])}")
-    for inst in started:
-        click.echo(f"  {inst.display_url}  {_where(inst)}")
+        render_console.couch_up(outcome)
 
 
 @couch_cmd.command("down")
@@ -164,7 +111,7 @@ def down_cmd(port, timeout, purge, as_json) -> None:
     if cluster.recorded(inst.port) is not None:
         stopped = cluster.down(inst.port, timeout=timeout, purge=purge)
         if as_json:
-            print_json({"nodes": [{**_describe(i), "was_running": r} for i, r in stopped], "purged": purge})
+            print_json({"nodes": [{**describe(i), "was_running": r} for i, r in stopped], "purged": purge})
             return
         for node, was_running in stopped:
             click.echo(f"cluster node on port {node.port} {'stopped' if was_running else 'was not running'}"
@@ -180,7 +127,7 @@ def down_cmd(port, timeout, purge, as_json) -> None:
     if purge:
         couchdb_nouveau.purge(inst.port)
     if as_json:
-        print_json({**_describe(inst), "was_running": was_running, "purged": purge,
+        print_json({**describe(inst), "was_running": was_running, "purged": purge,
                     "nouveau_was_running": search_was_running})
         return
     if search_was_running:
@@ -242,7 +189,7 @@ def status_cmd(port, as_json) -> None:
     instances = cluster.instances(select_state(port).port) if port is not None else list_states()
     rows = []
     for inst in instances:
-        rows.append({**_describe(inst), **_backend_module(inst.backend).status(inst)})
+        rows.append({**describe(inst), **_backend_module(inst.backend).status(inst)})
         where = cluster.node_of(inst.port)
         if where is not None:
             rows[-1]["cluster"] = where
@@ -262,20 +209,4 @@ def status_cmd(port, as_json) -> None:
         member = (f"  node {where['index']}/{where['nodes']} {where['name']} of the cluster on port {where['port']}"
                   if where else "")
         click.echo(f"{inst.display_url}  {inst.backend}  {state}{member}")
-        click.echo("  " + _where(inst))
-
-
-def _describe(inst) -> dict:
-    d = {k: v for k, v in inst.to_dict().items() if v is not None}
-    d["url"] = inst.display_url
-    return d
-
-
-def _where(inst) -> str:
-    if inst.backend == "docker":
-        data = inst.volume and f"volume {inst.volume}" or inst.data_dir or "tmpfs in the container"
-        who = f"container {inst.container_name} ({(inst.container or '')[:12]}), image {inst.image}"
-    else:
-        data = inst.data_dir
-        who = f"pid {inst.pid}, home {inst.home}, log {inst.log}"
-    return f"{who}; storage {inst.storage}: {data}"
+        click.echo("  " + couch_where(inst))

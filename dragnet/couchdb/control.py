@@ -216,6 +216,13 @@ def tail_lines(text: str, n: int = 20) -> str:
     return "\n".join(text.splitlines()[-n:])
 
 
+def describe(inst: Instance) -> dict:
+    """An instance as JSON output: its recorded fields that are set, and its URL without credentials."""
+    d = {k: v for k, v in inst.to_dict().items() if v is not None}
+    d["url"] = inst.display_url
+    return d
+
+
 def server_info(inst: Instance, timeout: float = 5) -> dict:
     """GET / (needs no credentials): version, vendor; {'error': ...} when it does not answer."""
     try:

@@ -149,3 +149,82 @@ def history(h) -> None:
     click.echo(f"{steps} step(s): {hi.STEP_TEST}")
     if h.chart:
         click.echo(f"chart: {h.chart.path}")
+
+
+def addview_outcome(out) -> None:
+    """The end of `dragnet addview` (build.session.AddviewOutcome); --mango printed each index as it was built."""
+    if out.mode in ("put_design", "add_view"):
+        saved = out.saved
+        verb = "created" if saved["created"] else "updated"
+        if out.mode == "put_design":
+            click.echo(f"{verb} {saved['ddoc']} in {out.db} from {out.design.source}: views "
+                       f"{', '.join(saved['views'])} ({saved['language']}), rev {saved['rev']}")
+        else:
+            click.echo(f"{verb} {saved['ddoc']} in {out.db}: view {saved['view']} ({saved['language']}), "
+                       f"rev {saved['rev']}; views: {', '.join(saved['views'])}")
+    elif out.mode == "per_view":
+        from dragnet.build import per_view as pv
+
+        click.echo(f"{out.design.id} on {out.db}: whole design doc, then each view alone")
+        for line in pv.format_table(out.per_view):
+            click.echo(line)
+    elif out.mode == "benchmark":
+        from dragnet.build import addview as av
+
+        o = out.outcome
+        click.echo(f"{o.results['view']['ddoc']} ({o.results['view']['language']}) on {out.db}")
+        for line in av.format_report(o.results, o.figures):
+            click.echo(line)
+        if out.beside:
+            from dragnet.report import load as report_load
+
+            click.echo("\n".join(report_load.lines(report_load.section([o.results]))))
+        if o.path:
+            click.echo(f"results: {o.path}")
+    elif out.mode == "nouveau":
+        from dragnet.report.nouveau import build_lines
+
+        for line in build_lines(out.nouveau):
+            click.echo(line)
+        click.echo(f"results: {out.nouveau['results_file']}")
+
+
+def addview_mango_index(built: dict) -> None:
+    """One `addview --mango` index as soon as it is built (the "mango_built" event of build.session)."""
+    from dragnet.build import addview as av
+
+    ix, o, warning = built["index"], built["outcome"], built["warning"]
+    click.echo(f"mango index {ix.name} ({', '.join(ix.fields)}) built by {built['language'] or 'Mango'} on "
+               f"{built['db']}")
+    for line in av.format_report(o.results, o.figures):
+        click.echo(line)
+    if warning:
+        click.echo(f"warning: {warning}")
+    if o.path:
+        click.echo(f"results: {o.path}")
+
+
+def couch_where(inst) -> str:
+    """Where a CouchDB started by `dragnet couch up` runs and keeps its data (couchdb.control.Instance)."""
+    if inst.backend == "docker":
+        data = inst.volume and f"volume {inst.volume}" or inst.data_dir or "tmpfs in the container"
+        who = f"container {inst.container_name} ({(inst.container or '')[:12]}), image {inst.image}"
+    else:
+        data = inst.data_dir
+        who = f"pid {inst.pid}, home {inst.home}, log {inst.log}"
+    return f"{who}; storage {inst.storage}: {data}"
+
+
+def couch_up(out) -> None:
+    """The end of `dragnet couch up` (couchdb.up.UpOutcome): where the CouchDB (or each node) and Nouveau run."""
+    if out.nodes != 1:
+        click.echo(f"CouchDB cluster of {out.nodes} nodes is up; _membership: {', '.join(out.report['cluster_nodes'])}")
+        for inst in out.instances:
+            click.echo(f"  {inst.display_url}  {couch_where(inst)}")
+        return
+    inst, search = out.instances[0], out.search
+    click.echo(f"CouchDB {out.report.get('version') or '?'} is up at {inst.display_url}")
+    click.echo(couch_where(inst))
+    if search is not None:
+        click.echo(f"Nouveau {search.version} is up at {search.url} (pid {search.pid}, Java "
+                   f"{search.java_version}{', -Xmx' + search.heap if search.heap else ''}; log {search.log})")

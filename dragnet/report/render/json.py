@@ -98,3 +98,20 @@ def design_json(groups: Sequence[DesignGroup]) -> dict:
                                "views, storage and repeat (nearest in time without one); median over repeats",
                       "differences": "rows and reduce results differing from the reference engine's first run, "
                                      "summed over the compared runs"}}
+
+
+def addview_outcome(out) -> Any:
+    """The end of `dragnet addview --json` (build.session.AddviewOutcome)."""
+    if out.mode in ("put_design", "add_view"):
+        return out.saved
+    if out.mode == "per_view":
+        return {"db": out.db, "design": out.design.id, "per_view": [r.as_dict() for r in out.per_view]}
+    if out.mode == "mango":
+        return [dict(o.results["summary"], index=ix.name, warning=w, results_file=str(o.path) if o.path else None)
+                for ix, o, w in out.mango]
+    if out.mode == "nouveau":
+        return out.nouveau
+    o = out.outcome
+    compacted = (o.results.get("sizes") or {}).get("compacted")
+    return dict(o.results["summary"], results_file=str(o.path) if o.path else None, ddoc=o.results["view"]["ddoc"],
+                **({"compacted": compacted} if compacted else {}))
