@@ -1,12 +1,15 @@
-"""One build's text for the terminal: addview's end-of-run summary and the per-view table.
+"""One build's text for the terminal: addview's end-of-run summary, the per-view table, a fault finding.
 
-The figures come from the build stage (measure.poller.analyze, build.per_view.compare); only the words
-and the layout are here.
+The figures come from the build stage (measure.poller.analyze, build.per_view.compare, build.fault);
+only the words and the layout are here.
 """
 
 from __future__ import annotations
 
+import json
+
 from dragnet.build import per_view as _per_view
+from dragnet.build.fault import Finding
 from dragnet.build.per_view import Part
 from dragnet.measure import poller
 from dragnet.measure.poller import BuildFigures
@@ -165,4 +168,22 @@ def format_table(rows: list[Part]) -> list[str]:
     saving = _per_view.shared_pass_saving_s(rows)
     if saving is not None:
         lines.append(f"views built alone take {saving:+.2f}s against the single pass of the whole design doc")
+    return lines
+
+
+def describe_finding(f: Finding | dict) -> list[str]:
+    """Readable lines for a finding: its class and reason, then the smallest example."""
+    d = f.as_dict() if isinstance(f, Finding) else f
+    dump = lambda v: json.dumps(v, ensure_ascii=False)[:300]  # noqa: E731
+    lines = [f"{d['query']}: {d['differences']} × {d['cls']}: {d['reason']}"]
+    ex = d.get("example") or {}
+    if ex.get("values"):
+        lines.append(f"  smallest example: values {dump(ex['values'])}")
+        lines.append(f"    {ex['first']} = {dump(ex['first_result'])}")
+        lines.append(f"    {ex['second']} = {dump(ex['second_result'])}")
+    elif ex.get("first"):
+        lines.append(f"  {ex['first']} = {dump(ex['first_result'])}; {ex['second']} = {dump(ex['second_result'])}")
+    elif ex.get("answers"):
+        lines.append(f"  document {d.get('where')} mapped {len(ex['answers'])} times: "
+                     + " / ".join(dump(a) for a in ex["answers"][:3]))
     return lines

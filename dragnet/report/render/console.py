@@ -67,9 +67,11 @@ def bench_outcome(out) -> None:
     elif out.mode == "nouveau":
         show_nouveau(out.report, out.folder)
     elif out.mode == "auto":
+        from dragnet.report.render.bench_text import auto_lines
+
         rep, rounds = out.report
         show(rep)
-        for line in rounds.lines():
+        for line in auto_lines(rounds):
             click.echo(line, err=True)
     else:
         {"matrix": show_bench, "gate": show_gate, "mango": show_mango, "sizes": show_sizes}[out.mode](out.report)
