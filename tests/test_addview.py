@@ -19,6 +19,7 @@ from dragnet.build import views as views
 from dragnet.measure import pidstat as _pidstat
 from dragnet.couchdb.client import connect, db_path
 from dragnet.errors import DragnetError, UsageError
+from dragnet.report.render import build_text as build_text
 
 REPO = Path(__file__).resolve().parent.parent
 VIEWS = REPO / "views"
@@ -115,7 +116,7 @@ def test_secrets_are_masked_in_the_recorded_command():
 
 def test_report_lines_from_recording(fixtures_dir):
     res = results.from_recording(fixtures_dir / "javascript")
-    lines = addview.format_report(res)
+    lines = build_text.format_report(res)
     assert lines[0] == "average = 842.25c/s (all_tasks) 101.85c/s (one task)"
     assert lines[1] == "total time = 52s"
     assert any(ln.startswith("e0000000-ffffffff") and ln.split()[1] == "2" for ln in lines)

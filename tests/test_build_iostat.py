@@ -42,6 +42,7 @@ def test_remote_couchdb_has_no_device(monkeypatch):
 
 def test_live_addview_benchmark_records_iostat_or_why_not(live_url, live_db, tmp_path):
     from dragnet.build import addview as addview
+    from dragnet.report.render import build_text as build_text
 
     couch, db = live_db
     couch.put(f"/{db}?q=1")
@@ -57,4 +58,4 @@ def test_live_addview_benchmark_records_iostat_or_why_not(live_url, live_db, tmp
     else:
         assert io["argv"][:2] == ["iostat", "-dxyt"] and io["device"] == dev.name and io["data_dir"] == data
         assert set(io["summary"]) == {dev.name} and io["summary"][dev.name]["intervals"] >= 1
-    assert any(line.startswith("iostat") for line in addview.format_report(res))
+    assert any(line.startswith("iostat") for line in build_text.format_report(res))

@@ -67,9 +67,9 @@ def test_process_scope_keeps_each_nodes_processes_apart(tmp_path, monkeypatch):
 
 
 def test_report_shows_the_work_and_every_nodes_resources(fixtures_dir):
-    from dragnet.build import addview as addview
     from dragnet.measure import pidstat as pidstat
     from dragnet.measure import poller as poller
+    from dragnet.report.render import build_text as build_text
     from dragnet.results import build as results
 
     res = results.from_recording(fixtures_dir / "javascript")
@@ -78,7 +78,7 @@ def test_report_shows_the_work_and_every_nodes_resources(fixtures_dir):
     res["pidstat"] = {"summary": None, "per_node": {
         "n1@h": pidstat.summarize(samples, only_pids={100}), "n3@h": pidstat.summarize(samples, only_pids={300})}}
     res["db"].update(shards=8, replicas=3, nodes=["n1@h", "n2@h", "n3@h"])
-    lines = addview.format_report(res)
+    lines = build_text.format_report(res)
     at = lines.index("node n1@h:")
     assert lines[at + 1].split()[:2] == ["beam", "1"] and "50.0%" in lines[at + 1]
     assert "20.0%" in lines[lines.index("node n3@h:") + 1]
@@ -89,17 +89,17 @@ def test_report_shows_the_work_and_every_nodes_resources(fixtures_dir):
 
 
 def test_build_work_line_without_a_warning_when_every_replica_was_seen():
-    from dragnet.build import addview as addview
     from dragnet.measure import poller as poller
+    from dragnet.report.render import build_text as build_text
 
     polls = [{"t": float(i), "tasks": [{"pid": f"<0.{r}.0>", "node": n, "changes_done": 0, "total_changes": 10,
                                         "started_on": 0, "updated_on": 0, "type": "indexer",
                                         "database": f"shards/{r}/db.1", "design_document": "_design/d"}
                                        for n in ("a@h", "b@h") for r in ("0-7", "8-f")]} for i in (1,)]
     fig = poller.analyze(polls + [{"t": 2.0, "tasks": []}], "d")
-    assert addview.build_work_line(fig, 2, 2, ["a@h", "b@h"]) == \
+    assert build_text.build_work_line(fig, 2, 2, ["a@h", "b@h"]) == \
         "indexing work = 40 changes done by 4 tasks (q=2 n=2 on 2 nodes)"
-    assert addview.build_work_line(fig, None, None, None) == "indexing work = 40 changes done by 4 tasks (q/n unknown)"
+    assert build_text.build_work_line(fig, None, None, None) == "indexing work = 40 changes done by 4 tasks (q/n unknown)"
 
 
 def test_lone_cluster_needs_no_port_and_nodes_know_their_place(tmp_path):

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from dragnet.build import compact as cp
 from dragnet.cli import main
+from dragnet.report.render import build_text as build_text
 
 MIB = 1024 ** 2
 
@@ -32,12 +33,12 @@ def test_finished_waits_for_the_compaction_to_show_or_the_grace():
 
 
 def test_format_line_says_the_final_size_or_why_not():
-    line = cp.format_line({"before": {"file": 30 * MIB, "active": 5 * MIB}, "sizes": {"file": 4.5 * MIB,
+    line = build_text.format_compaction({"before": {"file": 30 * MIB, "active": 5 * MIB}, "sizes": {"file": 4.5 * MIB,
                            "active": 4.2 * MIB}, "seconds": 1.25, "rounds": 1, "settled": True})
     assert line == ("index once compacted = 4.5 MiB (live data 4.2 MiB; right after the build 30.0 MiB, live "
                     "5.0 MiB), 1.2 s")
-    assert cp.format_line({"error": "compacting x: refused"}) == "compaction: compacting x: refused"
-    assert "not settled after 3 compactions" in cp.format_line({"rounds": 3, "settled": False})
+    assert build_text.format_compaction({"error": "compacting x: refused"}) == "compaction: compacting x: refused"
+    assert "not settled after 3 compactions" in build_text.format_compaction({"rounds": 3, "settled": False})
 
 
 # ---- live

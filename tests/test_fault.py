@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from dragnet.build import fault as fault
+from dragnet.report.render import build_text as build_text
 from dragnet.servers.discovery import PYTHON_QS, ServerSpec
 from dragnet.servers.reference_engine import ProcessEngine
 
@@ -164,7 +165,7 @@ def test_same_engine_differences_are_the_functions():
 
 
 def test_describe_shows_the_smallest_example():
-    lines = fault.describe({"query": "v.group0", "cls": fault.ORDER, "differences": 1, "reason": "r",
+    lines = build_text.describe_finding({"query": "v.group0", "cls": fault.ORDER, "differences": 1, "reason": "r",
                             "example": {"values": [[["k", "a"], {"d": 1}], [["k", "a"], {"d": 1, "x": 2}]],
                                         "first": "reduce([row 1, row 2])", "second": "reduce([row 2, row 1])",
                                         "first_result": {"d": 1}, "second_result": {"d": 1, "x": 2}}})

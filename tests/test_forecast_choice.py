@@ -79,6 +79,7 @@ def test_forecast_json_records_the_choice_and_old_files_still_load(tmp_path):
 # ---- the sweep that goes on until it can decide (dragnet.forecast.extend)
 
 from dragnet.forecast import extend as ext  # noqa: E402
+from dragnet.report.forecast_report import describe_step  # noqa: E402
 
 
 def _forecasts(pts):
@@ -95,7 +96,7 @@ def test_undecided_shapes_build_the_next_doubling_within_the_budget():
     spent = ext.decide(_forecasts(ISSUE), [p[0] for p in ISSUE], spent_s=560, budget_s=600, max_docs=100_000,
                        target_docs=100_000, top_seconds=30, growth=2.8)
     assert spent["stop"] == "budget"
-    line = ext.describe(spent)
+    line = describe_step(spent)
     assert "budget" in line and "the next size 40,000 would cost about 84 s" in line and "build_time" in line
     # nor beyond the data
     assert ext.decide(_forecasts(ISSUE), [p[0] for p in ISSUE], spent_s=0, budget_s=600, max_docs=30_000,
@@ -117,7 +118,7 @@ def test_a_sweep_of_given_sizes_says_what_larger_sweep_would_decide(tmp_path):
                       target_docs=100_000, top_seconds=30, growth=2.8)
     given = ext.given_sizes(step)
     assert given["stop"] == "sizes" and given["next"] == 40_000
-    line = ext.describe(given)
+    line = describe_step(given)
     assert line.startswith("the sweep could not decide: the sweep ran the sizes it was given (2,500, 5,000, 10,000, "
                            "20,000); undecided, it would build 40,000 documents next; open: javascript build_time")
     assert line.endswith("the next size, 40,000 documents, would cost about 84 s")

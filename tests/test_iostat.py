@@ -11,6 +11,7 @@ import pytest
 
 from dragnet.couchdb import storage as storage
 from dragnet.measure import iostat as iostat
+from dragnet.report.render import build_text as build_text
 
 HERE = Path(__file__).resolve().parent
 RECORDING = HERE / "fixtures" / "iostat" / "loop_appears.txt"
@@ -62,7 +63,7 @@ def test_summary_per_device_reproduces_from_samples():
     # a time window keeps only the intervals inside it
     t0 = parsed.samples[0]["t"]
     assert iostat.summarize(parsed.samples, {"vda"}, t_from=t0 + 1, t_to=t0 + 2)["vda"]["intervals"] == 2
-    assert any("loop0" in ln for ln in iostat.format_summary(summary))
+    assert any("loop0" in ln for ln in build_text.format_iostat_summary(summary))
 
 
 def test_garbage_lines_are_kept_not_lost():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dragnet.build import per_view as pv
+from dragnet.report.render import build_text as build_text
 
 
 def res(wall, tasks=None, dps=None):
@@ -16,14 +17,14 @@ def test_shares_and_saving_from_results():
     assert rows[0].share_of_whole == 1.0 and rows[1].share_of_whole == 0.6 and rows[2].share_of_whole == 0.8
     assert rows[1].results_file == "results/a.json" and rows[2].results_file is None
     assert pv.shared_pass_saving_s(rows) == 4.0
-    text = "\n".join(pv.format_table(rows))
+    text = "\n".join(build_text.format_table(rows))
     assert "60%" in text and "+4.00s against the single pass" in text
 
 
 def test_missing_figures_show_as_na_and_no_saving():
     rows = pv.compare(res(None), {"a": res(3.0)})
     assert rows[1].share_of_whole is None and pv.shared_pass_saving_s(rows) is None
-    assert "n/a" in pv.format_table(rows)[1]
+    assert "n/a" in build_text.format_table(rows)[1]
 
 
 def test_run_builds_whole_then_each_view_alone():

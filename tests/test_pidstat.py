@@ -11,6 +11,7 @@ import time
 import pytest
 
 from dragnet.measure import pidstat as pidstat
+from dragnet.report.render import build_text as build_text
 
 RECORDED = ["javascript", "javascript_quickjs", "python", "erlang", "erlang_baseline", "js_syntax_error"]
 
@@ -106,7 +107,7 @@ def test_pidstat_itself_and_excluded_pids_are_left_out(fixtures_dir):
     assert "pidstat" not in summary and "python" in summary      # the recording harness
     summary = pidstat.summarize(samples, exclude_pids={16983})
     assert set(summary) == {"beam", "couchjs"}
-    assert pidstat.format_summary(summary)[0].startswith("beam")
+    assert build_text.format_pidstat_summary(summary)[0].startswith("beam")
 
 
 def test_am_pm_times_average_lines_and_garbage():

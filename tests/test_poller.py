@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dragnet.measure import poller as poller
+from dragnet.report.render import build_text as build_text
 
 BUILDS = ["erlang", "erlang_baseline", "erlang_baseline_repeat", "erlang_baseline_tmpfs",
           "erlang_baseline_tmpfs_repeat", "javascript", "javascript_quickjs", "javascript_quickjs_es2015",
@@ -85,7 +86,7 @@ def test_javascript_all_tasks_is_842(fixtures_dir):
     polls, ddoc, _ = load(fixtures_dir, "javascript")
     fig = poller.analyze(polls, ddoc)
     assert abs(fig.average_all_tasks_cps - 842.3) <= 0.1
-    line = poller.format_average(fig)
+    line = build_text.format_average(fig)
     assert re.fullmatch(r"average = \d+\.\d\dc/s \(all_tasks\) \d+\.\d\dc/s \(one task\)", line)
     assert float(line.split()[2][:-3]) == round(fig.average_all_tasks_cps, 2)
 
@@ -154,8 +155,8 @@ def test_exact_output_lines():
                                     _task("<0.1.0>", 36_576, 40_000, 100, 280, shard="80000000-ffffffff")]}]
     fig = poller.analyze(polls, "d")
     # 36576 / 180 = 203.2 and 254000 / 180 = 1411.1…
-    assert poller.format_average(fig) == "average = 1614.31c/s (all_tasks) 203.20c/s (one task)"
-    assert poller.format_total_time(fig) == "total time = 180s"
+    assert build_text.format_average(fig) == "average = 1614.31c/s (all_tasks) 203.20c/s (one task)"
+    assert build_text.format_total_time(fig) == "total time = 180s"
     assert fig.per_poll[0].one_task_pid == "<0.1.0>"
 
 
@@ -180,8 +181,8 @@ def test_started_equals_updated_polls_are_not_used():
 def test_empty_and_foreign_polls():
     fig = poller.analyze([], "d")
     assert fig.average_all_tasks_cps is None and fig.total_time_s is None and fig.per_shard == []
-    assert poller.format_average(fig) == "average = n/a (all_tasks) n/a (one task)"
-    assert poller.format_total_time(fig) == "total time = n/a"
+    assert build_text.format_average(fig) == "average = n/a (all_tasks) n/a (one task)"
+    assert build_text.format_total_time(fig) == "total time = n/a"
     polls = [{"t": 1.0, "tasks": []},
              {"t": 2.0, "tasks": [_task("<0.3.0>", 500, 900, 1, 3, ddoc="_design/other"),
                                   _task("<0.4.0>", 500, 900, 1, 3, type_="view_compaction"),

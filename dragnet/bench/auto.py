@@ -106,17 +106,6 @@ class AutoOutcome:
     def supported(self) -> bool:
         return decide.supported(self.pairs)
 
-    def lines(self) -> list[str]:
-        """What the rounds support, as text (the CLI prints it under the report)."""
-        why = {"decided": "every pair decided", "max-runs": "--max-runs reached", "budget": "--budget reached",
-               "failed": "every language failed"}.get(self.stopped, self.stopped)
-        out = [f"--repeat auto: {self.rounds} rounds after a warm-up round ({why}), on "
-               f"{'CPU' if self.metric == 'cpu' else 'wall'} seconds per 1,000 documents",
-               f"order: {self.order}  ({'supported' if self.supported else 'not supported'})"]
-        out += [f"  {p.format()}" for p in self.pairs]
-        out += [f"  failed (left out of its pairs): {f}" for f in self.failed]
-        return out
-
     def as_dict(self) -> dict:
         return {"folder": str(self.folder), "rounds": self.rounds, "stopped": self.stopped, "metric": self.metric,
                 "order": self.order, "supported": self.supported, "pairs": [p.as_dict() for p in self.pairs],

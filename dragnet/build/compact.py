@@ -88,14 +88,3 @@ def compact_index(couch: Couch, db: str, ddoc: str, *, timeout: float = 3600.0, 
         out["error"] = f"compacting {ddoc} in {db}: {exc}"
     out["seconds"] = clock() - t0
     return out
-
-
-def format_line(compacted: dict) -> str:
-    """One line for a build's report."""
-    if compacted.get("error"):
-        return f"compaction: {compacted['error']}"
-    mib = lambda s, k: f"{((s or {}).get(k) or 0) / 1024 ** 2:,.1f} MiB"   # noqa: E731
-    before, after = compacted.get("before"), compacted.get("sizes")
-    line = (f"index once compacted = {mib(after, 'file')} (live data {mib(after, 'active')}; right after the build "
-            f"{mib(before, 'file')}, live {mib(before, 'active')}), {compacted.get('seconds') or 0:.1f} s")
-    return line if compacted.get("settled") else line + f"; not settled after {compacted.get('rounds')} compactions"

@@ -265,24 +265,6 @@ def same_engine_class(query: str) -> str:
     return NONDETERMINISTIC_MAP if query.endswith(".map") else ORDER
 
 
-def describe(f: Finding | dict) -> list[str]:
-    """Readable lines for a finding: its class and reason, then the smallest example."""
-    d = f.as_dict() if isinstance(f, Finding) else f
-    dump = lambda v: json.dumps(v, ensure_ascii=False)[:300]  # noqa: E731
-    lines = [f"{d['query']}: {d['differences']} × {d['cls']}: {d['reason']}"]
-    ex = d.get("example") or {}
-    if ex.get("values"):
-        lines.append(f"  smallest example: values {dump(ex['values'])}")
-        lines.append(f"    {ex['first']} = {dump(ex['first_result'])}")
-        lines.append(f"    {ex['second']} = {dump(ex['second_result'])}")
-    elif ex.get("first"):
-        lines.append(f"  {ex['first']} = {dump(ex['first_result'])}; {ex['second']} = {dump(ex['second_result'])}")
-    elif ex.get("answers"):
-        lines.append(f"  document {d.get('where')} mapped {len(ex['answers'])} times: "
-                     + " / ".join(dump(a) for a in ex["answers"][:3]))
-    return lines
-
-
 # ---------------------------------------------------------------- classify a comparison
 
 @dataclass

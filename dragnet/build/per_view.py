@@ -54,21 +54,6 @@ def shared_pass_saving_s(rows: list[Part]) -> float | None:
     return sum(walls[1:]) - walls[0]
 
 
-def format_table(rows: list[Part]) -> list[str]:
-    def f(x: float | None, spec: str) -> str:
-        return format(x, spec) if x is not None else "n/a"
-
-    lines = [f"{'view':<24} {'wall s':>8} {'tasks s':>8} {'docs/s':>10} {'of whole':>9}"]
-    for r in rows:
-        share = f"{r.share_of_whole * 100:.0f}%" if r.share_of_whole is not None else "n/a"
-        lines.append(f"{r.view:<24} {f(r.wall_time_s, '.2f'):>8} {f(r.total_time_s, '.2f'):>8} "
-                     f"{f(r.docs_per_sec, '.1f'):>10} {share:>9}")
-    saving = shared_pass_saving_s(rows)
-    if saving is not None:
-        lines.append(f"views built alone take {saving:+.2f}s against the single pass of the whole design doc")
-    return lines
-
-
 def run(design, build: Callable[[object, str], tuple[dict, str | None]]) -> tuple[list[Part], dict]:
     """Build the whole design doc, then each view alone (build(design_subset, label) -> (results, file)).
 

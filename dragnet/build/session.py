@@ -2,8 +2,8 @@
 design document, or benchmarks it (plain, --per-view, --mango, --nouveau), and returns what a renderer in
 report/render/ prints (console.addview_outcome, json.addview_outcome).
 
-A build-stage module: what addview shows is the build's own results (build.addview.format_report,
-build.per_view.format_table); the renderers above add the load section and Nouveau's lines.
+A build-stage module: what addview shows is the build's own results and per-view rows (worded by
+report.render.build_text); the renderers above add the load section and Nouveau's lines.
 
 Progress and notices go to on_event(kind, data) as they happen: "building" (a build begins; data["label"]
 is the view of a --per-view pass, else None), "poll" (data["tracker"], data["poll"]: one /_active_tasks

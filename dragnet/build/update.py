@@ -92,14 +92,6 @@ def check_allowed(couch: Couch, db: str, allow_writes: bool) -> None:
                          f"give --allow-writes to allow it")
 
 
-def format_result(u: dict) -> str:
-    dps = u.get("incremental_docs_per_sec")
-    return (f"--update: {u['changes']} changes ({u['edits']} edits, {u['new']} new) in {u['batches']} batches "
-            f"written in {u['write_s']:.2f}s; fresh {u['lag_s']:.2f}s after the last write"
-            + (f" ({dps:.0f} docs/s incremental)" if dps else "")
-            + ("" if u.get("cleaned_up") else "; NOT all writes undone"))
-
-
 def _all_ids(couch: Couch, db: str, page: int = 5000) -> list[str]:
     """Every document id, paged by startkey so memory is the id list only."""
     ids, start = [], None

@@ -6,6 +6,7 @@ import click
 
 from dragnet.couchdb.client import connect, mask_url
 from dragnet.errors import DragnetError
+from dragnet.report.render.data_text import import_text
 from dragnet.cli.options import db_option, json_option, print_json, url_option
 
 
@@ -57,7 +58,7 @@ def import_cmd(path: str, url: str, db: str, q: int | None, n: int | None, purge
     if as_json:
         print_json(summary.as_dict())
     else:
-        click.echo(f"{mask_url(url)}/{db}: {summary.format()}")
+        click.echo(f"{mask_url(url)}/{db}: {import_text(summary)}")
         if summary.reasons:
             click.echo("rejected: " + ", ".join(f"{k} {v:,}" for k, v in sorted(summary.reasons.items())))
     if summary.rejected:

@@ -6,6 +6,7 @@ import click
 
 from dragnet.couchdb.client import connect, mask_url
 from dragnet.errors import UsageError
+from dragnet.report.render.data_text import sample_text
 from dragnet.cli.options import json_option, print_json, with_progress
 
 
@@ -51,6 +52,6 @@ def sample_cmd(source: str, target: str, count: int | None, fraction: float | No
         return
     summary = with_progress(lambda show: draw_sample(couch, src_db, progress=show, **kwargs))
     click.echo(f"{summary.source} -> {summary.target}")
-    click.echo(summary.format())
+    click.echo(sample_text(summary))
 
 

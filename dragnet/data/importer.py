@@ -370,14 +370,6 @@ class ImportSummary:
         d["bytes_per_sec"] = round(self.bytes_per_sec, 1)
         return d
 
-    def format(self) -> str:
-        text = (f"read {self.read:,}: imported {self.imported:,}, existing {self.existing:,}, "
-                f"rejected {self.rejected:,} in {self.seconds:.1f} s "
-                f"({self.docs_per_sec:,.0f} docs/s, {self.bytes_per_sec / 1e6:.1f} MB/s)")
-        if self.rejected and self.rejects_file:
-            text += f"; rejects in {self.rejects_file}"
-        return text
-
 
 @dataclass(frozen=True)
 class Progress:

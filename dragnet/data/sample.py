@@ -178,23 +178,6 @@ class SampleSummary:
                 "sizes": {"source": self.source_sizes.as_dict(), "sample": self.sample_sizes.as_dict()},
                 "seconds": round(self.seconds, 3)}
 
-    def format(self) -> str:
-        lines = [f"sampled {self.sampled:,} of {self.source_docs:,} documents: {self.method}",
-                 f"written {self.written:,}, already in the target {self.already_present:,}; "
-                 f"design docs skipped {self.design_docs_skipped:,} (deleted ones are never listed); "
-                 f"attachments left out {self.attachments_dropped:,} (on {self.docs_with_attachments:,} docs)",
-                 f"{'bytes/doc':<9} {'docs':>10} {'mean':>10} {'p50':>9} {'p90':>9} {'p99':>9} {'max':>10} "
-                 f"{'total bytes':>15}"]
-        for name, dist in (("source", self.source_sizes), ("sample", self.sample_sizes)):
-            d = dist.as_dict()
-            if not d["docs"]:
-                lines.append(f"{name:<9} {0:>10}")
-                continue
-            lines.append(f"{name:<9} {d['docs']:>10,} {d['mean']:>10,.1f} {d['p50']:>9,} {d['p90']:>9,} "
-                         f"{d['p99']:>9,} {d['max']:>10,} {d['bytes']:>15,}")
-        lines.append("(sizes: compact JSON as stored, _id and _rev included, attachments not; percentiles within 1 %)")
-        return "\n".join(lines)
-
 
 # ---------------------------------------------------------------------------------------------------
 # I/O: paging the source, writing the target.

@@ -93,16 +93,3 @@ def given_sizes(step: dict) -> dict:
     sizes = ", ".join(f"{n:,}" for n in step["sizes"])
     return {**step, "stop": "sizes", "reason": f"the sweep ran the sizes it was given ({sizes}); undecided, it "
                                                f"would build {step['next']:,} documents next"}
-
-
-def describe(step: dict) -> str:
-    """One line for the forecast's output: why the sweep stopped, what is open, what the next size costs."""
-    open_ = "; ".join(f"{g['language']} {g['quantity']}: shapes spread {g['spread']:.0%}"
-                      + (f", held-out error {g['held_out']:.0%}" if g.get("held_out") is not None else "")
-                      + f" (goal {g['goal']:.0%})" for g in step.get("undecided") or [])
-    head = {"decided": "the sweep decided", "budget": "the sweep stopped at its budget",
-            "data": "the sweep stopped at its data", "sizes": "the sweep could not decide"}.get(step.get("stop"),
-                                                                                               "the sweep goes on")
-    tail = f"; the next size, {step['next']:,} documents, would cost about {step['next_cost_s']:,.0f} s"
-    return f"{head}: {step['reason']}" + (f"; open: {open_}" if open_ else "") + \
-        (tail if step.get("stop") in ("data", "decided", "sizes") else "")

@@ -98,18 +98,6 @@ def summarize(samples: list[dict], devices: set[str] | None = None, *, t_from: f
     return out
 
 
-def format_summary(summary: dict) -> list[str]:
-    lines = []
-    for dev, e in summary.items():
-        if e["r_s"]["avg"] is None:
-            continue
-        lines.append(f"{dev:<8} r/s avg {e['r_s']['avg']:7.1f} peak {e['r_s']['peak']:7.1f}  "
-                     f"w/s avg {e['w_s']['avg']:7.1f}  rkB/s avg {e['rkb_s']['avg']:8.0f}  "
-                     f"wkB/s avg {e['wkb_s']['avg']:8.0f}  r_await peak {e['r_await']['peak']:6.2f} ms  "
-                     f"aqu-sz peak {e['aqu_sz']['peak']:5.2f}  %util peak {e['util_pct']['peak']:5.1f}")
-    return lines
-
-
 class IostatRunner(SysstatRunner):
     """Runs `iostat -dxyt INTERVAL` (all devices; summaries pick the data's) until stop()."""
 

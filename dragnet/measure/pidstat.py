@@ -217,21 +217,6 @@ def summarize(samples: list[dict], *, exclude_pids: set[int] | frozenset = froze
     return out
 
 
-def format_summary(summary: dict) -> list[str]:
-    """Readable lines, one per family."""
-    lines = []
-    width = max((len(fam) for fam in summary), default=0)
-    for fam, e in summary.items():
-        cpu, rss = e["cpu_pct"], e["rss_kb"]
-        if cpu["avg"] is None:
-            continue
-        lines.append(f"{fam:<{width}} {e['processes']:>2} proc  CPU avg {cpu['avg']:6.1f}% peak {cpu['peak']:6.1f}%  "
-                     f"RSS avg {rss['avg'] / 1024:7.1f} MB peak {rss['peak'] / 1024:7.1f} MB "
-                     f"(largest process {e['rss_kb_single_peak'] / 1024:.1f} MB)  "
-                     f"wr {e['kb_wr_s']['avg']:.0f} kB/s  threads {e['threads']['peak']:.0f}")
-    return lines
-
-
 class PidstatRunner(SysstatRunner):
     """Runs `pidstat -hrudvlI -C PATTERN INTERVAL` in the background until stop(); output to a temp file."""
 

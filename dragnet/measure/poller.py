@@ -259,22 +259,3 @@ def analyze(polls: Iterable[dict], ddoc: str) -> BuildFigures:
         done=tracker.done,
         shards=len({r.shard for r in shards}), max_concurrent_tasks=max((r.tasks for r in rates), default=0),
         other_tasks_ignored=tracker.ignored_other, per_poll=rates, per_shard=shards)
-
-
-def _num(x: float | None, fmt: str, unit: str = "") -> str:
-    # the unit goes with the number only: a missing value reads "n/a", not "n/ac/s"
-    return "n/a" if x is None else format(x, fmt) + unit
-
-
-def format_average(fig: BuildFigures) -> str:
-    """`average = 1614.30c/s (all_tasks) 203.20c/s (one task)`"""
-    return (f"average = {_num(fig.average_all_tasks_cps, '.2f', 'c/s')} (all_tasks) "
-            f"{_num(fig.average_one_task_cps, '.2f', 'c/s')} (one task)")
-
-
-def format_total_time(fig: BuildFigures) -> str:
-    """`total time = 180s` (CouchDB's task timestamps are whole seconds)."""
-    t = fig.total_time_s
-    if t is None:
-        return "total time = n/a"
-    return f"total time = {t:.0f}s" if float(t).is_integer() else f"total time = {t:.1f}s"

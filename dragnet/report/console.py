@@ -137,7 +137,7 @@ def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
     import json
     from pathlib import Path
 
-    from dragnet.build.fault import describe
+    from dragnet.report.render.build_text import describe_finding
     from dragnet.results.schema import read as read_results_file
 
     lines = []
@@ -152,7 +152,7 @@ def differences_lines(folder, runs: list[dict], per_run: int = 5) -> list[str]:
                          f"{whose} in {cmp['differences']} places" + (f" ({classes})" if classes else "") + ":")
             full = read_results_file(Path(folder) / r["result_file"]).get(key, {})
             for f in full.get("findings") or []:
-                lines += ["  " + x for x in describe(f)]
+                lines += ["  " + x for x in describe_finding(f)]
             shown = 0
             for query, q in full.get("queries", {}).items():
                 if q.get("missing_in"):
@@ -260,8 +260,8 @@ def forecast_progress(console, quiet: bool = False):
         elif kind == "size":
             console.print(f"size {d['count']:,} ({d['db']}) …")
         elif kind == "step":
-            from dragnet.forecast.extend import describe
-            console.print(describe(d), highlight=False)
+            from dragnet.report.forecast_report import describe_step
+            console.print(describe_step(d), highlight=False)
         elif kind == "done":
             msg = f"{d['wall_time_s']:.1f} s" if d["status"] == "ok" else f"[red]{d['status']}[/red]: {d['error']}"
             from dragnet.bench.sizes import variant

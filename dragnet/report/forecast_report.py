@@ -86,7 +86,6 @@ def _quantity(name: str, e: dict) -> Quantity:
 
 def build(out: dict) -> ForecastReport:
     """The report of one forecast (forecast.json's data, or dragnet.forecast.run's result)."""
-    from dragnet.forecast.extend import describe
     from dragnet.forecast.model import QUANTITIES
     from dragnet.report.share import forecast_gains
     from dragnet.results.schema import couchdb_versions
@@ -100,7 +99,20 @@ def build(out: dict) -> ForecastReport:
     return ForecastReport(
         data=out, target_docs=out["target"]["doc_count"], target_url=out["target"].get("url") or None,
         sizes=list(out["sizes"]), engines=engines, gains=forecast_gains(out),
-        sweep_step=describe(out["sweep_steps"][-1]) if out.get("sweep_steps") else None,
+        sweep_step=describe_step(out["sweep_steps"][-1]) if out.get("sweep_steps") else None,
         machine=out["machine"], versions=couchdb_versions(out), load_average=out.get("load_average") or None,
         storages=(out.get("settings") or {}).get("storages") or None, backtests=backtests,
         sweep_dir=str(out["sweep_dir"]), charts=list((out.get("charts") or {}).values()))
+
+
+def describe_step(step: dict) -> str:
+    """One line for the forecast's output: why the sweep stopped, what is open, what the next size costs."""
+    open_ = "; ".join(f"{g['language']} {g['quantity']}: shapes spread {g['spread']:.0%}"
+                      + (f", held-out error {g['held_out']:.0%}" if g.get("held_out") is not None else "")
+                      + f" (goal {g['goal']:.0%})" for g in step.get("undecided") or [])
+    head = {"decided": "the sweep decided", "budget": "the sweep stopped at its budget",
+            "data": "the sweep stopped at its data", "sizes": "the sweep could not decide"}.get(step.get("stop"),
+                                                                                               "the sweep goes on")
+    tail = f"; the next size, {step['next']:,} documents, would cost about {step['next_cost_s']:,.0f} s"
+    return f"{head}: {step['reason']}" + (f"; open: {open_}" if open_ else "") + \
+        (tail if step.get("stop") in ("data", "decided", "sizes") else "")

@@ -27,12 +27,12 @@ def split_text(split: dict | None) -> str:
 def process_lines(r: dict) -> list[str]:
     """Per process family during the build (pidstat: beam, the query servers and the JVM), and the Nouveau
     container's group when it ran in one."""
-    from dragnet.measure.pidstat import format_summary
+    from dragnet.report.render.build_text import format_pidstat_summary
 
     out = []
     if r.get("pidstat"):
         out.append("per process (pidstat, during the build):")
-        out += ["  " + line for line in format_summary(r["pidstat"])]
+        out += ["  " + line for line in format_pidstat_summary(r["pidstat"])]
     elif r.get("pidstat_note"):
         out.append(f"per process: {r['pidstat_note']}")
     g = r.get("jvm_cgroup")

@@ -67,9 +67,11 @@ def bench_outcome(out) -> None:
     elif out.mode == "nouveau":
         show_nouveau(out.report, out.folder)
     elif out.mode == "auto":
+        from dragnet.report.render.bench_text import auto_lines
+
         rep, rounds = out.report
         show(rep)
-        for line in rounds.lines():
+        for line in auto_lines(rounds):
             click.echo(line, err=True)
     else:
         {"matrix": show_bench, "gate": show_gate, "mango": show_mango, "sizes": show_sizes}[out.mode](out.report)
@@ -163,17 +165,17 @@ def addview_outcome(out) -> None:
             click.echo(f"{verb} {saved['ddoc']} in {out.db}: view {saved['view']} ({saved['language']}), "
                        f"rev {saved['rev']}; views: {', '.join(saved['views'])}")
     elif out.mode == "per_view":
-        from dragnet.build import per_view as pv
+        from dragnet.report.render import build_text
 
         click.echo(f"{out.design.id} on {out.db}: whole design doc, then each view alone")
-        for line in pv.format_table(out.per_view):
+        for line in build_text.format_table(out.per_view):
             click.echo(line)
     elif out.mode == "benchmark":
-        from dragnet.build import addview as av
+        from dragnet.report.render import build_text
 
         o = out.outcome
         click.echo(f"{o.results['view']['ddoc']} ({o.results['view']['language']}) on {out.db}")
-        for line in av.format_report(o.results, o.figures):
+        for line in build_text.format_report(o.results, o.figures):
             click.echo(line)
         if out.beside:
             from dragnet.report import load as report_load
@@ -191,12 +193,12 @@ def addview_outcome(out) -> None:
 
 def addview_mango_index(built: dict) -> None:
     """One `addview --mango` index as soon as it is built (the "mango_built" event of build.session)."""
-    from dragnet.build import addview as av
+    from dragnet.report.render import build_text
 
     ix, o, warning = built["index"], built["outcome"], built["warning"]
     click.echo(f"mango index {ix.name} ({', '.join(ix.fields)}) built by {built['language'] or 'Mango'} on "
                f"{built['db']}")
-    for line in av.format_report(o.results, o.figures):
+    for line in build_text.format_report(o.results, o.figures):
         click.echo(line)
     if warning:
         click.echo(f"warning: {warning}")

@@ -119,13 +119,14 @@ def show_inside(out: Console, rep) -> None:
 
 def reduce_check_lines(checks: dict, reference: str | None) -> list[str]:
     """The reference engine's order checks (qsbench --ddoc), one line each, or a fault's lines."""
-    from dragnet.build.fault import ORDER, describe
+    from dragnet.build.fault import ORDER
+    from dragnet.report.render.build_text import describe_finding
 
     lines = []
     for view, c in checks.items():
         if c.order_dependent:
             ex = c.example
-            lines += describe({"query": f"{view} reduce", "cls": ORDER, "differences": 1,
+            lines += describe_finding({"query": f"{view} reduce", "cls": ORDER, "differences": 1,
                                "reason": f"{reference} itself gives different results for the same {c.rows} rows in "
                                          f"different orders and chunkings; no engine can be compared on it",
                                "example": ex.__dict__ if ex else None})
