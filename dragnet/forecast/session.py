@@ -79,10 +79,7 @@ def forecast(r: ForecastRequest, on_event: Events | None = None) -> ForecastOutc
         raise UsageError("--build-target goes with --nouveau")
     available.install(r.server_opts)   # --server: checked, then offered, registered, watched and versioned
 
-    if (r.target is None) == (r.target_docs is None):
-        raise UsageError("give one of --target URL/db and --target-docs N")
-    if (r.target_bytes or r.target_q) and not r.target_docs:
-        raise UsageError("--target-bytes and --target-q go with --target-docs")
+    _check_target(r)
     if r.ddoc_source and r.views:
         raise UsageError("--ddoc and --views: give one of them")
     if r.view_names and not r.ddoc_source:
@@ -129,6 +126,14 @@ def forecast(r: ForecastRequest, on_event: Events | None = None) -> ForecastOutc
     return ForecastOutcome(out, folder)
 
 
+def _check_target(r: ForecastRequest) -> None:
+    """One target, given one way (a one-line error before anything runs)."""
+    if (r.target is None) == (r.target_docs is None):
+        raise UsageError("give one of --target URL/db and --target-docs N")
+    if (r.target_bytes or r.target_q) and not r.target_docs:
+        raise UsageError("--target-bytes and --target-q go with --target-docs")
+
+
 def _target(r: ForecastRequest) -> dict:
     """The database forecast for: --target's (GET /db), or --target-docs with its size and shards."""
     from dragnet.couchdb.limits import parse_count
@@ -146,21 +151,16 @@ def _nouveau(r: ForecastRequest, on_event: Events) -> ForecastOutcome:
     from dragnet.bench import sizes as sz
     from dragnet.build import nouveau as nv
     from dragnet.couchdb.client import connect
-    from dragnet.couchdb.limits import parse_count
     from dragnet.forecast import nouveau as fn
     from dragnet.forecast import run as fr
 
     indexes = nv.load_indexes(r.nouveau_source)
     if len(indexes) != 1:
         raise UsageError(f"--nouveau {r.nouveau_source}: one index per forecast ({len(indexes)} given)")
-    if (r.target is None) == (r.target_docs is None):
-        raise UsageError("give one of --target URL/db and --target-docs N")
-    if (r.target_bytes or r.target_q) and not r.target_docs:
-        raise UsageError("--target-bytes and --target-q go with --target-docs")
+    _check_target(r)
     sizes = None if r.sizes_text == "auto" else sz.parse_sizes(r.sizes_text)
     budget_s = fr.parse_budget(r.budget)
-    tgt = (fr.read_target(r.target) if r.target
-           else fr.target_from_docs(parse_count(r.target_docs), r.target_bytes, r.target_q))
+    tgt = _target(r)
     folder = Path(r.results_dir or f"results/forecast-nouveau-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     source_data = fn.data_file(r.data, tgt["doc_count"], r.build_target, folder)
     out = fn.run(connect(r.url), db=r.db, index=indexes[0], data=source_data, target=tgt,
