@@ -184,7 +184,7 @@ def test_bench_scenarios_recreate_the_container_with_its_limits_and_report_an_oo
     limits back after the bench."""
     from dragnet.bench import run as b
     from dragnet.couchdb import limits as limits
-    from dragnet.bench.scenario import Scenario
+    from dragnet.axes.scenario import Scenario
 
     if os.geteuid() != 0:
         pytest.skip("a cold cache drops the host's page cache: needs root")

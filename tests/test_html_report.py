@@ -14,7 +14,7 @@ from dragnet.report import html_page as hp
 from dragnet.report import tables as rp
 from dragnet.report.render import cells as cell_text
 from dragnet.cli import main
-from dragnet.bench.scenario import disk_matters, runs_from_results
+from dragnet.axes.scenario import disk_matters, runs_from_results
 from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
 from dragnet.results import load as load
 

@@ -12,7 +12,7 @@ from dragnet.bench import run as bench
 from dragnet.data import ensure as ensure
 from dragnet.couchdb import limits as limits
 from dragnet.measure import pidstat as pidstat
-from dragnet.bench import scenario as scenario
+from dragnet.axes import scenario as scenario
 from dragnet.report import scenario_table as scenario_table
 from dragnet.errors import UsageError
 from dragnet.results import load as load

@@ -14,8 +14,8 @@ import pytest
 from dragnet.couchdb import control as ctl
 from dragnet.measure import iostat as iostat
 from dragnet.couchdb import limits as limits
-from dragnet.bench import scenario as scenario
-from dragnet.bench import scenario_docker as sd
+from dragnet.axes import scenario as scenario
+from dragnet.axes import scenario_docker as sd
 from dragnet.errors import DragnetError
 
 MIB = 1024**2

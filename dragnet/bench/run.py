@@ -146,7 +146,7 @@ class PlannedRun:
     storage: str
     repeat: int
     language: str
-    scenario: str = ""     # a dragnet.bench.scenario.Scenario label; "" when the bench has no scenario axis
+    scenario: str = ""     # a dragnet.axes.scenario.Scenario label; "" when the bench has no scenario axis
     axes: dict = field(default_factory=dict)   # the other axes' values (dragnet.axes.model), e.g. {"q": "8"}
 
 
@@ -263,7 +263,7 @@ class BenchConfig:
     backend: str | None = None   # start a CouchDB with this `dragnet couch` backend when none is managed
     design: Any = None           # a dragnet.build.design.Design run on every language instead of the views folder
     reference: str | None = None  # the language whose rows the others must equal [default: the first]
-    scenarios: list = field(default_factory=list)   # dragnet.bench.scenario.Scenario; empty: no scenario axis
+    scenarios: list = field(default_factory=list)   # dragnet.axes.scenario.Scenario; empty: no scenario axis
     size: int | None = None       # documents, when this bench is one size of a `--sizes` sweep
     mango_design: Any = None      # --mango: the index's Mango design doc, built by the "mango" language
     axes: Any = None              # dragnet.bench.switch.AxisOptions: --couchdb, --cpus, --q, --config
@@ -448,7 +448,7 @@ class Bench:
                     self.manifest["cluster"] = cluster_of(couch, cfg.db)
                 self._write_manifest()
                 if docker_scenarios:
-                    from dragnet.bench import scenario_docker as sd
+                    from dragnet.axes import scenario_docker as sd
                     from dragnet.couchdb.docker import ContainerOOMKilled, client
                     engine = client(self.env)
                     # refuse what cannot be enforced before any build
@@ -456,7 +456,7 @@ class Bench:
                     self.manifest["scenario_settings"] = {label: p.settings for label, p in prepared.items()}
                     self._write_manifest()
                 elif scenarios:
-                    from dragnet.bench.scenario import prepare
+                    from dragnet.axes.scenario import prepare
                     for sc in scenarios.values():       # refuse what cannot be enforced before any build
                         prepare(sc, couch, cfg.url)
                 for run in (r for r in self.manifest["runs"] if r["storage"] == st):
@@ -593,7 +593,7 @@ class Bench:
             if failed_start is not None:
                 result = failed_start
             elif sc is not None:
-                from dragnet.bench.scenario import run_in
+                from dragnet.axes.scenario import run_in
                 result = run_in(sc, couch, cfg.url, db, ddoc, build, target=target)
             else:
                 result = build()
@@ -626,13 +626,13 @@ class Bench:
         ok = fig.status == "ok"
         run.update(status=fig.status, error=None if ok else (fig.error or "build failed"), **fig.figures())
         if result.get("iostat"):
-            from dragnet.bench.scenario import iostat_averages
+            from dragnet.axes.scenario import iostat_averages
             run["iostat"] = iostat_averages(result)
         run["memory"] = result.get("memory")
         if ok and not (result.get("sizes") or {}).get("after"):
             # index size before cleanup deletes it (a scenario build records it itself; a compacted build
             # brings only its compacted sizes)
-            from dragnet.bench.scenario import sizes as _sizes
+            from dragnet.axes.scenario import sizes as _sizes
             try:
                 result["sizes"] = {**(result.get("sizes") or {}), "after": _sizes(couch, db, run["ddoc"])}
             except CouchError:

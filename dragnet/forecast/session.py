@@ -112,7 +112,7 @@ def forecast(r: ForecastRequest, on_event: Events | None = None) -> ForecastOutc
     else:   # the largest size the forecast can use: below the target
         source = sz.generate_source(min(tgt["doc_count"] - 1, 40_000), folder / "data")
     from dragnet.axes import cpus as axis_cpus
-    from dragnet.bench.scenario import expand
+    from dragnet.axes.scenario import expand
     from dragnet.bench.switch import AxisOptions
     from dragnet.couchdb import limits
 

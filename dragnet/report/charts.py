@@ -178,7 +178,7 @@ def storage_compare(groups: Sequence[Group], path: Path) -> Chart | None:
 def disk_matters(rows: Sequence[Any], reference: str, path: Path) -> Chart:
     """Bench scenarios: docs/s of each (language, storage, scenario) as a ratio to the reference scenario's
     median, one bar per scenario (the ratio of medians) and one dot per build; OOM-killed scenarios are
-    named on an empty bar. rows: dragnet.bench.scenario.Row."""
+    named on an empty bar. rows: dragnet.axes.scenario.Row."""
     import statistics
 
     rows = list(rows)

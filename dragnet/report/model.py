@@ -38,7 +38,7 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
           by: str | None = None, forecast_alone: bool = True) -> Report:
     """The report over `results`; with `baseline`, compared as `dragnet compare` does; with `by`, along those
     axes. A folder holding only a forecast is reported as that forecast when `forecast_alone`."""
-    from dragnet.bench.scenario import disk_matters, runs_from_results
+    from dragnet.axes.scenario import disk_matters, runs_from_results
     from dragnet.report import load as report_load
     from dragnet.report import share, tables
     from dragnet.report.io_table import io_rows
@@ -139,7 +139,7 @@ def bench_report(folder, manifest: dict, scenarios: Sequence = (), *, store_dir=
     rep.load = report_load.section(docs)
     rep.comparison = saved_runs(folder, docs, store_dir, save_as, baseline_entry, notify)
     if scenarios:
-        from dragnet.bench.scenario import disk_matters, reference_label
+        from dragnet.axes.scenario import disk_matters, reference_label
 
         rep.disk_reference = reference_label(scenarios)
         rep.disk_rows = disk_matters(runs, rep.disk_reference)

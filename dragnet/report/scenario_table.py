@@ -1,11 +1,11 @@
-"""The "disk matters?" table: cells of dragnet.bench.scenario's rows, the memory advice and the verdict, for every
+"""The "disk matters?" table: cells of dragnet.axes.scenario's rows, the memory advice and the verdict, for every
 renderer."""
 
 from __future__ import annotations
 
 import statistics
 
-from dragnet.bench.scenario import Row
+from dragnet.axes.scenario import Row
 
 
 DISK_COLUMNS = ("language", "storage", "scenario", "runs", "docs/s median", "× reference", "slower every round",

@@ -157,7 +157,7 @@ def bench(request: BenchRequest, on_event: Events | None = None) -> BenchOutcome
     if not langs:
         raise UsageError("--languages: no language given")
     from dragnet.couchdb import limits as limits
-    from dragnet.bench.scenario import expand
+    from dragnet.axes.scenario import expand
 
     scenarios = []
     if r.memories or r.profiles or r.caches:

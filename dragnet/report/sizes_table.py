@@ -34,7 +34,7 @@ def sweep_report(folder, plot_path=None) -> dict:
     """A sweep's report from its folder alone: dragnet.bench.sizes.analyse()'s rows, fits and memory marks,
     "disk matters?" per size (sizes are never mixed in one comparison), the runs, and the chart drawn."""
     from dragnet.bench import sizes as sz
-    from dragnet.bench.scenario import disk_matters, reference_of
+    from dragnet.axes.scenario import disk_matters, reference_of
     from dragnet.errors import DragnetError
 
     folder = Path(folder)

@@ -138,7 +138,7 @@ class Measured:
 
 class LocalTarget:
     """A scenario on a CouchDB running on this machine: a cgroup plan applied to its process tree for the
-    build and removed after it. (The docker backend's is dragnet.bench.scenario_docker.DockerTarget.)"""
+    build and removed after it. (The docker backend's is dragnet.axes.scenario_docker.DockerTarget.)"""
 
     def __init__(self, sc: Scenario, couch: Couch, url: str):
         self.sc = sc

@@ -1,5 +1,5 @@
 """Bench scenarios on the docker backend: the same scenarios, limits and verdict as the local backend
-(dragnet.bench.scenario, dragnet.couchdb.limits), applied as the container's own settings.
+(dragnet.axes.scenario, dragnet.couchdb.limits), applied as the container's own settings.
 
 A container's blkio throttles are fixed when it is created (`docker update` changes memory but no device
 throttle), so the bench recreates the container on the same data volume whenever a run's scenario asks
@@ -20,7 +20,7 @@ from dragnet.couchdb import control as ctl
 from dragnet.couchdb import docker as dk
 from dragnet.couchdb import limits as limits
 from dragnet.errors import DragnetError
-from dragnet.bench.scenario import Measured, Scenario
+from dragnet.axes.scenario import Measured, Scenario
 from dragnet.couchdb.storage import format_size
 
 
