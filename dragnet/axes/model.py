@@ -245,3 +245,67 @@ def merge_restart(into: dict, settings: dict) -> dict:
             into[k] = v
     return into
 
+
+
+class PlanAxis:
+    """An axis the plan carries under a key of its own in every run and result (storage, scenario: the
+    results contract names them), applied through these hooks, which the bench calls for every such axis in
+    dragnet.axes.kinds.PLANNED order; the bench itself names none of them. One object per bench (it keeps
+    the bench's state of the axis); `ctx` is the running bench (its `config`, `inst`, `couch`, `switcher`,
+    `axis_opts`, `on_event`, `env`, `manifest`, and `restart_on(storage, **keywords)`). A hook left as it is
+    does nothing."""
+
+    name = ""
+    outer = False     # its values enclose the rounds (each one a restart and an import)
+
+    def values(self, ctx) -> list[str]:
+        """Its values in plan order ([""] when the bench does not vary it)."""
+        return [""]
+
+    def check(self, ctx) -> None:
+        """Before the plan, once the bench knows its CouchDB: what cannot be done (UsageError)."""
+
+    def start_on(self, ctx) -> dict:
+        """Keywords of the CouchDB the bench starts itself (dragnet.bench.managed.start_managed)."""
+        return {}
+
+    def restart_keywords(self, ctx) -> dict:
+        """Keywords an outer axis's restart onto its next value adds (dragnet.bench.managed.restart_on)."""
+        return {}
+
+    def manifest(self, ctx) -> dict:
+        """What the manifest records of the axis (its keys)."""
+        return {}
+
+    def enter(self, value, ctx) -> None:
+        """An outer axis: make the node hold `value` before its runs (before the data is imported)."""
+
+    def restarted(self, ctx) -> None:
+        """An outer axis's value restarted the node: whatever this axis knew of it is fresh again."""
+
+    def prepare(self, ctx) -> None:
+        """Once per outer value, the data imported: refuse what cannot be enforced before any build."""
+
+    def before(self, run: dict, ctx) -> dict | None:
+        """Before a run's build: make the node hold the run's value; the run's result when the node could
+        not be started with it (the build does not run), else None."""
+        return None
+
+    def build_keywords(self, run: dict) -> dict:
+        """Keywords the run's build takes from this axis (the build's own iostat off, when it records its own)."""
+        return {}
+
+    def around(self, run: dict, ctx, couch, db: str, ddoc: str, build: Callable[[], dict]) -> dict | None:
+        """Runs the build inside the run's value (a scenario's limits) and returns its result, or None
+        when the value needs nothing around the build."""
+        return None
+
+    def on_oom(self, ctx) -> bool:
+        """CouchDB was OOM-killed in a build: True when this axis brings it back itself (before the next
+        run), else the bench restarts it at once."""
+        return False
+
+    def changed(self, ctx, found) -> bool:
+        """At the end: whether the node the bench found (found.storage, found.limits) must be restarted as
+        it was."""
+        return False

@@ -78,6 +78,13 @@ def prepare(sc: Scenario, inst: ctl.Instance, *, env: dict | None = None, c=None
     return Prepared(sc, dk.limit_settings(lim, node), device, data, enforced, version)
 
 
+def container_limits(inst) -> dict:
+    """The limits a managed container runs with, as scenario settings compare them (docker backend)."""
+    if inst.limits is not None:
+        return inst.limits
+    return {"mem_limit": inst.memory} if inst.memory else {}
+
+
 def oom_at_start(p: Prepared, exc: dk.ContainerOOMKilled) -> dict:
     """The result of a run whose container was OOM-killed while CouchDB started (no build ran)."""
     msg = limits.oom_message(p.scenario.memory) if p.scenario.memory else str(exc)

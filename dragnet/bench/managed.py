@@ -99,9 +99,3 @@ def restart_on(inst, storage_kind: str, url: str, *, data_size: int = 0, env: di
     return mod.up(port=inst.port, storage_kind=storage_kind, home=home or inst.home, cpus=cpus,
                   data_size=data_size, env=env, ini=ini)
 
-
-def container_limits(inst) -> dict:
-    """The limits a managed container runs with, as scenario settings compare them (docker backend)."""
-    if inst.limits is not None:
-        return inst.limits
-    return {"mem_limit": inst.memory} if inst.memory else {}

@@ -13,14 +13,14 @@ import datetime as _dt
 import os
 import time
 from dataclasses import asdict, dataclass, field
+from types import SimpleNamespace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 from urllib.parse import quote
 
 from dragnet import paths
 from dragnet.bench import erlang_baseline
-from dragnet.bench.managed import (container_limits, drop_tmpfs_data, managed_instance, restart_on, start_managed,
-                                   stop_managed)
+from dragnet.bench.managed import drop_tmpfs_data, managed_instance, restart_on, start_managed, stop_managed
 from dragnet.axes.model import REFILL
 from dragnet.couchdb.client import Couch, CouchError, connect, db_path, mask_url
 from dragnet.couchdb.cluster import cluster_of
@@ -292,6 +292,12 @@ class Bench:
         self._pool: dict | None = None   # revision -> the reference engine's processes that classify differences
         self.labels: dict[str, Callable[[str], str]] = {}   # axis name -> how its values name result files
         self.ceiling_refused: str | None = None   # why this CouchDB cannot run the ceiling, once known
+        self.plan_axes: list = []       # dragnet.axes.model.PlanAxis of this bench (storage, scenario)
+        self.inst = None                # the CouchDB dragnet manages, as the bench last (re)started it
+        self.couch: Couch | None = None
+        self.switcher: Any = None
+        self.axis_opts: Any = None
+        self.keep: str | None = None    # the data the bench found: never removed
 
     # -- manifest
     def _write_manifest(self) -> None:
@@ -308,6 +314,31 @@ class Bench:
         cfg = self.config
         return with_ceiling(cfg.languages, cfg.ceiling and cfg.mango_design is None)
 
+    # -- what the plan axes (dragnet.axes.model.PlanAxis) call back
+    def restart_on(self, storage: str, **keywords: Any) -> None:
+        """Restart the CouchDB the bench manages with its data on storage (dragnet.bench.managed.restart_on)."""
+        self.inst = restart_on(self.inst, storage, self.config.url, data_size=self._data_size(), env=self.env,
+                               **keywords)
+
+    def restart_keywords(self) -> dict:
+        """What every plan axis adds to an outer value's restart."""
+        kw: dict = {}
+        for a in self.plan_axes:
+            kw.update(a.restart_keywords(self))
+        return kw
+
+    def restarted(self) -> None:
+        for a in self.plan_axes:
+            a.restarted(self)
+
+    def drop_tmpfs_data(self, inst) -> None:
+        drop_tmpfs_data(inst, self.keep)
+
+    def record(self, key: str, value: Any) -> None:
+        """A manifest key of a plan axis's, written at once."""
+        self.manifest[key] = value
+        self._write_manifest()
+
     def run(self) -> dict:
         cfg = self.config
         languages = self.languages()
@@ -319,55 +350,33 @@ class Bench:
             if self.reference not in cfg.languages or self.reference == BASELINE_LABEL:
                 raise UsageError(f"--reference {self.reference}: not one of --languages "
                                  f"({', '.join(cfg.languages)})")
-        inst = managed_instance(cfg.url, self.env)
+        self.inst = inst = managed_instance(cfg.url, self.env)
         if inst is not None and cfg.backend and inst.backend != cfg.backend:
             raise UsageError(f"--backend {cfg.backend}: the CouchDB dragnet manages on port {inst.port} runs "
                              f"on {inst.backend}")
         started_here = False
+        from dragnet.axes.kinds import PLANNED
         from dragnet.bench.switch import AxisOptions, AxisSwitcher, check_before_start
 
-        axis_opts = cfg.axes or AxisOptions()
+        self.axis_opts = axis_opts = cfg.axes or AxisOptions()
+        self.plan_axes = planned_axes = [make(cfg) for make in PLANNED]
         if inst is not None or cfg.backend:    # before starting anything on one of the axes' values
             check_before_start(axis_opts, inst.backend if inst is not None else cfg.backend, self.env,
                                starts=inst is None)
         if inst is None and cfg.backend:
-            self.on_event("start_couch", {"backend": cfg.backend, "storage": (cfg.storages or ["disk"])[0]})
-            inst = start_managed(cfg.backend, cfg.url, (cfg.storages or ["disk"])[0],
-                                 data_size=self._data_size(), env=self.env, **axis_opts.start_on(cfg.backend))
+            start: dict = {}
+            for a in planned_axes:
+                start.update(a.start_on(self))
+            self.on_event("start_couch", {"backend": cfg.backend, "storage": start.get("storage_kind")})
+            self.inst = inst = start_managed(cfg.backend, cfg.url, data_size=self._data_size(), env=self.env,
+                                             **start, **axis_opts.start_on(cfg.backend))
             started_here = True
-        if cfg.storages and inst is None:
-            raise UsageError(f"--storage {','.join(cfg.storages)} needs a CouchDB started by `dragnet couch up` "
-                             f"(none recorded for {mask_url(cfg.url)}); to label this server's storage use "
-                             f"--storage-label")
-        if cfg.storages and inst is not None:
-            from dragnet.couchdb import cluster as cluster
-
-            if cluster.recorded(inst.port, self.env) is not None:
-                raise UsageError("--storage restarts one CouchDB between storages; on a cluster dragnet started "
-                                 "use --storage-label (restart the cluster yourself)")
-        if cfg.storages:
-            storages = cfg.storages
-        else:
-            storages = [cfg.storage_label or (inst.storage if inst is not None else "unknown")]
-        # docker: each scenario's limits are the container's own, so it is recreated when they change
-        docker_scenarios = bool(cfg.scenarios) and inst is not None and inst.backend == "docker"
-        if docker_scenarios:
-            from dragnet.couchdb import cluster as cluster
-
-            if cluster.recorded(inst.port, self.env) is not None:
-                raise UsageError("--memory/--disk-profile/--cache recreate the container per scenario; on a "
-                                 "cluster dragnet started that would take one node away: use a single node")
-        if docker_scenarios and "tmpfs" in (cfg.storages or [inst.storage]) and not cfg.data:
-            raise UsageError("--memory/--disk-profile/--cache with a docker CouchDB on tmpfs: each scenario "
-                             "recreates the container, which loses the data on its tmpfs; give --data so the "
-                             "bench imports it again")
-        scenarios = {sc.label: sc for sc in cfg.scenarios}
-        prepared: dict = {}
-        if docker_scenarios and axis_opts.restarts:
-            raise UsageError("--memory/--disk-profile/--cache with --couchdb or --cpus on docker: not combinable "
-                             "yet (each recreates the container)")
-        switcher = AxisSwitcher(axis_opts, url=cfg.url, db=cfg.db, env=self.env, inst=inst, data=cfg.data, n=cfg.n,
-                                data_size=self._data_size, on_event=self.on_event)
+        for a in planned_axes:
+            a.check(self)
+        values = {a.name: a.values(self) for a in planned_axes}
+        self.switcher = switcher = AxisSwitcher(axis_opts, url=cfg.url, db=cfg.db, env=self.env, inst=inst,
+                                                data=cfg.data, n=cfg.n, data_size=self._data_size,
+                                                on_event=self.on_event)
         extra_axes = axis_opts.axes(inst.backend if inst else None)
         own_dbs = any(a.how == REFILL for a in extra_axes)
         self.labels = {a.name: a.label for a in extra_axes}
@@ -380,8 +389,9 @@ class Bench:
             raise
         if not erlang.get("available", True):
             specs.pop(BASELINE_LABEL, None)
-        planned = plan(languages, cfg.repeat, storages, baseline=cfg.baseline and erlang.get("available", True),
-                       scenarios=list(scenarios) or [""], axes=extra_axes, shuffle_seed=cfg.shuffle_seed)
+        planned = plan(languages, cfg.repeat, values["storage"],
+                       baseline=cfg.baseline and erlang.get("available", True), scenarios=values["scenario"],
+                       axes=extra_axes, shuffle_seed=cfg.shuffle_seed)
         from dragnet.measure.machine import machine_info
 
         self.manifest = {
@@ -393,8 +403,8 @@ class Bench:
                                                        "reference": self.reference,
                                                        "revisions": {label: d.source for label, d in
                                                                      axis_opts.designs().items()}},
-            "languages": list(specs), "repeat": cfg.repeat, "storages": storages,
-            "scenarios": [sc.to_json() for sc in cfg.scenarios],
+            "languages": list(specs), "repeat": cfg.repeat,
+            **{k: v for a in planned_axes for k, v in a.manifest(self).items()},
             "managed": None if inst is None else {"backend": inst.backend, "port": inst.port},
             "machine": machine_info(), "imports": [], "cleanups": [],
             "order": [f"{p.storage}/{p.scenario + '/' if p.scenario else ''}r{p.repeat}/{p.language}"
@@ -420,67 +430,35 @@ class Bench:
                 self.on_event("warning", {"message": erlang["why"]})
         self._write_manifest()
         self.on_event("begin", {"dir": str(self.dir), "runs": len(planned)})
-        original_storage = inst.storage if inst is not None else None
-        original_limits = inst.limits if inst is not None else None
-        keep = None if inst is None or started_here else inst.data_dir   # the user's data is never removed
+        found = None if inst is None else SimpleNamespace(storage=inst.storage, limits=inst.limits)
+        self.keep = None if inst is None or started_here else inst.data_dir   # the user's data is never removed
         current = None
-        stale = False       # docker scenarios: the container died in the last run; recreate it before the next
+        outer = next(a for a in planned_axes if a.outer)
         try:
-            for st in storages:
-                if inst is not None and cfg.storages and inst.storage != st:
-                    self.on_event("restart", {"storage": st})
-                    old = inst
-                    # docker scenarios: no limits to import under; each run's own are set before it
-                    inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env,
-                                      **({"limits": None} if docker_scenarios else {}))
-                    switcher.restarted(inst)
-                    stale = False
-                    drop_tmpfs_data(old, keep)
-                couch = connect(cfg.url, env=self.env)
+            for st in outer.values(self):
+                for a in planned_axes:
+                    a.enter(st, self)
+                self.couch = connect(cfg.url, env=self.env)
                 if cfg.data and not own_dbs:     # an axis that fills a database per value (--q N,N) does it
-                    imp = ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
+                    imp = ensure_data(self.couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
                                       progress=lambda m: self.on_event("import", {"message": m}))
-                    self.manifest["imports"].append({"storage": st, **imp})
+                    self.manifest["imports"].append({outer.name: st, **imp})
                     self._write_manifest()
                 elif not own_dbs:
-                    couch.get(db_path(cfg.db))  # a one-line error now rather than in every run
+                    self.couch.get(db_path(cfg.db))  # a one-line error now rather than in every run
                 if not own_dbs:
-                    self.manifest["cluster"] = cluster_of(couch, cfg.db)
+                    self.manifest["cluster"] = cluster_of(self.couch, cfg.db)
                 self._write_manifest()
-                if docker_scenarios:
-                    from dragnet.axes import scenario_docker as sd
-                    from dragnet.couchdb.docker import ContainerOOMKilled, client
-                    engine = client(self.env)
-                    # refuse what cannot be enforced before any build
-                    prepared = {label: sd.prepare(sc, inst, env=self.env, c=engine) for label, sc in scenarios.items()}
-                    self.manifest["scenario_settings"] = {label: p.settings for label, p in prepared.items()}
-                    self._write_manifest()
-                elif scenarios:
-                    from dragnet.axes.scenario import prepare
-                    for sc in scenarios.values():       # refuse what cannot be enforced before any build
-                        prepare(sc, couch, cfg.url)
-                for run in (r for r in self.manifest["runs"] if r["storage"] == st):
+                for a in planned_axes:
+                    a.prepare(self)
+                for run in (r for r in self.manifest["runs"] if r[outer.name] == st):
                     current = run
-                    sc = scenarios.get(run["scenario"])
-                    target = None
-                    if docker_scenarios:
-                        p = prepared[run["scenario"]]
-                        if stale or container_limits(inst) != p.settings:
-                            self.on_event("restart", {"storage": st, "scenario": run["scenario"]})
-                            try:
-                                inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env,
-                                                  limits=p.settings)
-                            except ContainerOOMKilled as exc:
-                                self._one(couch, run, specs[run["language"]], sc,
-                                          failed_start=sd.oom_at_start(p, exc))
-                                stale, current = True, None
-                                continue
-                            stale = False
-                            couch = connect(cfg.url, env=self.env)
-                            if cfg.data and st == "tmpfs":      # the container's tmpfs went with it
-                                ensure_data(couch, cfg.db, cfg.data, q=cfg.q, n=cfg.n,
-                                            progress=lambda m: self.on_event("import", {"message": m}))
-                        target = sd.DockerTarget(p, inst, env=self.env, c=engine)
+                    failed_start = next((f for f in (a.before(run, self) for a in planned_axes) if f is not None),
+                                        None)
+                    if failed_start is not None:   # the node could not start with the run's values
+                        self._one(self.couch, run, specs[run["language"]], failed_start=failed_start)
+                        current = None
+                        continue
                     db = cfg.db
                     if run["language"] == CEILING and self.ceiling_refused:
                         run.update(status="not_applicable", error=self.ceiling_refused)
@@ -496,9 +474,9 @@ class Bench:
                             self.on_event("done", dict(run))
                             current = None
                             continue
-                        couch, db = switcher.switch(run, st, couch)
-                        inst = switcher.inst
-                    self._one(couch, run, specs[run["language"]], sc, target=target, db=db,
+                        self.couch, db = switcher.switch(run, st, self.couch)
+                        self.inst = switcher.inst
+                    self._one(self.couch, run, specs[run["language"]], db=db,
                               axes=axis_opts.recorded(run["axes"]), versions=switcher.versions,
                               beside=switcher.beside(run))
                     self._note_ceiling_refused(run)
@@ -508,16 +486,15 @@ class Bench:
                         self._write_manifest()
                     current = None
                     if run["status"] == "oom":
-                        if inst is None:
+                        if self.inst is None:
                             raise DragnetError(f"{run['error']}; it is not managed by dragnet, so the bench "
                                                "cannot restart it: remaining runs not done")
-                        if docker_scenarios:
-                            stale = True
+                        if any([a.on_oom(self) for a in planned_axes]):   # an axis brings it back itself
                             continue
                         self.on_event("restart", {"storage": st})
-                        inst = restart_on(inst, st, cfg.url, data_size=self._data_size(), env=self.env)
-                        switcher.restarted(inst)
-                        couch = connect(cfg.url, env=self.env)
+                        self.restart_on(st)
+                        switcher.restarted(self.inst)
+                        self.couch = connect(cfg.url, env=self.env)
         except KeyboardInterrupt:
             self.manifest["interrupted"] = True
             if current is not None and current["status"] == "running":
@@ -526,24 +503,25 @@ class Bench:
         finally:
             for pool in (self._pool or {}).values():
                 pool.close()
-            inst = switcher.inst if switcher.inst is not None else inst   # it may have restarted it
+            if switcher.inst is not None:   # it may have restarted it
+                self.inst = switcher.inst
             for key in axis_opts.restored_as():   # also on Ctrl-C/SIGTERM: the node's settings as found
                 self.manifest[key] = switcher.finish(lambda: connect(cfg.url, env=self.env))
-            if not started_here and not self.manifest["interrupted"] and inst is not None:
-                inst = switcher.restore_instance(inst.storage)
+            if not started_here and not self.manifest["interrupted"] and self.inst is not None:
+                self.inst = switcher.restore_instance(self.inst.storage)
             self.manifest["finished_at"] = _now_iso()
             self._write_manifest()
+            inst = self.inst
             if started_here:
                 self.on_event("stop_couch", {"backend": inst.backend})
                 stop_managed(inst, env=self.env)
-                drop_tmpfs_data(inst, keep)
-            elif inst is not None and not self.manifest["interrupted"] and (
-                    (cfg.storages and original_storage and inst.storage != original_storage)
-                    or (docker_scenarios and (stale or inst.limits != original_limits))):
+                drop_tmpfs_data(inst, self.keep)
+            elif inst is not None and not self.manifest["interrupted"] and \
+                    any([a.changed(self, found) for a in planned_axes]):
                 # the CouchDB the bench found goes back to its own storage and limits
-                self.on_event("restart", {"storage": original_storage or inst.storage})
-                restart_on(inst, original_storage or inst.storage, cfg.url, env=self.env, limits=original_limits)
-                drop_tmpfs_data(inst, keep)
+                self.on_event("restart", {"storage": found.storage or inst.storage})
+                restart_on(inst, found.storage or inst.storage, cfg.url, env=self.env, limits=found.limits)
+                drop_tmpfs_data(inst, self.keep)
         return self.manifest
 
     def _note_ceiling_refused(self, run: dict) -> None:
@@ -563,12 +541,12 @@ class Bench:
         p = Path(self.config.data)
         return p.stat().st_size * (6 if p.name.endswith(".gz") else 1)
 
-    def _one(self, couch: Couch, run: dict, spec: LanguageSpec, sc=None, target=None,
-             failed_start: dict | None = None, db: str | None = None, axes: dict | None = None,
-             versions: dict | None = None, beside: Any = None) -> None:
-        """One planned run; `target` applies sc's limits (docker), `failed_start` is the result of a run
-        whose CouchDB died before the build (its container OOM-killed while starting), `beside` what runs
-        beside the build (an axis's application load)."""
+    def _one(self, couch: Couch, run: dict, spec: LanguageSpec, failed_start: dict | None = None,
+             db: str | None = None, axes: dict | None = None, versions: dict | None = None,
+             beside: Any = None) -> None:
+        """One planned run, built inside what the plan axes put around it (a scenario's limits);
+        `failed_start` is the result of a run whose CouchDB died before the build (its container OOM-killed
+        while starting), `beside` what runs beside the build (an axis's application load)."""
         cfg = self.config
         db = db or cfg.db
         ddoc = f"dragnet_bench_{slug(spec.name)}_{run['index']}_{int(time.time() * 1000)}"
@@ -576,7 +554,9 @@ class Bench:
         self._write_manifest()
         self.on_event("start", dict(run))
         try:
-            more = {"iostat": False} if sc is not None else {}
+            more: dict = {}
+            for a in self.plan_axes:
+                more.update(a.build_keywords(run))
             if beside is not None:
                 more["beside"] = beside
 
@@ -592,11 +572,11 @@ class Bench:
                 return self.build(couch, cfg.url, db, spec, spec.path(cfg.views), ddoc, run["storage"], **more)
             if failed_start is not None:
                 result = failed_start
-            elif sc is not None:
-                from dragnet.axes.scenario import run_in
-                result = run_in(sc, couch, cfg.url, db, ddoc, build, target=target)
             else:
-                result = build()
+                result = next((r for r in (a.around(run, self, couch, db, ddoc, build) for a in self.plan_axes)
+                               if r is not None), None)
+                if result is None:
+                    result = build()
         except KeyboardInterrupt:
             self._cleanup(couch, run, quick=True, db=db)
             raise
@@ -632,7 +612,7 @@ class Bench:
         if ok and not (result.get("sizes") or {}).get("after"):
             # index size before cleanup deletes it (a scenario build records it itself; a compacted build
             # brings only its compacted sizes)
-            from dragnet.axes.scenario import sizes as _sizes
+            from dragnet.measure.datadir import sizes as _sizes
             try:
                 result["sizes"] = {**(result.get("sizes") or {}), "after": _sizes(couch, db, run["ddoc"])}
             except CouchError:
