@@ -6,7 +6,7 @@ import click
 
 from dragnet.cli.options import json_option, print_json, server_option
 from dragnet.couchdb.control import describe
-from dragnet.report.render.console import couch_where
+from dragnet.report.render.console import couch_where, prune_item
 
 BACKENDS = ("docker", "local")
 
@@ -162,7 +162,7 @@ def prune_cmd(port, running, dry_run, as_json) -> None:
         click.echo(f"dragnet's Docker objects{f' of port {port}' if port is not None else ''}: {len(items)}"
                    + ("" if items else " (nothing to remove)"))
         for it in items:
-            click.echo(f"  {it.text()}" + (f": stays, {it.keep}" if it.keep else ""))
+            click.echo(f"  {prune_item(it)}" + (f": stays, {it.keep}" if it.keep else ""))
     if not dry_run:
         prune.remove(items)
     if as_json:
@@ -172,7 +172,7 @@ def prune_cmd(port, running, dry_run, as_json) -> None:
         return
     for it in items:
         if it.error:
-            click.echo(f"  {it.text()}: not removed ({it.error})")
+            click.echo(f"  {prune_item(it)}: not removed ({it.error})")
     done = sum(it.removed for it in items)
     click.echo(f"removed {done}, kept {len(items) - done}")
 

@@ -26,10 +26,6 @@ class Item:
     removed: bool = False
     error: str | None = None
 
-    def text(self) -> str:
-        where = f"port {self.port}" if self.port is not None else "temporary"
-        return f"{self.kind} {self.name} ({where}{', ' + self.state if self.state else ''})"
-
     def as_dict(self) -> dict:
         return asdict(self)
 

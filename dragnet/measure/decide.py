@@ -227,15 +227,6 @@ class Pair:
         return cls(d["faster"], d["slower"], d["metric"], Interval(**d["interval"]), d["state"], d.get("why", ""),
                    d.get("needed"))
 
-    def format(self) -> str:
-        iv = self.interval
-        how = "paired by round" if iv.paired else "unpaired"
-        extra = f", {self.why}" if self.state == UNRESOLVED and self.why else ""
-        if self.state == UNRESOLVED and self.needed:
-            extra += f", ~{self.needed} rounds would likely decide"
-        return (f"{self.faster} vs {self.slower}: ×{iv.ratio:.3f} [{iv.low:.3f} … {iv.high:.3f}] "
-                f"{self.metric}, {iv.level:.0%} {how}, n={iv.n}: {self.state}{extra}")
-
 
 def geomean(values: Sequence[float]) -> float:
     return math.exp(math.fsum(_logs(values, "geomean")) / len(values))

@@ -19,6 +19,17 @@ TEST = (f"ratio of costs per 1,000 docs, {decide.LEVEL:.0%} t interval on the lo
 METRIC_TEXT = {"cpu": "CPU s of CouchDB and its query servers per 1,000 docs", "wall": "wall s per 1,000 docs"}
 
 
+
+def pair_text(p: decide.Pair) -> str:
+    """One verdict of decide in words: the ratio, its interval, how it was paired, the state and why."""
+    iv = p.interval
+    how = "paired by round" if iv.paired else "unpaired"
+    extra = f", {p.why}" if p.state == decide.UNRESOLVED and p.why else ""
+    if p.state == decide.UNRESOLVED and p.needed:
+        extra += f", ~{p.needed} rounds would likely decide"
+    return (f"{p.faster} vs {p.slower}: ×{iv.ratio:.3f} [{iv.low:.3f} … {iv.high:.3f}] "
+            f"{p.metric}, {iv.level:.0%} {how}, n={iv.n}: {p.state}{extra}")
+
 @dataclass(frozen=True)
 class Build:
     """One successful build as a ranking sees it: its bench round (None: never paired), docs/s, CPU per 1k docs."""
@@ -67,7 +78,7 @@ class Ranking:
     def lines(self, indent: str = "  ") -> list[str]:
         head = f"[{self.where}] " if self.where else ""
         out = [f"{indent}{head}{self.order}  (on {METRIC_TEXT[self.metric]})"]
-        out += [f"{indent}  {p.format()}" for p in self.pairs]
+        out += [f"{indent}  {pair_text(p)}" for p in self.pairs]
         if self.pairs:
             if self.supported:
                 out.append(f"{indent}  the whole order is supported")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dragnet.bench.auto import AutoOutcome
+from dragnet.report.ranking import pair_text
 
 
 def auto_lines(rounds: AutoOutcome) -> list[str]:
@@ -12,6 +13,6 @@ def auto_lines(rounds: AutoOutcome) -> list[str]:
     out = [f"--repeat auto: {rounds.rounds} rounds after a warm-up round ({why}), on "
            f"{'CPU' if rounds.metric == 'cpu' else 'wall'} seconds per 1,000 documents",
            f"order: {rounds.order}  ({'supported' if rounds.supported else 'not supported'})"]
-    out += [f"  {p.format()}" for p in rounds.pairs]
+    out += [f"  {pair_text(p)}" for p in rounds.pairs]
     out += [f"  failed (left out of its pairs): {f}" for f in rounds.failed]
     return out

@@ -230,3 +230,9 @@ def couch_up(out) -> None:
     if search is not None:
         click.echo(f"Nouveau {search.version} is up at {search.url} (pid {search.pid}, Java "
                    f"{search.java_version}{', -Xmx' + search.heap if search.heap else ''}; log {search.log})")
+
+
+def prune_item(it) -> str:
+    """One Docker object `couch prune` lists (dragnet.couchdb.prune.Item): kind, name, port or temporary, state."""
+    where = f"port {it.port}" if it.port is not None else "temporary"
+    return f"{it.kind} {it.name} ({where}{', ' + it.state if it.state else ''})"

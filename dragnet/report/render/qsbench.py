@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dragnet.qsbench import run as qsbench
+from dragnet.report.ranking import pair_text
 
 
 def show_table(out: Console, bench, docs, shards: int) -> None:
@@ -61,9 +62,9 @@ def show_ranking(out: Console, bench) -> None:
         out.print(f"{bench.rounds} rounds, stopped: {bench.stopped}; adjacent pairs, ratio slower/faster "
                   f"[99% interval]:", highlight=False)
         for v in bench.verdicts:
-            out.print(f"  {v.format()}", highlight=False, markup=False)
+            out.print(f"  {pair_text(v)}", highlight=False, markup=False)
         for v in bench.other_pairs:
-            out.print(f"  ({v.metric}) {v.format()}", highlight=False, markup=False)
+            out.print(f"  ({v.metric}) {pair_text(v)}", highlight=False, markup=False)
         out.print("the whole order is supported" if bench.decided else
                   "the order is NOT supported where a pair is unresolved (too noisy: more rounds or a quieter "
                   "machine; too close: more rounds; budget/max-runs: raise them)", highlight=False)
