@@ -430,3 +430,76 @@ def test_a_made_up_restart_axis_restarts_the_node_per_value_and_reaches_the_repo
         assert sorted(v["value"] for g in rep.by_groups for v in g["values"]) == ["fake=a", "fake=b"]
     finally:
         connect(live_url).request("DELETE", f"/{db}", ok=(200, 202, 404))
+
+
+def _made_up_scenario(seen: list):
+    # a made-up scenario-like axis: each value is something put around the build (as a memory limit or a
+    # cache state is), recorded in the build's result; one record, nothing else edited
+    from dragnet.axes.model import AROUND, Axis, AxisKind, Option, parse_list
+
+    def around(value, ctx, build):
+        seen.append(("enter", value))
+        try:
+            result = build()
+        finally:
+            seen.append(("leave", value))
+        result["made_up_scenario"] = value
+        return result
+    return AxisKind("limit", (Option(("--made-up-limit",), "limit_text", "A,B", "A made-up scenario."),),
+                    parse=lambda raw: parse_list(raw.get("limit_text"), "--made-up-limit"),
+                    make=lambda values, backend: [Axis("limit", values, how=AROUND, around=around)])
+
+
+def test_a_made_up_scenario_is_one_record_planned_in_every_round_and_put_around_each_build(monkeypatch):
+    from dragnet.axes import kinds
+    from dragnet.bench.switch import AxisSwitcher
+
+    seen: list = []
+    monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, _made_up_scenario(seen)))
+    opts = AxisOptions(limit=["low", "high"], q=["2"])
+    axes_ = opts.axes("local")
+    assert [a.name for a in axes_] == ["q", "limit"]
+    planned = bench.plan(["erlang_baseline", "javascript"], 2, ["disk"], axes=axes_)
+    assert [(p.repeat, p.axes["limit"], p.language) for p in planned] == [
+        (r, v, lang) for r in (0, 1) for v in ("low", "high") for lang in ("erlang_baseline", "javascript")]
+    switcher = AxisSwitcher(opts, url="http://127.0.0.1:9", db="d", env={}, inst=None, data=None, n=None,
+                            data_size=lambda: 0, on_event=lambda kind, data: None)
+    built = switcher.around({"axes": {"q": "2", "limit": "high"}}, lambda: seen.append(("build", None)) or {})()
+    assert built == {"made_up_scenario": "high"}
+    assert seen == [("enter", "high"), ("build", None), ("leave", "high")]
+    # a run without the axis is built as it is
+    assert switcher.around({"axes": {"q": "2"}}, lambda: {"plain": True})() == {"plain": True}
+
+
+@pytest.mark.live
+def test_a_made_up_scenario_wraps_every_build_of_a_bench_and_reaches_the_report(live_url, tmp_path, monkeypatch):
+    import json
+
+    from dragnet.axes import kinds
+    from dragnet.couchdb.client import connect
+    from dragnet.report import model, session
+    from tests.conftest import normalised_declarations
+
+    seen: list = []
+    monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, _made_up_scenario(seen)))
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({**d, "_id": f"gen:{i}"}) + "\n"
+                            for i, d in enumerate(normalised_declarations(40, 3))))
+    db = f"dragnet_fakescenario_{int(time.time())}"
+    try:
+        out = session.bench(session.BenchRequest(
+            url=live_url, db=db, data=str(data), languages="javascript", repeat=2, no_baseline=True,
+            no_ceiling=True, results_dir=str(tmp_path / "out"), axis_raw={"limit_text": "low,high"}),
+            lambda kind, d: None)
+        assert out.exit_code == 0 and out.interrupted is None
+        runs = out.report.runs
+        assert [(r["axes"], r["status"]) for r in runs] == [({"limit": v}, "ok") for v in ("low", "high") * 2]
+        # each build ran inside its value, and its result says which
+        assert seen == [(k, v) for v in ("low", "high") * 2 for k in ("enter", "leave")]
+        for r in runs:
+            res = json.loads((tmp_path / "out" / r["result_file"]).read_text())
+            assert res["made_up_scenario"] == r["axes"]["limit"] == res["bench"]["axes"]["limit"]
+        rep = model.build([str(tmp_path / "out")], by="limit")
+        assert sorted(v["value"] for g in rep.by_groups for v in g["values"]) == ["limit=high", "limit=low"]
+    finally:
+        connect(live_url).request("DELETE", f"/{db}", ok=(200, 202, 404))

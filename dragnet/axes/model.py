@@ -25,6 +25,7 @@ RESTART = "restart"      # the managed CouchDB restarts (storage, a CouchDB rele
 CONTAINER = "container"  # the container is recreated with other settings (docker scenarios, image, cpuset)
 REFILL = "refill"        # another database filled from the same data (q)
 BESIDE = "beside"        # something runs beside the build (an application load): nothing to apply before it
+AROUND = "around"        # the build runs inside the value (a limit, a cache state): nothing to apply before it
 
 
 def parse_list(text: str | Sequence[str] | None, what: str) -> list[str]:
@@ -57,6 +58,8 @@ class Axis:
     - `check(value, ctx)`: after a restart or apply: what was checked (kept in ctx.checks), or DragnetError.
       With `check_after_build`, also after each build (query servers exist only then).
     - `beside(value, ctx)`: BESIDE axes: what runs beside the run's build (handed to the build), or None.
+    - `around(value, ctx, build)`: AROUND axes: runs `build` (no argument, returns the results dict) inside
+      the value, as a scenario does, and returns its result.
     - `check_once(ctx)`: before any build, what only the running bench can tell (its URL), or UsageError.
 
     Language, storage, scenario and size are label axes of the plan (the bench applies storage and
@@ -75,6 +78,7 @@ class Axis:
     check_after_build: bool = False
     record_as: str | None = None   # with check_after_build: the manifest run key its check is kept under
     beside: Callable[[str, Any], Any] | None = None
+    around: Callable[[str, Any, Callable[[], dict]], dict] | None = None
     check_once: Callable[[Any], None] | None = None
 
     def __post_init__(self) -> None:
@@ -86,7 +90,7 @@ class Axis:
 
 # the plan order of the kinds of application: restarts outermost within a round, then databases, then live
 # settings, label axes (design-doc revisions) fastest
-_HOW_ORDER = {RESTART: 0, CONTAINER: 0, REFILL: 1, LIVE: 2, BESIDE: 3, LABEL: 3}
+_HOW_ORDER = {RESTART: 0, CONTAINER: 0, REFILL: 1, LIVE: 2, BESIDE: 3, AROUND: 3, LABEL: 3}
 
 
 def in_plan_order(axes: Iterable[Axis]) -> list[Axis]:

@@ -570,6 +570,8 @@ class Bench:
                     return self.build(couch, cfg.url, db, spec, None, ddoc, run["storage"], design=design,
                                       rows_dir=rows, **more)
                 return self.build(couch, cfg.url, db, spec, spec.path(cfg.views), ddoc, run["storage"], **more)
+            if self.switcher is not None:     # what the run's axes put around its build
+                build = self.switcher.around(run, build)
             if failed_start is not None:
                 result = failed_start
             else:

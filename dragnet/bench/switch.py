@@ -214,6 +214,13 @@ class AxisSwitcher:
         found = [a.beside(ax[a.name], self) for a in self.axes if a.beside is not None and a.name in ax]
         return next((b for b in found if b is not None), None)
 
+    def around(self, run: dict, build: Callable[[], dict]) -> Callable[[], dict]:
+        """The run's build inside what each of its axes puts around it (Axis.around), the first outermost."""
+        ax = run.get("axes") or {}
+        for a in reversed([a for a in self.axes if a.around is not None and a.name in ax]):
+            build = (lambda a=a, inner=build: a.around(ax[a.name], self, inner))
+        return build
+
     def verify(self, run: dict) -> dict:
         """After a build (its query servers still in the pool): the checks that need the build's processes
         (every CouchDB process on the run's cores); what they found, by the manifest key each axis names."""
