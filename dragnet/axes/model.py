@@ -1,8 +1,9 @@
 """Bench axes: one model for every dimension a bench varies, and the one planner over their product.
 
 An Axis has a name, values, how a value is applied (`how`), how it labels a run, and its own apply,
-check and restart behaviour. Languages, storage and scenarios are axes of the plan (the bench applies
-storage and scenarios itself); couchdb, cpus, q, config and ddoc come with their own modules
+check and restart behaviour. Languages, storage and scenarios are axes of the plan (storage and scenarios
+are PlanAxis records, dragnet/axes/storage.py and scenario_axis.py, whose hooks the bench calls); couchdb,
+cpus, q, config, ddoc and load come with their own modules
 (dragnet/axes/<name>.py), whose axes dragnet.bench.switch applies generically. The planner takes the product of any
 axes and interleaves every combination within each round; the Erlang baseline opens every combination, so
 each run has a baseline of the same combination and round (ratios() pairs them).
@@ -62,8 +63,8 @@ class Axis:
       the value, as a scenario does, and returns its result.
     - `check_once(ctx)`: before any build, what only the running bench can tell (its URL), or UsageError.
 
-    Language, storage, scenario and size are label axes of the plan (the bench applies storage and
-    scenarios itself). The CouchDB axes live in dragnet/axes/<name>.py, each with an `axis(...)` factory;
+    Language, storage, scenario and size are label axes of the plan (storage and scenario applied through
+    their PlanAxis records, below). The CouchDB axes live in dragnet/axes/<name>.py, each with an `axis(...)` factory;
     each module's KIND (an AxisKind) is listed in dragnet.axes.kinds (docs/axes.md: adding an axis)."""
 
     name: str
