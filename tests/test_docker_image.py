@@ -177,6 +177,30 @@ def test_tmpfs_in_a_container_and_down_leaves_nothing(engine, tmp_path):
         _down_leaves_nothing(engine, env, port)
 
 
+def test_the_container_gets_its_own_limits_back_when_the_last_scenario_ran_to_the_end(engine, tmp_path):
+    """--memory 512m,1g without an OOM kill: the container the bench recreated for its last scenario is
+    replaced by one with the limits `couch up` gave it (none), not left at 1 GiB."""
+    from dragnet.bench import run as b
+    from dragnet.axes.scenario import Scenario
+
+    env = couch_env(tmp_path, SECRET)
+    port = _free_port()
+    _up(env, port)
+    mib = 1024**2
+    try:
+        data = tmp_path / "docs.jsonl"
+        data.write_text("".join(json.dumps(d) + "\n" for d in normalised_declarations(100, 11)))
+        cfg = b.BenchConfig(url=f"http://admin:{SECRET}@127.0.0.1:{port}", db="scen", languages=["javascript"],
+                            repeat=1, data=str(data), results_dir=str(tmp_path / "res"), baseline=False,
+                            scenarios=[Scenario(512 * mib), Scenario(1024 * mib)], ceiling=False)
+        manifest = b.Bench(cfg, env=env).run()
+        assert [r["status"] for r in manifest["runs"]] == ["ok", "ok"], manifest["runs"]
+        back = engine.containers.get(dk.container_name(port))
+        assert back.status == "running" and back.attrs["HostConfig"]["Memory"] == 0
+    finally:
+        _down_leaves_nothing(engine, env, port)
+
+
 def test_bench_scenarios_recreate_the_container_with_its_limits_and_report_an_oom_kill(engine, tmp_path):
     """--memory 256m with hdd-150iops and a cold cache, then --memory 48m, on a container `couch up` made:
     each scenario's container holds its limits (the engine's HostConfig and the kernel's cgroup, read

@@ -30,6 +30,7 @@ class ScenarioAxis(PlanAxis):
         self.prepared: dict = {}
         self.engine = None
         self.target = None       # the current run's (docker); None: a LocalTarget per build
+        self.recreated = False   # docker: a container of a scenario's limits replaced the one found
 
     def values(self, ctx) -> list[str]:
         return list(self.by_label) or [""]
@@ -93,7 +94,8 @@ class ScenarioAxis(PlanAxis):
             except ContainerOOMKilled as exc:
                 self.stale = True
                 return sd.oom_at_start(p, exc)
-            self.stale = False
+            self.stale, self.recreated = False, True
+            ctx.switcher.inst = ctx.inst     # the bench's end restores from the container that runs now
             ctx.couch = connect(cfg.url, env=ctx.env)
             if cfg.data and st == "tmpfs":      # the container's tmpfs went with it
                 from dragnet.data.ensure import ensure_data
@@ -120,7 +122,7 @@ class ScenarioAxis(PlanAxis):
         return True
 
     def changed(self, ctx, found) -> bool:
-        return self.docker and (self.stale or ctx.inst.limits != found.limits)
+        return self.docker and (self.stale or self.recreated or ctx.inst.limits != found.limits)
 
 
 def plan_axis(config) -> ScenarioAxis:
