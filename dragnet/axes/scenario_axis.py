@@ -13,6 +13,18 @@ from dragnet.axes.scenario import Scenario, prepare, run_in
 from dragnet.errors import UsageError
 
 
+def parse(memories: str | None, profiles: str | None, caches: str | None) -> list[Scenario]:
+    """--memory, --disk-profile and --cache as scenarios (every combination); none given: no scenario."""
+    if not (memories or profiles or caches):
+        return []
+    from dragnet.axes.model import parse_list
+    from dragnet.axes.scenario import expand
+    from dragnet.couchdb import limits
+
+    return expand(limits.parse_memory_limits(memories or "unlimited"), limits.parse_profiles(profiles or "unlimited"),
+                  parse_list(caches, "--cache"))
+
+
 class ScenarioAxis(PlanAxis):
     """The scenarios as an axis of the plan (`--memory`, `--disk-profile`, `--cache`): interleaved in every
     round, each run built inside its scenario (run_in). Local: a cgroup plan around each build. Docker: the

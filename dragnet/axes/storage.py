@@ -12,6 +12,19 @@ from dragnet.axes.model import PlanAxis
 from dragnet.errors import UsageError
 
 
+def parse(text: str | None, label: str | None = None) -> list[str]:
+    """--storage's values ('disk,tmpfs'); a one-line UsageError for another storage or with --storage-label."""
+    from dragnet.axes.model import parse_list
+
+    st = parse_list(text, "--storage")
+    for s in st:
+        if s not in ("disk", "tmpfs"):
+            raise UsageError(f"--storage {s}: expected disk or tmpfs")
+    if st and label:
+        raise UsageError("--storage-label is for a CouchDB dragnet does not manage; --storage sets the label")
+    return st
+
+
 class StorageAxis(PlanAxis):
     name = "storage"
     outer = True

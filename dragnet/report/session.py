@@ -116,12 +116,9 @@ def bench(request: BenchRequest, on_event: Events | None = None) -> BenchOutcome
 
     sdir = store.default_dir(r.store_dir)
     baseline_entry = store.baseline(sdir, r.baseline_name) if r.baseline_name else None   # a missing name: now
-    st = parse_list(r.storages, "--storage")
-    for s in st:
-        if s not in ("disk", "tmpfs"):
-            raise UsageError(f"--storage {s}: expected disk or tmpfs")
-    if st and r.storage_label:
-        raise UsageError("--storage-label is for a CouchDB dragnet does not manage; --storage sets the label")
+    from dragnet.axes import scenario_axis, storage
+
+    st = storage.parse(r.storages, r.storage_label)
     design = None
     revisions: dict = {}
     if r.ddoc_sources:
@@ -156,13 +153,7 @@ def bench(request: BenchRequest, on_event: Events | None = None) -> BenchOutcome
             on_event("skipped", {"message": why})
     if not langs:
         raise UsageError("--languages: no language given")
-    from dragnet.couchdb import limits as limits
-    from dragnet.axes.scenario import expand
-
-    scenarios = []
-    if r.memories or r.profiles or r.caches:
-        scenarios = expand(limits.parse_memory_limits(r.memories or "unlimited"),
-                           limits.parse_profiles(r.profiles or "unlimited"), parse_list(r.caches, "--cache"))
+    scenarios = scenario_axis.parse(r.memories, r.profiles, r.caches)
     from dragnet.axes import q as axis_q
     from dragnet.bench.switch import AxisOptions
 
