@@ -50,6 +50,12 @@ class Summary:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def format(self, unit: str = "", digits: int = 1) -> str:
+        """hyperfine style: '812.3 ± 12.1 c/s  [min 790.0 … max 830.2]'."""
+        u = f" {unit}" if unit else ""
+        return (f"{self.mean:.{digits}f} ± {self.stdev:.{digits}f}{u}  "
+                f"[min {self.min:.{digits}f} … max {self.max:.{digits}f}]")
+
 
 def summarize(values: Iterable[float]) -> Summary:
     vals = [float(v) for v in values]
