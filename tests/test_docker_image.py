@@ -177,19 +177,25 @@ def test_tmpfs_in_a_container_and_down_leaves_nothing(engine, tmp_path):
         _down_leaves_nothing(engine, env, port)
 
 
+def _up_with_data(tmp_path, count: int) -> tuple[dict, int, Path]:
+    """A container `couch up` made, on a free port, and `count` declarations to import into it."""
+    env = couch_env(tmp_path, SECRET)
+    port = _free_port()
+    _up(env, port)
+    data = tmp_path / "docs.jsonl"
+    data.write_text("".join(json.dumps(d) + "\n" for d in normalised_declarations(count, 11)))
+    return env, port, data
+
+
 def test_the_container_gets_its_own_limits_back_when_the_last_scenario_ran_to_the_end(engine, tmp_path):
     """--memory 512m,1g without an OOM kill: the container the bench recreated for its last scenario is
     replaced by one with the limits `couch up` gave it (none), not left at 1 GiB."""
     from dragnet.bench import run as b
     from dragnet.axes.scenario import Scenario
 
-    env = couch_env(tmp_path, SECRET)
-    port = _free_port()
-    _up(env, port)
+    env, port, data = _up_with_data(tmp_path, 100)
     mib = 1024**2
     try:
-        data = tmp_path / "docs.jsonl"
-        data.write_text("".join(json.dumps(d) + "\n" for d in normalised_declarations(100, 11)))
         cfg = b.BenchConfig(url=f"http://admin:{SECRET}@127.0.0.1:{port}", db="scen", languages=["javascript"],
                             repeat=1, data=str(data), results_dir=str(tmp_path / "res"), baseline=False,
                             scenarios=[Scenario(512 * mib), Scenario(1024 * mib)], ceiling=False)
@@ -212,13 +218,9 @@ def test_bench_scenarios_recreate_the_container_with_its_limits_and_report_an_oo
 
     if os.geteuid() != 0:
         pytest.skip("a cold cache drops the host's page cache: needs root")
-    env = couch_env(tmp_path, SECRET)
-    port = _free_port()
-    _up(env, port)
+    env, port, data = _up_with_data(tmp_path, 400)
     mib = 1024**2
     try:
-        data = tmp_path / "docs.jsonl"
-        data.write_text("".join(json.dumps(d) + "\n" for d in normalised_declarations(400, 11)))
         seen: list[dict] = []
 
         def build(*args, **kw):
