@@ -39,6 +39,19 @@ def test_usage_flags_a_run_that_waited_more_than_it_ran():
     assert u["pressure_some_s"] == 1.0
 
 
+def test_usage_sums_schedstat_per_thread_so_an_exited_one_does_not_subtract():
+    # thread 7 ran 3 s before the first snapshot and exited before the second; thread 8 is new
+    a = cpu.Snapshot(0.0, 1.0, None, None, 4.0, 0.2, None, None, 2, (), ((6, 1_000_000_000, 100_000_000),
+                                                                      (7, 3_000_000_000, 100_000_000)))
+    b = cpu.Snapshot(1.0, 2.0, None, None, 1.7, 0.3, None, None, 2, (), ((6, 1_500_000_000, 200_000_000),
+                                                                      (8, 200_000_000, 100_000_000)))
+    u = cpu.usage(a, b)
+    assert u["run_s"] == pytest.approx(0.7) and u["wait_s"] == pytest.approx(0.2)
+    # a tid reused in between (its counters went down) counts whole
+    c = cpu.Snapshot(2.0, 2.0, None, None, 0.1, 0.0, None, None, 1, (), ((6, 100_000_000, 0),))
+    assert cpu.usage(b, c)["run_s"] == pytest.approx(0.1)
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
 def test_tree_counts_a_child_that_exited():
     # a shell (the root) runs a CPU-burning child to completion, then execs a sleep: the child's CPU is

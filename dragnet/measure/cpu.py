@@ -122,12 +122,14 @@ class Snapshot:
     pressure_s: float | None
     pids: int
     by_name: tuple = ()          # (comm, utime+stime+cutime+cstime seconds) per process name of the tree
+    threads: tuple = ()          # (tid, run ns, wait ns) of every live thread, so usage counts deltas per thread
 
     @classmethod
     def take(cls, root: int, proc: str = "/proc", sys_fs: str = "/sys/fs/cgroup") -> "Snapshot":
         pids = tree(root, proc)
         ticks, run_ns, wait_ns = 0, 0, 0
         names: dict[str, int] = {}
+        threads: list[tuple[int, int, int]] = []
         for pid in pids:
             text = _read(f"{proc}/{pid}/stat")
             if text:
@@ -144,12 +146,13 @@ class Snapshot:
                 if st:
                     r, w = parse_schedstat(st)
                     run_ns, wait_ns = run_ns + r, wait_ns + w
+                    threads.append((int(tid), r, w))
         cg = _cgroup_usage_s(root, pids, proc, sys_fs)
         steal = parse_steal(_read(f"{proc}/stat") or "")
         return cls(time.time(), ticks / CLK_TCK, cg[0] if cg else None, cg[1] if cg else None, run_ns / 1e9,
                    wait_ns / 1e9, None if steal is None else steal / CLK_TCK,
                    parse_pressure(_read(f"{proc}/pressure/cpu") or ""), len(pids),
-                   tuple(sorted((k, v / CLK_TCK) for k, v in names.items())))
+                   tuple(sorted((k, v / CLK_TCK) for k, v in names.items())), tuple(sorted(threads)))
 
 
 def usage(before: Snapshot, after: Snapshot) -> dict:
@@ -158,7 +161,7 @@ def usage(before: Snapshot, after: Snapshot) -> dict:
     cg_s = (after.cgroup_cpu_s - before.cgroup_cpu_s
             if after.cgroup_cpu_s is not None and before.cgroup_cpu_s is not None and after.cgroup == before.cgroup
             else None)
-    run_s, wait_s = after.run_s - before.run_s, after.wait_s - before.wait_s
+    run_s, wait_s = _sched_delta(before, after)
     diff = lambda a, b: None if a is None or b is None else round(a - b, 6)  # noqa: E731
     return {"cpu_s": round(cg_s if cg_s is not None else proc_s, 6),
             "source": f"cgroup {after.cgroup}" if cg_s is not None else "/proc process tree",
@@ -168,6 +171,23 @@ def usage(before: Snapshot, after: Snapshot) -> dict:
             "waited_more_than_ran": wait_s > run_s > 0, "pids": after.pids,
             # per process name (beam.smp, erl_child_setup holding exited query servers, couchjs …)
             "by_process": {k: round(v - dict(before.by_name).get(k, 0.0), 6) for k, v in after.by_name}}
+
+
+def _sched_delta(before: Snapshot, after: Snapshot) -> tuple[float, float]:
+    """(run s, wait s) the tree's threads spent between two snapshots. Summed per thread over those alive at
+    the end: a thread that exited in between takes its counters with it, and subtracting them made the sum
+    negative. A thread new since the first snapshot counts whole; a tid reused in between (counters smaller
+    than before) counts whole too."""
+    if not (before.threads and after.threads):
+        return after.run_s - before.run_s, after.wait_s - before.wait_s
+    old = {tid: (r, w) for tid, r, w in before.threads}
+    run_ns = wait_ns = 0
+    for tid, r, w in after.threads:
+        r0, w0 = old.get(tid, (0, 0))
+        if r < r0 or w < w0:
+            r0 = w0 = 0
+        run_ns, wait_ns = run_ns + r - r0, wait_ns + w - w0
+    return run_ns / 1e9, wait_ns / 1e9
 
 
 def schedstat_of(pid: int, proc: str = "/proc") -> tuple[float, float] | None:
