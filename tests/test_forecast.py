@@ -300,6 +300,26 @@ def test_disk_growth_is_index_files_side_by_side_plus_the_shards_compacted_at_on
     assert two["prediction"]["value"] == pytest.approx(p["value"] + 50 * mib, rel=1e-6)
 
 
+def test_side_by_side_reads_one_shard_alone_where_it_was_measured_not_at_the_fits_end():
+    mib = 1024 ** 2
+    # the eleventh back-test's one-shard index files (2,500-20,000 documents): an n log n through them has a
+    # negative intercept and gives 0.94 MB at 2,500 where 2.54 MB was measured
+    files = {2500: 2535496.0, 5000: 6386736.0, 10000: 19731880.0, 20000: 51085717.0}
+    one = [_grown(n, v + v / 10, v / 10) for n, v in files.items()]
+    runs = [_grown(20000, 23303898.0 + mib, mib, at_once=1), _grown(10000, 9e6, 0)]
+    e = fc.growth_forecast(runs, one, 100_000, 8)
+    side = e["parts"]["side_by_side"]
+    assert side["alone"] == pytest.approx(8 * files[2500])          # measured, not the fit's 8 × 0.94 MB
+    assert side["ratio"] == pytest.approx(23303898.0 / (8 * files[2500]))
+    assert side["extra_per_doc"] == pytest.approx((23303898.0 - 8 * files[2500]) / 20000)
+    fit_at = fc.fit_value(e["parts"]["index_files"]["fit"], 2500)
+    assert fit_at < 0.5 * files[2500]                                 # the fit's end, which the old reading used
+    # between two measured sizes: the line between them; outside: the fit
+    assert fc.one_shard_at([(2500, 1.0), (5000, 3.0), (5000, 5.0)], {}, 3750) == pytest.approx(2.5)
+    fit = {"model": fc.LINEAR, "fixed": 0.0, "per_doc": 2.0}
+    assert fc.one_shard_at([(2500, 1.0), (5000, 3.0)], fit, 1000) == pytest.approx(fc.fit_value(fit, 1000))
+
+
 def test_index_live_data_interval_widens_by_what_shards_side_by_side_differ_from_alone():
     mib = 1024 ** 2
 

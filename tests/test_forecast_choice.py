@@ -139,6 +139,43 @@ def test_a_sweep_of_given_sizes_says_what_larger_sweep_would_decide(tmp_path):
     assert "would build 20,000 documents next" in shown
 
 
+def _shares(f, per_size):
+    f[""]["javascript"]["quantities"]["build_time"]["cores_share"] = {"per_size": per_size}
+    return f
+
+
+def test_a_moving_cores_share_leaves_the_build_time_undecided():
+    line = [(n, 0.5 + 4e-4 * n) for n in (2500, 5000, 10000, 20000)]
+    # the shapes agree, but the builds got 0.54-1.33 of a core: the wall times carry the machine's load
+    moved = _shares(_forecasts(line), {"2500": 0.54, "5000": 0.60, "10000": 1.03, "20000": 1.33})
+    step = ext.decide(moved, [2500, 5000, 10000, 20000], spent_s=10, budget_s=600, max_docs=100_000,
+                      target_docs=100_000, top_seconds=5, growth=2.0)
+    (g,) = step["undecided"]
+    assert g["quantity"] == "build_time" and g["spread"] < 0.15 and g["held_out"] < 0.15
+    assert abs(g["cores_share_moved"] - (1.33 / 0.54 - 1)) < 1e-9 and g["cores_share"] == [0.54, 1.33]
+    assert step["stop"] is None and step["next"] == 40_000     # --sizes auto builds the next doubling
+    shown = describe_step(ext.given_sizes(step))
+    assert "the builds' share of the cores moved 146% (0.54–1.33 of a core" in shown
+    # a share within the goal (1.14×) leaves it decided, and is said nowhere
+    steady = _shares(_forecasts(line), {"2500": 1.00, "5000": 1.05, "10000": 1.10, "20000": 1.14})
+    assert ext.decide(steady, [2500, 5000, 10000, 20000], spent_s=10, budget_s=600, max_docs=100_000,
+                      target_docs=100_000, top_seconds=5, growth=2.0)["stop"] == "decided"
+    # the peak disk and the index size are not held to the cores' share
+    assert ext.share_moved({}) is None
+
+
+def test_the_ninth_back_test_said_decided_and_now_is_not(tmp_path):
+    # recorded: the shapes agreed on 20,000 large documents (13 %) while the cores' share went 0.54-1.33
+    folder = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "bt32-large"
+    was = _schema.read_json(folder.parent / "backtest32-large20k" / fc.SUMMARY)["sweep_steps"][-1]
+    assert was["stop"] == "decided" and was["undecided"] == []
+    out = fr.from_sweep(folder, fr.target_from_docs(20_000, "686184135", 8), out_dir=tmp_path)
+    (step,) = out["sweep_steps"]
+    (g,) = [g for g in step["undecided"] if g["quantity"] == "build_time"]
+    assert g["spread"] < 0.15 and 1.4 < g["cores_share_moved"] < 1.5
+    assert step["stop"] == "sizes" and step["next"] == 8_000
+
+
 @pytest.mark.live
 def test_live_a_size_added_to_a_recorded_sweep_joins_it(live_url, tmp_path):
     from dragnet.bench import run as b

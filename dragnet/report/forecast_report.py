@@ -109,6 +109,9 @@ def describe_step(step: dict) -> str:
     """One line for the forecast's output: why the sweep stopped, what is open, what the next size costs."""
     open_ = "; ".join(f"{g['language']} {g['quantity']}: shapes spread {g['spread']:.0%}"
                       + (f", held-out error {g['held_out']:.0%}" if g.get("held_out") is not None else "")
+                      + (f", the builds' share of the cores moved {g['cores_share_moved']:.0%} "
+                         f"({g['cores_share'][0]:.2f}–{g['cores_share'][1]:.2f} of a core: the wall time follows "
+                         f"the machine's load)" if (g.get("cores_share_moved") or 0) > g["goal"] else "")
                       + f" (goal {g['goal']:.0%})" for g in step.get("undecided") or [])
     head = {"decided": "the sweep decided", "budget": "the sweep stopped at its budget",
             "data": "the sweep stopped at its data", "sizes": "the sweep could not decide"}.get(step.get("stop"),
