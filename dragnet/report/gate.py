@@ -46,7 +46,7 @@ def check(config: BenchConfig, threshold: float, max_runs: int) -> None:
         raise UsageError(f"--max-runs {max_runs}: the gate needs at least {decide.MIN_ROUNDS} rounds")
 
 
-def run_gate(config: BenchConfig, threshold: float, *, metric: str = "cpu", max_runs: int = decide.MAX_RUNS,
+def run_gate(config: BenchConfig, threshold: float, *, metric: str = "qs", max_runs: int = decide.MAX_RUNS,
              on_event: Callable[[str, dict], None] | None = None) -> GateOutcome:
     check(config, threshold, max_runs)
     old, new = list(config.axes.designs())
