@@ -1,6 +1,7 @@
 """`bench --ddoc A --ddoc B --gate 5%`: bench two design doc revisions until the regression gate decides.
 
-The first batch runs decide.MIN_ROUNDS interleaved rounds (or --repeat, if more); while the comparison along
+A warm-up round of both revisions runs first, in `<folder>-warmup`, left out of every figure. The first
+batch runs decide.MIN_ROUNDS interleaved rounds (or --repeat, if more); while the comparison along
 the ddoc axis cannot tell whether B is slower than A by more than the threshold, another batch runs as
 many rounds as the comparison estimates it needs (at least one), up to max_runs rounds in all. Each batch
 is one bench folder under the gate's folder; builds are paired by their bench id and round.
@@ -26,6 +27,7 @@ class GateOutcome:
     comparison: c.Comparison
     rounds: int
     dirs: list[Path] = field(default_factory=list)
+    warmup: Path | None = None        # the warm-up round's folder (not among dirs, never judged)
     manifests: list[dict] = field(default_factory=list)
 
     @property
@@ -55,6 +57,12 @@ def run_gate(config: BenchConfig, threshold: float, *, metric: str = "qs", max_r
     base = Path(config.results_dir or Path("results") / f"gate-{stamp}")
     out = GateOutcome(comparison=None, rounds=0)  # type: ignore[arg-type]
     batch = min(max(config.repeat, decide.MIN_ROUNDS), max_runs)
+    # a warm-up round (both revisions once, beside the gate's folder, never judged): the data's import and
+    # the query servers CouchDB spawns are paid here, not by one revision's first build (a spawn during a
+    # build put start-up into its CPU: up to x2 on the gate's 3,000 items, docs/statistics.md)
+    out.warmup = Path(f"{base}-warmup")
+    Bench(dataclasses.replace(config, repeat=1, results_dir=str(out.warmup), ceiling=False, shuffle_seed=seed - 1),
+          on_event=on_event).run()
     while True:
         folder = base / f"batch-{len(out.dirs) + 1}"
         # a fresh random order each round: a build that leaves work behind for the next does not always
