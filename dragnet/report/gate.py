@@ -58,8 +58,8 @@ def run_gate(config: BenchConfig, threshold: float, *, metric: str = "qs", max_r
     out = GateOutcome(comparison=None, rounds=0)  # type: ignore[arg-type]
     batch = min(max(config.repeat, decide.MIN_ROUNDS), max_runs)
     # a warm-up round (both revisions once, beside the gate's folder, never judged): the data's import and
-    # the query servers CouchDB spawns are paid here, not by one revision's first build (a spawn during a
-    # build put start-up into its CPU: up to x2 on the gate's 3,000 items, docs/statistics.md)
+    # the query servers CouchDB spawns are paid here, not by whichever revision the first round runs first
+    # (a server spawned during a build puts its start-up into that build's CPU: cpu.query_servers.started)
     out.warmup = Path(f"{base}-warmup")
     Bench(dataclasses.replace(config, repeat=1, results_dir=str(out.warmup), ceiling=False, shuffle_seed=seed - 1),
           on_event=on_event).run()
