@@ -87,6 +87,7 @@ def test_thread_usage_counts_new_threads_whole_and_old_ones_from_the_first_readi
     assert u["by_process"] == {"couchjs": pytest.approx(0.5), "python3": pytest.approx(0.1)}
     assert u["user_s"] == pytest.approx(45 / cpu.CLK_TCK) and u["system_s"] == pytest.approx(15 / cpu.CLK_TCK)
     assert u["processes"] == 4 and u["threads"] == 4
+    assert u["started"] == 2 and u["started_cpu_s"] == pytest.approx(0.3)
 
 
 _NAMED = """import ctypes, subprocess, sys, time

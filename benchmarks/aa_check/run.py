@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A/A and power check of the separated / tied / unresolved decision (dragnet.measure.decide), run by hand.
 
-    .venv/bin/python benchmarks/aa_check/run.py sim [--trials 2000]
-        the adaptive rule (a 99% interval at every look from round 5 to 15) on simulated rounds: a shared
+    .venv/bin/python benchmarks/aa_check/run.py sim [--trials 2000] [--max-runs 15]
+        the adaptive rule (a 99% interval at every look from round 5 to --max-runs) on simulated rounds: a shared
         per-round load (lognormal, sd 20%) times each item's own noise; A/A, a true gap at the noise
         threshold (2%), 5% and 10%; normal noise and noise with 10% of runs 30% slower.
     .venv/bin/python benchmarks/aa_check/run.py qsbench [--server python3] [--trials 20] [--count 1000]
@@ -32,7 +32,8 @@ sys.path.insert(0, str(REPO))
 from dragnet.measure import decide  # noqa: E402
 
 
-def sim_trials(true: float, sd: float, trials: int, contaminated: float = 0.0, seed: int = 0):
+def sim_trials(true: float, sd: float, trials: int, contaminated: float = 0.0, seed: int = 0,
+               max_runs: int = decide.MAX_RUNS):
     out = []
     for t in range(trials):
         rng = random.Random(f"{seed}-{true}-{sd}-{contaminated}-{t}")
@@ -43,7 +44,7 @@ def sim_trials(true: float, sd: float, trials: int, contaminated: float = 0.0, s
             x = (1.0 if item == "a" else true) * load[r] * math.exp(rng.gauss(0, sd))
             return x * (1.3 if rng.random() < contaminated else 1.0)
 
-        rounds, pairs = decide.simulate(decide.Plan(["a", "b"], seed=t), draw)
+        rounds, pairs = decide.simulate(decide.Plan(["a", "b"], seed=t, max_runs=max_runs), draw)
         out.append((rounds, pairs[0].state))
     return out
 
@@ -65,7 +66,8 @@ def sim(args) -> None:
     for sd, cont in ((0.01, 0.0), (0.03, 0.0), (0.03, 0.1)):
         for true in (1.0, 1.02, 1.05, 1.10):
             noise = f"sd {sd:.0%}" + (f", {cont:.0%} of runs +30%" if cont else "")
-            print(row(f"×{true:.2f}, {noise}", sim_trials(true, sd, args.trials, cont)), flush=True)
+            print(row(f"×{true:.2f}, {noise}", sim_trials(true, sd, args.trials, cont, max_runs=args.max_runs)),
+                  flush=True)
 
 
 def qsbench_trials(args) -> None:
@@ -111,6 +113,7 @@ def main() -> int:
     sub = ap.add_subparsers(dest="mode", required=True)
     s = sub.add_parser("sim")
     s.add_argument("--trials", type=int, default=2000)
+    s.add_argument("--max-runs", type=int, default=decide.MAX_RUNS, help="the looks' bound (make demo: 25)")
     q = sub.add_parser("qsbench")
     q.add_argument("--server", default="python3")
     q.add_argument("--trials", type=int, default=20)

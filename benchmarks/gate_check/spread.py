@@ -42,7 +42,7 @@ def builds(out: Path) -> list[dict]:
             rows.append({"case": m.group(1), "trial": int(m.group(2)), "batch": f.parent.name, "round": b.get("repeat"),
                          "ddoc": (b.get("axes") or {}).get("ddoc"), "ok": bool(s.get("ok", True)), "docs": s.get("docs"),
                          "wall": s.get("wall_time_s"), "cpu": c.get("cpu_s"), "qs": q.get("cpu_s"),
-                         "qs_wait": q.get("wait_s"), "beam": (c.get("by_process") or {}).get("beam.smp"),
+                         "qs_wait": q.get("wait_s"), "qs_started": q.get("started"), "beam": (c.get("by_process") or {}).get("beam.smp"),
                          "cpu_source": c.get("source"), "started_at": r.get("started_at")})
     return rows
 
@@ -86,7 +86,10 @@ def main() -> int:
         trials = sorted({r["trial"] for r in rows if r["case"] == case})
         if not trials:
             continue
-        print(f"{case}: {len(trials)} trials, {sum(1 for r in rows if r['case'] == case)} builds")
+        mine = [r for r in rows if r["case"] == case]
+        spawned = [r for r in mine if r.get("qs_started")]
+        print(f"{case}: {len(trials)} trials, {len(mine)} builds"
+              + (f", {len(spawned)} with a query server spawned during the build" if spawned else ""))
         for metric, what in METRICS.items():
             sd = sorted(v for (c, _), v in spreads(rows, metric).items() if c == case)
             if not sd:

@@ -291,6 +291,8 @@ def thread_usage(first: dict, last: dict, interval_s: float, samples: int, perio
     only what it ran after its last reading (at most a period)."""
     run_ns = wait_ns = user = system = 0
     by_name: dict[str, int] = {}
+    started = {k[:2] for k in last} - {k[:2] for k in first}
+    started_ns = sum(v[1] for k, v in last.items() if k[:2] in started)
     for key, (comm, r, w, u, s) in last.items():
         _, r0, w0, u0, s0 = first.get(key, (comm, 0, 0, 0, 0))
         run_ns, wait_ns, user, system = run_ns + r - r0, wait_ns + w - w0, user + u - u0, system + s - s0
@@ -299,7 +301,9 @@ def thread_usage(first: dict, last: dict, interval_s: float, samples: int, perio
     return {"cpu_s": round(run_ns / 1e9, 9), "wait_s": round(wait_ns / 1e9, 9),
             "user_s": round(user / CLK_TCK, 6), "system_s": round(system / CLK_TCK, 6),
             "by_process": {k: round(v / 1e9, 9) for k, v in sorted(by_name.items())},
-            "processes": len({k[:2] for k in last}), "threads": len(last), "interval_s": round(interval_s, 6),
+            "processes": len({k[:2] for k in last}), "threads": len(last),
+            # servers spawned during the build: their start-up is in cpu_s (a warm-up round avoids it)
+            "started": len(started), "started_cpu_s": round(started_ns / 1e9, 9), "interval_s": round(interval_s, 6),
             "samples": samples, "period_s": period_s, "source": "schedstat of the query servers' threads"}
 
 

@@ -1,6 +1,7 @@
 """`bench --ddoc A --ddoc B --gate 5%`: bench two design doc revisions until the regression gate decides.
 
-The first batch runs decide.MIN_ROUNDS interleaved rounds (or --repeat, if more); while the comparison along
+A warm-up round of both revisions runs first, in `<folder>-warmup`, left out of every figure. The first
+batch runs decide.MIN_ROUNDS interleaved rounds (or --repeat, if more); while the comparison along
 the ddoc axis cannot tell whether B is slower than A by more than the threshold, another batch runs as
 many rounds as the comparison estimates it needs (at least one), up to max_runs rounds in all. Each batch
 is one bench folder under the gate's folder; builds are paired by their bench id and round.
@@ -26,6 +27,7 @@ class GateOutcome:
     comparison: c.Comparison
     rounds: int
     dirs: list[Path] = field(default_factory=list)
+    warmup: Path | None = None        # the warm-up round's folder (not among dirs, never judged)
     manifests: list[dict] = field(default_factory=list)
 
     @property
@@ -46,7 +48,7 @@ def check(config: BenchConfig, threshold: float, max_runs: int) -> None:
         raise UsageError(f"--max-runs {max_runs}: the gate needs at least {decide.MIN_ROUNDS} rounds")
 
 
-def run_gate(config: BenchConfig, threshold: float, *, metric: str = "cpu", max_runs: int = decide.MAX_RUNS,
+def run_gate(config: BenchConfig, threshold: float, *, metric: str = "qs", max_runs: int = decide.MAX_RUNS,
              on_event: Callable[[str, dict], None] | None = None) -> GateOutcome:
     check(config, threshold, max_runs)
     old, new = list(config.axes.designs())
@@ -55,6 +57,12 @@ def run_gate(config: BenchConfig, threshold: float, *, metric: str = "cpu", max_
     base = Path(config.results_dir or Path("results") / f"gate-{stamp}")
     out = GateOutcome(comparison=None, rounds=0)  # type: ignore[arg-type]
     batch = min(max(config.repeat, decide.MIN_ROUNDS), max_runs)
+    # a warm-up round (both revisions once, beside the gate's folder, never judged): the data's import and
+    # the query servers CouchDB spawns are paid here, not by whichever revision the first round runs first
+    # (a server spawned during a build puts its start-up into that build's CPU: cpu.query_servers.started)
+    out.warmup = Path(f"{base}-warmup")
+    Bench(dataclasses.replace(config, repeat=1, results_dir=str(out.warmup), ceiling=False, shuffle_seed=seed - 1),
+          on_event=on_event).run()
     while True:
         folder = base / f"batch-{len(out.dirs) + 1}"
         # a fresh random order each round: a build that leaves work behind for the next does not always

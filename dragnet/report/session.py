@@ -54,7 +54,7 @@ class BenchRequest:
     plot_path: str | None = None
     save_baseline: str | None = None
     gate: str | None = None
-    metric: str = "cpu"
+    metric: str = "qs"    # the gate judges two revisions of the map functions: their query servers' own CPU
     max_runs: int = 15
     baseline_name: str | None = None
     store_dir: str | None = None

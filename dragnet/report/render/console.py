@@ -92,7 +92,8 @@ def show_gate(outcome) -> None:
     from dragnet.report.console import render_compare
 
     render_compare(outcome.comparison)
-    click.echo(f"gate: {outcome.rounds} rounds in {', '.join(str(d) for d in outcome.dirs)}")
+    click.echo(f"gate: {outcome.rounds} rounds in {', '.join(str(d) for d in outcome.dirs)}"
+               + (f" (warm-up round, not counted: {outcome.warmup})" if outcome.warmup else ""))
 
 
 def show_mango(rep) -> None:

@@ -63,7 +63,8 @@ def bench_outcome(out) -> dict:
     """The end of `dragnet bench --json` in any mode (report.session.BenchOutcome, not interrupted)."""
     if out.mode == "gate":
         g = out.report
-        return {"dirs": [str(d) for d in g.dirs], "rounds": g.rounds, "comparison": g.comparison.to_json()}
+        return {"dirs": [str(d) for d in g.dirs], "warmup": str(g.warmup) if g.warmup else None, "rounds": g.rounds,
+                "comparison": g.comparison.to_json()}
     if out.mode == "mango":
         s = out.report.summary
         return {"dir": s["dir"], "indexes": s["indexes"], "versus": s["versus"], "warnings": s["warnings"],
