@@ -15,7 +15,9 @@ the load average is printed).
         [--rate 500] [--seconds 10] [--repeat 3] [--before integ]
 
 `--before REF` adds a fourth client in every round: dragnet.load's generator as it was at git REF, so a
-change to it is measured against the code before it in the same run.
+change to it is measured against the code before it in the same run. `--loadgen-before PATH` does the same
+for dragnet-loadgen: a build of it kept from before a change (e.g. `cp query_servers/loadgen/build/
+dragnet-loadgen /tmp/loadgen-before` before `make servers`), driven by today's dragnet.load.compiled.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from dragnet.couchdb.client import connect, split_credentials  # noqa: E402
 from dragnet.load import spec as S  # noqa: E402
-from dragnet.load.compiled import DRIVERS, new_load  # noqa: E402
+from dragnet.load.compiled import DRIVERS, GoLoad, new_load  # noqa: E402
 from dragnet.load.generator import Load  # noqa: E402
 
 DB = "dragnet_load_overhead"
@@ -131,6 +133,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--driver", choices=DRIVERS, default="auto", help="the generator `dragnet.load` runs on")
     ap.add_argument("--before", metavar="REF", help="also run dragnet.load as it was at this git ref (e.g. integ)")
+    ap.add_argument("--loadgen-before", metavar="PATH", help="also run this older build of dragnet-loadgen")
     args = ap.parse_args()
     if not args.url:
         sys.exit("give --url or DRAGNET_TEST_COUCHDB_URL (a CouchDB on loopback)")
@@ -141,7 +144,8 @@ def main() -> int:
     print(f"GET by id at {args.rate:g}/s for {args.seconds:g} s, {args.repeat} interleaved rounds; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     # dragnet.load as it runs (uvloop where it loads), on asyncio's own loop (the loop it had before), and raw
-    clients = ["dragnet.load", "dragnet.load/aiohttp"] + ([f"dragnet.load@{args.before}"] if args.before else []) + ["raw"]
+    clients = (["dragnet.load", "dragnet.load/aiohttp"] + ([f"dragnet.load@{args.before}"] if args.before else [])
+               + (["dragnet-loadgen@before"] if args.loadgen_before else []) + ["raw"])
     old_cls = before_load(args.before) if args.before else None
     rows = []
     try:
@@ -151,6 +155,11 @@ def main() -> int:
             for who in order:
                 if who == "raw":
                     got[who] = raw_run(args.url, couch.session.auth, ids, args.rate, args.seconds)
+                elif who == "dragnet-loadgen@before":
+                    load = GoLoad(couch, DB, S.parse(f"reads={args.rate:g}/s"), max_seconds=args.seconds + 60,
+                                  before_s=0)
+                    load.binary = args.loadgen_before
+                    got[who] = _timed(load, args.seconds)
                 elif "@" in who:
                     got[who] = load_run(couch, args.rate, args.seconds, None, old_cls)
                 elif who.endswith("/aiohttp"):

@@ -60,6 +60,7 @@ def parse_line(line: str) -> tuple:
 
 class GoLoad(Load):
     driver = "go"
+    binary = LOADGEN    # benchmarks/load_overhead runs an older build beside it (`--loadgen-before`)
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
@@ -79,7 +80,7 @@ class GoLoad(Load):
                   "n0": self._n, "seed": self.rng.randrange(1 << 31), "templates": templates,
                   "read_paths": [f"{db_path(self.db)}/{quote(i, safe='')}" for i in self.read_ids],
                   "own": list(self.st.own)}
-        self._proc = subprocess.Popen([str(LOADGEN)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self._proc = subprocess.Popen([str(self.binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True, bufsize=1,
                                       start_new_session=True)   # Ctrl-C reaches dragnet, which stops it
         self._proc.stdin.write(json.dumps(config) + "\n")
