@@ -100,3 +100,38 @@ def test_the_same_load_through_either_generator_is_recorded_checked_and_purged(l
     purge = load.purge()
     assert purge["left"] == 0 and purge["purged"] == purge["written"] > 0
     assert couch.get(f"/{live_db}")["doc_count"] == 201       # the 200 and the design document
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("tick_s", [0.0, 0.025])
+def test_the_tick_sends_late_but_keeps_each_due_time_so_the_lateness_is_recorded(live_db, tick_s):
+    if C.resolve() != "go":
+        pytest.skip("dragnet-loadgen is not built (make servers)")
+    couch, live_db = live_db
+    couch.request("PUT", f"/{live_db}", ok=(201, 202))
+    couch.post(f"/{live_db}/_bulk_docs", {"docs": [{"_id": f"d{i:03d}"} for i in range(20)]})
+    rate = 200.0
+    load = C.GoLoad(couch, live_db, S.parse(f"reads={rate:g}/s"), max_seconds=60, before_s=0)
+    load.tick_s = tick_s
+    load.prepare()
+    load.start()
+    load.begin_build(None)
+    time.sleep(2)
+    load.build_ended()
+    rec = load.stop()
+    assert rec["event_loop"] == f"go, sends on a {tick_s * 1000:g} ms tick"
+    reqs = sorted(load.st.requests, key=lambda r: r.due)
+    assert len(reqs) > 300 and all(r.status == 200 for r in reqs)
+    # due times stay on the open-loop schedule (i / rate), whatever the tick did to the sending
+    steps = [b.due - a.due for a, b in zip(reqs, reqs[1:])]
+    assert max(abs(s - 1 / rate) for s in steps) < 1e-5
+    late = sorted(r.sent - r.due for r in reqs)
+    assert late[0] >= 0
+    wakes = len({round(r.sent, 4) for r in reqs})
+    if tick_s:
+        # at 5 requests per 25 ms tick they go out together, most of them late by part of a tick, and it shows
+        assert wakes < len(reqs) / 2 and late[len(late) // 2] > tick_s / 4
+    else:
+        assert wakes > len(reqs) * 0.9 and late[len(late) // 2] < 0.0125
+    w = rec["kinds"]["reads"]["build"]
+    assert w["late"]["p50_ms"] == pytest.approx(1000 * late[len(late) // 2], abs=2)

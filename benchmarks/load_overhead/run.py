@@ -60,12 +60,16 @@ def raw_run(url: str, auth: tuple | None, ids: list[str], rate: float, seconds: 
 
         async def one(path):
             nonlocal ok
-            conn = idle.pop() if idle else await asyncio.open_connection(host, int(port))
-            r, w = conn
-            w.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{header}\r\n".encode())
-            head = await r.readuntil(b"\r\n\r\n")
-            length = int(next(x.split(b":")[1] for x in head.split(b"\r\n") if x.lower().startswith(b"content-length")))
-            await r.readexactly(length)
+            try:
+                conn = idle.pop() if idle else await asyncio.open_connection(host, int(port))
+                r, w = conn
+                w.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{header}\r\n".encode())
+                head = await r.readuntil(b"\r\n\r\n")
+                length = int(next(x.split(b":")[1] for x in head.split(b"\r\n")
+                                  if x.lower().startswith(b"content-length")))
+                await r.readexactly(length)
+            except (OSError, asyncio.IncompleteReadError):   # a refused or dropped connection: not answered
+                return
             ok += 1
             idle.append(conn)
 
@@ -159,7 +163,7 @@ def main() -> int:
                     load = GoLoad(couch, DB, S.parse(f"reads={args.rate:g}/s"), max_seconds=args.seconds + 60,
                                   before_s=0)
                     load.binary = args.loadgen_before
-                    got[who] = _timed(load, args.seconds)
+                    got[who] = dict(_timed(load, args.seconds), loop="go, the build before")
                 elif "@" in who:
                     got[who] = load_run(couch, args.rate, args.seconds, None, old_cls)
                 elif who.endswith("/aiohttp"):
