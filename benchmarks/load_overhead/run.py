@@ -15,8 +15,8 @@ the load average is printed).
         [--rate 500] [--seconds 10] [--repeat 3] [--before integ]
 
 `--before REF` adds a fourth client in every round: dragnet.load's generator as it was at git REF, so a
-change to it is measured against the code before it in the same run. `--loadgen-before PATH` does the same
-for dragnet-loadgen: a build of it kept from before a change (e.g. `cp query_servers/loadgen/build/
+change to it is measured against the code before it in the same run. `--loadgen-before PATH` (repeatable)
+does the same for dragnet-loadgen: a build of it kept from before a change (e.g. `cp query_servers/loadgen/build/
 dragnet-loadgen /tmp/loadgen-before` before `make servers`), driven by today's dragnet.load.compiled.
 """
 
@@ -137,7 +137,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--driver", choices=DRIVERS, default="auto", help="the generator `dragnet.load` runs on")
     ap.add_argument("--before", metavar="REF", help="also run dragnet.load as it was at this git ref (e.g. integ)")
-    ap.add_argument("--loadgen-before", metavar="PATH", help="also run this older build of dragnet-loadgen")
+    ap.add_argument("--loadgen-before", metavar="PATH", action="append", default=[],
+                    help="also run this older build of dragnet-loadgen (repeatable)")
     args = ap.parse_args()
     if not args.url:
         sys.exit("give --url or DRAGNET_TEST_COUCHDB_URL (a CouchDB on loopback)")
@@ -149,7 +150,8 @@ def main() -> int:
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     # dragnet.load as it runs (uvloop where it loads), on asyncio's own loop (the loop it had before), and raw
     clients = (["dragnet.load", "dragnet.load/aiohttp"] + ([f"dragnet.load@{args.before}"] if args.before else [])
-               + (["dragnet-loadgen@before"] if args.loadgen_before else []) + ["raw"])
+               + [f"dragnet-loadgen@{Path(p).name}" for p in args.loadgen_before] + ["raw"])
+    builds = {f"dragnet-loadgen@{Path(p).name}": p for p in args.loadgen_before}
     old_cls = before_load(args.before) if args.before else None
     rows = []
     try:
@@ -159,11 +161,11 @@ def main() -> int:
             for who in order:
                 if who == "raw":
                     got[who] = raw_run(args.url, couch.session.auth, ids, args.rate, args.seconds)
-                elif who == "dragnet-loadgen@before":
+                elif who in builds:
                     load = GoLoad(couch, DB, S.parse(f"reads={args.rate:g}/s"), max_seconds=args.seconds + 60,
                                   before_s=0)
-                    load.binary = args.loadgen_before
-                    got[who] = dict(_timed(load, args.seconds), loop="go, the build before")
+                    load.binary = builds[who]
+                    got[who] = dict(_timed(load, args.seconds), loop="go, an older build")
                 elif "@" in who:
                     got[who] = load_run(couch, args.rate, args.seconds, None, old_cls)
                 elif who.endswith("/aiohttp"):
