@@ -116,7 +116,7 @@ func f(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
 // sysmon, the runtime's monitor thread, parks whenever the one P is idle and the next syscall wakes it: at a
 // few hundred requests a second that is extra thread wake-ups on every request (perf: twice the context
 // switches and most futex calls). With schedtrace set it never parks and backs off to a wake-up per 10 ms;
-// it prints one trace line to stderr at start. Set by re-executing before stdin is read.
+// a trace every 11.6 days is at most one line on stderr. Set by re-executing before stdin is read.
 const sysmonAwake = "schedtrace=1000000000"
 
 func keepSysmonAwake() {
