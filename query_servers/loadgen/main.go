@@ -284,7 +284,8 @@ func (g *gen) schedule(ks []*kind, until time.Time) {
 		}
 	}()
 	tick := time.Duration(g.cfg.TickS * 1e9)
-	timer := time.NewTimer(time.Hour)
+	timer := time.NewTimer(0)
+	<-timer.C
 	var last time.Time
 	for {
 		next := until
@@ -303,7 +304,10 @@ func (g *gen) schedule(ks []*kind, until time.Time) {
 			case <-timer.C:
 			case add := <-g.addKinds:
 				if !timer.Stop() {
-					<-timer.C
+					select { // drained whichever timer semantics the go.mod's version gives
+					case <-timer.C:
+					default:
+					}
 				}
 				ks = append(ks, add...)
 				continue
