@@ -100,3 +100,42 @@ def test_the_same_load_through_either_generator_is_recorded_checked_and_purged(l
     purge = load.purge()
     assert purge["left"] == 0 and purge["purged"] == purge["written"] > 0
     assert couch.get(f"/{live_db}")["doc_count"] == 201       # the 200 and the design document
+
+
+def _ticked(couch, db, rate, tick_s):
+    load = C.GoLoad(couch, db, S.parse(f"reads={rate:g}/s"), max_seconds=60, before_s=0)
+    load.tick_s = tick_s
+    load.prepare()
+    load.start()
+    load.begin_build(None)
+    time.sleep(2)
+    load.build_ended()
+    rec = load.stop()
+    assert rec["event_loop"] == f"go, sends on a {tick_s * 1000:g} ms tick"
+    reqs = sorted(load.st.requests, key=lambda r: r.due)
+    assert len(reqs) > 300 and all(r.status == 200 for r in reqs)
+    # due times stay on the open-loop schedule (i / rate), whatever the tick did to the sending
+    steps = [b.due - a.due for a, b in zip(reqs, reqs[1:])]
+    assert max(abs(s - 1 / rate) for s in steps) < 1e-5
+    late = sorted(r.sent - r.due for r in reqs)
+    assert late[0] >= 0
+    assert rec["kinds"]["reads"]["build"]["late"]["p50_ms"] == pytest.approx(1000 * late[len(late) // 2], abs=2)
+    # a burst: requests sent on one wake-up, closer together than half the schedule's step
+    sent = sorted(r.sent for r in reqs)
+    bursts = 1 + sum(b - a > 0.5 / rate for a, b in zip(sent, sent[1:]))
+    return bursts / len(reqs), late[len(late) // 2]
+
+
+@pytest.mark.live
+def test_the_tick_sends_late_but_keeps_each_due_time_so_the_lateness_is_recorded(live_db):
+    if C.resolve() != "go":
+        pytest.skip("dragnet-loadgen is not built (make servers)")
+    couch, live_db = live_db
+    couch.request("PUT", f"/{live_db}", ok=(201, 202))
+    couch.post(f"/{live_db}/_bulk_docs", {"docs": [{"_id": f"d{i:03d}"} for i in range(20)]})
+    rate, tick = 200.0, 0.025
+    per_request, late_0 = _ticked(couch, live_db, rate, 0.0)
+    per_tick, late_tick = _ticked(couch, live_db, rate, tick)
+    # at 5 requests per 25 ms tick they go out together, most late by part of a tick, and the record shows it
+    assert per_tick < 0.5 and per_tick * 1.5 < per_request
+    assert late_tick > tick / 4 and late_tick > late_0

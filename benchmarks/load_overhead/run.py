@@ -12,10 +12,12 @@ core at 500 requests/s, and the achieved rate within 5% of the asked one (when t
 the load average is printed).
 
     DRAGNET_TEST_COUCHDB_URL=http://admin:…@127.0.0.1:5984 .venv/bin/python benchmarks/load_overhead/run.py \
-        [--rate 500] [--seconds 10] [--repeat 3] [--before integ]
+        [--rate 500] [--seconds 10] [--repeat 3] [--before integ] [--mix writes=100/s,reads=400/s]
 
 `--before REF` adds a fourth client in every round: dragnet.load's generator as it was at git REF, so a
-change to it is measured against the code before it in the same run.
+change to it is measured against the code before it in the same run. `--loadgen-before PATH` (repeatable)
+does the same for dragnet-loadgen: a build of it kept from before a change (e.g. `cp query_servers/loadgen/build/
+dragnet-loadgen /tmp/loadgen-before` before `make servers`), driven by today's dragnet.load.compiled.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from dragnet.couchdb.client import connect, split_credentials  # noqa: E402
 from dragnet.load import spec as S  # noqa: E402
-from dragnet.load.compiled import DRIVERS, new_load  # noqa: E402
+from dragnet.load.compiled import DRIVERS, GoLoad, new_load  # noqa: E402
 from dragnet.load.generator import Load  # noqa: E402
 
 DB = "dragnet_load_overhead"
@@ -58,12 +60,16 @@ def raw_run(url: str, auth: tuple | None, ids: list[str], rate: float, seconds: 
 
         async def one(path):
             nonlocal ok
-            conn = idle.pop() if idle else await asyncio.open_connection(host, int(port))
-            r, w = conn
-            w.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{header}\r\n".encode())
-            head = await r.readuntil(b"\r\n\r\n")
-            length = int(next(x.split(b":")[1] for x in head.split(b"\r\n") if x.lower().startswith(b"content-length")))
-            await r.readexactly(length)
+            try:
+                conn = idle.pop() if idle else await asyncio.open_connection(host, int(port))
+                r, w = conn
+                w.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{header}\r\n".encode())
+                head = await r.readuntil(b"\r\n\r\n")
+                length = int(next(x.split(b":")[1] for x in head.split(b"\r\n")
+                                  if x.lower().startswith(b"content-length")))
+                await r.readexactly(length)
+            except (OSError, asyncio.IncompleteReadError):   # a refused or dropped connection: not answered
+                return
             ok += 1
             idle.append(conn)
 
@@ -103,9 +109,9 @@ def before_load(ref: str):
     return mod.Load
 
 
-def load_run(couch, rate: float, seconds: float, event_loop: str | None, cls=Load) -> dict:
+def load_run(couch, spec: str, seconds: float, event_loop: str | None, cls=Load) -> dict:
     kw = {"event_loop": event_loop} if event_loop else {}
-    load = cls(couch, DB, S.parse(f"reads={rate:g}/s"), max_seconds=seconds + 60, before_s=0, **kw)
+    load = cls(couch, DB, S.parse(spec), max_seconds=seconds + 60, before_s=0, **kw)
     return _timed(load, seconds)
 
 
@@ -117,10 +123,12 @@ def _timed(load, seconds: float) -> dict:
     load.build_ended()
     rec = load.stop()
     load.purge()
-    w = rec["kinds"]["reads"]["build"]
-    return {"loop": rec.get("driver", "aiohttp") + " " + rec.get("event_loop", "asyncio"), "cpu_share": rec["cpu_share_of_core"], "achieved": w["achieved_per_s"], "ok": w["ok"],
-            "p99_ms": (w["latency"] or {}).get("p99_ms"), "not_sent": w["not_sent"],
-            "cpu_ms_per_request": 1000 * rec["cpu_s"] / max(1, w["ok"])}
+    ws = [k["build"] for k in rec["kinds"].values()]     # one kind, or every kind of a --mix summed
+    ok = sum(w["ok"] for w in ws)
+    return {"loop": rec.get("driver", "aiohttp") + " " + rec.get("event_loop", "asyncio"),
+            "cpu_share": rec["cpu_share_of_core"], "achieved": sum(w["achieved_per_s"] for w in ws), "ok": ok,
+            "p99_ms": max((w["latency"] or {}).get("p99_ms") or 0 for w in ws),
+            "not_sent": sum(w["not_sent"] for w in ws), "cpu_ms_per_request": 1000 * rec["cpu_s"] / max(1, ok)}
 
 
 def main() -> int:
@@ -131,6 +139,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--driver", choices=DRIVERS, default="auto", help="the generator `dragnet.load` runs on")
     ap.add_argument("--before", metavar="REF", help="also run dragnet.load as it was at this git ref (e.g. integ)")
+    ap.add_argument("--mix", metavar="SPEC", help="run dragnet.load on this mix of kinds, e.g. "
+                    "writes=100/s,updates=50/s,reads=350/s (no view kinds), instead of reads at --rate")
+    ap.add_argument("--loadgen-before", metavar="PATH", action="append", default=[],
+                    help="also run this older build of dragnet-loadgen (repeatable)")
     args = ap.parse_args()
     if not args.url:
         sys.exit("give --url or DRAGNET_TEST_COUCHDB_URL (a CouchDB on loopback)")
@@ -138,10 +150,18 @@ def main() -> int:
     couch.request("PUT", f"/{DB}", ok=(201, 202, 412))
     couch.post(f"/{DB}/_bulk_docs", {"docs": [{"_id": f"d{i:04d}", "n": i, "s": "x" * 200} for i in range(1000)]})
     ids = [f"d{i:04d}" for i in range(1000)]
-    print(f"GET by id at {args.rate:g}/s for {args.seconds:g} s, {args.repeat} interleaved rounds; "
+    # --mix: dragnet.load runs that mix (rates summed into --rate); the bare client reads by id at that rate
+    spec = args.mix or f"reads={args.rate:g}/s"
+    if args.mix:
+        args.rate = S.parse(args.mix).total
+        if S.parse(args.mix).reads_view:
+            sys.exit("--mix: no view kinds (this benchmark builds no view)")
+    print(f"{spec} (bare client: GET by id at {args.rate:g}/s) for {args.seconds:g} s, {args.repeat} interleaved rounds; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     # dragnet.load as it runs (uvloop where it loads), on asyncio's own loop (the loop it had before), and raw
-    clients = ["dragnet.load", "dragnet.load/aiohttp"] + ([f"dragnet.load@{args.before}"] if args.before else []) + ["raw"]
+    clients = (["dragnet.load", "dragnet.load/aiohttp"] + ([f"dragnet.load@{args.before}"] if args.before else [])
+               + [f"dragnet-loadgen@{Path(p).name}" for p in args.loadgen_before] + ["raw"])
+    builds = {f"dragnet-loadgen@{Path(p).name}": p for p in args.loadgen_before}
     old_cls = before_load(args.before) if args.before else None
     rows = []
     try:
@@ -151,12 +171,16 @@ def main() -> int:
             for who in order:
                 if who == "raw":
                     got[who] = raw_run(args.url, couch.session.auth, ids, args.rate, args.seconds)
+                elif who in builds:
+                    load = GoLoad(couch, DB, S.parse(spec), max_seconds=args.seconds + 60, before_s=0)
+                    load.binary = builds[who]
+                    got[who] = dict(_timed(load, args.seconds), loop="go, an older build")
                 elif "@" in who:
-                    got[who] = load_run(couch, args.rate, args.seconds, None, old_cls)
+                    got[who] = load_run(couch, spec, args.seconds, None, old_cls)
                 elif who.endswith("/aiohttp"):
-                    got[who] = load_run(couch, args.rate, args.seconds, "uvloop")
+                    got[who] = load_run(couch, spec, args.seconds, "uvloop")
                 else:   # as the tools run it: dragnet-loadgen where it is built, else aiohttp
-                    got[who] = _timed(new_load(couch, DB, S.parse(f"reads={args.rate:g}/s"), driver=args.driver,
+                    got[who] = _timed(new_load(couch, DB, S.parse(spec), driver=args.driver,
                                                max_seconds=args.seconds + 60, before_s=0), args.seconds)
             rows.append(got)
             b = got["raw"]

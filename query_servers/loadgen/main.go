@@ -20,6 +20,7 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -46,6 +47,7 @@ type config struct {
 	Templates   []json.RawMessage `json:"templates"`
 	ReadPaths   []string          `json:"read_paths"`
 	Own         []string          `json:"own"`
+	TickS       float64           `json:"tick_s"`
 }
 
 var viewKinds = map[string]bool{"view-reads": true, "view-waits": true}
@@ -69,7 +71,25 @@ type gen struct {
 	requests sync.WaitGroup
 	quit     chan struct{}
 	view     string
+	addKinds chan []*kind // the view kinds, at `build`
+	hdr      http.Header  // shared by every request: the transport only reads it
+	putHdr   http.Header
+	reads    []*url.URL  // read_paths parsed once
+	viewURL  [2]*url.URL // the view with update=false, update=true
+	viewErr  error
 }
+
+// kind: one request kind's open-loop schedule (request i due at start + i/rate) and its workers. A worker
+// lives until stop and takes one due time at a time from work: no goroutine (and stack growth) per request.
+type kind struct {
+	name  string
+	rate  float64
+	start time.Time
+	i     int
+	work  chan time.Time
+}
+
+func (k *kind) due() time.Time { return k.start.Add(time.Duration(float64(k.i) / k.rate * 1e9)) }
 
 // monoNow reads CLOCK_MONOTONIC once (no x/sys in the standard library); later times are offsets from it.
 func monoNow() float64 {
@@ -93,7 +113,35 @@ func (g *gen) line(s string) {
 
 func f(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
 
+// sysmon, the runtime's monitor thread, parks whenever the one P is idle and the next syscall wakes it: at a
+// few hundred requests a second that is extra thread wake-ups on every request (perf: twice the context
+// switches and most futex calls). With schedtrace set it never parks and backs off to a wake-up per 10 ms;
+// a trace every 11.6 days is at most one line on stderr. Set by re-executing before stdin is read.
+const sysmonAwake = "schedtrace=1000000000"
+
+func keepSysmonAwake() {
+	old := os.Getenv("GODEBUG")
+	if strings.Contains(old, "schedtrace=") {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return // runs as it is, sysmon parking
+	}
+	if old != "" {
+		old += ","
+	}
+	env := []string{"GODEBUG=" + old + sysmonAwake}
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "GODEBUG=") {
+			env = append(env, e)
+		}
+	}
+	syscall.Exec(exe, os.Args, env) // returns only if it failed: then as it is
+}
+
 func main() {
+	keepSysmonAwake()
 	// one P: no idle threads spinning for work between requests, the cheapest for a few hundred per second;
 	// a heap this small can be collected rarely
 	runtime.GOMAXPROCS(1)
@@ -104,7 +152,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dragnet-loadgen: no load on stdin")
 		os.Exit(2)
 	}
-	g := &gen{inFlight: map[string]int{}, busy: map[string]bool{}, quit: make(chan struct{})}
+	g := &gen{inFlight: map[string]int{}, busy: map[string]bool{}, quit: make(chan struct{}),
+		addKinds: make(chan []*kind, 4)}
 	if err := json.Unmarshal(first, &g.cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "dragnet-loadgen: bad load:", err)
 		os.Exit(2)
@@ -118,9 +167,24 @@ func main() {
 		MaxIdleConns: 0, MaxIdleConnsPerHost: 4096, DisableCompression: true, IdleConnTimeout: 90 * time.Second,
 		DialContext: (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
 	}}
+	g.hdr = http.Header{"Accept": {"application/json"}, "User-Agent": {"dragnet-load"}}
+	if g.cfg.Auth != "" {
+		g.hdr.Set("Authorization", g.cfg.Auth)
+	}
+	g.putHdr = g.hdr.Clone()
+	g.putHdr.Set("Content-Type", "application/json")
+	for _, p := range g.cfg.ReadPaths {
+		u, err := url.Parse(g.cfg.URL + p)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dragnet-loadgen: bad read path:", err)
+			os.Exit(2)
+		}
+		g.reads = append(g.reads, u)
+	}
 	g.t0, g.mono0 = time.Now(), monoNow()
 	until := g.at(g.mono0 + g.cfg.MaxSeconds)
-	g.startKinds(false, g.t0, until)
+	g.drivers.Add(1)
+	go g.schedule(g.kinds(false, g.t0), until)
 	g.line("ready " + f(g.mono(g.t0)))
 	go g.flusher()
 
@@ -146,8 +210,13 @@ loop:
 				break loop
 			}
 			if strings.HasPrefix(c, "build ") {
+				g.mu.Lock()
 				g.view = strings.TrimPrefix(c, "build ")
-				g.startKinds(true, time.Now(), until)
+				for i, flag := range []string{"false", "true"} {
+					g.viewURL[i], g.viewErr = url.Parse(g.cfg.URL + g.view + "&update=" + flag)
+				}
+				g.mu.Unlock()
+				g.addKinds <- g.kinds(true, time.Now())
 			}
 		case <-timer.C:
 			g.line(fmt.Sprintf("note the load stopped by itself after %g s", g.cfg.MaxSeconds))
@@ -189,53 +258,104 @@ func (g *gen) flusher() {
 	}
 }
 
-func (g *gen) startKinds(views bool, start, until time.Time) {
+func (g *gen) kinds(views bool, start time.Time) []*kind {
+	var ks []*kind
 	for _, kr := range g.cfg.Rates {
-		kind, _ := kr[0].(string)
+		name, _ := kr[0].(string)
 		rate, _ := kr[1].(float64)
-		if rate <= 0 || viewKinds[kind] != views || (views && g.view == "") {
+		if rate <= 0 || viewKinds[name] != views || (views && g.view == "") {
 			continue
 		}
-		g.drivers.Add(1)
-		go g.drive(kind, rate, start, until)
+		ks = append(ks, &kind{name: name, rate: rate, start: start, work: make(chan time.Time)})
 	}
+	return ks
 }
 
-// drive is the open loop of one kind: request i is due at start + i/rate, sent when due whatever the earlier
-// ones did, unless max_in_flight of its kind wait already (then it is not sent, and said so).
-func (g *gen) drive(kind string, rate float64, start, until time.Time) {
+// schedule is the open loop of every kind in one goroutine: it sleeps until the next request is due, but
+// wakes at most once per tick (tick_s) and then sends every request due by then, so a mix of kinds costs
+// one wake-up per tick rather than one per request. A request sent late keeps its due time: its lateness
+// (sent - due, at most a tick when the machine keeps up) is recorded and counted in its latency. A request
+// due while max_in_flight of its kind wait already is not sent, and said so.
+func (g *gen) schedule(ks []*kind, until time.Time) {
 	defer g.drivers.Done()
+	defer func() {
+		for _, k := range ks {
+			close(k.work)
+		}
+	}()
+	tick := time.Duration(g.cfg.TickS * 1e9)
 	timer := time.NewTimer(0)
 	<-timer.C
-	for i := 0; ; i++ {
-		due := start.Add(time.Duration(float64(i) / rate * 1e9))
-		if !due.Before(until) {
-			return
+	var last time.Time
+	for {
+		next := until
+		for _, k := range ks {
+			if d := k.due(); d.Before(next) {
+				next = d
+			}
 		}
-		if d := time.Until(due); d > 0 {
+		wake := next
+		if w := last.Add(tick); wake.Before(w) {
+			wake = w
+		}
+		if d := time.Until(wake); d > 0 {
 			timer.Reset(d)
 			select {
 			case <-timer.C:
+			case add := <-g.addKinds:
+				if !timer.Stop() {
+					select { // drained whichever timer semantics the go.mod's version gives
+					case <-timer.C:
+					default:
+					}
+				}
+				ks = append(ks, add...)
+				continue
 			case <-g.quit:
 				return
 			}
 		}
-		g.mu.Lock()
-		if g.stopping {
-			g.mu.Unlock()
+		now := time.Now()
+		last = now
+		for _, k := range ks {
+			for due := k.due(); !due.After(now) && due.Before(until); due = k.due() {
+				k.i++
+				g.dispatch(k, due)
+			}
+		}
+		if !now.Before(until) {
 			return
 		}
-		full := g.inFlight[kind] >= g.cfg.MaxInFlight
-		if !full {
-			g.inFlight[kind]++
-		}
+	}
+}
+
+func (g *gen) dispatch(k *kind, due time.Time) {
+	g.mu.Lock()
+	if g.stopping {
 		g.mu.Unlock()
-		if full {
-			g.line("N\t" + kind + "\t" + f(g.mono(due)))
-			continue
-		}
-		g.requests.Add(1)
-		go g.one(kind, due)
+		return
+	}
+	full := g.inFlight[k.name] >= g.cfg.MaxInFlight
+	if !full {
+		g.inFlight[k.name]++
+	}
+	g.mu.Unlock()
+	if full {
+		g.line("N\t" + k.name + "\t" + f(g.mono(due)))
+		return
+	}
+	g.requests.Add(1)
+	select {
+	case k.work <- due: // an idle worker
+	default:
+		go g.worker(k, due)
+	}
+}
+
+func (g *gen) worker(k *kind, due time.Time) {
+	g.one(k.name, due)
+	for due := range k.work {
+		g.one(k.name, due)
 	}
 }
 
@@ -263,13 +383,11 @@ func (g *gen) one(kind string, due time.Time) {
 	case "updates":
 		r = g.update(ctx)
 	case "reads":
-		r = g.get(ctx, g.readPath())
+		r = g.get(ctx, g.readURL())
+	case "view-reads":
+		r = g.getView(ctx, 0)
 	default:
-		flag := "true"
-		if kind == "view-reads" {
-			flag = "false"
-		}
-		r = g.get(ctx, g.view+"&update="+flag)
+		r = g.getView(ctx, 1)
 	}
 	cancel()
 	end := time.Now()
@@ -282,42 +400,63 @@ func (g *gen) one(kind string, due time.Time) {
 		g.own = append(g.own, r.id)
 	}
 	g.mu.Unlock()
-	g.line(strings.Join([]string{"R", kind, f(g.mono(due)), f(g.mono(sent)), f(g.mono(end)),
-		strconv.Itoa(r.status), r.stage, clean(r.err), r.id, r.rev}, "\t"))
+	b := make([]byte, 0, 128)
+	b = append(append(append(b, "R\t"...), kind...), '\t')
+	for _, t := range [3]time.Time{due, sent, end} {
+		b = append(strconv.AppendFloat(b, g.mono(t), 'f', 6, 64), '\t')
+	}
+	b = append(strconv.AppendInt(b, int64(r.status), 10), '\t')
+	b = append(append(append(append(b, r.stage...), '\t'), clean(r.err)...), '\t')
+	b = append(append(append(b, r.id...), '\t'), r.rev...)
+	g.mu.Lock()
+	g.out.Write(b)
+	g.out.WriteByte('\n')
+	g.mu.Unlock()
 }
 
-func clean(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
+var cleaner = strings.NewReplacer("\t", " ", "\n", " ")
 
-func (g *gen) readPath() string {
+func clean(s string) string {
+	if s == "" {
+		return s
+	}
+	return cleaner.Replace(s)
+}
+
+func (g *gen) readURL() *url.URL {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.cfg.ReadPaths) > 0 {
-		return g.cfg.ReadPaths[g.rng.Intn(len(g.cfg.ReadPaths))]
+	if len(g.reads) > 0 {
+		return g.reads[g.rng.Intn(len(g.reads))]
 	}
+	path := g.cfg.DBPath + "/dragnet-load-none"
 	if len(g.own) > 0 {
-		return g.cfg.DBPath + "/" + g.own[g.rng.Intn(len(g.own))]
+		path = g.cfg.DBPath + "/" + g.own[g.rng.Intn(len(g.own))]
 	}
-	return g.cfg.DBPath + "/dragnet-load-none"
+	u, _ := url.Parse(g.cfg.URL + path)
+	return u
 }
 
-func (g *gen) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	var rd io.Reader
+func (g *gen) getView(ctx context.Context, i int) result {
+	if g.viewErr != nil {
+		return result{err: g.viewErr.Error()}
+	}
+	return g.get(ctx, g.viewURL[i])
+}
+
+// do: one request on a URL parsed once and the headers built once (net/http only reads both).
+func (g *gen) do(ctx context.Context, method string, u *url.URL, body []byte) (int, []byte, error) {
+	if u == nil {
+		return 0, nil, errors.New("bad URL")
+	}
+	req := &http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: g.hdr, Host: u.Host}
 	if body != nil {
-		rd = bytes.NewReader(body)
+		req.Header = g.putHdr
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
 	}
-	req, err := http.NewRequestWithContext(ctx, method, g.cfg.URL+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "dragnet-load")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if g.cfg.Auth != "" {
-		req.Header.Set("Authorization", g.cfg.Auth)
-	}
-	resp, err := g.client.Do(req)
+	resp, err := g.client.Do(req.WithContext(ctx))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -331,7 +470,15 @@ func (g *gen) do(ctx context.Context, method, path string, body []byte) (int, []
 
 // answer: the request's status and, for a refusal, CouchDB's `error`; a failed connection by its reason.
 func (g *gen) answer(ctx context.Context, method, path string, body []byte) (result, []byte) {
-	status, data, err := g.do(ctx, method, path, body)
+	u, err := url.Parse(g.cfg.URL + path)
+	if err != nil {
+		return result{err: "bad URL"}, nil
+	}
+	return g.answerURL(ctx, method, u, body)
+}
+
+func (g *gen) answerURL(ctx context.Context, method string, u *url.URL, body []byte) (result, []byte) {
+	status, data, err := g.do(ctx, method, u, body)
 	if err != nil {
 		return result{err: g.reason(ctx, err)}, nil
 	}
@@ -434,7 +581,7 @@ func (g *gen) update(ctx context.Context) result {
 	return g.put(ctx, id, body, "")
 }
 
-func (g *gen) get(ctx context.Context, path string) result {
-	r, _ := g.answer(ctx, "GET", path, nil)
+func (g *gen) get(ctx context.Context, u *url.URL) result {
+	r, _ := g.answerURL(ctx, "GET", u, nil)
 	return r
 }
