@@ -113,6 +113,43 @@ def test_keepup_steps_the_rate_and_says_up_to_where_the_index_keeps_up(live_url,
         couch.request("DELETE", f"/{db}", ok=(200, 202, 404))
 
 
+def test_keepup_waits_for_a_full_build_longer_than_couchdbs_request_timeout(live_url):
+    # at 40,000 documents a full build outlives [fabric] request_timeout (60 s): CouchDB answers 500 timeout
+    # and the view request must be sent again; here the timeout is lowered so a small build outlives it
+    from dragnet.bench.keepup import catch_up
+    from dragnet.couchdb.client import CouchError
+    from tests.conftest import normalised_declarations
+
+    couch = connect(live_url)
+    db = f"dragnet_keepup_timeout_{int(time.time())}"
+    key = "/_node/_local/_config/fabric/request_timeout"
+    try:
+        before = couch.get(key)
+    except CouchError:
+        before = None
+    couch.request("PUT", f"/{db}?q=2", ok=(201,))
+    try:
+        couch.request("POST", f"/{db}/_bulk_docs", json={"docs": list(normalised_declarations(3000, 3))}, ok=(201,))
+        couch.request("PUT", f"/{db}/_design/t", ok=(201,), json={"language": "javascript", "views": {"v": {
+            "map": "function (doc) { var s = 0; for (var i = 0; i < 50000; i++) { s += i; } emit(doc._id, s); }"}}})
+        couch.request("PUT", key, json="1000", ok=(200,))
+        try:
+            with pytest.raises(CouchError, match="timeout"):    # CouchDB does time the request out
+                couch.request("GET", f"/{db}/_design/t/_view/v?limit=1&update=true")
+            took = catch_up(couch, f"/{db}/_design/t/_view/v?limit=1", 300)
+        finally:
+            if before is None:
+                couch.request("DELETE", key, ok=(200,))
+            else:
+                couch.request("PUT", key, json=before, ok=(200,))
+        from dragnet.load.spec import seq_number
+
+        view_seq = seq_number(couch.get(f"/{db}/_design/t/_info")["view_index"]["update_seq"])
+        assert took > 1 and view_seq == seq_number(couch.get(f"/{db}")["update_seq"]) >= 3000
+    finally:
+        couch.request("DELETE", f"/{db}", ok=(200, 202, 404))
+
+
 def test_sigterm_mid_build_stops_the_load_first_and_leaves_nothing(live_url, tmp_path):
     couch = connect(live_url)
     db = f"dragnet_loadterm_{int(time.time())}"

@@ -189,9 +189,9 @@ def test_bad_load_is_refused_before_anything_runs():
 
 # ---- the report
 
-def _doc(lang, load, repeat, wall, docs=1000):
+def _doc(lang, load, repeat, wall, docs=1000, bench_id="bench-1"):
     return {"summary": {"ok": True, "wall_time_s": wall, "docs": docs, "docs_per_sec_wall": docs / wall},
-            "bench": {"language": lang, "repeat": repeat,
+            "bench": {"id": bench_id, "language": lang, "repeat": repeat,
                       "axes": {"language": lang, "storage": "disk", "scenario": "", "size": None, "load": load}}}
 
 
@@ -205,6 +205,18 @@ def test_slowdown_is_paired_by_round_against_the_idle_build():
     assert row["verdict"] == "separated"
     rendered = report_load.slowdown_rows([row])[0]
     assert rendered[8].startswith("×1.5") and rendered[9] == "separated"
+
+
+def test_rounds_of_two_bench_folders_are_all_paired_not_overwritten():
+    # a study run in parts: two benches, each with its rounds 0 and 1
+    docs = []
+    for bench_id, pairs in (("bench-a", [(10, 15), (20, 30)]), ("bench-b", [(12, 18.5), (11, 16)])):
+        for r, (idle, loaded) in enumerate(pairs):
+            docs += [_doc("javascript", "none", r, idle, bench_id=bench_id),
+                     _doc("javascript", "writes=200/s", r, loaded, bench_id=bench_id)]
+    (row,) = report_load.slowdowns(docs)
+    assert row["rounds"] == 4 and row["paired_rounds"] == 4 and row["idle_wall_s"] == 11.5
+    assert 1.45 < row["ratio"] < 1.55 and row["verdict"] == "separated"
 
 
 def test_slowdown_without_an_idle_build_says_so_and_no_load_no_section():

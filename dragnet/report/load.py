@@ -49,7 +49,8 @@ def slowdowns(docs: list[dict]) -> list[dict]:
             continue
         key = ((d.get("bench") or {}).get("language") or ax.get("language"), ax.get("storage"), _others(d))
         cell = cells.setdefault(key, {}).setdefault(str(ax["load"]), {"wall": {}, "dps": {}})
-        r = (d.get("bench") or {}).get("repeat")
+        # a round is its bench's: several bench folders given to `report` add rounds, not overwrite them
+        r = ((d.get("bench") or {}).get("id"), (d.get("bench") or {}).get("repeat"))
         cell["wall"][r] = fig.wall_s
         cell["dps"][r] = fig.docs_per_s
     out = []
