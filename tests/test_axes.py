@@ -363,6 +363,32 @@ def test_a_new_axis_is_one_record_the_cli_the_plan_and_the_report_take(monkeypat
                for p in bench.plan(["javascript"], 4, ["disk"], baseline=False, axes=axes)]
     by = {g["group"]: g for g in report_by.compare(results, ["fake"])}
     assert [v["value"] for v in by["language=javascript storage=disk q=8"]["values"]] == ["fake=y", "fake=x"]
+def test_the_plan_axes_options_are_records_the_bench_command_builds(monkeypatch):
+    # storage's and the scenarios' options live in their axis modules (PLANNED_OPTIONS); `bench` builds them
+    # from there, so one more is one record, with no edit in the CLI
+    import importlib
+
+    from click.testing import CliRunner
+
+    from dragnet.axes import kinds, scenario_axis, storage
+    from dragnet.axes.model import Option
+    from dragnet.cli import bench as cli_bench
+
+    assert kinds.PLANNED_OPTIONS == storage.OPTIONS + scenario_axis.OPTIONS
+    opts = {o for p in cli_bench.bench_cmd.params for o in p.opts}
+    assert {f for o in kinds.PLANNED_OPTIONS for f in o.flags} <= opts
+    monkeypatch.setattr(kinds, "PLANNED_OPTIONS",
+                        (*kinds.PLANNED_OPTIONS, Option(("--weather",), "weather", "W", "A made-up plan axis.")))
+    try:
+        cmd = importlib.reload(cli_bench).bench_cmd
+        assert "--weather" in [o for p in cmd.params for o in p.opts]
+        assert "A made-up plan axis." in CliRunner().invoke(cmd, ["--help"]).output
+    finally:
+        monkeypatch.undo()
+        importlib.reload(cli_bench)
+    assert "--weather" not in [o for p in cli_bench.bench_cmd.params for o in p.opts]
+
+
 def test_shuffled_plan_varies_the_order_per_round_and_keeps_the_baseline_first():
     a = axes.Axis("ddoc", ["A", "B"])
     lang = axes.Axis("language", ["erlang_baseline", "javascript", "python"])

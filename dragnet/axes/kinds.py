@@ -10,3 +10,4 @@ from dragnet.axes import config, couchdb, cpus, ddoc, load, q, scenario_axis, st
 
 KINDS = (couchdb.KIND, cpus.KIND, config.KIND, q.KIND, ddoc.KIND, load.KIND)
 PLANNED = (storage.plan_axis, scenario_axis.plan_axis)
+PLANNED_OPTIONS = storage.OPTIONS + scenario_axis.OPTIONS   # their command-line options, in this order

@@ -8,9 +8,24 @@ from __future__ import annotations
 
 from typing import Callable
 
-from dragnet.axes.model import PlanAxis
+from dragnet.axes.model import Option, PlanAxis
 from dragnet.axes.scenario import Scenario, prepare, run_in
 from dragnet.errors import UsageError
+
+
+# its command-line options (dragnet.cli.options.planned_options builds them), parsed by `parse`
+OPTIONS = (
+    Option(("--memory",), "memories", "",
+           "Scenario axis: memory limits for CouchDB (beam and query servers, page cache included) in a cgroup, "
+           "e.g. unlimited,512m (local backend: root; docker: the container's limit, recreated per scenario)."),
+    Option(("--disk-profile",), "profiles", "",
+           "Scenario axis: disk throttles on the device holding the data: unlimited, ssd-5000iops, san-600iops, "
+           "hdd-150iops or r_iops:w_iops:r_bps:w_bps (local backend: root; docker: the container's device "
+           "limits on the volume's disk)."),
+    Option(("--cache",), "caches", "",
+           "Scenario axis: cold (drop the page cache before each build) and/or warm (pre-read the database "
+           "files)."),
+)
 
 
 def parse(memories: str | None, profiles: str | None, caches: str | None) -> list[Scenario]:

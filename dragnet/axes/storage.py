@@ -8,8 +8,18 @@ every run and result is `storage` (the results contract).
 
 from __future__ import annotations
 
-from dragnet.axes.model import PlanAxis
+from dragnet.axes.model import Option, PlanAxis
 from dragnet.errors import UsageError
+
+
+# its command-line options (dragnet.cli.options.planned_options builds them), parsed by `parse`
+OPTIONS = (
+    Option(("--storage",), "storages", "",
+           "disk,tmpfs: restart the CouchDB started by `dragnet couch up` with its data on each storage and "
+           "repeat the matrix."),
+    Option(("--storage-label",), "storage_label", "",
+           "Storage to record for a CouchDB dragnet does not manage (default: unknown)."),
+)
 
 
 def parse(text: str | None, label: str | None = None) -> list[str]:

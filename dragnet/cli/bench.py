@@ -7,8 +7,8 @@ import sys
 import click
 
 from dragnet.bench import run as b
-from dragnet.cli.options import (axis_options, db_option, json_option, print_json, server_option, store_option,
-                                 url_option)
+from dragnet.cli.options import (axis_options, db_option, json_option, planned_options, print_json, server_option,
+                                 store_option, url_option)
 from dragnet.report.console import bench_progress
 from dragnet.report.render import console as render_console, json as render_json
 
@@ -48,11 +48,6 @@ from dragnet.report.render import console as render_console, json as render_json
                    "scenario, --save-baseline, --baseline) runs 3 rounds.")
 @click.option("--budget", "budget", type=float, default=None, metavar="SECONDS",
               help="With --repeat auto: no round starts that would likely end after this [default: 1200].")
-@click.option("--storage", "storages", default=None,
-              help="disk,tmpfs: restart the CouchDB started by `dragnet couch up` with its data on each storage "
-                   "and repeat the matrix.")
-@click.option("--storage-label", default=None,
-              help="Storage to record for a CouchDB dragnet does not manage (default: unknown).")
 @click.option("--backend", type=click.Choice(["local", "docker"]), default=None,
               help="Start a CouchDB with this `dragnet couch` backend on the URL's port when dragnet manages "
                    "none there (stopped at the end); with one already managed, it must match.")
@@ -63,17 +58,6 @@ from dragnet.report.render import console as render_console, json as render_json
               help="Do not build on the ceiling (the null query server) in each round: no engine shares.")
 @click.option("--n", "n", type=click.IntRange(min=1), default=None, help="Replicas when creating the database "
               "(at most the cluster's nodes).")
-@click.option("--memory", "memories", default=None,
-              help="Scenario axis: memory limits for CouchDB (beam and query servers, page cache included) in a "
-                   "cgroup, e.g. unlimited,512m (local backend: root; docker: the container's limit, recreated per "
-                   "scenario).")
-@click.option("--disk-profile", "profiles", default=None,
-              help="Scenario axis: disk throttles on the device holding the data: unlimited, ssd-5000iops, "
-                   "san-600iops, hdd-150iops or r_iops:w_iops:r_bps:w_bps (local backend: root; docker: the "
-                   "container's device limits on the volume's disk).")
-@click.option("--cache", "caches", default=None,
-              help="Scenario axis: cold (drop the page cache before each build) and/or warm (pre-read the "
-                   "database files).")
 @click.option("--sizes", "sizes_text", default=None, metavar="N,N,...",
               help="Size sweep, e.g. 10k,40k,160k,320k: data generated once at the largest size (fixed seed; "
                    "or --data), each size a prefix of it in its own database <db>-<N>; the matrix runs per "
@@ -101,6 +85,7 @@ from dragnet.report.render import console as render_console, json as render_json
                    "rounds in random order; hits and counts compared (docs/nouveau.md).")
 @click.option("--query", "queries", multiple=True, metavar="Q",
               help="With --nouveau: a search every build must answer alike [default: *:*].")
+@planned_options
 @axis_options
 @store_option
 @server_option

@@ -60,6 +60,17 @@ def server_option(f: Callable) -> Callable:
                              "See docs/your-server.md.")(f)
 
 
+def planned_options(f: Callable) -> Callable:
+    """The options of the axes the plan keeps under keys of their own (storage, the scenarios:
+    dragnet.axes.kinds.PLANNED_OPTIONS), passed on by dest: a new one is a record there, not an edit here."""
+    from dragnet.axes.kinds import PLANNED_OPTIONS
+
+    for o in reversed(PLANNED_OPTIONS):
+        f = click.option(*o.flags, o.dest, default=None, metavar=o.metavar or None, help=o.help,
+                         multiple=o.multiple)(f)
+    return f
+
+
 def axis_options(f: Callable) -> Callable:
     """Every bench axis kind's options (dragnet.axes.kinds.KINDS), passed on by dest: a new axis is a record
     there, not an edit here."""
