@@ -123,16 +123,11 @@ def catch_up(couch: Couch, view_query: str, timeout: float) -> float:
     CouchDB answers `500 timeout` when the index is not built within `[fabric] request_timeout` (60 s by
     default; a full build of 40,000 documents takes minutes): the indexer goes on, so the request is sent
     again until `timeout`, as a bench build's view request is."""
-    from dragnet.build.addview import is_request_timeout
+    from dragnet.build.addview import get_until_built
 
     t = time.monotonic()
-    while True:
-        try:
-            couch.request("GET", f"{view_query}&update=true", timeout=max(1.0, timeout - (time.monotonic() - t)))
-            return time.monotonic() - t
-        except CouchError as exc:
-            if not is_request_timeout(exc) or time.monotonic() - t > timeout - 1:
-                raise
+    get_until_built(couch, f"{view_query}&update=true", timeout)
+    return time.monotonic() - t
 
 
 def run(cfg: KeepupConfig, *, on_event: Callable[[str, dict], None] | None = None, env: dict | None = None) -> dict:

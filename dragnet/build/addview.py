@@ -376,6 +376,21 @@ def is_request_timeout(exc: CouchError) -> bool:
     return exc.status == 500 and exc.error == "timeout"
 
 
+def get_until_built(couch: Couch, path: str, timeout: float, *, ok: tuple[int, ...] | None = None,
+                    on_reissue: Callable[[], None] | None = None):
+    """GET a view path that waits for its index, sent again each time CouchDB gives up waiting ([fabric]
+    request_timeout, 60 s by default: the indexer goes on regardless), until `timeout` seconds are spent."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return couch.request("GET", path, ok=ok, timeout=max(1.0, deadline - time.monotonic()))
+        except CouchError as exc:
+            if not (is_request_timeout(exc) and time.monotonic() < deadline - 1):
+                raise
+            if on_reissue is not None:
+                on_reissue()
+
+
 class ViewRequest(threading.Thread):
     """GET _view/<v>?limit=1 in the background: it returns only once the index is built."""
 
@@ -398,20 +413,11 @@ class ViewRequest(threading.Thread):
 
     def run(self) -> None:
         self.t_trigger = time.time()
-        deadline = self.t_trigger + self.timeout
         try:
-            while True:
-                try:
-                    resp = self.couch.request("GET", self.path, ok=(200,),
-                                              timeout=max(1.0, deadline - time.time()))
-                except CouchError as exc:
-                    if is_request_timeout(exc) and time.time() < deadline - 1:
-                        self.reissued_at.append(time.time())
-                        continue
-                    raise
-                self.status = resp.status_code
-                self.body = resp.json()
-                break
+            resp = get_until_built(self.couch, self.path, self.timeout, ok=(200,),
+                                   on_reissue=lambda: self.reissued_at.append(time.time()))
+            self.status = resp.status_code
+            self.body = resp.json()
         except CouchError as exc:
             self.status, self.error = exc.status, exc
         except CouchUnreachable as exc:
