@@ -6,7 +6,8 @@ rows); the rename is tests/ddocs/compare/renamed.json. Target: the gate fails th
 fails the rename (exit 0, or 3 when it cannot tell), each decision in at most 6 rounds where it decides.
 
     URL=http://127.0.0.1:5984 COUCHDB_USER=… COUCHDB_PASSWORD=… \\
-    .venv/bin/python benchmarks/gate_check/run.py [--trials 20] [--docs 3000] [--metric qs|cpu|wall] [--max-runs 15]
+    .venv/bin/python benchmarks/gate_check/run.py [--trials 20] [--docs 3000] [--metric instructions|qs|cpu|wall]
+        [--max-runs 15]
         [--first 0] [--out /tmp/gate-check]
 """
 
@@ -46,7 +47,8 @@ def main() -> int:
     ap.add_argument("--docs", type=int, default=3000)
     ap.add_argument("--threshold", default="5%")
     ap.add_argument("--out", default="/tmp/gate-check")
-    ap.add_argument("--metric", default="qs", choices=("cpu", "qs", "wall"), help="the gate's (default: qs)")
+    ap.add_argument("--metric", default="instructions", choices=("cpu", "qs", "instructions", "wall"),
+                    help="the gate's (default: instructions, as bench --gate's)")
     ap.add_argument("--max-runs", type=int, default=15, help="the gate's bound on rounds (6: the target's)")
     ap.add_argument("--first", type=int, default=0, help="number the trials from here (a study split in parts)")
     args = ap.parse_args()
