@@ -6,8 +6,8 @@ VENV := .venv
 PY := $(abspath $(VENV))/bin/python
 STAMPS := .make
 # golang-go: `make servers` builds the load generator (query_servers/loadgen); tests/test_user_servers.py
-# also builds a query server written in Go (tests/goqs)
-APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc git golang-go
+# also builds a query server written in Go (tests/goqs); valgrind: the gate's instruction counts
+APT_PACKAGES := sysstat pypy3 erlang-nox nodejs gcc git golang-go valgrind
 # only for `make test`: tests/test_html_report.py opens the HTML report in a headless Chromium
 TEST_APT_PACKAGES := chromium chromium-driver
 PYTEST_ARGS ?=

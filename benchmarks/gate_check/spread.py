@@ -24,8 +24,9 @@ REPO = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(REPO))
 
 from dragnet.measure.decide import LEVEL, t_quantile  # noqa: E402
+from dragnet.results.record import Build  # noqa: E402
 
-METRICS = {"qs": "query servers' own CPU (schedstat)", "cpu": "CouchDB + query servers' CPU",
+METRICS = {"instructions": "map functions' instructions (valgrind)", "qs": "query servers' own CPU (schedstat)", "cpu": "CouchDB + query servers' CPU",
            "beam": "beam.smp's CPU", "wall": "wall time"}
 
 
@@ -43,7 +44,8 @@ def builds(out: Path) -> list[dict]:
                          "ddoc": (b.get("axes") or {}).get("ddoc"), "ok": bool(s.get("ok", True)), "docs": s.get("docs"),
                          "wall": s.get("wall_time_s"), "cpu": c.get("cpu_s"), "qs": q.get("cpu_s"),
                          "qs_wait": q.get("wait_s"), "qs_started": q.get("started"), "beam": (c.get("by_process") or {}).get("beam.smp"),
-                         "cpu_source": c.get("source"), "started_at": r.get("started_at")})
+                         "cpu_source": c.get("source"), "started_at": r.get("started_at"),
+                         "instructions": Build.of(r).instructions_per_1000})
     return rows
 
 

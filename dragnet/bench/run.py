@@ -269,6 +269,7 @@ class BenchConfig:
     axes: Any = None              # dragnet.bench.switch.AxisOptions: --couchdb, --cpus, --q, --config
     ceiling: bool = True          # also build on the null query server (CEILING) in every round
     shuffle_seed: int | None = None   # each round in a fresh (seeded) random order (bench --gate)
+    instructions: bool = False    # count each design-doc build's map functions under valgrind (gate --metric)
 
 
 def _now_iso() -> str:
@@ -298,6 +299,7 @@ class Bench:
         self.switcher: Any = None
         self.axis_opts: Any = None
         self.keep: str | None = None    # the data the bench found: never removed
+        self._ir_docs: tuple[str, Any] | None = None   # (db, its sample) for --metric instructions
 
     # -- manifest
     def _write_manifest(self) -> None:
@@ -624,6 +626,8 @@ class Bench:
             if result.get("sizes") and not result["sizes"]["after"].get("index") and built:
                 result["sizes"]["after"]["index"] = built
         run["sizes"] = result.get("sizes")
+        if ok and cfg.instructions and spec.view_file == DESIGN and reads_documents(spec.language):
+            result["instructions"] = self._count_instructions(couch, db, run, spec)
         run["pidstat_peak_rss_kb"] = rss_peaks_kb((result.get("pidstat") or {}).get("summary")) or None
         for idx, value in ratios(self.manifest["runs"]).items():
             self.manifest["runs"][idx]["ratio_to_baseline"] = value
@@ -646,6 +650,21 @@ class Bench:
             return
         self._cleanup(couch, run, db=db)
         self.on_event("done", dict(run))
+
+    def _count_instructions(self, couch: Couch, db: str, run: dict, spec: LanguageSpec) -> dict:
+        """The run's revision's map functions counted under valgrind on the database's sample (the same
+        documents for every run), or the reason they could not be."""
+        from dragnet.qsbench import instructions
+
+        try:
+            if self._ir_docs is None or self._ir_docs[0] != db:
+                self._ir_docs = (db, instructions.sample_docs(couch, db))
+            server = instructions.server_for(spec.language, dict(self.env))
+            out = instructions.count(server, self._design_of(run), self._ir_docs[1]).as_dict()
+        except (DragnetError, CouchError, OSError) as exc:
+            out = {"error": _one_line(exc)}
+        self.on_event("instructions", dict(out))
+        return out
 
     def _revision(self, run: dict):
         """The design-doc revision a run built (several --ddoc), or None."""

@@ -21,9 +21,10 @@ from dragnet.report.render.markdown import compare_markdown
               help="Exit 1 when a cell's whole 99% interval lies above +PCT (e.g. 5%), or its builds newly fail; "
                    "exit 0 when every interval lies below; exit 3 when some cell cannot tell yet (the rounds that "
                    "would likely decide are printed).")
-@click.option("--metric", type=click.Choice(["cpu", "qs", "wall"]), default="cpu", show_default=True,
+@click.option("--metric", type=click.Choice(["cpu", "qs", "instructions", "wall"]), default="cpu", show_default=True,
               help="Decide on CPU-seconds per 1,000 documents (falls back to wall where no CPU was recorded; qs: "
-                   "the query servers' own CPU, for a change in the map functions) or on wall time.")
+                   "the query servers' own CPU, for a change in the map functions; instructions: their valgrind "
+                   "counts, recorded by bench --gate --metric instructions) or on wall time.")
 @click.option("--markdown", is_flag=True, help="Print Markdown (for a pull-request comment).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON object.")
 @click.option("--no-rows", is_flag=True, help="Do not compare the dumped rows of design-doc builds.")

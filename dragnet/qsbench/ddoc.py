@@ -148,7 +148,8 @@ class DdocShardRun(qsbench.ShardRun):
         return d
 
 
-def _start(spec: ServerSpec, lib: dict | None, groups: Sequence[MapGroup], timeout: float) -> tuple[QueryServerProcess, int]:
+def start_design(spec: ServerSpec, lib: dict | None, groups: Sequence[MapGroup], timeout: float) -> tuple[QueryServerProcess, int]:
+    """A server started as CouchDB starts a shard's indexer: reset, the library, one add_fun per index."""
     qs = QueryServerProcess(spec.argv, env=dict(spec.env) or None, timeout=timeout, name=spec.name)
     try:
         reset = qs.prompt_raw(qsbench.RESET_LINE)
@@ -217,7 +218,7 @@ def run_design(spec: ServerSpec, design: Design, docs: qsbench.DocSet, *, timeou
     """One process over every document: map with every function (or only `only`, without reduce)."""
     groups = [only] if only else map_groups(design)
     lib = design.doc["views"].get("lib")
-    qs, startup_ns = _start(spec, lib, groups, timeout)
+    qs, startup_ns = start_design(spec, lib, groups, timeout)
     try:
         sched0 = schedstat_of(qs.pid)
         loop = map_loop(qs, docs.lines, driver)

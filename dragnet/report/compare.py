@@ -47,8 +47,9 @@ from dragnet.results.load import axes_of, axes_text, is_nouveau, sort_axes, star
 from dragnet.results.record import Build
 
 SCHEMA = rs.schema(rs.COMPARE)
-METRICS = ("cpu", "qs", "wall")
-METRIC_FIELD = {"cpu": "cpu_s_per_1000_docs", "qs": "qs_cpu_s_per_1000_docs", "wall": "wall_time_s"}
+METRICS = ("cpu", "qs", "instructions", "wall")
+METRIC_FIELD = {"cpu": "cpu_s_per_1000_docs", "qs": "qs_cpu_s_per_1000_docs",
+                "instructions": "instructions_per_1000_docs", "wall": "wall_time_s"}
 TEST = (f"ratio NEW/OLD with a {decide.LEVEL:.0%} t interval on the log ratios, paired by round where possible; "
         f"separated beyond ±{decide.NOISE:.0%}, tied inside ±{decide.TIE:.0%}")
 PASS, FAIL, UNDECIDED_EXIT = 0, 1, 3     # exit codes of the gate (2 is bad input)
@@ -84,6 +85,7 @@ class Side:
     samples: list[float] = field(default_factory=list)
     cpu: list[float | None] = field(default_factory=list)
     qs: list[float | None] = field(default_factory=list)     # the query servers' own CPU per 1,000 docs
+    ir: list[float | None] = field(default_factory=list)     # the map functions' instructions per 1,000 docs
     keys: list[Any] = field(default_factory=list)
     failed: int = 0
     sources: list[str] = field(default_factory=list)
@@ -100,7 +102,7 @@ class Side:
 
     def costs(self, metric: str) -> dict[Any, float]:
         """The metric's values by round key (builds without one keyed by their position: never paired)."""
-        vals = self.cpu if metric == "cpu" else self.qs if metric == "qs" else self.samples
+        vals = {"cpu": self.cpu, "qs": self.qs, "instructions": self.ir}.get(metric, self.samples)
         out: dict[Any, float] = {}
         for i, (k, v) in enumerate(zip(self.keys or [None] * len(vals), vals)):
             if v is not None:
@@ -110,6 +112,7 @@ class Side:
     def as_dict(self) -> dict:
         return {"n": len(self.samples), "failed": self.failed, "median": self.median, "samples": self.samples,
                 "cpu_s_per_1000_docs": self.cpu, "cpu_median": self.cpu_median, "qs_cpu_s_per_1000_docs": self.qs,
+                "instructions_per_1000_docs": self.ir,
                 "rounds": [list(k) if isinstance(k, tuple) else k for k in self.keys],
                 "sources": self.sources, "errors": self.errors}
 
@@ -149,10 +152,11 @@ def judge(cell: Cell, metric: str = "cpu", threshold: float | None = None) -> Ce
         cell.label, cell.why = UNDECIDED, "no successful build on " + ("either side" if not x and not y else
                                                                       "the new side" if not x else "the old side")
         return cell
+    fallback = ""
+    if metric == "instructions" and (None in cell.new.ir or None in cell.old.ir or not cell.new.ir):
+        metric, fallback = "qs", "no instruction count for every build: judged on the query servers' CPU"
     if metric == "qs" and (None in cell.new.qs or None in cell.old.qs or not cell.new.qs):
         metric, fallback = "cpu", "no query-server CPU recorded for every build: judged on CouchDB's CPU"
-    else:
-        fallback = ""
     if metric == "cpu" and (None in cell.new.cpu or None in cell.old.cpu or not cell.new.cpu):
         metric, fallback = "wall", "no CPU recorded for every build: judged on wall time"
     cell.metric = metric
@@ -324,6 +328,7 @@ def compare(old: Iterable[dict], new: Iterable[dict], *, old_label: str = "OLD",
                 s.cpu.append(b.cpu_s_per_1000 if b.cpu_s_per_1000 is not None and b.cpu_s_per_1000 > 0 else None)
                 s.qs.append(b.qs_cpu_s_per_1000 if b.qs_cpu_s_per_1000 is not None and b.qs_cpu_s_per_1000 > 0
                             else None)
+                s.ir.append(b.instructions_per_1000)
                 s.keys.append(round_key(r))
             if r.get("_source"):
                 s.sources.append(str(r["_source"]))
@@ -534,7 +539,8 @@ def common_axes(cmp: Comparison) -> dict[str, str]:
 def _metric_title(cmp: Comparison) -> str:
     used = {c.metric for c in cmp.cells if c.metric} or {cmp.metric}
     return " / ".join({"cpu": "CPU per document", "qs": "query-server CPU per document",
-                        "wall": "wall time"}[m] for m in sorted(used))
+                        "instructions": "instructions per document (valgrind)", "wall": "wall time"}[m]
+                       for m in sorted(used))
 
 
 def title(cmp: Comparison) -> str:

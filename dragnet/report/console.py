@@ -236,6 +236,11 @@ def bench_progress(console, total: dict, nouveau_builds: bool = True):
             console.print(f"[yellow]warning[/yellow]: {d['message']}", markup=True, highlight=False, soft_wrap=True)
         elif kind == "size":
             console.print(f"size {d['count']:,} documents (database {d['db']})")
+        elif kind == "instructions":
+            console.print(f"    instructions: {d['per_1000_docs'] / 1e6:,.1f} M per 1,000 docs ({d['server']} under "
+                          f"valgrind, {d['docs']:,} documents)" if d.get("per_1000_docs") else
+                          f"    [yellow]instructions not counted[/yellow]: {d.get('error') or 'no count'}",
+                          markup=True, highlight=False)
 
     return on_event
 

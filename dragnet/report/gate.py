@@ -18,6 +18,7 @@ from typing import Callable
 from dragnet.bench.run import Bench, BenchConfig
 from dragnet.errors import UsageError
 from dragnet.measure import decide
+from dragnet.qsbench import instructions
 from dragnet.results.load import load_results
 from dragnet.report import compare as c
 
@@ -35,7 +36,7 @@ class GateOutcome:
         return self.comparison.exit_code
 
 
-def check(config: BenchConfig, threshold: float, max_runs: int) -> None:
+def check(config: BenchConfig, threshold: float, max_runs: int, metric: str = "instructions") -> None:
     """Bad input, before anything runs."""
     revisions = config.axes.designs() if config.axes is not None else {}
     if len(revisions) != 2:
@@ -46,11 +47,13 @@ def check(config: BenchConfig, threshold: float, max_runs: int) -> None:
         raise UsageError("--gate: the threshold must be above 0%")
     if max_runs < decide.MIN_ROUNDS:
         raise UsageError(f"--max-runs {max_runs}: the gate needs at least {decide.MIN_ROUNDS} rounds")
+    if metric == "instructions":
+        instructions.check(config.languages)
 
 
-def run_gate(config: BenchConfig, threshold: float, *, metric: str = "qs", max_runs: int = decide.MAX_RUNS,
+def run_gate(config: BenchConfig, threshold: float, *, metric: str = "instructions", max_runs: int = decide.MAX_RUNS,
              on_event: Callable[[str, dict], None] | None = None) -> GateOutcome:
-    check(config, threshold, max_runs)
+    check(config, threshold, max_runs, metric)
     old, new = list(config.axes.designs())
     now = _dt.datetime.now(_dt.timezone.utc)
     stamp, seed = now.strftime("%Y%m%dT%H%M%SZ"), int(now.timestamp() * 1000)
@@ -69,8 +72,10 @@ def run_gate(config: BenchConfig, threshold: float, *, metric: str = "qs", max_r
         # burden the same revision
         # seeded by the gate's start time: each gate its own orders, each bench.json records the one it ran
         # the gate judges one cell: no ceiling builds beside it (a second cell that `compare` would judge too)
+        # with --metric instructions every judged build also counts its revision's map functions
         bench = Bench(dataclasses.replace(config, repeat=batch, results_dir=str(folder), ceiling=False,
-                                          shuffle_seed=seed + len(out.dirs)), on_event=on_event)
+                                          shuffle_seed=seed + len(out.dirs),
+                                          instructions=metric == "instructions"), on_event=on_event)
         out.manifests.append(bench.run())
         out.dirs.append(bench.dir)
         out.rounds += batch

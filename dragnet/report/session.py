@@ -54,7 +54,7 @@ class BenchRequest:
     plot_path: str | None = None
     save_baseline: str | None = None
     gate: str | None = None
-    metric: str = "qs"    # the gate judges two revisions of the map functions: their query servers' own CPU
+    metric: str = "instructions"   # the gate judges two revisions of the map functions: their instructions
     max_runs: int = 15
     baseline_name: str | None = None
     store_dir: str | None = None
@@ -240,7 +240,7 @@ def _gate(config, r: BenchRequest, on_event: Events) -> BenchOutcome:
     from dragnet.report import gate as g
 
     threshold = c.parse_threshold(r.gate, "--gate")
-    g.check(config, threshold, r.max_runs)
+    g.check(config, threshold, r.max_runs, r.metric)
     try:
         outcome = g.run_gate(config, threshold, metric=r.metric, max_runs=r.max_runs, on_event=on_event)
     except KeyboardInterrupt as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from dragnet.results import schema as rs
 
@@ -145,6 +145,7 @@ class Build:
     oom_killed: bool = False
     cpu_s_per_1000: float | None = None     # CPU-seconds of CouchDB and its query servers per 1,000 docs
     qs_cpu_s_per_1000: float | None = None  # the query servers' own CPU-seconds (schedstat) per 1,000 docs
+    instructions_per_1000: float | None = None  # the map functions' instructions per 1,000 docs (valgrind)
     size: int | None = None              # bench --sizes: the database's document count
     axes: dict = field(default_factory=dict)   # bench.axes, or the axes older files' fields held
     data: dict = field(default_factory=dict, repr=False, compare=False)   # the results dict or manifest entry
@@ -187,7 +188,9 @@ class Build:
             scenario=scenario, status="ok" if recorded_ok else ("oom" if oom else "error"),
             docs_per_s_recorded=dps, oom_killed=oom,
             cpu_s_per_1000=_num(s.get("cpu_s_per_1000_docs")),
-            qs_cpu_s_per_1000=_num(s.get("qs_cpu_s_per_1000_docs")), size=bench.get("size"), axes=axes_of(result), data=result)
+            qs_cpu_s_per_1000=_num(s.get("qs_cpu_s_per_1000_docs")),
+            instructions_per_1000=instructions_per_1000(result.get("instructions")), size=bench.get("size"),
+            axes=axes_of(result), data=result)
 
     @classmethod
     def of_entry(cls, run: dict) -> "Build":
@@ -209,6 +212,24 @@ class Build:
     def figures(self) -> dict:
         """The figures a manifest run entry copies from its build."""
         return {"docs_per_sec_wall": self.docs_per_s_recorded, "wall_time_s": self.wall_s}
+
+
+def instructions_per_1000_docs(ir_with_docs: int, ir_start: int, docs: int) -> float | None:
+    """Instructions per 1,000 documents of a count with and without them (dragnet.qsbench.instructions):
+    the documents' share (None when there is none)."""
+    if docs <= 0 or ir_with_docs <= ir_start:
+        return None
+    return (ir_with_docs - ir_start) / docs * 1000
+
+
+def instructions_per_1000(record: Any) -> float | None:
+    """The same from a build's `instructions` record, recomputed from its raw counts."""
+    if not isinstance(record, dict):
+        return None
+    try:
+        return instructions_per_1000_docs(int(record["ir_with_docs"]), int(record["ir_start"]), int(record["docs"]))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def axes_of(result: dict) -> dict:
