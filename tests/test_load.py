@@ -233,6 +233,25 @@ def test_lost_writes_and_rates_not_held_are_warned():
     assert any("did not hold" in x for x in w) and any("LOST" in x for x in w)
 
 
+def test_request_and_write_rows_tell_apart_builds_of_one_round_on_two_couchdbs():
+    # bench --couchdb A,B --load …: both versions' loaded builds are round 1 of the same engine
+    load = {"spec": "writes=20/s", "kinds": {"writes": {"asked_per_s": 20, "build": {"ok": 3, "latency": {}}}},
+            "writes_check": {"acknowledged": 3, "lost": 0}, "purge": {"purged": 3, "written": 3}}
+    docs = []
+    for image, bench_id in (("couchdb:3.5.0", "bench-a"), ("couchdb:3.5.2", "bench-a"), ("couchdb:3.5.0", "bench-b")):
+        d = _doc("javascript", "writes=20/s", 0, 10, bench_id=bench_id)
+        d["bench"]["axes"]["couchdb"] = image
+        d["load"] = load
+        docs.append(d)
+    req, wr = report_load.request_rows(docs), report_load.write_rows(docs)
+    assert [r[1] for r in req] == [r[1] for r in wr] == ["disk couchdb=couchdb:3.5.0", "disk couchdb=couchdb:3.5.2",
+                                                          "disk couchdb=couchdb:3.5.0"]
+    # two benches reported together each number their rounds from 1: the round names its bench
+    assert [r[2] for r in wr] == ["bench-a 1", "bench-a 1", "bench-b 1"]
+    assert [r[2] for r in report_load.write_rows(docs[:2])] == ["1", "1"]
+    assert len(report_load.REQUEST_COLUMNS) == len(req[0]) and len(report_load.WRITE_COLUMNS) == len(wr[0])
+
+
 def test_view_reads_on_builds_with_no_view_are_refused():
     axis_load.refuse_view_reads(["none", "writes=5/s"], "no view")
     with pytest.raises(UsageError, match="view-reads on builds with no view"):

@@ -21,9 +21,9 @@ from dragnet.results.record import Build, axes_of
 IDLE = "none"
 SLOWDOWN_COLUMNS = ("engine", "storage", "load", "rounds", "idle wall s", "loaded wall s", "idle docs/s",
                     "loaded docs/s", "× slower [99%]", "verdict")
-REQUEST_COLUMNS = ("engine", "round", "load", "kind", "window", "asked/s", "achieved/s", "p50 ms", "p95 ms",
+REQUEST_COLUMNS = ("engine", "storage", "round", "load", "kind", "window", "asked/s", "achieved/s", "p50 ms", "p95 ms",
                    "p99 ms", "max ms", "ok", "errors", "conflicts", "not sent")
-WRITE_COLUMNS = ("engine", "round", "load", "acknowledged", "lost", "written during build",
+WRITE_COLUMNS = ("engine", "storage", "round", "load", "acknowledged", "lost", "written during build",
                  "changes not indexed at end", "purged", "load CPU % of a core (generator)")
 
 
@@ -91,21 +91,28 @@ def slowdown_rows(rows: list[dict]) -> list[list[str]]:
     for r in rows:
         iv = ("–" if r.get("ratio") is None else f"×{r['ratio']:.2f}" + (
             f" [{r['low']:.2f} … {r['high']:.2f}]" if r.get("low") is not None else ""))
-        storage = " ".join([str(r["storage"])] + [f"{k}={v}" for k, v in r["others"].items()])
-        out.append([str(r["engine"]), storage, r["load"], str(r["rounds"]), _f(r.get("idle_wall_s"), "{:.2f}"),
+        out.append([str(r["engine"]), _where(r["storage"], r["others"]), r["load"], str(r["rounds"]), _f(r.get("idle_wall_s"), "{:.2f}"),
                     _f(r["loaded_wall_s"], "{:.2f}"), _f(r.get("idle_docs_per_s")), _f(r.get("loaded_docs_per_s")),
                     iv, r.get("verdict") or "no idle build (give --load none,…)"])
     return out
 
 
+def _where(storage, others: dict) -> str:
+    return " ".join([str(storage)] + [f"{k}={v}" for k, v in others.items()])
+
+
 def _loaded(docs: list[dict]):
-    """(bench record, load record) of every build that ran under a load."""
-    return [(d.get("bench") or {}, d["load"]) for d in docs if d.get("load")]
+    """(bench record, load record, storage and other axes, round) of every build that ran under a load; the
+    axes tell apart builds of one round that differ in another axis (--couchdb, --q), and the round names its
+    bench when several benches are reported together (each numbers its rounds from 1)."""
+    benches = {(d.get("bench") or {}).get("id") for d in docs if d.get("load")}
+    return [(d.get("bench") or {}, d["load"], _where(axes_of(d).get("storage"), dict(_others(d))),
+             _round(d.get("bench") or {}, len(benches) > 1)) for d in docs if d.get("load")]
 
 
 def request_rows(docs: list[dict]) -> list[list[str]]:
     out = []
-    for b, load in _loaded(docs):
+    for b, load, where, rnd in _loaded(docs):
         for kind, per in (load.get("kinds") or {}).items():
             for window in ("before", "build"):
                 w = per.get(window)
@@ -113,7 +120,7 @@ def request_rows(docs: list[dict]) -> list[list[str]]:
                     continue
                 lat = w.get("latency") or {}
                 errors = ", ".join(f"{k}: {v}" for k, v in sorted((w.get("errors") or {}).items())) or "0"
-                out.append([str(b.get("language")), _round(b), load.get("spec", ""), kind, window,
+                out.append([str(b.get("language")), where, rnd, load.get("spec", ""), kind, window,
                             _f(per.get("asked_per_s"), "{:g}"), _f(w.get("achieved_per_s")),
                             _f(lat.get("p50_ms")), _f(lat.get("p95_ms")), _f(lat.get("p99_ms")), _f(lat.get("max_ms")),
                             str(w.get("ok")), errors, str(w.get("conflicts", 0)), str(w.get("not_sent", 0))])
@@ -122,12 +129,12 @@ def request_rows(docs: list[dict]) -> list[list[str]]:
 
 def write_rows(docs: list[dict]) -> list[list[str]]:
     out = []
-    for b, load in _loaded(docs):
+    for b, load, where, rnd in _loaded(docs):
         check = load.get("writes_check") or {}
         idx = load.get("index") or {}
         purge = load.get("purge") or {}
         share = load.get("cpu_share_of_core")
-        out.append([str(b.get("language")), _round(b), load.get("spec", ""), str(check.get("acknowledged")),
+        out.append([str(b.get("language")), where, rnd, load.get("spec", ""), str(check.get("acknowledged")),
                     str(check.get("lost")), str(load.get("written_during_build")),
                     str(idx.get("changes_not_indexed", idx.get("error", "–"))),
                     f"{purge.get('purged')} of {purge.get('written')}",
@@ -138,8 +145,8 @@ def write_rows(docs: list[dict]) -> list[list[str]]:
 def warnings(docs: list[dict]) -> list[str]:
     """What the reader must not miss: rates the machine could not drive, lost writes."""
     out = []
-    for b, load in _loaded(docs):
-        who = f"{b.get('language')} round {_round(b)}"
+    for b, load, where, rnd in _loaded(docs):
+        who = f"{b.get('language')} {where} round {rnd}"
         if load.get("not_held"):
             out.append(f"{who}: the load did not hold the asked rate of {', '.join(sorted(set(load['not_held'])))} "
                        f"(achieved below 95%: the machine or CouchDB could not take it; see achieved/s)")
@@ -175,9 +182,11 @@ def lines(sec: dict) -> list[str]:
     return out
 
 
-def _round(bench: dict) -> str:
+def _round(bench: dict, name_bench: bool = False) -> str:
     r = bench.get("repeat")
-    return "–" if r is None else str(r + 1)
+    if r is None:
+        return "–"
+    return f"{bench.get('id')} {r + 1}" if name_bench else str(r + 1)
 
 
 def keepup_lines(res: dict) -> list[str]:
