@@ -8,7 +8,8 @@ rounds. On the gate's default metric (instructions) this needs valgrind and DRAG
 
     URL=http://127.0.0.1:5984 COUCHDB_USER=… COUCHDB_PASSWORD=… \\
     .venv/bin/python benchmarks/gate_check/run.py [--trials 20] [--docs 3000] [--metric instructions|qs|cpu|wall]
-        [--max-runs 15] [--first 0] [--cases loop,rename] [--out /tmp/gate-check]
+        [--max-runs 15] [--first 0] [--cases loop,rename] [--db NAME]
+        [--out /tmp/gate-check]
 """
 
 from __future__ import annotations
@@ -52,12 +53,14 @@ def main() -> int:
     ap.add_argument("--max-runs", type=int, default=15, help="the gate's bound on rounds (6: the target's)")
     ap.add_argument("--first", type=int, default=0, help="number the trials from here (a study split in parts)")
     ap.add_argument("--cases", default="loop,rename", help="which cases, comma-separated (default: both)")
+    ap.add_argument("--db", default=None, help="the database (default: gate_check_DOCS; another for a second "
+                                                "run beside the first)")
     args = ap.parse_args()
     url = os.environ.get("URL") or sys.exit("set URL (no credentials; COUCHDB_USER/COUCHDB_PASSWORD)")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data = data_file(out, args.docs)
-    db = f"gate_check_{args.docs}"
+    db = args.db or f"gate_check_{args.docs}"
     if not set(args.cases.split(",")) <= set(CASES):
         ap.error(f"--cases {args.cases}: expected some of {', '.join(CASES)}")
     cases = {c: CASES[c] for c in args.cases.split(",")}
