@@ -22,12 +22,14 @@ what an instruction costs (cache misses, the JIT's threads' timing).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -115,6 +117,7 @@ def check(languages: Sequence[str], env: dict | None = None) -> ServerSpec:
     return server_for(languages[0], env)
 
 
+@functools.lru_cache(maxsize=1)
 def valgrind_version() -> str:
     try:
         return subprocess.run([valgrind() or "valgrind", "--version"], capture_output=True, text=True,
@@ -139,20 +142,14 @@ def sample_docs(couch: Couch, db: str, count: int = SAMPLE_DOCS, seed: int = SAM
     at most `count` documents and, past the first MIN_DOCS, `max_bytes` of them (large documents make
     valgrind's count slow, not steadier)."""
     ids = sorted(_ids(couch, db), key=lambda i: sampling.score(i, seed))[:count]
-    docs, size = [], 0
+    docs = []
     for start in range(0, len(ids), sampling.PAGE_SIZE):
         keys = ids[start:start + sampling.PAGE_SIZE]
         rows = couch.post(f"{db_path(db)}/_all_docs", {"keys": keys}, params={"include_docs": "true"})["rows"]
-        for r in rows:
-            if r.get("doc"):
-                size += len(json.dumps(r["doc"]))
-                if len(docs) >= MIN_DOCS and size > max_bytes:
-                    break
-                docs.append(r["doc"])
-        else:
-            continue
-        break
-    return qsbench.prepare_docs(docs, origin={"db": db, "sample": len(docs), "seed": seed}, where=db)
+        docs += [r["doc"] for r in rows if r.get("doc")]
+    got = qsbench.prepare_docs(docs, origin={"db": db, "seed": seed}, where=db)
+    n = next((i for i, total in enumerate(accumulate(got.sizes)) if i >= MIN_DOCS and total > max_bytes), len(got))
+    return qsbench.DocSet(got.ids[:n], got.lines[:n], got.sizes[:n], origin={**got.origin, "sample": n})
 
 
 # -- counting (I/O) --------------------------------------------------------------------------------
