@@ -815,6 +815,45 @@ def test_build_time_interval_widens_by_the_cores_share_the_sweep_saw_move():
     assert m["from_cpu"]["value"] == pytest.approx(0.002 * 40000 / 0.5, rel=1e-6)
 
 
+def _waited(n: int, run: float, wait: float, span: float, **kw) -> dict:
+    return {"size": n, "language": "javascript", "status": "ok", "cpu_run_s": run, "cpu_wait_s": wait,
+            "cpu_interval_s": span, **kw}
+
+
+def test_contention_counts_only_the_cpu_a_build_waited_for_beyond_the_cores():
+    c = fc.contention([
+        _waited(1000, 1.9, 6.0, 1.0),    # threads ready for 7.9 cores, 2 of them: it got 1.9, nearly all
+        _waited(2000, 0.4, 16.0, 1.0),   # others held the cores: 0.4 where it was ready for 2
+        _waited(4000, 0.8, 0.04, 1.0),   # one thread, alone: ready for 0.84, got 0.8
+        _waited(8000, 0.5, 4.0, 1.0, axes={"cpus": "1"}),   # a --cpus 1 build: ready for its one core
+        _waited(8000, 0.5, 4.0, 1.0, status="failed"),
+        {"size": 9000, "language": "javascript", "status": "ok", "cpu_s": 1.0}], cores=2)
+    assert set(c) == {1000, 2000, 4000, 8000}
+    assert c[1000]["ready"] == 2 and c[1000]["slowed"] == pytest.approx(2 / 1.9 - 1)
+    assert c[2000]["slowed"] == pytest.approx(4.0)
+    assert c[4000]["ready"] == pytest.approx(0.84) and c[4000]["slowed"] == pytest.approx(0.05)
+    assert c[8000]["cores"] == 1 and c[8000]["slowed"] == pytest.approx(1.0)
+    assert fc.contention([_waited(1000, 1.0, 1.0, 1.0)], cores=None) == {}
+
+
+def test_a_sweep_that_waited_for_a_cpu_widens_the_build_time_down_to_every_core():
+    def runs(wait):   # CPU 0.002 s a document; wall at 0.4 of a core, a steady share
+        return [{**_timed_runs({n: 0.4})[0], **_waited(n, 0.002 * n, wait * 0.002 * n, 0.002 * n / 0.4)}
+                for n in (1000, 2000, 4000, 8000)]
+    quiet = fc.forecast_sweep(runs(0.05), 40000, cores=2)["javascript"]["quantities"]["build_time"]
+    busy = fc.forecast_sweep(runs(20.0), 40000, cores=2)["javascript"]["quantities"]["build_time"]
+    # quiet: ready for 0.42 of a core and got 0.4; the interval stays the wall times'
+    assert quiet["contention"]["slowed"] == pytest.approx(0.05)
+    assert not any("waited for a CPU" in w for w in quiet["warnings"])
+    assert quiet["prediction"]["low"] > 0.002 * 40000 / 0.4 * 0.9
+    # busy: ready for 2 cores and got 0.4: the target may get every core, 80 CPU-seconds in 40 s
+    assert busy["contention"]["slowed"] == pytest.approx(4.0)
+    assert any("waited for a CPU (at 1,000 documents they got 0.40 of a core where their threads were ready "
+               "for 2.00)" in w for w in busy["warnings"])
+    assert busy["prediction"]["low"] <= 0.002 * 40000 / 2 * 1.0001
+    assert busy["contention"]["fastest"] == pytest.approx(0.002 * 40000 / 2, rel=1e-6)
+
+
 def test_no_cpu_recorded_leaves_the_build_time_interval_alone():
     runs = [{k: v for k, v in r.items() if k != "cpu_s"} for r in _timed_runs({1000: 0.8, 2000: 0.5, 4000: 0.25})]
     q = fc.forecast_sweep(runs, 40000)["javascript"]["quantities"]

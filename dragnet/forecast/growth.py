@@ -29,6 +29,7 @@ def row(size: int, run: dict, result: dict | None) -> dict:
     qs = sum(v for k, v in by.items() if k not in ("beam.smp", "erl_child_setup", "inet_gethost", "sh"))
     return {"docs": size, "wall_s": wall, "beam_s": by.get("beam.smp"),
             "query_server_s": qs if by else None, "run_s": cpu.get("run_s"), "wait_s": cpu.get("wait_s"),
+            "interval_s": cpu.get("interval_s"),
             "beam_rss_kb": (run.get("pidstat_peak_rss_kb") or {}).get("beam"),
             "compaction_bytes": pk.get("compaction"), "compactions_at_once": pk.get("compactions_at_once")}
 

@@ -284,7 +284,8 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
         one = shard_variants.get(name, [])
         out["forecasts"][name] = fc.forecast_sweep(rs, target_docs, weighting=weighting, memory_bytes=limit,
                                                    db_bytes=db_bytes, target_db_bytes=target_db,
-                                                   other_load=per_cpu, shard_runs=one, shards=shards)
+                                                   other_load=per_cpu, shard_runs=one, shards=shards,
+                                                   cores=machine.get("cpu_count"))
         # why the cost per document grows, from what the builds recorded (their results files hold the CPU)
         for lang, f in out["forecasts"][name].items():
             f["growth"] = gr.explain([gr.row(r["size"], r, _result_of(Path(summary["dir"]), r)) for r in rs
@@ -296,12 +297,14 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
 
 def runs_with_cpu(folder: Path, manifests: dict[int, dict]) -> list[dict]:
     """A sweep's runs, each with "cpu_s": the CPU-seconds of beam and the query servers from its results file
-    (dragnet.forecast.growth.row), where it recorded them."""
+    (dragnet.forecast.growth.row), where it recorded them, and its threads' run, run-queue wait and interval
+    ("cpu_run_s", "cpu_wait_s", "cpu_interval_s": how much it waited for a CPU, model.contention)."""
     out = []
     for r in sz.sweep_runs(manifests):
         row = gr.row(r.get("size") or 0, r, _result_of(folder, r)) if r.get("status") == "ok" else {}
         cpu = [v for v in (row.get("beam_s"), row.get("query_server_s")) if v is not None]
-        out.append({**r, "cpu_s": sum(cpu)} if cpu else r)
+        sched = {f"cpu_{k}": row[k] for k in ("run_s", "wait_s", "interval_s") if row.get(k) is not None}
+        out.append({**r, "cpu_s": sum(cpu), **sched} if cpu else {**r, **sched})
     return out
 
 

@@ -112,10 +112,12 @@ def describe_step(step: dict) -> str:
                       + (f", the builds' share of the cores moved {g['cores_share_moved']:.0%} "
                          f"({g['cores_share'][0]:.2f}–{g['cores_share'][1]:.2f} of a core: the wall time follows "
                          f"the machine's load)" if (g.get("cores_share_moved") or 0) > g["goal"] else "")
+                      + (f", the builds' threads were ready for {1 + g['slowed']:.1f}× the CPU they got (they "
+                         f"waited for other processes)" if (g.get("slowed") or 0) > g["goal"] else "")
                       + f" (goal {g['goal']:.0%})" for g in step.get("undecided") or [])
     head = {"decided": "the sweep decided", "budget": "the sweep stopped at its budget",
-            "data": "the sweep stopped at its data", "sizes": "the sweep could not decide"}.get(step.get("stop"),
-                                                                                               "the sweep goes on")
+            "data": "the sweep stopped at its data", "sizes": "the sweep could not decide",
+            "load": "the sweep stopped at the machine's load"}.get(step.get("stop"), "the sweep goes on")
     tail = f"; the next size, {step['next']:,} documents, would cost about {step['next_cost_s']:,.0f} s"
     return f"{head}: {step['reason']}" + (f"; open: {open_}" if open_ else "") + \
-        (tail if step.get("stop") in ("data", "decided", "sizes") else "")
+        (tail if step.get("stop") in ("data", "decided", "sizes", "load") else "")
