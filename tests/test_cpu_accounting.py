@@ -100,23 +100,35 @@ time.sleep(60)
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
 def test_tracker_counts_query_servers_that_start_and_end_and_not_couchdbs_helpers(tmp_path):
-    # a stand-in for beam (the root) with an erl_child_setup child whose children are two CPU burners (one
-    # starts late, one ends early) and a helper named inet_gethost that burns too but is CouchDB's own
+    # a stand-in for beam (the root) with an erl_child_setup child whose children are two CPU burners that
+    # start after the tracker and end before it stops, and a helper named inet_gethost that burns too but is
+    # CouchDB's own. Waits for what it needs, not fixed sleeps: on a machine loaded 30 times over a 0.3 s
+    # burner takes seconds.
     named = tmp_path / "named.py"
     named.write_text(_NAMED)
-    burn = lambda s, after=0: (f"sleep {after}; exec {sys.executable} -c 'import time; t=time.process_time(); "  # noqa: E731
+    burn = lambda s, after=0: (f"sleep {after}; {sys.executable} -c 'import time; t=time.process_time(); "  # noqa: E731
                                f"exec(\"while time.process_time()-t<{s}: pass\")'")
     helper = f"exec {sys.executable} {named} inet_gethost \"{burn(0.3)}\""
-    setup = [sys.executable, str(named), "erl_child_setup", burn(0.3), burn(0.3, 0.5), helper]
+    setup = [sys.executable, str(named), "erl_child_setup", f"{burn(0.3, 0.3)}; touch {tmp_path / 'one'}",
+             f"{burn(0.3, 0.8)}; touch {tmp_path / 'two'}", helper]
     root = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); "
                              "time.sleep(60)", *setup], start_new_session=True)
+
+    def wait_for(ok, what):
+        deadline = time.monotonic() + 50
+        while not ok():
+            assert time.monotonic() < deadline, f"no {what} within 50 s"
+            time.sleep(0.01)
+
+    def comms():
+        return {(cpu._read(f"/proc/{p}/comm") or "").strip() for p in cpu.tree(root.pid)}
     try:
-        time.sleep(0.3)          # erl_child_setup is up and the first burner running
+        wait_for(lambda: "erl_child_setup" in comms(), "erl_child_setup")
         tracker = cpu.QueryServerTracker(root.pid, period=0.05).start()
-        time.sleep(2.0)          # both burners done (the first ended while tracked)
+        wait_for(lambda: all((tmp_path / m).exists() for m in ("one", "two")), "burners' end")
         used = tracker.stop()
-        # the first burner partly before the start, the second whole; the helpers (and their children) never
-        assert 0.35 <= used["cpu_s"] <= 0.7, used
+        # both burners whole (0.3 s each, and their shells' and interpreters' start); the helper never
+        assert 0.55 <= used["cpu_s"] <= 0.9, used
         assert used["samples"] >= 10 and "inet_gethost" not in used["by_process"]
     finally:
         os.killpg(root.pid, 9)
