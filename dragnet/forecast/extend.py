@@ -47,8 +47,8 @@ def share_moved(entry: dict) -> float | None:
 
 
 def slowed(entry: dict) -> float | None:
-    """How much less CPU than their threads were ready for the sweep's builds got, at the worst size (the
-    share of a core that waiting for other processes cost them; model.widen_by_contention records it)."""
+    """How much more CPU the sweep's builds' threads were ready for than they got, at the worst size (what
+    waiting for other processes cost them; model.widen_by_contention records it)."""
     return (entry.get("contention") or {}).get("slowed")
 
 

@@ -163,7 +163,7 @@ PRIMARY = {"build_time": NLOGN, "build_cpu": NLOGN, "index_compacted": LINEAR, "
 SHAPES = {"peak_memory": (LOG, LINEAR)}
 GROWING = (LINEAR, NLOGN, POWER)
 SHARE_MOVED = 0.15    # the cores' share of the sweep's builds moved by more than the build time's goal: say so
-SLOWED = 0.15         # a sweep's builds got this much less CPU than their threads were ready for: say so
+SLOWED = 0.15         # a sweep's builds' threads were ready for this much more CPU than they got: say so
 DISAGREE = 0.25       # the models' forecasts spread by more than this share of the forecast: say so
 # Quantities that add up over a database's shards: each shard's index is its own set of B-trees built by its
 # own updater, so a target of D documents in q shards holds q indexes of D/q documents. From a one-shard sweep
