@@ -854,6 +854,19 @@ def test_a_sweep_that_waited_for_a_cpu_widens_the_build_time_down_to_every_core(
     assert busy["contention"]["fastest"] == pytest.approx(0.002 * 40000 / 2, rel=1e-6)
 
 
+def test_the_builds_own_accounting_replaces_the_load_average_warning():
+    # a q=8 build's own threads take the load average to 15-19 on 2 cores: the builds' run-queue waits say
+    # whether others held the cores, so where they were recorded the load average's warning is dropped
+    runs = [{**_timed_runs({n: 1.9})[0], **_waited(n, 0.002 * n, 0.002 * n * 8, 0.002 * n / 1.9)}
+            for n in (1000, 2000, 4000, 8000)]
+    got = fc.forecast_sweep(runs, 40000, cores=2, other_load=9.6)["javascript"]
+    assert got["quantities"]["build_time"]["contention"]["slowed"] == pytest.approx(2 / 1.9 - 1)
+    assert not any("loaded machine" in w for w in got["warnings"])
+    # without them (older recordings), the load average before the sweep still speaks
+    old = fc.forecast_sweep(_timed_runs({1000: 0.5, 2000: 0.5, 4000: 0.5}), 40000, cores=2, other_load=9.6)
+    assert any("loaded machine: load average 9.6 per CPU" in w for w in old["javascript"]["warnings"])
+
+
 def test_no_cpu_recorded_leaves_the_build_time_interval_alone():
     runs = [{k: v for k, v in r.items() if k != "cpu_s"} for r in _timed_runs({1000: 0.8, 2000: 0.5, 4000: 0.25})]
     q = fc.forecast_sweep(runs, 40000)["javascript"]["quantities"]
