@@ -222,6 +222,20 @@ def test_the_twelfth_back_test_said_decided_on_a_steady_low_share_and_now_stops_
         out["forecasts"][""]["javascript"]["quantities"]["build_cpu"]["prediction"]["low"] / 2)
 
 
+def test_the_fourteenth_back_test_on_a_quiet_machine_stays_decided(tmp_path):
+    # recorded on a quiet machine: every build at q=8 got 1.92-1.93 of the 2 cores its threads were ready for
+    folder = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "bt32-large100k"
+    out = fr.from_sweep(folder, fr.target_from_docs(100_000, "3435632327", 8), out_dir=tmp_path)
+    (step,) = out["sweep_steps"]
+    assert step["stop"] == "decided" and step["undecided"] == []
+    bt = out["forecasts"][""]["javascript"]["quantities"]["build_time"]
+    assert 0.03 < bt["contention"]["slowed"] < 0.05
+    assert not any("waited for a CPU" in w or "loaded machine" in w
+                   for w in bt["warnings"] + out["forecasts"][""]["javascript"]["warnings"])
+    check = out["backtest"]["javascript"]["build_time"]
+    assert check["inside"] and abs(check["error"]) < 0.15 and 530 < check["actual"] < 550
+
+
 @pytest.mark.live
 def test_live_a_size_added_to_a_recorded_sweep_joins_it(live_url, tmp_path):
     from dragnet.bench import run as b

@@ -375,7 +375,8 @@ def contention(runs: Iterable[dict], cores: int | None) -> dict[int, dict]:
         run, wait, span = r.get("cpu_run_s"), r.get("cpu_wait_s"), r.get("cpu_interval_s")
         if r.get("status") != "ok" or not r.get("size") or not cores or not run or wait is None or not span:
             continue
-        own = (r.get("axes") or {}).get("cpus") if isinstance(r.get("axes"), dict) else None
+        axes = r.get("axes")
+        own = axes.get("cpus") if isinstance(axes, dict) else None
         by.setdefault(int(r["size"]), []).append((run, wait, span, min(cores, int(own)) if own else cores))
     out = {}
     for n, rows in sorted(by.items()):
