@@ -255,8 +255,11 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
     out = {}
     for lang, rs in langs.items():
         measured = sorted({int(r["size"]) for r in rs if r.get("status") == "ok" and r.get("size")})
+        # where the builds recorded their run-queue waits, those say whether others held the cores; the load
+        # average cannot (a q=8 build's couchjs and beam threads alone take it to 15-19 on 2 cores)
+        waits = contention(rs, cores)
         common = warnings(target_docs=target_docs, measured=measured, memory_bytes=memory_bytes, db_bytes=db_bytes,
-                          target_db_bytes=target_db_bytes, other_load=other_load)
+                          target_db_bytes=target_db_bytes, other_load=None if waits else other_load)
         qs = {q: quantity_forecast(points(rs, q), q, target_docs, weighting=weighting, level=level)
               for q in QUANTITIES}
         one = [r for r in shard_runs if (r.get("language") or "?") == lang]
@@ -268,12 +271,7 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
         for q in ("index_compacted", "index_active"):
             widen_side_by_side(qs[q], points(rs, q), shards, points(one, q) if shards and one else ())
         widen_by_share(qs["build_time"], qs["build_cpu"])
-        waits = contention(rs, cores)
         widen_by_contention(qs["build_time"], qs["build_cpu"], waits)
-        if waits:
-            # the builds' own accounting says whether others held the cores; the load average cannot (a q=8
-            # build's couchjs and beam threads alone take it to 15-19 on 2 cores)
-            common = [w for w in common if not w.startswith("loaded machine:")]
         if qs["index_compacted"].get("prediction"):
             # the final index size supersedes the live data right after the build, whose interval did not
             # hold (the Erlang view's held 4.2-4.5 % more built side by side, outside it); kept in the results
