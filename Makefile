@@ -33,6 +33,16 @@ $(STAMPS)/apt: Makefile
 	@command -v npm >/dev/null 2>&1 || { SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; echo "installing Debian package: npm"; \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq npm; } || \
 	  echo "npm could not be installed: the bun query server will be listed as skipped"
+	@# inferno draws --profile's flame graphs (crates.io); cargo from Debian where there is none. Optional:
+	@# without it the HTML report says so and keeps the folded stacks and stages.
+	@PATH="$$PATH:$${CARGO_HOME:-$$HOME/.cargo}/bin:$(abspath .tools)/bin"; \
+	if ! command -v inferno-flamegraph >/dev/null 2>&1; then \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  command -v cargo >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq cargo || true; \
+	  echo "installing inferno (flame graphs) into .tools"; \
+	  cargo install -q inferno --locked --root $(abspath .tools) || \
+	    echo "inferno could not be installed: --profile's HTML report will have no flame graph"; \
+	fi
 	@mkdir -p $(STAMPS) && touch $@
 
 test-deps: $(STAMPS)/apt-test
@@ -56,7 +66,7 @@ test: deps test-deps venv servers
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # every query server found here, over the protocol, on 3,000 generated declarations (cached in cache/);
-# up to 25 rounds, so the 120 s budget, not 15 rounds, ends a close pair (docs/statistics.md, the demo target)
+# up to 25 rounds, so the 120 s budget, not 15 rounds, ends a close pair (docs/studies/demo-target.md)
 DEMO_ARGS ?= --count 3000 --seed 1 --warmup 1 --max-runs 25
 demo: deps venv servers
 	$(VENV)/bin/dragnet qsbench $(DEMO_ARGS) --plot

@@ -1,10 +1,10 @@
-"""Nouveau builds on several CouchDBs at once (e.g. 3.5.0 and 3.5.2), interleaved: the study in docs/nouveau.md.
+"""Nouveau builds on several CouchDBs at once (e.g. 3.5.0 and 3.5.2), interleaved: the study in docs/studies/nouveau.md.
 
 Run by hand, each CouchDB already up with its Nouveau server and the same data in --db:
 
     .venv/bin/python benchmarks/nouveau_versions.py --target 3.5.0=http://127.0.0.1:16630 \
         --target 3.5.2=http://127.0.0.1:16620 --languages javascript,javascript_quickjs \
-        --batch-size 3.5.2=1,20,100 --rounds 3 --db decl --out docs/nouveau/versions
+        --batch-size 3.5.2=1,20,100 --rounds 3 --db decl --out docs/studies/nouveau/versions
 
 Every round builds every variant (target × language × batch size) once in a random order; each build is one
 dragnet.nouveau results file; the summary (medians, ratios against the first target, decide's verdicts on
@@ -23,10 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dragnet.axes import config as axis_config  # noqa: E402
-from dragnet.bench import nouveau as nb  # noqa: E402
-from dragnet.build import nouveau as nv  # noqa: E402
+from dragnet.bench import search_rounds as nb  # noqa: E402
+from dragnet.index import search_build as nv  # noqa: E402
 from dragnet.couchdb.client import connect  # noqa: E402
-from dragnet.report.nouveau import series_rows  # noqa: E402
+from dragnet.report.search_text import series_rows  # noqa: E402
 from dragnet.results import schema  # noqa: E402
 
 QUERIES = ("name:іван*", "post:голова", "workplace:суд", "income:[0 TO 1000]")
@@ -39,7 +39,7 @@ def main() -> None:
     ap.add_argument("--batch-size", action="append", default=[], metavar="LABEL=N,N")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--db", default="decl")
-    ap.add_argument("--index", default=str(Path(__file__).resolve().parents[1] / "docs/nouveau/declarations.js"))
+    ap.add_argument("--index", default=str(Path(__file__).resolve().parents[1] / "docs/studies/nouveau/declarations.js"))
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()

@@ -63,6 +63,19 @@ def live_db(live_url):
     couch.request("DELETE", db_path(name), ok=(200, 202, 404))
 
 
+def write_items(path: Path, count: int) -> Path:
+    """`count` small item documents (seeded), as JSON lines: the compare and gate recipes' data."""
+    import random
+
+    rng = random.Random(7)
+    with open(path, "w") as fh:
+        for i in range(count):
+            fh.write(json.dumps({"_id": f"item-{i:05d}", "type": "item", "group": f"g{i % 37}",
+                                 "name": f"name {rng.randrange(10**6)}",
+                                 "values": [rng.randrange(1000) for _ in range(20)]}) + "\n")
+    return path
+
+
 def live_password(url: str) -> str:
     """The admin password the live tests use (from the URL, else COUCHDB_PASSWORD): CouchDB 3 has one, so a
     "the password is not shown" check always has something to look for."""

@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import live_password, normalised_declarations, serve_json
 
-from dragnet.build import addview as addview
-from dragnet.build import ddoc as ddoc
-from dragnet.results import build as results
-from dragnet.build import views as views
+from dragnet.index import addview as addview
+from dragnet.index import ddoc as ddoc
+from dragnet.results import addview_results as results
+from dragnet.index import views as views
 from dragnet.measure import pidstat as _pidstat
 from dragnet.couchdb.client import connect, db_path
 from dragnet.errors import DragnetError, UsageError

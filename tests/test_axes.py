@@ -414,7 +414,8 @@ def test_a_made_up_restart_axis_restarts_the_node_per_value_and_reaches_the_repo
     from dragnet.axes.model import RESTART, Axis, AxisKind, Option, parse_list
     from dragnet.bench.managed import managed_instance
     from dragnet.couchdb.client import connect
-    from dragnet.report import model, session
+    from dragnet.report import model
+    from dragnet.runner import bench as session
     from tests.conftest import normalised_declarations
 
     inst = managed_instance(live_url, os.environ)
@@ -503,7 +504,8 @@ def test_a_made_up_scenario_wraps_every_build_of_a_bench_and_reaches_the_report(
 
     from dragnet.axes import kinds
     from dragnet.couchdb.client import connect
-    from dragnet.report import model, session
+    from dragnet.report import model
+    from dragnet.runner import bench as session
     from tests.conftest import normalised_declarations
 
     seen: list = []

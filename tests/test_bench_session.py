@@ -1,4 +1,4 @@
-"""`bench` as one library call (dragnet.report.session): bad options are one-line errors before anything runs
+"""`bench` as one library call (dragnet.runner.bench): bad options are one-line errors before anything runs
 (the URL below has no server, so a check that ran anything would fail otherwise), and the renderer says what an
 interrupted bench kept on the stream each mode always used."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dragnet.errors import UsageError
-from dragnet.report import session
+from dragnet.runner import bench as session
 from dragnet.report.render import console as render_console
 
 NOWHERE = "http://127.0.0.1:9"
@@ -43,3 +43,25 @@ def test_an_interrupted_bench_says_what_it_kept_on_its_modes_stream(mode, stream
     got = capsys.readouterr()
     assert getattr(got, stream).strip() == "interrupted: kept"
     assert getattr(got, "out" if stream == "err" else "err") == ""
+
+
+def test_a_design_docs_nouveau_indexes_are_skipped_in_one_line_where_the_bench_restarts_couchdb(tmp_path):
+    import json
+    from pathlib import Path
+
+    from dragnet.index import design as dsg
+
+    doc = json.loads((Path(__file__).resolve().parent / "ddocs" / "app.json").read_text())
+    doc["nouveau"] = {"names": {"index": "function (doc) { index('text', 'name', doc.name); }"}}
+    (tmp_path / "d.json").write_text(json.dumps(doc))
+    seen = []
+    got = session._search_plan(dsg.load(str(tmp_path / "d.json")), session.BenchRequest(url="http://127.0.0.1:9",
+                               db="x"), ["disk", "tmpfs"], [], _NoAxes(), ["javascript"],
+                               lambda kind, d: seen.append((kind, d["message"])))
+    assert got is None and len(seen) == 1 and seen[0][0] == "skipped"
+    assert "Nouveau indexes names of _design/app skipped" in seen[0][1] and "--storage" in seen[0][1]
+
+
+class _NoAxes:
+    def axes(self, backend):
+        return []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dragnet.measure import build_iostat as build_iostat
+from dragnet.report import columns
 from dragnet.report import io_table as io_table
 
 
@@ -24,12 +25,14 @@ def test_io_rows_medians_per_group_and_reasons():
                _result("javascript", "disk", "vda", 20.0, 10.0), _result("bun", "disk", "vda", 4.0, 2.0),
                _result("bun", "tmpfs", None, None, None, absent="the data is on tmpfs"),
                _result("bun", "disk", "vda", 99.0, 99.0, scenario={"label": "mem 1g"})]
-    rows, notes = io_table.io_rows(results)
+    groups, notes = io_table.io_rows(results)
+    rows = columns.text_rows(columns.IO, groups)
+    headers = columns.headers(columns.IO)
     assert [r[:5] for r in rows] == [["_design/app", "bun", "disk", "1", "vda"],
                                      ["_design/app", "javascript", "disk", "3", "vda"]]
     js = rows[1]
-    assert js[io_table.IO_COLUMNS.index("r/s")] == "20.0"      # the median, from the data's device only
-    assert js[io_table.IO_COLUMNS.index("%util")] == "10.0"
+    assert js[headers.index("r/s")] == "20.0"      # the median, from the data's device only
+    assert js[headers.index("%util")] == "10.0"
     assert notes == ["iostat absent from 1 build(s): the data is on tmpfs"]
 
 
@@ -41,7 +44,7 @@ def test_remote_couchdb_has_no_device(monkeypatch):
 
 
 def test_live_addview_benchmark_records_iostat_or_why_not(live_url, live_db, tmp_path):
-    from dragnet.build import addview as addview
+    from dragnet.index import addview as addview
     from dragnet.report.render import build_text as build_text
 
     couch, db = live_db

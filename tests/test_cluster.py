@@ -45,7 +45,7 @@ def test_record_is_found_from_any_node_and_forgotten(tmp_path):
 # --- per-node process scope and report (pure; the processes are faked) ----------------------------------
 
 def test_process_scope_keeps_each_nodes_processes_apart(tmp_path, monkeypatch):
-    from dragnet.build import addview as addview
+    from dragnet.index import addview as addview
 
     env = {"DRAGNET_STATE_DIR": str(tmp_path)}
     nodes = cluster.plan(3, 15930)
@@ -70,7 +70,7 @@ def test_report_shows_the_work_and_every_nodes_resources(fixtures_dir):
     from dragnet.measure import pidstat as pidstat
     from dragnet.measure import poller as poller
     from dragnet.report.render import build_text as build_text
-    from dragnet.results import build as results
+    from dragnet.results import addview_results as results
 
     res = results.from_recording(fixtures_dir / "javascript")
     samples = [{"time": "10:00:01", "pid": 100, "command": "beam.smp", "cpu_pct": 50.0, "rss_kb": 1000},
@@ -135,7 +135,7 @@ def test_bench_records_q_n_and_the_nodes():
 
 
 def test_query_server_counters_of_the_nodes_are_summed():
-    from dragnet.results import build as results
+    from dragnet.results import addview_results as results
 
     def body(maps, us):
         return {"calls": {"map": {"value": maps, "type": "counter", "desc": "map_doc"}},

@@ -1,4 +1,4 @@
-"""Compacting an index once built (dragnet.build.compact): when it is over and settled, and against CouchDB."""
+"""Compacting an index once built (dragnet.index.compact): when it is over and settled, and against CouchDB."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet.build import compact as cp
+from dragnet.index import compact as cp
 from dragnet.cli import main
 from dragnet.report.render import build_text as build_text
 

@@ -1,6 +1,6 @@
 """dragnet compare / history / the results store / git: design docs, without a server.
 
-The two-sided cases read real benches committed as evidence in docs/compare/ci (CouchDB 3.5.0, 3,000 small
+The two-sided cases read real benches committed as evidence in docs/studies/compare/ci (CouchDB 3.5.0, 3,000 small
 documents, five interleaved rounds of three revisions of one design doc: base, slower: an extra row per
 document and a loop, renamed: a variable renamed). Expected figures are computed here from the raw wall
 times in those files.
@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from dragnet.report import compare as c
-from dragnet.build import design as design
+from dragnet.index import design as design
 from dragnet.report import history as history
 from dragnet.report.render.markdown import compare_markdown
 from dragnet.measure import decide as decide
@@ -30,7 +30,7 @@ from dragnet.results import load as load
 from dragnet.results.load import load_results
 
 REPO = Path(__file__).resolve().parent.parent
-CI = REPO / "docs" / "compare" / "ci"
+CI = REPO / "docs" / "studies" / "compare" / "ci"
 
 
 def walls(folder: Path) -> list[float]:
@@ -119,7 +119,7 @@ def test_same_results_no_change_and_cells_on_one_side(ci):
 
 
 def test_nothing_in_common_is_exit_2(ci, fixtures_dir, tmp_path):
-    from dragnet.results.build import from_recording
+    from dragnet.results.addview_results import from_recording
 
     (tmp_path / "rec.json").write_text(json.dumps(from_recording(fixtures_dir / "python")))
     r = CliRunner().invoke(main, ["compare", str(CI / "base"), str(tmp_path / "rec.json")])
@@ -234,6 +234,19 @@ def test_two_processes_saving_at_once_keep_every_entry(tmp_path):
     assert not list(s.glob("*.tmp")) and not list((s / "runs").glob(".*"))
 
 
+def test_history_with_too_few_builds_says_no_interval(ci, tmp_path):
+    s = tmp_path / "store"
+    for rev, rounds in (("base", ("r1", "r2")), ("slower", ("r3", "r4"))):   # in the order they ran
+        for rnd in rounds:
+            store.save(s, CI / rev / rnd, rev)
+    entries = store.read_index(s)
+    (ser,) = history.series(entries, "docs_s", "ddoc")
+    assert [len(p.samples) for p in ser.points] == [2, 2]
+    assert ser.points[1].ci is None and ser.points[1].note == "n=2: no interval" and not ser.points[1].step
+    r = CliRunner().invoke(main, ["history", "--store", str(s), "--by", "ddoc"])
+    assert r.exit_code == 0 and "n=2: no interval" in r.output and "STEP" not in r.output
+
+
 def test_history_flags_the_step(ci, tmp_path):
     s = tmp_path / "store"
     for rev in ("base", "renamed", "slower"):
@@ -245,8 +258,10 @@ def test_history_flags_the_step(ci, tmp_path):
     assert [rev[p.runs[0]] for p in ser.points] == ["base", "slower", "renamed"]
     assert [p.step for p in ser.points] == [False, True, True]
     slower = ser.points[1]
-    assert slower.ratio == pytest.approx(statistics.median(slower.samples) / statistics.median(ser.points[0].samples))
-    assert slower.ci[1] < 1
+    # decide's unpaired interval, as compare judges: geometric means, 99% Welch t on the logs
+    assert slower.ratio == pytest.approx(statistics.geometric_mean(slower.samples)
+                                         / statistics.geometric_mean(ser.points[0].samples))
+    assert slower.ci[1] < 1 and slower.state == "separated"
     (by_ddoc,) = history.series(entries, "docs_s", "ddoc")
     assert len(by_ddoc.points) == 3                                   # three revisions, three hashes
     pytest.importorskip("matplotlib")
@@ -259,7 +274,7 @@ def test_history_flags_the_step(ci, tmp_path):
     # the table: one row per run, both steps in it, their count and the chart under it
     r = CliRunner().invoke(main, ["history", "--store", str(s), "--plot", str(png)])
     assert r.exit_code == 0, r.output
-    assert r.output.count("STEP") == 2 and "2 step(s): a step: two-sided Mann-Whitney" in r.output
+    assert r.output.count("STEP") == 2 and "2 step(s): a step: the ratio of neighbouring groups" in r.output
     assert r.output.rstrip().endswith(f"chart: {png}")
     r = CliRunner().invoke(main, ["history", "--store", str(s), "--where", "language"])
     assert r.exit_code == 2 and "--where language: expected AXIS=VALUE" in r.output

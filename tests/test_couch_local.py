@@ -479,3 +479,23 @@ def test_restart_settings_are_appended_to_the_generated_ini():
                                          "[native_query_servers]", "enable_erlang_query_server = true"]
     assert "--config-restart" not in local.render_ini(port=5999, data_dir="/d", user="a", password="p")
 
+
+
+def test_vm_args_turn_on_the_jits_perf_map_only_for_a_beam_that_has_it(tmp_path):
+    out = local.render_vm_args("+K true\n", 15984, jit_perf=True)
+    assert out.splitlines()[-1] == "+JPperf true"
+    assert "+JPperf" not in local.render_vm_args("+K true\n", 15984)
+    home = _fake_release_layout(tmp_path / "couchdb")
+    rel = local.find_release(home)
+    assert not rel.jit_perf()      # a beam without the JIT would refuse the flag at start
+    erts = home / "erts-13.1.5" / "bin"
+    erts.mkdir(parents=True)
+    (erts / "beam.smp").write_bytes(b"\x7fELF...bad +JPperf support flag %s.../tmp/perf-%i.map\x00")
+    assert rel.jit_perf()
+
+
+def test_stop_removes_the_jits_perf_maps_of_its_processes(tmp_path):
+    (tmp_path / "perf-101.map").write_text("x")
+    (tmp_path / "perf-999.map").write_text("y")
+    local.remove_perf_maps([101, 102], tmp=str(tmp_path))
+    assert not (tmp_path / "perf-101.map").exists() and (tmp_path / "perf-999.map").exists()

@@ -90,46 +90,100 @@ def test_thread_usage_counts_new_threads_whole_and_old_ones_from_the_first_readi
     assert u["started"] == 2 and u["started_cpu_s"] == pytest.approx(0.3)
 
 
-_NAMED = """import ctypes, subprocess, sys, time
-ctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)   # PR_SET_NAME: what /proc/PID/comm shows
-for cmd in sys.argv[2:]:
-    subprocess.Popen(cmd, shell=True)
-time.sleep(60)
+def test_unseen_ticks_come_from_the_reapers_accounting():
+    first = {(5, "1"): (100, 0), (6, "1"): (50, 0)}                  # two servers at the first reading
+    last = {(5, "1"): (180, 0), (6, "1"): (70, 0), (7, "2"): (30, 0)}  # 6 ended after its last reading; 7 new, ended
+    # 6 ran 90 ticks in all, 7 ran 45: the reaper's children's figure rose by both whole
+    reapers_first, reapers_last = {(2, "0"): (9, 1000)}, {(2, "0"): (9, 1000 + 90 + 45)}
+    # 6 ran 20 unseen after its last reading, 7 15; 5 (alive) none; a server started and ended between two
+    # readings (never read) would be in the reaper's rise alone
+    assert cpu.unseen_ticks(first, last, {(5, "1")}, reapers_first, reapers_last) == 20 + 15
+    reapers_last = {(2, "0"): (9, 1000 + 90 + 45 + 12)}
+    assert cpu.unseen_ticks(first, last, {(5, "1")}, reapers_first, reapers_last) == 20 + 15 + 12
+    # a live server's reaped child: in the server's children's figure, unseen by its threads
+    assert cpu.unseen_ticks({(5, "1"): (100, 0)}, {(5, "1"): (150, 8)}, {(5, "1")}, {}, {}) == 8
+    # nothing ended: nothing unseen, and never below zero (a spawner gone at the end)
+    assert cpu.unseen_ticks(first, {(5, "1"): (180, 0), (6, "1"): (70, 0)}, {(5, "1"), (6, "1")},
+                            reapers_first, reapers_first) == 0
+    assert cpu.unseen_ticks(first, last, {(5, "1")}, reapers_first, {}) == 0
+
+
+# a stand-in for a process under CouchDB: sets its name (what /proc/PID/comm shows), then as erl_child_setup
+# starts and reaps its children (the commands after it); as anything else waits for the go file, burns CPU,
+# says so and ends (or stays, as CouchDB's helpers do)
+_FAKE = """import ctypes, os, subprocess, sys, time
+ctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)   # PR_SET_NAME
+if sys.argv[1] == "erl_child_setup":
+    for cmd in sys.argv[2:]:
+        subprocess.Popen(cmd.split("|"))
+    while True:
+        try:
+            os.wait()                   # reaped: the child's whole time goes into this one's cutime/cstime
+        except ChildProcessError:
+            time.sleep(60)
+go, seconds, done, stay = sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5] == "stay"
+while not os.path.exists(go):
+    time.sleep(0.005)
+t = time.process_time()
+while time.process_time() - t < seconds:
+    pass
+with open(done, "w") as f:
+    f.write(repr(time.process_time()))   # its whole CPU so far, start-up included
+if stay:
+    time.sleep(60)
 """
 
 
+def _ticks(pid: int) -> tuple[int, int]:
+    _, u, s, cu, cs = cpu.parse_pid_stat(Path(f"/proc/{pid}/stat").read_text())
+    return u + s, cu + cs
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
-def test_tracker_counts_query_servers_that_start_and_end_and_not_couchdbs_helpers(tmp_path):
-    # a stand-in for beam (the root) with an erl_child_setup child whose children are two CPU burners that
-    # start after the tracker and end before it stops, and a helper named inet_gethost that burns too but is
-    # CouchDB's own. Waits for what it needs, not fixed sleeps: on a machine loaded 30 times over a 0.3 s
-    # burner takes seconds.
-    named = tmp_path / "named.py"
-    named.write_text(_NAMED)
-    burn = lambda s, after=0: (f"sleep {after}; {sys.executable} -c 'import time; t=time.process_time(); "  # noqa: E731
-                               f"exec(\"while time.process_time()-t<{s}: pass\")'")
-    helper = f"exec {sys.executable} {named} inet_gethost \"{burn(0.3)}\""
-    setup = [sys.executable, str(named), "erl_child_setup", f"{burn(0.3, 0.3)}; touch {tmp_path / 'one'}",
-             f"{burn(0.3, 0.8)}; touch {tmp_path / 'two'}", helper]
+@pytest.mark.parametrize("period", [60.0, 0.01], ids=["no-reading-between", "readings-between"])
+def test_tracker_counts_query_servers_that_end_between_readings_and_not_couchdbs_helpers(tmp_path, period):
+    # beam (the root), its erl_child_setup, two query servers that burn 0.3 s each after the tracker starts
+    # and end, and a helper named inet_gethost that burns 0.3 s too but is CouchDB's own and stays. With a
+    # 60 s period no reading falls between the tracker's first and last: the servers' CPU is only in
+    # erl_child_setup's cutime. With 0.01 s readings see them, and they end after their last one. Waits for
+    # conditions, never for time.
+    fake, go = tmp_path / "fake.py", tmp_path / "go"
+    fake.write_text(_FAKE)
+    child = lambda name, done, stay="end": "|".join(  # noqa: E731
+        [sys.executable, str(fake), name, str(go), "0.3", str(tmp_path / done), stay])
     root = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); "
-                             "time.sleep(60)", *setup], start_new_session=True)
+                             "time.sleep(60)", sys.executable, str(fake), "erl_child_setup", child("qs", "one"),
+                             child("qs", "two"), child("inet_gethost", "helper", "stay")], start_new_session=True)
 
     def wait_for(ok, what):
-        deadline = time.monotonic() + 50
+        deadline = time.monotonic() + 120
         while not ok():
-            assert time.monotonic() < deadline, f"no {what} within 50 s"
+            assert time.monotonic() < deadline, f"no {what} within 120 s"
             time.sleep(0.01)
 
-    def comms():
-        return {(cpu._read(f"/proc/{p}/comm") or "").strip() for p in cpu.tree(root.pid)}
+    def named(name):
+        return [p for p in cpu.tree(root.pid) if (cpu._read(f"/proc/{p}/comm") or "").strip() == name]
     try:
-        wait_for(lambda: "erl_child_setup" in comms(), "erl_child_setup")
-        tracker = cpu.QueryServerTracker(root.pid, period=0.05).start()
-        wait_for(lambda: all((tmp_path / m).exists() for m in ("one", "two")), "burners' end")
+        wait_for(lambda: len(named("erl_child_setup")) == 1 and len(named("qs")) == 2 and named("inet_gethost"),
+                 "erl_child_setup with its three children")
+        setup, helper = named("erl_child_setup")[0], named("inet_gethost")[0]
+        before = _ticks(setup)[1]
+        tracker = cpu.QueryServerTracker(root.pid, period=period).start()
+        go.touch()
+        wait_for(lambda: all((tmp_path / m).exists() for m in ("one", "two", "helper")), "burners' end")
+        wait_for(lambda: cpu._children(setup, "/proc") == [helper], "the servers reaped")
         used = tracker.stop()
-        # both burners whole (0.3 s each, and their shells' and interpreters' start); the helper never
-        assert 0.55 <= used["cpu_s"] <= 0.9, used
-        assert used["samples"] >= 10 and "inet_gethost" not in used["by_process"]
+        reaped = (_ticks(setup)[1] - before) / cpu.CLK_TCK     # the kernel's figure for the two servers, whole
+        own = [float((tmp_path / m).read_text()) for m in ("one", "two")]   # what each said it used, whole
+        tick = 1 / cpu.CLK_TCK
+        # the helper burnt its 0.3 s; none of it is counted
+        assert _ticks(helper)[0] / cpu.CLK_TCK >= 0.3 - tick
+        assert "inet_gethost" not in used["by_process"]
+        # both servers' 0.3 s since go, and no more than their whole lives (the kernel's and their own word,
+        # plus a tick each for rounding and their exit after they wrote it): the helper's 0.3 s would exceed it
+        assert 0.6 - 2 * tick <= used["cpu_s"] <= min(reaped, sum(own) + 0.1) + 2 * tick, (used, reaped, own)
+        if period == 60.0:
+            assert used["samples"] == 1 and used["unseen_cpu_s"] >= 0.6 - 2 * tick
     finally:
         os.killpg(root.pid, 9)
         root.wait()

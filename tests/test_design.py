@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dragnet.build import design as design
+from dragnet.index import design as design
 from dragnet.errors import UsageError
 
 APP = Path(__file__).resolve().parent / "ddocs" / "app"
@@ -129,7 +129,7 @@ def test_couchapp_macro_including_itself_is_refused(tmp_path):
 
 
 def test_a_maps_only_copy_keeps_the_maps_lib_and_built_in_reduces():
-    from dragnet.build import design as dsg
+    from dragnet.index import design as dsg
 
     doc = {"_id": "_design/app", "language": "javascript", "options": {"local_seq": True},
            "validate_doc_update": "function(){}", "shows": {"s": "function(){}"},
@@ -142,3 +142,31 @@ def test_a_maps_only_copy_keeps_the_maps_lib_and_built_in_reduces():
     assert "validate_doc_update" not in copy and "shows" not in copy
     assert copy["language"] == "ceiling" and copy["autoupdate"] is False
     assert copy["options"] == {"local_seq": True, "dragnet_benchmark": "n"}
+
+
+def test_a_nouveau_section_is_kept_beside_the_views_not_in_their_copy(tmp_path):
+    doc = json.loads(APP_JSON.read_text())
+    doc["nouveau"] = {"names": {"index": "function (doc) { index('text', 'name', doc.name); }"}}
+    f = tmp_path / "search.json"
+    f.write_text(json.dumps(doc))
+    d = design.load(str(f))
+    assert d.nouveau == doc["nouveau"] and "nouveau" not in d.dropped and "nouveau" not in d.doc
+    # the views' build is the same with or without the search index beside them
+    assert design.benchmark_copy(d, "_design/x", nonce="n") == design.benchmark_copy(design.load(str(APP_JSON)),
+                                                                                     "_design/x", nonce="n")
+    # a couchapp folder keeps nouveau/<name>/index.js as views/<name>/map.js
+    folder = tmp_path / "app"
+    (folder / "views" / "v").mkdir(parents=True)
+    (folder / "views" / "v" / "map.js").write_text("function (doc) { emit(doc._id, 1); }")
+    (folder / "nouveau" / "names").mkdir(parents=True)
+    (folder / "nouveau" / "names" / "index.js").write_text(doc["nouveau"]["names"]["index"])
+    assert design.load(str(folder)).nouveau == doc["nouveau"]
+
+
+def test_a_bad_nouveau_section_is_one_line_naming_the_file(tmp_path):
+    doc = json.loads(APP_JSON.read_text())
+    doc["nouveau"] = {"names": {"analyzer": "standard"}}
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match=rf"^{f}: nouveau must be "):
+        design.load(str(f))

@@ -53,7 +53,7 @@ def test_a_registered_dialect_cannot_replace_a_built_in_one():
 
 
 def test_discovery_and_view_files_read_the_record(toy, tmp_path):
-    from dragnet.build import design, views
+    from dragnet.index import design, views
     from dragnet.servers.discovery import DIALECT_FILES
 
     assert DIALECT_FILES["toy"] == "map.toy" and "map.toy" in design.map_files()
@@ -130,3 +130,34 @@ def test_the_report_renders_the_new_dialects_builds(toy, tmp_path):
     rows = [line for line in out.output.splitlines() if line.startswith("|")]
     assert any("| toy " in r for r in rows) and any("| python " in r for r in rows), out.output
     assert "toy > python" in out.output and "toy vs python: ×1.9" in out.output, out.output   # half the time
+
+
+def test_a_dialects_record_guesses_its_servers_and_names_its_fallbacks(tmp_path):
+    from dragnet.servers.discovery import guess_dialect
+
+    mine = dialects.Dialect("toyes", ".toyes", "js", "javascript", fallbacks=("es2015", "es5"),
+                            guess=lambda language, exe, words: "toyengine" in words)
+    assert guess_dialect("javascript", ["/opt/bin/toyengine-qs"]) == "es5"      # not registered: no record
+    dialects.register(mine)
+    try:
+        assert guess_dialect("javascript", ["/opt/bin/toyengine-qs"]) == "toyes"
+        assert guess_dialect("javascript", ["/usr/bin/couchjs", "main.js"]) == "es5"   # the others unchanged
+        (tmp_path / "map.js").write_text("function (doc) { emit(doc._id, 1); }")
+        assert dialects.map_file(tmp_path, "toyes") == tmp_path / "map.js"
+        (tmp_path / "map.es6.js").write_text("(doc) => emit(doc._id, 1)")
+        assert dialects.map_file(tmp_path, "toyes") == tmp_path / "map.es6.js"   # in the record's order
+        (tmp_path / "map.toyes").write_text("x")
+        assert dialects.map_file(tmp_path, "toyes") == tmp_path / "map.toyes"    # its own file first
+    finally:
+        dialects.unregister("toyes")
+
+
+def test_an_es2015_engine_takes_a_views_folder_with_only_map_js(tmp_path):
+    from dragnet.bench import run as b
+    from dragnet.qsbench.run import load_view
+
+    (tmp_path / "map.js").write_text("function (doc) { if (doc.name) { emit(doc.name, 1); } }\n")
+    bun = b.LANGUAGES.get("bun") or next(s for s in b.LANGUAGES.values() if s.view_file == "map.es6.js")
+    assert bun.view_file == "map.es6.js" and bun.path(tmp_path) == tmp_path / "map.js"
+    assert b.resolve_languages([bun.name], tmp_path)[0].path(tmp_path) == tmp_path / "map.js"
+    assert "emit(doc.name" in load_view(str(tmp_path), "es2015").map_source

@@ -129,7 +129,9 @@ def test_the_erlang_baseline_builds_on_both_official_images(docker_env, tmp_path
 
     assert not client().containers.list(all=True, filters={"label": f"org.dragnet.couch.port={port}"})
     # the data volume stays for the next bench on this port, labelled, so `couch prune` finds and removes it
-    assert client().volumes.get(volume_name(port)).attrs["Labels"] == {"org.dragnet.couch.port": str(port)}
+    # (and the node its shards belong to, couchdb@127.0.0.1, which beam's probe reaches)
+    assert client().volumes.get(volume_name(port)).attrs["Labels"] == {"org.dragnet.couch.port": str(port),
+                                                                       "org.dragnet.couch.node": "couchdb@127.0.0.1"}
     p = subprocess.run([sys.executable, "-m", "dragnet", "couch", "prune", "--port", str(port)], env=env,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and f"volume {volume_name(port)} (port {port})" in p.stdout, p.stdout + p.stderr

@@ -31,6 +31,7 @@ from dragnet.couchdb import cluster as cluster
 from dragnet.couchdb import control as ctl
 from dragnet.couchdb import docker as dk
 from dragnet.cli import main
+from dragnet.measure import beam
 from dragnet.couchdb.client import CouchError, connect, db_path
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -85,6 +86,12 @@ def test_three_containers_build_q8_n1_and_n3(engine, tmp_path):
             ps = res["pidstat"]
             assert ps["note"] is None and "docker-proxy" not in ps["summary"]
             assert sorted(ps["per_node"]) == names
+            # beam's activity: one record per node, each with work; the loaders seen (a short one may live
+            # between two samples of its node)
+            beam_nodes = res["beam_activity"]["nodes"]
+            assert sorted(beam_nodes) == names, res["beam_activity"]
+            assert all(beam.summary(res["beam_activity"])["nodes"][x]["work_s"] > 0 for x in names)
+            assert sum(beam.reductions_by_kind(beam_nodes[x]).get("loader", 0) for x in names) > 0
             scope = res["pidstat_scope"]["nodes"]
             for name, container in containers.items():
                 assert scope[name]["root_pid"] == container.attrs["State"]["Pid"]

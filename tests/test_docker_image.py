@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import DOCKER_REPORT, couch_env, normalised_declarations
 
-from dragnet.build import addview as addview
-from dragnet.results import build as results
+from dragnet.index import addview as addview
+from dragnet.results import addview_results as results
 from dragnet.couchdb import docker as dk
 from dragnet.cli import main
 from dragnet.couchdb.client import connect, db_path

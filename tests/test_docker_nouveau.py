@@ -23,7 +23,7 @@ def test_couch_up_docker_nouveau_builds_an_index_and_down_removes_it(engine, tmp
 
     from docker.errors import ImageNotFound
 
-    from dragnet.couchdb import nouveau_docker as nd
+    from dragnet.couchdb import search_server_docker as nd
 
     if not TARBALLS.is_dir():
         pytest.skip("no ../shared/nouveau")
@@ -52,7 +52,7 @@ def test_couch_up_docker_nouveau_builds_an_index_and_down_removes_it(engine, tmp
                                                        "middlename": "X"}}) + "\n" for i in range(50)))
         r = runner.invoke(main, ["import", str(data), "--url", url, "--db", "d"], env=env)
         assert r.exit_code == 0, r.output
-        r = runner.invoke(main, ["addview", "--benchmark", "--nouveau", str(REPO / "docs/nouveau/declarations.js"),
+        r = runner.invoke(main, ["addview", "--benchmark", "--nouveau", str(REPO / "docs/studies/nouveau/declarations.js"),
                                  "--url", url, "--db", "d", "--query", "type:1", "--results", str(tmp_path / "r"),
                                  "--timeout", "600", "--json"], env=env)
         assert r.exit_code == 0, r.output

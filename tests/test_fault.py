@@ -1,7 +1,7 @@
-"""dragnet.build.fault: whose fault a difference is, decided by re-running the functions in the reference engine.
+"""dragnet.index.fault: whose fault a difference is, decided by re-running the functions in the reference engine.
 
 The engine here is a real query-server process (dragnet's Python server, which runs anywhere); the rows
-are recorded dumps of the shape dragnet.build.rows writes, with ties in the reduced field."""
+are recorded dumps of the shape dragnet.index.rows writes, with ties in the reduced field."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from dragnet.build import fault as fault
+from dragnet.index import fault as fault
 from dragnet.report.render import build_text as build_text
 from dragnet.servers.discovery import PYTHON_QS, ServerSpec
 from dragnet.servers.reference_engine import ProcessEngine
@@ -200,11 +200,11 @@ def _tie_docs(n: int = 120) -> list[dict]:
 
 def test_live_bench_classifies_the_functions_faults(live_url, live_db, tmp_path):
     from dragnet.bench.run import Bench, BenchConfig
-    from dragnet.build.fault import blocking_runs
-    from dragnet.build.design import Design
+    from dragnet.index.fault import blocking_runs
+    from dragnet.index.design import Design
     from dragnet.errors import DragnetError
     from dragnet.servers.reference_engine import spec_for
-    from dragnet.build.rows import read_rows
+    from dragnet.index.rows import read_rows
 
     try:
         couchjs = spec_for("javascript")

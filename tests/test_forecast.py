@@ -20,8 +20,8 @@ from dragnet.bench import sizes as sz
 from dragnet.cli import main
 from dragnet.errors import UsageError
 
-# the back-test's sweep (docs/forecast.md): real builds on CouchDB 3.5.0, bench.json per size
-SWEEP = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "bt-income"
+# the back-test's sweep (docs/studies/forecast.md): real builds on CouchDB 3.5.0, bench.json per size
+SWEEP = Path(__file__).resolve().parent.parent / "docs" / "studies" / "forecast" / "bt-income"
 
 
 # ---- Student t and the fit
@@ -579,7 +579,7 @@ def test_finish_forecasts_each_variant_apart(tmp_path):
 
 
 def test_report_prints_a_forecast_kept_without_its_builds(tmp_path):
-    src = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "backtest-200k" / "forecast.json"
+    src = Path(__file__).resolve().parent.parent / "docs" / "studies" / "forecast" / "backtest-200k" / "forecast.json"
     (tmp_path / "forecast.json").write_text(src.read_text())
     r = CliRunner().invoke(main, ["report", str(tmp_path)])
     assert r.exit_code == 0, r.output

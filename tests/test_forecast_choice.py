@@ -62,7 +62,7 @@ def test_the_fixed_shape_stays_when_the_sweep_cannot_tell():
 def test_forecast_json_records_the_choice_and_old_files_still_load(tmp_path):
     assert fc.SCHEMA == "dragnet.forecast/2"
     # a forecast written before the choice (dragnet.forecast/1, committed evidence) reads and renders
-    old = Path(__file__).resolve().parent.parent / "docs/forecast/backtest5-200k/forecast.json"
+    old = Path(__file__).resolve().parent.parent / "docs/studies/forecast/backtest5-200k/forecast.json"
     assert _schema.read_json(old)["schema"] == "dragnet.forecast/1"
     assert len(fr.find_forecasts([old])) == 1
     from dragnet.report.forecast_report import build
@@ -128,7 +128,7 @@ def test_a_sweep_of_given_sizes_says_what_larger_sweep_would_decide(tmp_path):
                          target_docs=100_000, top_seconds=5, growth=2.0)
     assert ext.given_sizes(decided) == decided and decided["stop"] == "decided"
     # a re-forecast records it, and the report prints it
-    folder = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "bt32-small"
+    folder = Path(__file__).resolve().parent.parent / "docs" / "studies" / "forecast" / "bt32-small"
     out = fr.from_sweep(folder, fr.target_from_docs(50_000, "30541511", 8), out_dir=tmp_path)
     (rec,) = out["sweep_steps"]
     assert rec["stop"] == "sizes" and rec["next"] == 20_000 and rec["budget_s"] is None
@@ -188,7 +188,7 @@ def test_builds_that_waited_for_a_cpu_leave_the_build_time_open():
 
 def test_the_ninth_back_test_said_decided_and_now_is_not(tmp_path):
     # recorded: the shapes agreed on 20,000 large documents (13 %) while the cores' share went 0.54-1.33
-    folder = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "bt32-large"
+    folder = Path(__file__).resolve().parent.parent / "docs" / "studies" / "forecast" / "bt32-large"
     was = _schema.read_json(folder.parent / "backtest32-large20k" / fc.SUMMARY)["sweep_steps"][-1]
     assert was["stop"] == "decided" and was["undecided"] == []
     out = fr.from_sweep(folder, fr.target_from_docs(20_000, "686184135", 8), out_dir=tmp_path)
@@ -203,7 +203,7 @@ def test_the_ninth_back_test_said_decided_and_now_is_not(tmp_path):
 def test_the_twelfth_back_test_said_decided_on_a_steady_low_share_and_now_stops_at_the_load(tmp_path):
     # recorded: every size got 0.37-0.43 of a core (moved 14 %, inside the goal) under other sessions' load,
     # so it said "decided"; the target got 1.07 of a core and built in 572 s against 1,428 s forecast
-    folder = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "bt32-large50k"
+    folder = Path(__file__).resolve().parent.parent / "docs" / "studies" / "forecast" / "bt32-large50k"
     was = _schema.read_json(folder.parent / "backtest32-large50k" / fc.SUMMARY)
     assert was["sweep_steps"][-1]["stop"] == "decided"
     assert not was["backtest"]["javascript"]["build_time"]["inside"]
@@ -224,7 +224,7 @@ def test_the_twelfth_back_test_said_decided_on_a_steady_low_share_and_now_stops_
 
 def test_the_fourteenth_back_test_on_a_quiet_machine_stays_decided(tmp_path):
     # recorded on a quiet machine: every build at q=8 got 1.92-1.93 of the 2 cores its threads were ready for
-    folder = Path(__file__).resolve().parent.parent / "docs" / "forecast" / "bt32-large100k"
+    folder = Path(__file__).resolve().parent.parent / "docs" / "studies" / "forecast" / "bt32-large100k"
     out = fr.from_sweep(folder, fr.target_from_docs(100_000, "3435632327", 8), out_dir=tmp_path)
     (step,) = out["sweep_steps"]
     assert step["stop"] == "decided" and step["undecided"] == []

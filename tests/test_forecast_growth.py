@@ -35,7 +35,7 @@ def test_a_steady_docs_per_second_says_so_and_one_size_says_nothing():
 
 
 def test_recorded_sweep_gets_its_growth_in_the_forecast(tmp_path):
-    docs = Path(__file__).resolve().parent.parent / "docs/forecast/bt5-app"
+    docs = Path(__file__).resolve().parent.parent / "docs/studies/forecast/bt5-app"
     out = fr.from_sweep(docs, fr.target_from_docs(200_000, "1318053575", 8), out_dir=tmp_path)
     g = out["forecasts"][""]["javascript"]["growth"]
     # its builds' results files (gzipped in docs/) hold pidstat's CPU share per process (no kernel accounting yet)

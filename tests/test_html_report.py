@@ -15,14 +15,15 @@ from dragnet.report import tables as rp
 from dragnet.report.render import cells as cell_text
 from dragnet.cli import main
 from dragnet.axes.scenario import disk_matters, runs_from_results
-from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
+from dragnet.report import columns
+from dragnet.report.scenario_table import disk_rows
 from dragnet.results import load as load
 
 import browser
 
 FIXTURE = Path(__file__).parent / "fixtures" / "scenario-bench"   # a real bench: 2 scenarios, OOM kills
 # a real design-doc bench (tests/ddocs/app.json, javascript against javascript_quickjs), docs/html-report.md
-DDOC = Path(__file__).parent.parent / "docs" / "html-report" / "ddoc"
+DDOC = Path(__file__).parent.parent / "docs" / "studies" / "html-report" / "ddoc"
 
 
 # ---------------------------------------------------------------- pure
@@ -68,6 +69,44 @@ def test_every_linked_number_lands_on_a_raw_block_holding_each_build_once():
     assert sorted(row[0]["title"] for row in engine_lines) == sorted(d["_source"] for d in docs)
     disk_lines = [row for s in secs if s.id.startswith("raw-disk-") for row in s.rows]
     assert len(disk_lines) == len(sc_runs)
+
+
+def test_table_cells_sort_by_the_models_numbers_not_their_text():
+    from dragnet.report.html import Inputs, report_sections
+
+    docs = load.load_results([FIXTURE])
+    groups = rp.build_report(docs)
+    (engines,) = [s for s in report_sections(Inputs(docs, groups)) if s.id == "engines"]
+    timed = [(g, row) for g, row in zip(groups, engines.rows) if g.wall_s is not None]
+    assert timed
+    for g, row in timed:
+        assert row[0] == g.label and not isinstance(row[1], dict)            # text stays text
+        assert row[cell_text.COLUMNS.index("wall s")]["sort"] == g.wall_s.median  # unrounded
+        assert row[cell_text.COLUMNS.index("docs/s")]["sort"] == g.docs_per_s.median
+
+
+KERNEL_SPLIT = Path(__file__).parent.parent / "docs" / "studies" / "where-the-time-goes" / "kernel-split"
+
+
+def test_short_builds_chart_wall_time_and_say_why_there_is_no_rate_line():
+    from dragnet.report.charts import ONE_POLL
+    from dragnet.report.html import Inputs, chart_figures, report_sections
+
+    docs = load.load_results([KERNEL_SPLIT])
+    groups = rp.build_report(docs)
+    charts = {c.title.split(" (")[0]: c for c in chart_figures(Inputs(docs, groups))}
+    # builds of well under 2 s: _active_tasks says 0 or 1 s; the chart shows the wall time
+    bars = charts["View build time per language"].data[0]
+    for g in groups:
+        assert bars["y"][bars["x"].index(g.label)] == g.wall_s.median
+    # the resources chart's CPU panel is the kernel's, which these files have
+    assert any("CPU % of a core (kernel)" in t["hovertemplate"] for t in charts["Resources per process family"].data)
+    # one poll per build: no line, and the page says why instead of an empty frame
+    rate = charts["Index build rate over time"]
+    assert rate.data == [] and rate.layout["empty"] == ONE_POLL
+    secs = report_sections(Inputs(docs, groups), list(charts.values()))
+    (head,) = [s for s in secs if s.id == "charts"]
+    assert any(ONE_POLL in n for n in head.notes)
 
 
 def test_meta_counts_values_that_differ_between_files():
@@ -175,7 +214,8 @@ def test_page_in_headless_chromium(tmp_path):
         assert _cells(d, "#engines table") == want_engines
         assert _cells(d, "#design table") == want_design
         disk = d.find_element("css selector", "#disk table")
-        assert [th.text for th in disk.find_elements("css selector", "thead th")] == list(DISK_COLUMNS)
+        assert [th.text for th in disk.find_elements("css selector", "thead th")] == \
+            list(columns.headers(columns.DISK))
         assert _cells(d, "#disk table") == want_disk
         ratios = [row[-5] for row in _cells(d, "#compare table")]
         assert ratios == [f"{c['ratio']:,.3f}" if c["ratio"] is not None else "–" for c in cmp["cells"]]
@@ -223,7 +263,7 @@ def test_page_in_headless_chromium(tmp_path):
 def test_a_forecast_becomes_a_table_and_a_chart_per_quantity():
     from dragnet.report.html import forecast_sections
 
-    doc = json.loads((Path(__file__).parent.parent / "docs/forecast/backtest-40k/forecast.json").read_text())
+    doc = json.loads((Path(__file__).parent.parent / "docs/studies/forecast/backtest-40k/forecast.json").read_text())
     [sec] = forecast_sections(doc)
     per_lang = doc["forecasts"][""]
     expected = sum(len(f["quantities"]) for f in per_lang.values())

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet.build import design as design
+from dragnet.index import design as design
 from dragnet.cli import main
 from dragnet.errors import UsageError
 from dragnet.qsbench import instructions as ins
@@ -51,7 +51,7 @@ def test_per_1000_docs_is_the_documents_share_recomputed_from_the_raw_counts():
 
 @pytest.fixture(scope="module")
 def ci() -> dict[str, list[dict]]:
-    return {rev: load_results([REPO / "docs" / "compare" / "ci" / rev]) for rev in ("base", "renamed")}
+    return {rev: load_results([REPO / "docs" / "studies" / "compare" / "ci" / rev]) for rev in ("base", "renamed")}
 
 
 def _with(results, qs, ir):
@@ -115,7 +115,12 @@ def _docs(n: int) -> qsbench.DocSet:
 
 def test_counts_repeat_to_a_fraction_of_a_percent_and_see_a_slower_map(couchjs):
     docs = _docs(150)
-    base = [ins.count(couchjs, design.load(str(DDOCS / "base.json")), docs) for _ in range(2)]
+    base = []
+    for _ in range(2):
+        ins._COUNTS.clear()     # counted again, not reused
+        base.append(ins.count(couchjs, design.load(str(DDOCS / "base.json")), docs))
+    again = ins.count(couchjs, design.load(str(DDOCS / "base.json")), docs)
+    assert again.reused and again.ir_with_docs == base[1].ir_with_docs and not base[1].reused
     renamed = ins.count(couchjs, design.load(str(DDOCS / "renamed.json")), docs)
     slower = ins.count(couchjs, design.load(str(DDOCS / "slower.json")), docs)
     a, b = (x.per_1000_docs for x in base)
@@ -125,3 +130,47 @@ def test_counts_repeat_to_a_fraction_of_a_percent_and_see_a_slower_map(couchjs):
     rec = base[0].as_dict()
     assert rec["docs"] == 150 and rec["ir_with_docs"] > rec["ir_start"] > 0 and rec["valgrind"].startswith("valgrind")
     assert json.loads(json.dumps(rec)) == rec
+
+
+def _with_reduce(source: str) -> design.Design:
+    doc = json.loads((DDOCS / "base.json").read_text())
+    doc["views"]["by_name"]["reduce"] = source
+    return design.Design(doc, "base.json with a reduce")
+
+
+def test_counts_run_the_reduces_and_rereduces_couchdb_sends(couchjs):
+    # the case: a JavaScript reduce added to a view; the maps are the same
+    docs = _docs(150)
+    base = ins.count(couchjs, design.load(str(DDOCS / "base.json")), docs)
+    light = ins.count(couchjs, _with_reduce("function (k, v, re) { return re ? sum(v) : v.length; }"), docs)
+    heavy = ins.count(couchjs, _with_reduce(
+        "function (k, v, re) { var h = 7; for (var j = 0; j < 2000; j++) { h = (h * 31 + j) % 1000003; }"
+        " return re ? sum(v) : v.length + (h > 2000000 ? 1 : 0); }"), docs)
+    assert base.reduce_calls == 0 and light.reduce_calls > 1       # leaves and at least one rereduce
+    assert light.reduce_calls == heavy.reduce_calls
+    assert light.per_1000_docs > base.per_1000_docs * 1.05          # the reduce is counted
+    assert heavy.per_1000_docs > light.per_1000_docs * 1.05         # and what it does
+
+
+def test_a_throwing_reduce_is_named(couchjs):
+    docs = _docs(150)
+    bad = _with_reduce("function (k, v, re) { if (re) { return v.nope.length; } return v.length; }")
+    with pytest.raises(ins.ReduceThrows, match=r"^view by_name's reduce throws on the sample: .*nope") as exc:
+        ins.check_reduces(couchjs, bad, docs)
+    assert exc.value.exit_code == 2 and "\n" not in str(exc.value)
+    assert ins.check_reduces(couchjs, _with_reduce("function (k, v, re) { return v.length; }"), docs) > 1
+
+
+def test_a_cache_folder_keeps_counts_across_processes(couchjs, tmp_path):
+    docs = _docs(100)
+    env = {ins.CACHE_ENV: str(tmp_path / "cache")}
+    ins._COUNTS.clear()
+    first = ins.count(couchjs, design.load(str(DDOCS / "base.json")), docs, env)
+    assert not first.reused and len(list((tmp_path / "cache").glob("*.json"))) == 1
+    ins._COUNTS.clear()             # another process: only the folder remembers
+    again = ins.count(couchjs, design.load(str(DDOCS / "base.json")), docs, env)
+    assert again.reused and again.ir_with_docs == first.ir_with_docs
+    # another design doc, other documents: other keys
+    renamed = design.load(str(DDOCS / "renamed.json"))
+    assert ins.cache_key(couchjs, renamed, docs) != ins.cache_key(couchjs, design.load(str(DDOCS / "base.json")), docs)
+    assert ins.cache_key(couchjs, renamed, docs) != ins.cache_key(couchjs, renamed, _docs(101))

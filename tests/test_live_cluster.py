@@ -21,6 +21,7 @@ from conftest import cluster_build, couch_env, free_port
 
 from dragnet.couchdb import control as ctl
 from dragnet.cli import main
+from dragnet.measure import beam
 
 REPO = Path(__file__).resolve().parent.parent
 N_DOCS = 2400   # long enough (a few s on a quiet 2-core box) for pidstat to sample every node
@@ -50,6 +51,7 @@ def _beams(port: int) -> list[str]:
     return out.stdout.splitlines()
 
 
+@pytest.mark.live
 @pytest.mark.slow
 def test_live_three_node_cluster_n3_indexes_three_times_the_n1_work(tmp_path):
     home = _release_home()
@@ -103,6 +105,12 @@ def test_live_three_node_cluster_n3_indexes_three_times_the_n1_work(tmp_path):
             scope = res["pidstat_scope"]["nodes"]
             assert len({scope[name]["root_pid"] for name in names}) == 3
             assert all(f"node {name}:" in output for name in names)
+            # beam's activity: one record per node, each with work; the loaders seen (a short one may live
+            # between two samples of its node)
+            beam_nodes = res["beam_activity"]["nodes"]
+            assert sorted(beam_nodes) == names, res["beam_activity"]
+            assert all(beam.summary(res["beam_activity"])["nodes"][x]["work_s"] > 0 for x in names)
+            assert sum(beam.reductions_by_kind(beam_nodes[x]).get("loader", 0) for x in names) > 0
         assert 2.9 <= figures[3].done / figures[1].done <= 3.1, (figures[3].done, figures[1].done)
 
         # bench on the n=3 database records the cluster in its manifest, per-node resources in each run

@@ -1,4 +1,4 @@
-"""The CI recipe of docs/compare.md, run for real: docs/compare/ci-compare.sh runs `bench --ddoc old=… --ddoc
+"""The CI recipe of docs/compare.md, run for real: docs/studies/compare/ci-compare.sh runs `bench --ddoc old=… --ddoc
 new=… --gate 5%` on a live CouchDB: shuffled interleaved rounds, paired, on the map functions' instructions per
 document (`instructions`, the gate's default: valgrind's counts in couchjs on a sample of the database), until
 the gate decides.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 import time
@@ -23,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import live_password
+from conftest import live_password, write_items
 
 REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "docs" / "compare" / "ci-compare.sh"
+SCRIPT = REPO / "docs" / "studies" / "compare" / "ci-compare.sh"
 DDOCS = REPO / "tests" / "ddocs" / "compare"
 
 
@@ -35,13 +34,7 @@ def items(live_url, tmp_path_factory):
     """A data file of 3,000 small documents and a database name (the bench imports it; deleted afterwards)."""
     from dragnet.couchdb.client import connect, db_path
 
-    rng = random.Random(7)
-    data = tmp_path_factory.mktemp("items") / "items.jsonl"
-    with open(data, "w") as fh:
-        for i in range(3000):
-            fh.write(json.dumps({"_id": f"item-{i:05d}", "type": "item", "group": f"g{i % 37}",
-                                 "name": f"name {rng.randrange(10**6)}",
-                                 "values": [rng.randrange(1000) for _ in range(20)]}) + "\n")
+    data = write_items(tmp_path_factory.mktemp("items") / "items.jsonl", 3000)
     db = f"dragnet_test_compare_{int(time.time())}"
     yield data, db
     connect(live_url).request("DELETE", db_path(db), ok=(200, 202, 404))
@@ -80,7 +73,10 @@ def test_live_recipe_fails_a_slower_revision(live_url, items, tmp_path):
 @pytest.mark.live
 def test_live_recipe_passes_a_renamed_variable(live_url, items, tmp_path):
     r = _recipe(live_url, items, "renamed.json", tmp_path / "ci")
-    assert r.returncode == 0 and "verdict: pass" in r.stdout, r.stdout + r.stderr
+    # passed on the counts; or, when the load put wall time or the query servers' CPU wholly above +5%, held
+    # undecided with that figure named (never failed, never passed over it)
+    held = r.returncode == 3 and "pass on what the gate judges, but" in r.stdout
+    assert (r.returncode == 0 and "verdict: pass" in r.stdout) or held, r.stdout + r.stderr
     assert "rows changed" not in r.stdout and "FAIL" not in r.stdout and "(instructions, paired)" in r.stdout
     # decided at the first look: the counts do not move with the machine
     assert len(list((tmp_path / "ci" / "bench").rglob("*-ddoc-new-*-javascript.json"))) == 5

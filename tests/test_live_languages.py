@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from conftest import generated_db
 
-from dragnet.build import addview as addview
-from dragnet.build import ddoc as ddoc
+from dragnet.index import addview as addview
+from dragnet.index import ddoc as ddoc
 from dragnet.qsbench import run as qsbench
-from dragnet.build import views as views
+from dragnet.index import views as views
 from dragnet.servers.registry import LANGUAGES
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet.build import nouveau as nv
+from dragnet.index import search_build as nv
 from dragnet.cli import main
 from dragnet.couchdb.client import connect, db_path
 from dragnet.errors import DragnetError
 from tests.conftest import couch_env, generated_db, live_password
 
 REPO = Path(__file__).resolve().parents[1]
-INDEX = REPO / "docs" / "nouveau" / "declarations.js"
+INDEX = REPO / "docs" / "studies" / "nouveau" / "declarations.js"
 QUERIES = ["name:іван*", "post:голова", "income:[0 TO 1000]"]
 
 
@@ -133,7 +133,7 @@ def test_couch_up_nouveau_local_and_down(nouveau_url, tmp_path):
     if not home:
         pytest.skip("DRAGNET_COUCHDB_HOME is not set")
     from dragnet.couchdb import control as ctl
-    from dragnet.couchdb import nouveau as server
+    from dragnet.couchdb import search_server as server
     from dragnet.couchdb.local import is_alive
 
     env = couch_env(tmp_path, "pw-" + os.urandom(6).hex())
@@ -170,3 +170,51 @@ def test_nouveau_off_is_one_line(nouveau_url):
             nv.nouveau_config(couch)
     finally:
         couch.request("PUT", "/_node/_local/_config/nouveau/enable", json="true", ok=(200,))
+
+
+def test_bench_ddoc_builds_its_nouveau_index_beside_its_views_in_one_table(nouveau_url, decl_db, tmp_path):
+    couch, db, docs = decl_db
+    ddoc = {"_id": "_design/both", "language": "javascript",
+            "views": {"by_id": {"map": "function (doc) { emit(doc._id, 1); }"}},
+            "nouveau": {"decl": {"index": INDEX.read_text()}}}
+    (tmp_path / "both.json").write_text(json.dumps(ddoc))
+    out = tmp_path / "b"
+    r = CliRunner().invoke(main, ["bench", "--ddoc", str(tmp_path / "both.json"), "--url", nouveau_url, "--db", db,
+                                  "--languages", "javascript,javascript_quickjs", "--repeat", "2", "--no-baseline",
+                                  "--no-ceiling", "--results", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    assert live_password(nouveau_url) not in r.output
+    got = json.loads(r.stdout)
+    rows = {(g["view"], g["label"]): g for g in got["report"]["design"]["groups"]}
+    # the views and the search index, each on both engines, two builds each, in the one design table
+    assert set(rows) == {(v, lang) for v in ("(all)", "search:decl") for lang in ("javascript", "javascript_quickjs")}
+    assert all(g["n"] == 2 for g in rows.values())
+    builds = [json.loads(f.read_text()) for f in (out / "nouveau" / "decl").glob("nouveau-r*.json")]
+    assert len(builds) == 4 and {b["design"] for b in builds} == {"_design/both"}
+    assert all(b["summary"]["num_docs"] == len(docs) for b in builds)
+    # two rounds: no interval, said so, never an absurd one
+    pairs = [p for p in got["report"]["design"]["ranking"]["pairs"] if p["view"] == "search:decl"]
+    assert pairs and all(p["state"] == "unresolved" and p["why"] == "too few runs" for p in pairs)
+    text = CliRunner().invoke(main, ["report", str(out)])
+    assert text.exit_code == 0 and "n=2: no interval" in text.output and "search:decl" in text.output
+    assert not [x for x in couch.get(f"{db_path(db)}/_design_docs")["rows"] if "dragnet" in x["id"]]
+
+
+def test_bench_nouveau_imports_its_data(nouveau_url, tmp_path):
+    from dragnet.data.importer import import_documents  # noqa: F401  (the importer --data uses)
+    from tests.conftest import normalised_declarations
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(d) + "\n" for d in normalised_declarations(120, 5)))
+    db = f"nouveau_data_{int(time.time())}"
+    couch = connect(nouveau_url)
+    try:
+        r = CliRunner().invoke(main, ["bench", "--nouveau", str(INDEX), "--data", str(data), "--url", nouveau_url,
+                                      "--db", db, "--repeat", "1", "--languages", "javascript",
+                                      "--results", str(tmp_path / "b")])
+        assert r.exit_code == 0, r.output
+        [f] = (tmp_path / "b").glob("nouveau-r01-*.json")
+        assert json.loads(f.read_text())["summary"]["num_docs"] == 120
+        assert couch.get(f"{db_path(db)}/_local/dragnet-import")["count"] == 120
+    finally:
+        couch.request("DELETE", db_path(db), ok=(200, 202, 404))

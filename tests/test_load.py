@@ -15,6 +15,7 @@ from dragnet.load import lag as L
 from dragnet.load import spec as S
 from dragnet.load.generator import Request, event_loop_factory, require_loopback, window_figures
 from dragnet.report import load as report_load
+from dragnet.report.columns import headers
 
 
 # ---- rates and load specs
@@ -249,7 +250,7 @@ def test_request_and_write_rows_tell_apart_builds_of_one_round_on_two_couchdbs()
     # two benches reported together each number their rounds from 1: the round names its bench
     assert [r[2] for r in wr] == ["bench-a 1", "bench-a 1", "bench-b 1"]
     assert [r[2] for r in report_load.write_rows(docs[:2])] == ["1", "1"]
-    assert len(report_load.REQUEST_COLUMNS) == len(req[0]) and len(report_load.WRITE_COLUMNS) == len(wr[0])
+    assert len(headers(report_load.REQUESTS)) == len(req[0]) and len(headers(report_load.WRITES)) == len(wr[0])
 
 
 def test_view_reads_on_builds_with_no_view_are_refused():

@@ -1,4 +1,4 @@
-"""dragnet.build.mango: index definitions, and the JavaScript map that emits what the Mango index holds.
+"""dragnet.index.mango: index definitions, and the JavaScript map that emits what the Mango index holds.
 
 The generated map runs in a real JavaScript engine (dragnet's Node.js query server) over documents whose
 expected rows follow CouchDB 3.5's mango_selector/mango_doc rules; the live test builds an index with
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 
 import pytest
 
-from dragnet.build import mango as mango
+from dragnet.index import mango as mango
 from dragnet.bench import mango as mango_bench
 from dragnet.report import mango as report_mango
 from dragnet.errors import DragnetError, UsageError
@@ -63,9 +64,12 @@ def test_versus_ratio_and_significance():
     vs = mango_bench.versus("ix", {"mango": [200.0, 210, 190, 205], "javascript": [100.0, 98, 105, 101],
                                    "bun": [200.0, 205, 195, 210]})
     by = {v.engine: v for v in vs}
-    assert by["javascript"].ratio == pytest.approx(202.5 / 100.5) and by["javascript"].decided
+    assert by["javascript"].ratio == pytest.approx(statistics.geometric_mean([200.0, 210, 190, 205])
+                                                   / statistics.geometric_mean([100.0, 98, 105, 101]))
+    assert by["javascript"].decided
     assert not by["bun"].decided
-    assert "Mango ×2.01 javascript" in report_mango.versus_lines([v.as_dict() for v in vs])[0]
+    line = report_mango.versus_lines([v.as_dict() for v in vs])[0]
+    assert "Mango ×1.99 javascript [" in line and "unpaired, 4 vs 4 runs: separated" in line
 
 
 # documents and the rows Mango's rules give them (key [a, b.c] for those with both fields and t > 3)
@@ -181,6 +185,8 @@ def test_versus_per_round_ratio():
             for rep, (m, j) in enumerate([(200.0, 100.0), (100.0, 50.0), (300.0, 150.0), (120.0, 60.0)])
             for lang, dps in (("mango", m), ("javascript", j))]
     [v] = mango_bench.versus("ix", mango_bench.rates_of(runs), mango_bench.rounds_of(runs))
-    assert v.paired == (2.0, 2.0, 2.0)            # every round: Mango twice as fast
-    assert v.ratio == pytest.approx(160 / 80)
-    assert "per round ×2.00 [2.00 … 2.00]" in report_mango.versus_text(v)
+    assert v.ratio == pytest.approx(2.0)
+    # every round Mango twice as fast: decide's paired interval has no spread at all
+    assert v.paired and v.state == "separated" and (v.ci_low, v.ci_high) == pytest.approx((2.0, 2.0))
+    assert "Mango ×2.00 javascript [2.00 … 2.00] (99% paired by round, 4 vs 4 runs: separated)" == \
+        report_mango.versus_text(v)

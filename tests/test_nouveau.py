@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dragnet.build import nouveau as nv
-from dragnet.couchdb import nouveau as server
+from dragnet.index import search_build as nv
+from dragnet.couchdb import search_server as server
 from dragnet.errors import DragnetError, UsageError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,16 +11,16 @@ from click.testing import CliRunner
 
 from dragnet.cli import main
 from dragnet.errors import UsageError
-from dragnet.forecast import nouveau as fn
-from dragnet.report import nouveau_forecast as rnf
+from dragnet.forecast import search_sweep as fn
+from dragnet.report import search_forecast as rnf
 from dragnet.results import schema as _schema
 
 REPO = Path(__file__).resolve().parents[1]
-INDEX = REPO / "docs" / "nouveau" / "declarations.js"
+INDEX = REPO / "docs" / "studies" / "nouveau" / "declarations.js"
 
 
 def _build(n: int, lang: str = "javascript", *, wall: float, cpu: float, disk: int, errors: int = 0) -> dict:
-    """A dragnet.nouveau result as build/nouveau.build writes it, with the figures the forecast reads."""
+    """A dragnet.nouveau result as index/nouveau.build writes it, with the figures the forecast reads."""
     return {"language": lang, "size": n, "doc_count": n, "round": 1,
             "summary": {"wall_time_s": wall, "disk_size": disk, "index_errors": errors},
             "cpu": {"couchdb": {"cpu_s": cpu * 0.8}, "jvm": {"cpu_s": cpu * 0.2}}}

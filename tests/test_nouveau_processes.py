@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dragnet.build import nouveau as nv
+from dragnet.index import search_build as nv
 from dragnet.measure import cgroup
 from dragnet.measure import pidstat
-from dragnet.report.nouveau import process_lines
+from dragnet.report.search_text import process_lines
 
 REPO = Path(__file__).resolve().parents[1]
-INDEX = REPO / "docs" / "nouveau" / "declarations.js"
+INDEX = REPO / "docs" / "studies" / "nouveau" / "declarations.js"
 
 # pidstat -hrudvlI as the runner starts it (LC_ALL=C, S_TIME_FORMAT=ISO): beam, couchjs, the JVM, another java
 PIDSTAT = """Linux 6.1.0-28-amd64 (host) 2026-11-25 _x86_64_ (2 CPU)

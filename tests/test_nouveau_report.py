@@ -1,4 +1,4 @@
-"""`dragnet report` and `dragnet compare` on Nouveau index builds: the committed evidence in docs/nouveau/,
+"""`dragnet report` and `dragnet compare` on Nouveau index builds: the committed evidence in docs/studies/nouveau/,
 rendered and compared without a server; figures recomputed from the raw files."""
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from dragnet.report.render import markdown as render_md
 from dragnet.results.load import load_results
 
 REPO = Path(__file__).resolve().parents[1]
-VERSIONS = REPO / "docs" / "nouveau" / "versions-40k"
-ENGINES_350 = REPO / "docs" / "nouveau" / "engines-3.5.0"
-ENGINES_352 = REPO / "docs" / "nouveau" / "engines-3.5.2"
-VIEWS = REPO / "docs" / "engine-share" / "decl10k"
+VERSIONS = REPO / "docs" / "studies" / "nouveau" / "versions-40k"
+ENGINES_350 = REPO / "docs" / "studies" / "nouveau" / "engines-3.5.0"
+ENGINES_352 = REPO / "docs" / "studies" / "nouveau" / "engines-3.5.2"
+VIEWS = REPO / "docs" / "studies" / "engine-share" / "decl10k"
 
 
 def _raw(folder: Path) -> list[dict]:
@@ -75,8 +75,16 @@ def test_report_renders_nouveau_in_markdown_json_and_csv():
     assert md.rstrip().endswith("```") and md.count("```") == 2     # the whole section in one code block
     js = json.loads(json.dumps(render_json.render(rep)))
     assert {r["variant"] for r in js["nouveau"]["rows"]} == {"language=javascript", "language=javascript_quickjs"}
+    # one table for views and search indexes: the design documents' columns, the index a row of its own
     rows = list(csv.DictReader(io.StringIO(render_csv.render(rep))))
-    assert len(rows) == 2 and all(float(r["wall_s"]) > 0 and r["index_errors"] == "0" for r in rows)
+    assert len(rows) == 2 and all(float(r["wall_time_s_median"]) > 0 and r["view"] == "search:declarations"
+                                  for r in rows)
+    raw = _raw(ENGINES_350)
+    for r in rows:
+        mine = [x["summary"] for x in raw if x["language"] == r["engine"]]
+        assert float(r["docs_per_sec_wall_median"]) == statistics.median(s["docs_per_s"] for s in mine)
+        assert int(r["runs"]) == len(mine) == 5
+    assert "search:declarations" in md and "| design doc |" in md
 
 
 def test_a_build_answering_differently_is_named(tmp_path):
@@ -101,7 +109,7 @@ def test_views_and_nouveau_side_by_side_both_show(tmp_path):
     assert len(rep.docs) == 2 and rep.groups and sum(r["builds"] for r in rep.nouveau["rows"]) == 2
     out = CliRunner().invoke(main, ["report", str(tmp_path)])
     assert out.exit_code == 0 and "2 results" in out.output and "Nouveau index builds (2)" in out.output
-    with pytest.raises(UsageError, match="view and Nouveau"):
+    with pytest.raises(UsageError, match="different columns"):
         render_csv.render(rep)
 
 
@@ -156,7 +164,7 @@ def test_views_and_nouveau_have_no_cell_in_common():
 
 
 def test_forecast_of_a_nouveau_index_refuses_bad_input_in_one_line_before_anything(tmp_path):
-    r = CliRunner().invoke(main, ["forecast", "--db", "x", "--nouveau", str(REPO / "docs" / "nouveau" /
+    r = CliRunner().invoke(main, ["forecast", "--db", "x", "--nouveau", str(REPO / "docs" / "studies" / "nouveau" /
                                   "declarations.js"), "--target-docs", "100k", "--sizes", "100,200,100k",
                                   "--data", str(tmp_path / "none.jsonl"), "--results", str(tmp_path / "f")])
     assert r.exit_code == 2 and "--data" in r.output and "no such file" in r.output
@@ -217,7 +225,7 @@ def test_charts_and_a_page_of_nouveau_builds_alone(tmp_path):
 
 
 def test_the_nouveau_chart_draws_each_rows_median_and_range_of_its_builds(tmp_path):
-    from dragnet.report.nouveau_files import html_sections, png
+    from dragnet.report.search_files import html_sections, png
 
     rep = model.build([str(ENGINES_352)])
     chart = png(rep.nouveau, tmp_path / "n.png")
@@ -227,7 +235,7 @@ def test_the_nouveau_chart_draws_each_rows_median_and_range_of_its_builds(tmp_pa
         assert med == statistics.median(dps) and med - lo == min(dps) and med + hi == pytest.approx(max(dps))
     [sec] = html_sections(rep.nouveau)
     assert [row[0] for row in sec.rows] == chart.series["labels"] and sec.charts[0].data[0]["y"] == chart.series["median"]
-    assert any(n.startswith("order on CPU-seconds") for n in sec.notes)
+    assert any(n.startswith("every build answered") for n in sec.notes)   # the orders are the design table's
     assert not any(n.startswith("language=javascript ") and "…" not in n for n in sec.notes)   # no table row
 
 
@@ -239,3 +247,16 @@ def test_a_page_of_views_and_nouveau_builds_holds_both(tmp_path):
     assert r.exit_code == 0, r.output
     page = (tmp_path / "h" / "index.html").read_text()
     assert 'id="nouveau"' in page and "Nouveau index builds (2)" in page and "2 results files" in page
+
+
+def test_search_rows_of_the_design_table_keep_versions_apart_and_hold_their_raw_medians():
+    rep = model.build([str(VERSIONS)])
+    rows = [g for g in rep.design_groups if g.view == "search:declarations"]
+    # one row per CouchDB version (a cell, as a view build's other axes make one), never a median of both
+    assert sorted(g.storage.split()[-1] for g in rows) == ["couchdb=3.5.0", "couchdb=3.5.2"]
+    raw = _raw(VERSIONS)
+    for g in rows:
+        mine = [r for r in raw if f"couchdb={r['couchdb']['version']}" in g.storage]
+        assert g.n == len(mine) == 5
+        assert g.docs_per_s.median == statistics.median(r["summary"]["docs_per_s"] for r in mine)
+        assert g.wall_s.median == statistics.median(r["summary"]["wall_time_s"] for r in mine)

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 from loopback import Loopback
 
-from dragnet.build import addview as addview
+from dragnet.index import addview as addview
 from dragnet.couchdb.client import connect
 from dragnet.errors import DragnetError
 

@@ -179,14 +179,14 @@ def test_listing_servers_twice_changes_nothing_and_spawns_no_pypy(tmp_path):
 def test_building_chakra_says_why_it_cannot(tmp_path):
     # the system python has no PyChakra: the reason names it, and nothing is built
     system_python = shutil.which("python3", path="/usr/bin:/bin")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from dragnet.servers.build import build_chakra; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from dragnet.servers.compiling import build_chakra; "
             "r = build_chakra(); print(r.ok, r.detail)")
     if subprocess.run([system_python, "-I", "-c", "import PyChakra"], capture_output=True).returncode == 0:
         pytest.skip(f"{system_python} has PyChakra")
     out = subprocess.run([system_python, "-I", "-c", code, str(REPO)], capture_output=True, text=True, timeout=60)
     assert out.stdout.startswith("False") and "pip install PyChakra==2.3.0" in out.stdout, out.stderr
 
-    from dragnet.servers.build import build_chakra
+    from dragnet.servers.compiling import build_chakra
 
     result = build_chakra(dict(os.environ, CC=str(tmp_path / "no-such-cc")))
     assert not result.ok and "no C compiler" in result.detail

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dragnet.build import per_view as pv
+from dragnet.index import per_view as pv
 from dragnet.report.render import build_text as build_text
 
 
@@ -29,7 +29,7 @@ def test_missing_figures_show_as_na_and_no_saving():
 
 def test_run_builds_whole_then_each_view_alone():
     from pathlib import Path
-    from dragnet.build import design as design
+    from dragnet.index import design as design
 
     d = design.load(str(Path(__file__).parent / "ddocs" / "app"))
     built = []

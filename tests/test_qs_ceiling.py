@@ -4,11 +4,11 @@ import subprocess
 
 import pytest
 
-from dragnet.build import views as views
+from dragnet.index import views as views
 from dragnet.measure import pidstat as pidstat
 from dragnet.servers import discovery as qs
 from dragnet.servers import registry as qs_registry
-from dragnet.servers.build import build_ceiling
+from dragnet.servers.compiling import build_ceiling
 
 
 @pytest.fixture(scope="module")

@@ -122,8 +122,8 @@ def income_db(live_url):
 
 
 def _build_rows(couch, db: str, view_file, language: str, tmp_path) -> tuple[dict, list]:
-    from dragnet.build import addview as addview
-    from dragnet.build.ddoc import ddoc_path
+    from dragnet.index import addview as addview
+    from dragnet.index.ddoc import ddoc_path
 
     cfg = addview.Config(view_path=str(view_file), db=db, language=language, timeout=300, pidstat=False,
                          results_dir=str(tmp_path / language), argv=["dragnet", "addview", "--language", language])

@@ -9,8 +9,8 @@ import pytest
 from dragnet.measure import pidstat as pidstat
 from dragnet.servers import registry as qs_registry
 from dragnet.servers import registration as registration
-from dragnet.servers import build as server_build
-from dragnet.build import views as views
+from dragnet.servers import compiling as server_build
+from dragnet.index import views as views
 from dragnet.servers.available import builtin_servers
 from dragnet.servers.discovery import DIALECT_FILES, ServerSpec, Skipped
 

@@ -1,11 +1,11 @@
 """The library entry points behind `qsbench` and `forecast` refuse bad requests in one line, before anything
-runs, with no CLI around them (report/qsbench_session, forecast/session)."""
+runs, with no CLI around them (runner/qsbench, forecast/session)."""
 
 import pytest
 
 from dragnet.errors import UsageError
-from dragnet.forecast.session import ForecastRequest, forecast
-from dragnet.report.qsbench_session import QsbenchRequest, qsbench
+from dragnet.runner.forecast import ForecastRequest, forecast
+from dragnet.runner.qsbench import QsbenchRequest, qsbench
 
 
 @pytest.mark.parametrize("kw, message", [

@@ -20,13 +20,13 @@ import pytest
 from click.testing import CliRunner
 from conftest import QS_COUNT
 
-from dragnet.build import design as dsg
+from dragnet.index import design as dsg
 from dragnet.qsbench import run as qsbench
 from dragnet.qsbench import ddoc as qsddoc
 from dragnet.cli import main
 from dragnet.servers.available import discover
 from dragnet.servers.discovery import ServerSpec, Skipped
-from dragnet.build.reduce_batches import Atom, Call, btree_rows, chunkify, expand, plan_and_reduce, term_size
+from dragnet.index.reduce_batches import Atom, Call, btree_rows, chunkify, expand, plan_and_reduce, term_size
 
 REPO = Path(__file__).resolve().parent.parent
 APP = REPO / "tests" / "ddocs" / "app"
@@ -157,7 +157,7 @@ def _record(reductions):
 
 
 def test_reduce_batches_have_couchdb_35_shape():
-    # Shape from CouchDB 3.5.0 (see dragnet/build/reduce_batches.py for each rule):
+    # Shape from CouchDB 3.5.0 (see dragnet/index/reduce_batches.py for each rule):
     #   couch_btree.erl:458-459   a kv node -> R(reduce, KVs); couch_btree.erl:456-457 a kp node -> R(rereduce, Reds)
     #   couch_mrview_util.erl:1246-1264  reduce over detupled [[Key, DocId], Value]; rereduce over child results
     #   couch_query_servers.erl:127-161  one ["reduce", OsRedSrcs, KVs] for all non-built-in functions

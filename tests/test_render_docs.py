@@ -18,16 +18,17 @@ from dragnet.cli import main
 REPO = Path(__file__).resolve().parent.parent
 SNAPSHOTS = Path(__file__).parent / "fixtures" / "rendered"
 CASES = {
-    "compare-ci.report.md": ["report", "docs/compare/ci", "--format", "markdown"],
-    "compare-ci.report.csv": ["report", "docs/compare/ci", "--format", "csv"],
-    "compare-ci.report.json": ["report", "docs/compare/ci", "--format", "json"],
-    "compare-ci.compare.md": ["compare", "docs/compare/ci/base", "docs/compare/ci/slower", "--no-rows", "--markdown"],
-    "ddoc5k.report.md": ["report", "docs/engine-share/ddoc5k", "--format", "markdown"],
-    "ddoc5k.report.csv": ["report", "docs/engine-share/ddoc5k", "--format", "csv"],
-    "decl5k.report.md": ["report", "docs/engine-share/decl5k", "--format", "markdown"],
-    "decl5k.report.json": ["report", "docs/engine-share/decl5k", "--format", "json"],
+    "compare-ci.report.md": ["report", "docs/studies/compare/ci", "--format", "markdown"],
+    "compare-ci.report.csv": ["report", "docs/studies/compare/ci", "--format", "csv"],
+    "compare-ci.report.json": ["report", "docs/studies/compare/ci", "--format", "json"],
+    "compare-ci.compare.md": ["compare", "docs/studies/compare/ci/base", "docs/studies/compare/ci/slower", "--no-rows",
+                              "--markdown"],
+    "ddoc5k.report.md": ["report", "docs/studies/engine-share/ddoc5k", "--format", "markdown"],
+    "ddoc5k.report.csv": ["report", "docs/studies/engine-share/ddoc5k", "--format", "csv"],
+    "decl5k.report.md": ["report", "docs/studies/engine-share/decl5k", "--format", "markdown"],
+    "decl5k.report.json": ["report", "docs/studies/engine-share/decl5k", "--format", "json"],
     # a forecast folder alone: its report (report/forecast_report) as text
-    "small50k.forecast.txt": ["report", "docs/forecast/backtest32-small50k"],
+    "small50k.forecast.txt": ["report", "docs/studies/forecast/backtest32-small50k"],
 }
 
 

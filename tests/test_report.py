@@ -30,7 +30,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def _recorded(folder: Path) -> dict:
-    from dragnet.results.build import from_recording
+    from dragnet.results.addview_results import from_recording
     return from_recording(folder)
 
 
@@ -137,7 +137,9 @@ def test_resources_per_family(recorded):
     assert erl.qs_family is None  # Erlang views run inside beam
     # SpiderMonkey's couchjs processes are far bigger than couchpy's (~100 MB vs ~30 MB each, 9 of them)
     assert js.qs_rss_mb > py.qs_rss_mb > 0
-    assert 0 < js.beam_cpu <= 100 and js.beam_rss_mb > 50
+    assert js.beam_rss_mb > 50
+    # CPU % comes from the kernel's accounting, which these recordings predate: not pidstat's figure
+    assert js.beam_cpu is None and js.qs_cpu is None
 
 
 def test_failed_runs_are_counted_not_averaged(recorded):
@@ -269,7 +271,8 @@ def test_charts_are_pngs_with_the_expected_series(recorded, tmp_path):
 
     tt = drawn["total_time.png"].series
     i = tt["labels"].index("erlang_baseline")
-    totals = [recorded[n]["summary"]["total_time_s"] for n in ("erlang_baseline", "erlang_baseline_repeat")]
+    # the wall time, not _active_tasks' total time (whole seconds)
+    totals = [recorded[n]["summary"]["wall_time_s"] for n in ("erlang_baseline", "erlang_baseline_repeat")]
     assert tt["median"][i] == pytest.approx(sum(totals) / 2)
     assert tt["median"][i] - tt["err_low"][i] == pytest.approx(min(totals))
     assert tt["n"][i] == 2
@@ -286,7 +289,8 @@ def test_charts_are_pngs_with_the_expected_series(recorded, tmp_path):
     k = res["labels"].index("javascript")
     assert res["RSS MB (peak)"]["query server"][k] == pytest.approx(group(groups, "javascript").qs_rss_mb)
     assert res["RSS MB (peak)"]["query server"][res["labels"].index("erlang_baseline")] == 0
-    assert not math.isnan(sum(res["CPU % (mean)"]["beam"]))
+    # recorded before the kernel's accounting: no CPU panel rather than bars of 0
+    assert "CPU % of a core (kernel)" not in res and not math.isnan(sum(res["kB written"]["beam"]))
 
 
 def test_single_storage_has_no_storage_chart(recorded, tmp_path):
@@ -308,7 +312,7 @@ def test_a_different_map_function_is_its_own_row(recorded, fixtures_dir):
     labels = {g.label: g.n for g in groups}
     assert labels == {"javascript": 2, "javascript [throws10]": 1}
     # the terminal table shows the bracketed label verbatim (not as rich markup)
-    from dragnet.report.console import render_table
+    from dragnet.report.terminal import render_table
     import contextlib
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -13,7 +14,9 @@ DRIFT = [100.0, 180.0, 260.0, 340.0, 420.0, 500.0]
 
 
 def _builds(dps, rounds=True, cpu=None):
-    return [Build(f"b#{i}" if rounds else None, v, None if cpu is None else cpu[i]) for i, v in enumerate(dps)]
+    # the one build record, as a report reads it: round i of bench "b", docs/s, CPU per 1,000 docs
+    return [Build("x", "disk", 0.0, True, repeat=i, bench_id="b" if rounds else None, docs_per_s=v,
+                  cpu_s_per_1000=None if cpu is None else cpu[i]) for i, v in enumerate(dps)]
 
 
 def test_pairing_by_round_decides_what_unpaired_samples_cannot():
@@ -39,7 +42,7 @@ def test_cpu_is_the_metric_where_every_build_has_it_and_disagreement_is_said():
     assert any("CPU and wall disagree: by cpu B is ahead of A, by wall A is" in x for x in r.lines())
     # one build without CPU: the whole ranking falls back to wall
     no_cpu = _builds(wall_b, cpu=cpu_b)
-    no_cpu[2] = Build("b#2", wall_b[2], None)
+    no_cpu[2] = replace(no_cpu[2], cpu_s_per_1000=None)
     assert rank("", [("A", _builds(wall_a, cpu=cpu_a)), ("B", no_cpu)]).metric == "wall"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from dragnet.build import rows as rows
+from dragnet.index import rows as rows
 
 
 def _map_rows(pairs):

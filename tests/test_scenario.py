@@ -74,7 +74,13 @@ def test_disk_matters_verdict_from_numbers():
     rows = scenario.disk_matters(runs_for([1000, 1100, 900], [300, 310, 290]), REF)
     slow = next(r for r in rows if r.scenario == SLOW)
     assert slow.ratio == pytest.approx(300 / 1000) and slow.slower_every_round
-    assert scenario_table.verdict(rows, REF) == f"disk-bound in {SLOW} (erlang_baseline, disk): ×0.30"
+    # the one verdict rule: decide's interval of the docs/s ratio (unpaired: the rows keep no rounds)
+    from dragnet.measure import decide
+
+    iv = decide.unpaired_interval([300, 310, 290], [1000, 1100, 900])
+    assert iv.high < 1 - decide.NOISE
+    assert scenario_table.verdict(rows, REF) == (f"disk-bound in {SLOW} (erlang_baseline, disk): ×0.30 "
+                                                 f"[{iv.low:.2f} … {iv.high:.2f}]")
     cells = scenario_table.disk_rows(rows)
     assert cells[1][:8] == ["erlang_baseline", "disk", SLOW, "3", "300", "0.30", "yes", "0"]
     assert cells[1][8:] == ["150", "600", "7.00", "99.0"]
@@ -83,7 +89,10 @@ def test_disk_matters_verdict_from_numbers():
 def test_verdict_does_not_claim_an_order_the_rounds_do_not_support():
     rows = scenario.disk_matters(runs_for([1000, 700, 1100], [800, 1050, 850]), REF)
     v = scenario_table.verdict(rows, REF)
-    assert v.startswith("disk does not matter in these runs") and "×0.85" in v
+    assert v.startswith("disk does not matter in these runs") and "×0.85" in v and "not below 1 − 2%" in v
+    # two runs a side give no interval: never disk-bound, said so
+    v = scenario_table.verdict(scenario.disk_matters(runs_for([1000, 1100], [300, 310]), REF), REF)
+    assert v.startswith("disk does not matter") and "n=2: no interval" in v
     rows = scenario.disk_matters(runs_for([1000], [], oom=1), REF)
     assert scenario_table.verdict(rows, REF).startswith(f"OOM-killed in {SLOW}")
 
@@ -116,12 +125,12 @@ def test_refused_up_front_when_data_is_not_on_a_block_device(tmp_path):
         assert the_plan.device is not None and pid and d == ddir
 
 
-@pytest.mark.live
 def _dragnet_groups(ctrl) -> set[str]:
     return {p.name for p in Path(ctrl).glob("dragnet-*") if p.is_dir()}
 
 
-def test_memory_limit_and_hdd_throttle_cold_is_slower_and_reads_the_device(tmp_path):
+@pytest.mark.live
+def test_memory_limit_and_hdd_throttle_cold_reads_the_throttled_device(tmp_path):
     url = _live_env()
     from dragnet.couchdb.client import connect
     couch = connect(url)
@@ -162,14 +171,12 @@ def test_memory_limit_and_hdd_throttle_cold_is_slower_and_reads_the_device(tmp_p
         if slow["summary"].get("oom_killed"):
             pytest.fail(slow["summary"]["outcome"])
         assert fast["summary"]["ok"] and slow["summary"]["ok"]
-        # direction and order of magnitude, not a timing
-        assert slow["summary"]["docs_per_sec_wall"] < fast["summary"]["docs_per_sec_wall"]
+        # how much slower, and the read rate against the throttle: benchmarks/speed_targets/scenario.py
         dev = slow["iostat"]["device"]
         io = slow["iostat"]["summary"][dev]
         assert io["read_kb"] > 1000          # the cold build read its data from the throttled device
         own = slow["iostat"]["cgroup"]        # CouchDB's own reads, counted by the throttled group
         assert own["read_bytes"] > 1024**2
-        assert own["read_ios_per_s"] <= 150 * 1.2    # at the throttle's rate, not thousands per second
         assert slow["scenario"]["enforced"] and slow["memory"]["peak"] is not None
         assert slow["sizes"]["after"]["index"]["file"] > 0
     finally:

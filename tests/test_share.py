@@ -2,82 +2,101 @@
 
 import pytest
 
+from dragnet.measure import decide
 from dragnet.report import html as hr
 from dragnet.report import share as sh
-from dragnet.results.load import load_results
 
 
 def test_share_is_one_minus_ceiling_over_engine_paired_and_not():
     s = sh.share([10.0, 10.0, 10.0], [20.0, 20.0, 20.0], [(10.0, 20.0)] * 3)
-    assert (s.point, s.lo, s.hi, s.n, s.paired) == (0.5, 0.5, 0.5, 3, True)
-    # unpaired: a bootstrap of the medians; the point is still the ratio of medians
+    assert (s.n, s.paired) == (3, True) and (s.point, s.lo, s.hi) == pytest.approx((0.5, 0.5, 0.5))
+    # decide's interval, as every verdict: paired, the t interval of the rounds' log ratios
+    iv = decide.paired_interval([10.0, 12.0, 9.0], [20.0, 22.0, 19.0], level=sh.LEVEL)
+    s = sh.share([10.0, 12.0, 9.0], [20.0, 22.0, 19.0], [(10.0, 20.0), (12.0, 22.0), (9.0, 19.0)])
+    assert (s.point, s.lo, s.hi) == pytest.approx((1 - iv.ratio, 1 - iv.high, 1 - iv.low)) and s.paired
+    # unpaired: Welch's interval of the mean logs
     s = sh.share([10.0, 11.0, 9.0], [20.0, 22.0, 18.0, 20.0])
-    assert s.point == pytest.approx(0.5) and not s.paired and s.lo <= 0.5 <= s.hi
+    iv = decide.unpaired_interval([10.0, 11.0, 9.0], [20.0, 22.0, 18.0, 20.0], level=sh.LEVEL)
+    assert s.point == pytest.approx(1 - iv.ratio) and not s.paired and s.lo <= s.point <= s.hi
     assert sh.share([], [20.0]) is None
 
 
 def test_gain_saves_seconds_and_says_when_it_is_noise_or_capped():
-    cap = sh.share([10.0, 10.0], [20.0, 20.0], [(10.0, 20.0)] * 2)
-    g = sh.gain("javascript", [20.0, 20.0], "bun", [15.0, 15.0], [(20.0, 15.0)] * 2, cap=cap)
+    cap = sh.share([10.0] * 3, [20.0] * 3, [(10.0, 20.0)] * 3)
+    g = sh.gain("javascript", [20.0] * 3, "bun", [15.0] * 3, [(20.0, 15.0)] * 3, cap=cap)
     assert g.saved_s == 5.0 and g.share.point == pytest.approx(0.25) and g.verdict == "gain"
-    assert "saving 5.0 s, 25%" in g.line() and "no external engine can gain more than 50%" in g.line()
+    assert "saving 5.0 s, 25%" in g.line() and "no external engine can gain more than 50% [50% … 50%]" in g.line()
     noisy = sh.gain("javascript", [20.0, 14.0, 26.0], "bun", [19.0, 25.0, 15.0])
     assert noisy.verdict == "noise" and "within the noise" in noisy.line()
-    near = sh.gain("a", [10.3, 10.3], "b", [10.1, 10.1], [(10.3, 10.1)] * 2,
-                   cap=sh.share([10.0, 10.0], [10.3, 10.3], [(10.0, 10.3)] * 2),
-                   b_share=sh.share([10.0, 10.0], [10.1, 10.1], [(10.0, 10.1)] * 2))
+    near = sh.gain("a", [10.3] * 3, "b", [10.1] * 3, [(10.3, 10.1)] * 3,
+                   cap=sh.share([10.0] * 3, [10.3] * 3, [(10.0, 10.3)] * 3),
+                   b_share=sh.share([10.0] * 3, [10.1] * 3, [(10.0, 10.1)] * 3))
     assert near.verdict == "near ceiling" and "within 5% of the ceiling" in near.line()
 
 
-def _sample(pid, t, usr, sys_=0.0, wait=0.0):
-    return {"pid": pid, "t": t, "usr_pct": usr, "system_pct": sys_, "wait_pct": wait}
+@pytest.mark.parametrize("runs", [1, 2])
+def test_one_or_two_runs_give_a_share_and_a_saving_but_no_interval_and_no_verdict(runs):
+    cap = sh.share([10.0] * runs, [20.0] * runs, [(10.0, 20.0)] * runs)
+    assert cap.point == pytest.approx(0.5) and cap.lo is None and cap.hi is None and not cap.has_interval
+    assert cap.format() == f"50% [n={runs}: no interval]"
+    g = sh.gain("javascript", [20.0] * runs, "bun", [15.0] * runs, [(20.0, 15.0)] * runs, cap=cap)
+    assert g.verdict == "too few runs" and g.share.point == pytest.approx(0.25) and g.share.lo is None
+    assert "too few runs for a verdict" in g.line() and "no external engine can gain more than 50% [n=" in g.line()
+    # a switch that saves more than the cap, from so few runs, says why the two disagree
+    over = sh.gain("javascript", [20.0] * runs, "bun", [5.0] * runs, [(20.0, 5.0)] * runs, cap=cap)
+    assert "which bounds any gain: too few or too noisy runs" in over.line()
 
 
-def _result(language, label, wall, repeat, samples, fams, bench="b1", docs=1000):
+def _cpu(interval, beam, qs=None, busy=None, helpers=0.0, wait=0.0, cores=2):
+    """A results file's `cpu` record (dragnet.measure.cpu.usage with its query servers), made up."""
+    by = {"beam.smp": beam, "inet_gethost": helpers, "erl_child_setup": 0.0}
+    rec = {"cpu_s": beam + helpers + (qs or 0.0), "interval_s": interval, "wait_s": wait, "by_process": by,
+           "cores": cores, "machine_busy_s": busy, "machine_total_s": interval * cores}
+    if qs is not None:
+        by["couchjs"] = qs
+        rec["query_servers"] = {"cpu_s": qs, "wait_s": 0.0, "by_process": {"couchjs": qs}}
+    return rec
+
+
+def _result(language, label, wall, repeat, cpu, bench="b1", docs=1000):
     return {"summary": {"ok": True, "wall_time_s": wall, "docs": docs, "docs_per_sec_wall": docs / wall,
                         "language": language},
             "view": {"language": language}, "machine": {"cpu_count": 2},
             "bench": {"id": bench, "language": label, "repeat": repeat, "storage_label": "disk"},
-            "trigger": {"t_trigger": 100.0, "t_return": 100.0 + wall}, "pidstat_command": ["pidstat", "1"],
-            "pidstat": {"samples": samples, "summary": fams}}
+            "trigger": {"t_trigger": 100.0, "t_return": 100.0 + wall}, "cpu": cpu}
 
 
-def test_split_weighs_samples_by_the_build_window_and_only_its_processes():
-    # beam (pid 1) at 120% of a core, couchjs (pid 2) at 40% + 10% system, another process (pid 9) ignored;
-    # the sample ending at 104.5 lies half inside a build that ends at 104.0
-    samples = [s for t in (101.0, 102.0, 103.0, 104.0) for s in
-               (_sample(1, t, 110, 10, wait=20), _sample(2, t, 40, 10), _sample(9, t, 100))]
-    samples += [_sample(1, 104.5, 120), _sample(2, 104.5, 50)]
-    fams = {"beam": {"pids": [1]}, "couchjs": {"pids": [2]}, "python": {"pids": [9]}}
-    r = _result("javascript", "javascript", 4.0, 0, samples, fams)
+def test_split_divides_interval_times_cores_from_the_kernels_accounting():
+    r = _result("javascript", "javascript", 4.0, 0, _cpu(4.2, beam=3.0, qs=1.5, busy=7.0, helpers=0.1, wait=0.8))
     s = sh.split_of(r)
-    assert s.beam_cpu_s == pytest.approx(4 * 1.2 + 0.5 * 1.2)
-    assert s.qs_cpu_s == pytest.approx(4 * 0.5 + 0.5 * 0.5)
-    assert s.run_queue_s == pytest.approx(4 * 0.2)
-    assert s.waiting_s == pytest.approx(8.0 - 5.4 - 2.25)
-    assert sum(v for k, v in s.fractions().items() if k != "run_queue") == pytest.approx(1.0)
+    assert (s.beam_s, s.qs_s, s.helpers_s) == (3.0, 1.5, 0.1)
+    assert s.other_s == pytest.approx(7.0 - 4.6) and s.idle_s == pytest.approx(8.4 - 7.0)
+    assert sum(s.seconds().values()) == pytest.approx(4.2 * 2)
+    assert s.waited_s == 0.8 and s.fractions()["waited"] == pytest.approx(0.8 / 8.4)
+    text = sh.split_line("javascript", sh.median_split([s]))
+    assert text.startswith("javascript: query servers 18% · beam 36% · CouchDB's helpers 1% · other programs 29%")
+    assert "of 4.20 s × 2 cores" in text and "waited for a core 0.80 s" in text
 
 
-def test_split_says_why_it_is_absent():
-    r = _result("javascript", "javascript", 4.0, 0, [], {})
-    r["pidstat"]["note"] = "pidstat not found (install sysstat): no process resources recorded"
-    assert "pidstat not found" in sh.split_of(r)
-    r = _result("javascript", "javascript", 4.0, 0, [_sample(7, 101.0, 50)], {"python": {"pids": [7]}})
-    assert "no beam process" in sh.split_of(r)
-    erl = _result("erlang", "erlang_baseline", 4.0, 0, [_sample(1, 101.0, 100)], {"beam": {"pids": [1]}})
-    assert sh.split_of(erl).qs_cpu_s is None
-
-
-def test_split_of_a_recorded_couchdb_build(fixtures_dir):
-    # the real CouchDB 3.5.0 build of views/income on couchjs (no trigger times: the samples' own span)
-    result = load_results([fixtures_dir / "javascript"])[0]
-    s = sh.split_of(result)
-    fams = result["pidstat"]["summary"]
-    # the same CPU as pidstat's own averages (cpu_pct is per machine, -I) over its intervals
-    assert s.beam_cpu_s == pytest.approx(fams["beam"]["cpu_pct"]["avg"] / 100 * 2 * fams["beam"]["intervals"], rel=0.01)
-    assert s.qs_cpu_s == pytest.approx(fams["couchjs"]["cpu_pct"]["avg"] / 100 * 2 * fams["couchjs"]["intervals"],
-                                       rel=0.01)
-    assert 0 < s.qs_cpu_s < s.beam_cpu_s
+def test_split_says_why_it_is_absent_and_older_files_say_so_once():
+    old = _result("javascript", "javascript", 4.0, 0, None)
+    remote = dict(old)
+    old.pop("cpu")
+    assert sh.split_of(old).startswith(sh.NO_KERNEL)
+    assert "not on this machine" in sh.split_of(remote)
+    erl = _result("erlang", "erlang_baseline", 4.0, 0, _cpu(4.0, beam=3.0, busy=3.5))
+    assert sh.split_of(erl).qs_s is None
+    # a file from before the machine's figure: other programs and idle together
+    mid = sh.split_of(_result("javascript", "javascript", 4.0, 0, _cpu(4.0, beam=3.0, qs=1.0)))
+    assert mid.other_s is None and mid.idle_s == pytest.approx(4.0)
+    assert "other programs and idle 50%" in sh.split_line("javascript", sh.median_split([mid]))
+    docs = [_result("javascript", "javascript", 4.0, i, None) for i in range(2)]
+    docs += [_result("ceiling", "ceiling", 2.0, i, None) for i in range(2)]
+    for d in docs:
+        d.pop("cpu")
+    text = "\n".join(sh.lines(sh.workloads(docs)))
+    assert text.count(sh.NO_KERNEL) == 1 and "ceiling, javascript: no kernel accounting" in text
+    assert "pidstat" not in text
 
 
 def _bench(walls):
@@ -85,9 +104,7 @@ def _bench(walls):
     for label, language, ws in walls:
         fam = {"ceiling": "ceiling", "javascript": "couchjs", "bun": "dragnet-bun"}.get(language)
         for i, w in enumerate(ws):
-            fams = {"beam": {"pids": [1]}, **({fam: {"pids": [2]}} if fam else {})}
-            samples = [_sample(1, 101.0, 100), _sample(2, 101.0, 50)]
-            out.append(_result(language, label, w, i, samples, fams))
+            out.append(_result(language, label, w, i, _cpu(w, beam=w / 2, qs=w / 4 if fam else None, busy=w)))
     return out
 
 
@@ -109,6 +126,8 @@ def test_workloads_compare_every_engine_with_couchjs_the_ceiling_and_the_baselin
     assert sh.to_json([w])[0]["engines"][0]["engine"] == "erlang_baseline"
     (section,) = hr.share_sections([w])
     assert [t["name"] for t in section.charts[0].data] == [name for _, name in sh.SPLIT_PARTS]
+    bun = section.charts[0].data[1]["x"].index("bun")
+    assert section.charts[0].data[1]["y"][bun] == pytest.approx(25.0)      # beam: 3 s of 6 s × 2 cores
     assert section.charts[0].layout["barmode"] == "stack"
 
 
@@ -124,7 +143,7 @@ def test_forecast_gains_at_the_targets_size_from_a_recorded_forecast():
     import json
     from pathlib import Path
 
-    out = json.loads((Path(__file__).resolve().parent.parent / "docs" / "forecast" / "backtest-200k" /
+    out = json.loads((Path(__file__).resolve().parent.parent / "docs" / "studies" / "forecast" / "backtest-200k" /
                       "forecast.json").read_text())
     js = out["forecasts"][""]["javascript"]["quantities"]["build_time"]["prediction"]
     erl = out["forecasts"][""]["erlang_baseline"]["quantities"]["build_time"]["prediction"]
@@ -143,9 +162,19 @@ def test_forecast_gains_with_an_interval_down_to_zero_is_unbounded_not_a_crash()
     assert "saving 25% [unbounded … 89%]: within the intervals" in line     # 1 - 10 / 90
 
 
-def test_split_of_a_user_given_server_takes_the_other_family_pidstat_saw():
-    # goqs (--server): no registry language; its process family is the one that is neither beam nor a watcher
-    samples = [s for t in (101.0, 102.0) for s in (_sample(1, t, 100), _sample(3, t, 30), _sample(8, t, 5))]
-    fams = {"beam": {"pids": [1]}, "goqs": {"pids": [3]}, "pidstat": {"pids": [8]}}
-    s = sh.split_of(_result("goqs", "goqs", 2.0, 0, samples, fams))
-    assert s.qs_cpu_s == pytest.approx(2 * 0.3) and s.beam_cpu_s == pytest.approx(2 * 1.0)
+def test_html_puts_the_splits_of_every_couchdb_version_side_by_side():
+    docs = []
+    for version in ("3.5.0", "3.5.2"):
+        for label, language in (("ceiling", "ceiling"), ("javascript", "javascript")):
+            for i in range(2):
+                r = _result(language, label, 4.0, i, _cpu(4.0, beam=2.0, qs=0.5, busy=4.0), bench=version)
+                r["couchdb"] = {"version": version}
+                r["bench"]["storage_label"] = f"disk couchdb={version}"
+                docs.append(r)
+    loads = sh.workloads(docs)
+    assert len(loads) == 2
+    secs = hr.share_sections(loads)
+    (both,) = [s for s in secs if s.id.startswith("split-")]
+    x = both.charts[0].data[0]["x"]
+    assert len(x) == 4 and sum("CouchDB 3.5.0" in v for v in x) == 2 and sum("CouchDB 3.5.2" in v for v in x) == 2
+    assert [t["name"] for t in both.charts[0].data] == [name for _, name in sh.SPLIT_PARTS]

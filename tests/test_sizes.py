@@ -42,7 +42,7 @@ def test_cli_sizes_with_baseline_points_to_compare(tmp_path):
     from dragnet.results import store as store
 
     s = tmp_path / "store"
-    store.save(s, Path(__file__).resolve().parent.parent / "docs" / "compare" / "ci" / "base", "main")
+    store.save(s, Path(__file__).resolve().parent.parent / "docs" / "studies" / "compare" / "ci" / "base", "main")
     r = CliRunner().invoke(main, ["bench", "--url", "http://127.0.0.1:9", "--db", "x", "--sizes", "1k,2k",
                                   "--baseline", "main", "--store", str(s)])
     assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1, r.output

@@ -8,7 +8,7 @@ import pytest
 from loopback import Loopback
 
 from dragnet.couchdb import control as ctl
-from dragnet.build.addview import detect_storage
+from dragnet.index.addview import detect_storage
 from dragnet.couchdb.client import connect
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dragnet.build import session
+from dragnet.runner import addview as session
 from dragnet.couchdb import up as couch_up
 from dragnet.errors import UsageError
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import normalised_declarations
 
-from dragnet.build import update as update
+from dragnet.index import update as update
 from dragnet.errors import UsageError
 
 APP = Path(__file__).resolve().parent / "ddocs" / "app"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dragnet.build import views as views
+from dragnet.index import views as views
 from dragnet.errors import UsageError
 from conftest import normalised_declarations
 
@@ -388,7 +388,7 @@ def test_reduce_values(tmp_path):
 
 
 def test_ddoc_build_keeps_autoupdate_off():
-    from dragnet.build import ddoc as ddoc
+    from dragnet.index import ddoc as ddoc
 
     v = views.load(VIEWS / "income/map.erl")
     doc = ddoc.build("bench1", "income", v, reduce="_count", autoupdate=False)

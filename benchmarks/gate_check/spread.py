@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The gate trials' builds, per metric: how much the within-round ratio B/A moved (run by hand after run.py).
 
-Reads the folders run.py wrote (OUT/loop-N, OUT/rename-N; or a --dump file written before) and prints, per
+Reads the folders run.py wrote (OUT/CLASS-N; or a --dump file written before) and prints, per
 case and metric, the spread (sd of ln(B/A) over a trial's rounds) across trials, and the rounds a rename
 would need to pass at that spread (X = --threshold). --dump FILE keeps one line per build (the figures the
 spreads come from), small enough to commit beside the log.
@@ -33,7 +33,7 @@ METRICS = {"instructions": "map functions' instructions (valgrind)", "qs": "quer
 def builds(out: Path) -> list[dict]:
     rows = []
     for d in sorted(out.iterdir()):
-        m = re.fullmatch(r"(loop|rename)-(\d+)", d.name)
+        m = re.fullmatch(r"([a-z_]+)-(\d+)", d.name)
         if not m or not d.is_dir():
             continue
         for f in sorted(d.rglob("*-javascript.json")):
@@ -84,7 +84,7 @@ def main() -> int:
         ap.error("give run.py's --out folder or --from FILE")
     if args.dump:
         Path(args.dump).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    for case in ("loop", "rename"):
+    for case in sorted({r["case"] for r in rows}):
         trials = sorted({r["trial"] for r in rows if r["case"] == case})
         if not trials:
             continue

@@ -227,7 +227,7 @@ def run_axes(run: dict, size: int | None = None) -> dict:
 def file_stem(run: dict, labels: dict[str, Callable[[str], str]] | None = None) -> str:
     """A results file's name without .json: index, storage, scenario, the extra axes (named by `labels`,
     else NAME-VALUE), round, language."""
-    from dragnet.results.build import slug
+    from dragnet.results.addview_results import slug
 
     labels = labels or {}
     parts = [f"{run['index']:03d}", slug(run["storage"])]

@@ -99,7 +99,7 @@ def runs_from_results(results: Iterable[dict]) -> tuple[list[dict], str | None]:
         b = r.get("bench") or {}
         runs.append({"language": b.get("language") or s.language or "?",
                      "storage": str(b.get("storage_label") or r.get("storage") or "unknown"),
-                     "scenario": label, "status": s.status, "docs_per_sec_wall": s.docs_per_s_recorded,
+                     "scenario": label, "status": s.status, "docs_per_sec_wall": s.docs_per_s,
                      "iostat": iostat_averages(r), "memory": r.get("memory"),
                      "pidstat_peak_rss_kb": rss_peaks_kb((r.get("pidstat") or {}).get("summary"))})
         sc = r["scenario"] if isinstance(r.get("scenario"), dict) else {"label": label}

@@ -1,4 +1,4 @@
-"""`bench --ddoc`: each run's differences classified (dragnet.build.fault) with the reference engine run here.
+"""`bench --ddoc`: each run's differences classified (dragnet.index.fault) with the reference engine run here.
 
 A run of another engine is compared with the reference's first build (classified by re-running the
 functions in the reference engine); every later build of an engine is also compared with that engine's
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from dragnet.build import fault as fault
+from dragnet.index import fault as fault
 from dragnet.couchdb.client import Couch, CouchError, db_path
 
 

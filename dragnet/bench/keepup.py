@@ -123,7 +123,7 @@ def catch_up(couch: Couch, view_query: str, timeout: float) -> float:
     CouchDB answers `500 timeout` when the index is not built within `[fabric] request_timeout` (60 s by
     default; a full build of 40,000 documents takes minutes): the indexer goes on, so the request is sent
     again until `timeout`, as a bench build's view request is."""
-    from dragnet.build.addview import get_until_built
+    from dragnet.index.addview import get_until_built
 
     t = time.monotonic()
     get_until_built(couch, f"{view_query}&update=true", timeout)
@@ -133,8 +133,8 @@ def catch_up(couch: Couch, view_query: str, timeout: float) -> float:
 def run(cfg: KeepupConfig, *, on_event: Callable[[str, dict], None] | None = None, env: dict | None = None) -> dict:
     """Every engine, every reader mode, rising rates; the results dict (also written to the results folder)."""
     from dragnet.bench.run import DEFAULT_VIEWS, resolve_languages
-    from dragnet.build import ddoc as _ddoc
-    from dragnet.build import views as _views
+    from dragnet.index import ddoc as _ddoc
+    from dragnet.index import views as _views
     from dragnet.load.generator import require_loopback
     from dragnet.measure.machine import machine_info
 

@@ -1,9 +1,9 @@
 """`bench --mango`: each Mango JSON index built by Mango and, as its JavaScript equivalent, by every engine.
 
 Per index, one bench (dragnet.bench.run) runs the language "mango" (the index's own design document,
-language `query`) and the requested engines (dragnet.build.mango.js_design), interleaved and repeated as any
+language `query`) and the requested engines (dragnet.index.mango.js_design), interleaved and repeated as any
 bench; rows (keys and ids) and `_count` reductions are compared with Mango's. Then Mango's docs/s is set
-against each engine's: ratio of medians with a bootstrap interval and a Mann–Whitney test (`versus`).
+against each engine's with decide's interval and verdict (`versus`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Callable, Sequence
 
-from dragnet.build import mango as mango
-from dragnet.measure import stats as stats
+from dragnet.index import mango as mango
+from dragnet.measure import decide
 from dragnet.bench.run import Bench, BenchConfig
 from dragnet.couchdb.client import connect
 from dragnet.errors import UsageError
@@ -22,23 +22,25 @@ from dragnet.errors import UsageError
 
 @dataclasses.dataclass(frozen=True)
 class Versus:
-    """Mango against one engine on one index: docs/s of Mango over the engine's (above 1: Mango faster)."""
+    """Mango against one engine on one index: docs/s of Mango over the engine's (above 1: Mango faster), judged
+    by the one verdict rule (measure.decide): paired by round where both ran in it (a load that drifts over
+    the bench touches both builds of a round alike), else unpaired."""
 
     index: str
     engine: str
     ratio: float
-    ci_low: float
-    ci_high: float
-    p: float
+    ci_low: float | None      # None: the runs give no interval (fewer than 3)
+    ci_high: float | None
     n_mango: int
     n_engine: int
-    # the median of per-round ratios (Mango's build over the engine's of the same round, made minutes
-    # apart, so a load that drifts over the bench touches both alike) with its bootstrap interval
-    paired: tuple[float, float, float] | None = None
+    state: str | None = None  # separated, tied or unresolved
+    n: int = 0                # pairs (or the smaller side) the interval rests on
+    paired: bool = False
 
     @property
     def decided(self) -> bool:
-        return self.p < stats.ALPHA
+        """Mango and the engine differ (the interval lies beyond the noise band)."""
+        return self.state == decide.SEPARATED
 
     def as_dict(self) -> dict:
         return dict(dataclasses.asdict(self), decided=self.decided)
@@ -53,15 +55,13 @@ def versus(index: str, rates: dict[str, Sequence[float]],
     for engine, xs in rates.items():
         if engine == mango.ENGINE or not xs or not base:
             continue
-        r, lo, hi = stats.bootstrap_ratio_ci(base, list(xs))
-        paired = None
-        if rounds:
-            both = sorted(set(rounds.get(mango.ENGINE, {})) & set(rounds.get(engine, {})))
-            if both:
-                paired = stats.paired_ratio_ci([rounds[mango.ENGINE][k] for k in both],
-                                               [rounds[engine][k] for k in both])
-        out.append(Versus(index, engine, r, lo, hi, stats.mann_whitney_u(base, list(xs)).p, len(base), len(xs),
-                          paired))
+        if rounds and rounds.get(mango.ENGINE) and rounds.get(engine):
+            iv = decide.ratio_interval(rounds[mango.ENGINE], rounds[engine])
+        else:
+            iv = decide.unpaired_interval(base, list(xs))
+        shown = decide.has_interval(iv)
+        out.append(Versus(index, engine, iv.ratio, iv.low if shown else None, iv.high if shown else None,
+                          len(base), len(xs), decide.classify(iv), iv.n, iv.paired))
     return out
 
 

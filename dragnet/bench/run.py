@@ -29,10 +29,11 @@ from dragnet.measure.pidstat import rss_peaks_kb
 from dragnet.errors import DragnetError, UsageError
 from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES, ceiling_language, reads_documents
 from dragnet.servers.registry import variants as qs_variants
-from dragnet.servers.dialects import VIEW_FILES
+from dragnet.servers.dialects import VIEW_FILES, map_file
+from dragnet.servers.dialects import from_filename as dialects_of_file
 from dragnet.measure.stats import ratio
 from dragnet.results.load import BASELINE_LABEL
-from dragnet.results.build import slug
+from dragnet.results.addview_results import slug
 from dragnet.results.record import Build
 from dragnet.results.schema import BENCH as BENCH_SCHEMA, BENCH_MANIFEST as MANIFEST, schema
 from dragnet.results.schema import write as write_results_file
@@ -60,7 +61,8 @@ class LanguageSpec:
         if not reads_documents(self.language):   # the ceiling never looks at the source: any view file does
             files = [Path(views_dir) / f for f in dict.fromkeys((self.view_file, *VIEW_FILES.values()))]
             return next((f for f in files if f.is_file()), files[0])
-        return Path(views_dir) / self.view_file
+        own = dialects_of_file(self.view_file)
+        return map_file(views_dir, own.name) if own else Path(views_dir) / self.view_file
 
 
 # one spec per CouchDB language (dragnet.servers.registry.LANGUAGES), plus variants running another view file
@@ -117,7 +119,7 @@ def resolve_languages(names: Sequence[str], views_dir: str | Path, *, design: bo
     specs = []
     for n in names:
         if design and n != BASELINE_LABEL:
-            from dragnet.build.views import _NAME, canonical_language
+            from dragnet.index.views import _NAME, canonical_language
 
             lang = "query" if n == "mango" else canonical_language(n)   # dragnet.mango's builds
             if not _NAME.match(lang):
@@ -236,8 +238,8 @@ def wait_settled(couch: Couch, db: str, *, timeout: float, interval: float = 1.0
 def default_build(couch: Couch, url: str, db: str, spec: LanguageSpec, view_path: Path | None, ddoc: str,
                   storage_label: str, **design: Any) -> dict:
     """One addview --benchmark build through the addview library; returns its results dict.
-    design: `design=` (a dragnet.build.design.Design) and `rows_dir=` for a design document's build."""
-    from dragnet.build import addview as addview
+    design: `design=` (a dragnet.index.design.Design) and `rows_dir=` for a design document's build."""
+    from dragnet.index import addview as addview
 
     return addview.benchmark(url=url, db=db, view_path=str(view_path or ""), language=spec.language, ddoc=ddoc,
                              storage=storage_label, **design)
@@ -261,7 +263,7 @@ class BenchConfig:
     n: int | None = None          # replicas when creating the database (a cluster)
     settle_timeout: float = 300.0
     backend: str | None = None   # start a CouchDB with this `dragnet couch` backend when none is managed
-    design: Any = None           # a dragnet.build.design.Design run on every language instead of the views folder
+    design: Any = None           # a dragnet.index.design.Design run on every language instead of the views folder
     reference: str | None = None  # the language whose rows the others must equal [default: the first]
     scenarios: list = field(default_factory=list)   # dragnet.axes.scenario.Scenario; empty: no scenario axis
     size: int | None = None       # documents, when this bench is one size of a `--sizes` sweep
@@ -270,6 +272,7 @@ class BenchConfig:
     ceiling: bool = True          # also build on the null query server (CEILING) in every round
     shuffle_seed: int | None = None   # each round in a fresh (seeded) random order (bench --gate)
     instructions: bool = False    # count each design-doc build's map functions under valgrind (gate --metric)
+    profile: bool = False         # --profile: perf on every build, folded stacks in the bench's folder
 
 
 def _now_iso() -> str:
@@ -561,6 +564,8 @@ class Bench:
                 more.update(a.build_keywords(run))
             if beside is not None:
                 more["beside"] = beside
+            if cfg.profile:
+                more.update(profile=True, profile_dir=str(self.dir))
 
             def build() -> dict:
                 if spec.view_file == DESIGN:
@@ -660,7 +665,7 @@ class Bench:
             if self._ir_docs is None or self._ir_docs[0] != db:
                 self._ir_docs = (db, instructions.sample_docs(couch, db))
             server = instructions.server_for(spec.language, dict(self.env))
-            out = instructions.count(server, self._design_of(run), self._ir_docs[1]).as_dict()
+            out = instructions.count(server, self._design_of(run), self._ir_docs[1], dict(self.env)).as_dict()
         except (DragnetError, CouchError, OSError) as exc:
             out = {"error": _one_line(exc)}
         self.on_event("instructions", dict(out))
@@ -707,7 +712,7 @@ class Bench:
         if first is run:
             return None
         from dragnet.bench.fault import judge
-        from dragnet.build.rows import compare_files
+        from dragnet.index.rows import compare_files
 
         return judge({"reference": run["language"], "reference_run": first["index"],
                       **compare_files(first["rows"], run["rows"])}, first["rows"], same_engine=True,
@@ -715,7 +720,7 @@ class Bench:
 
     def _compare(self, run: dict, couch: Couch | None = None, db: str | None = None) -> dict | None:
         """This run's rows against the reference language's first successful run of the same design-doc
-        revision (None for that run), each difference classified (dragnet.build.fault)."""
+        revision (None for that run), each difference classified (dragnet.index.fault)."""
         same = self._first_with_rows(self.reference, run)
         if run["language"] == self.reference:
             first = same[0]
@@ -727,7 +732,7 @@ class Bench:
                 return {"reference": self.reference, "differences": None, "rows_compared": 0,
                         "note": f"no successful {self.reference} build to compare with"}
         from dragnet.bench.fault import judge
-        from dragnet.build.rows import compare_files
+        from dragnet.index.rows import compare_files
 
         return judge({"reference": self.reference, "reference_run": first["index"],
                       **compare_files(first["rows"], run["rows"])}, first["rows"],

@@ -27,6 +27,7 @@ from dragnet.couchdb.client import connect, db_path
 from dragnet.errors import DragnetError, UsageError
 from dragnet.measure.pidstat import own_memory
 from dragnet.couchdb.limits import parse_sizes  # noqa: F401  (re-exported: the CLI parses --sizes here)
+from dragnet.data.sample import write_prefixes  # noqa: F401  (the sweep's nested sizes; forecast reads it here)
 
 SCHEMA = _schema.schema(_schema.SIZES)
 SUMMARY = "sizes.json"
@@ -37,59 +38,6 @@ SEED = 1          # fixed: the same sweep on another day imports the same docume
 
 def size_db(db: str, count: int) -> str:
     return f"{db}-{count}"
-
-
-def _open_lines(path: Path):
-    return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
-
-
-def write_prefixes(source: str | Path, counts: Sequence[int], folder: str | Path) -> dict[int, Path]:
-    """count -> a file holding the first `count` documents of source, one pass over it.
-
-    Written as gzip with mtime 0, so the same source gives byte-identical prefixes (and the import marker,
-    which keys on the file's sha256, recognises a database filled by an earlier sweep).
-    """
-    counts = sorted(set(counts))
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    src = Path(source)
-    outs = {n: folder / f"prefix-{n}.jsonl.gz" for n in counts}
-    # prefixes written whole from this very source file are kept (100,000 documents of ~100 KB took minutes)
-    st = src.stat()
-    mark = {"source": str(src.resolve()), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
-    done = folder / "prefixes-written.json"
-    try:
-        known = json.loads(done.read_text())
-    except (OSError, ValueError):
-        known = {}
-    if all(known.get(p.name) == mark and p.is_file() for p in outs.values()):
-        return outs
-    done.unlink(missing_ok=True)
-    handles = {n: gzip.GzipFile(filename="", mode="wb", fileobj=open(p, "wb"), mtime=0, compresslevel=1)
-               for n, p in outs.items()}
-    seen = 0
-    try:
-        with _open_lines(src) as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
-                if seen >= counts[-1]:
-                    break
-                seen += 1
-                line = line if line.endswith(b"\n") else line + b"\n"
-                for n, h in handles.items():
-                    if seen <= n:
-                        h.write(line)
-    finally:
-        for h in handles.values():
-            raw = h.fileobj
-            h.close()
-            raw.close()
-    if seen < counts[-1]:
-        raise UsageError(f"--data {src}: {seen} documents, fewer than the largest size {counts[-1]}")
-    done.write_text(json.dumps({**{k: v for k, v in known.items() if k not in {p.name for p in outs.values()}},
-                                **{p.name: mark for p in outs.values()}}))
-    return outs
 
 
 def generate_source(count: int, folder: str | Path, seed: int = SEED) -> Path:
@@ -201,10 +149,32 @@ def sweep_runs(manifests: dict[int, dict]) -> list[dict]:
     return [{**r, "size": n} for n, m in sorted(manifests.items()) for r in m.get("runs", [])]
 
 
+DRAWS = ("prefix", "spread")
+
+
+def draw_record(draw: str) -> dict:
+    """How a sweep's sizes were drawn from its data, as sizes.json and forecast.json record it."""
+    from dragnet.data import sample as sampling
+
+    if draw == "spread":
+        return {"kind": "spread", "seed": sampling.SPREAD_SEED, "how": sampling.spread_describe()}
+    return {"kind": "prefix", "seed": None, "how": "each size the first documents of the data"}
+
+
+def write_sizes(source: str | Path, counts: Sequence[int], folder: str | Path, draw: str = "prefix") -> dict[int, Path]:
+    """count -> the file of that size's documents: a prefix of source, or a nested spread sample of it."""
+    if draw == "spread":
+        from dragnet.data import sample as sampling
+
+        return sampling.write_spread(source, counts, folder)
+    return write_prefixes(source, counts, folder)
+
+
 def run_sweep(config: b.BenchConfig, counts: Sequence[int], *, on_event: Callable[[str, dict], None] | None = None,
-              env: dict | None = None, build: Callable[..., dict] | None = None) -> dict:
-    """Generate (or take --data), write the prefixes, then one bench per size into <dir>/size-<count>/;
-    writes <dir>/sizes.json (every size's raw runs, the fits and the memory marks) and returns it."""
+              env: dict | None = None, build: Callable[..., dict] | None = None, draw: str = "prefix") -> dict:
+    """Generate (or take --data), draw each size from it (draw: "prefix", or "spread" as forecast does), then
+    one bench per size into <dir>/size-<count>/; writes <dir>/sizes.json (every size's raw runs, the fits, the
+    memory marks and how the sizes were drawn) and returns it."""
     import datetime as _dt
     import os
 
@@ -222,8 +192,10 @@ def run_sweep(config: b.BenchConfig, counts: Sequence[int], *, on_event: Callabl
     else:
         on_event("generate", {"count": counts[-1], "seed": SEED})
         source = generate_source(counts[-1], folder / "data")
-    on_event("prefixes", {"counts": counts, "source": str(source)})
-    prefixes = write_prefixes(source, counts, folder / "data")
+    if draw not in DRAWS:
+        raise UsageError(f"a sweep's sizes are drawn as {' or '.join(DRAWS)}, not {draw!r}")
+    on_event("prefixes", {"counts": counts, "source": str(source), "draw": draw})
+    prefixes = write_sizes(source, counts, folder / "data", draw)
 
     # one CouchDB for the whole sweep: started here when asked, so each size's bench finds it managed
     inst = managed.managed_instance(config.url, env)
@@ -233,7 +205,7 @@ def run_sweep(config: b.BenchConfig, counts: Sequence[int], *, on_event: Callabl
         started = managed.start_managed(config.backend, config.url, "disk",
                                         data_size=prefixes[counts[-1]].stat().st_size * 6, env=env)
     summary: dict = {"schema": SCHEMA, "dir": str(folder), "source": str(source),
-                     "seed": None if config.data else SEED, "sizes": counts, "db": config.db,
+                     "seed": None if config.data else SEED, "draw": draw_record(draw), "sizes": counts, "db": config.db,
                      "languages": config.languages, "repeat": config.repeat,
                      "memory_limits": sorted({s.memory for s in config.scenarios if s.memory}),
                      "per_size": {}, "manifests": {}}

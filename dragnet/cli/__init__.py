@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "store": "dragnet.cli.store:store_cmd",
     "forecast": "dragnet.cli.forecast:forecast_cmd",
     "keepup": "dragnet.cli.keepup:keepup_cmd",
+    "doctor": "dragnet.cli.doctor:doctor_cmd",
 }
 
 

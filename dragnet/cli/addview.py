@@ -6,16 +6,16 @@ import sys
 
 import click
 
-from dragnet.build import addview as av
+from dragnet.index import addview as av
 from dragnet.measure import pidstat as ps
-from dragnet.build.views import LANGUAGES
-from dragnet.cli.options import db_option, json_option, print_json, url_option, server_option
+from dragnet.index.views import LANGUAGES
+from dragnet.cli.options import db_option_saying, json_option, print_json, url_option, server_option
 
 
 @click.command("addview")
 @click.argument("view_path", type=click.Path(dir_okay=False), required=False)
 @url_option
-@db_option
+@db_option_saying('The database whose documents the view indexes; its design doc gets the view.')
 @click.option("--ddoc", default=None, metavar="NAME|SOURCE",
               help="With VIEW_PATH: the design document's name [default: the view's folder name; with "
                    "--benchmark a unique fresh name]. Without VIEW_PATH: a whole design document to put in "
@@ -68,9 +68,12 @@ from dragnet.cli.options import db_option, json_option, print_json, url_option, 
               help="With --nouveau: a search to check the index with (hits and counts recorded) [default: *:*].")
 @server_option
 @json_option
+@click.option("--profile", is_flag=True, help="With --benchmark: sample CouchDB's functions with perf during the "
+              "build; folded stacks beside the results, stages and levers in the summary.")
 def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, benchmark, update, update_edits, update_batch,
                 allow_writes, per_view, compact, load_text, interval, timeout, no_pidstat,
-                pidstat_pattern, couchdb_log, storage, results_dir, nouveau_source, queries, server_opts, as_json):
+                pidstat_pattern, couchdb_log, storage, results_dir, nouveau_source, queries, server_opts, as_json,
+                profile):
     """Put VIEW_PATH's map function into a design document (keeping its other views), or with --benchmark
     build it from scratch and report how fast CouchDB indexed it.
 
@@ -83,7 +86,7 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
 
-    from dragnet.build import session
+    from dragnet.runner import addview as session
     from dragnet.report.render import console as render_console, json as render_json
     from dragnet.servers import available
 
@@ -94,7 +97,8 @@ def addview_cmd(view_path, url, db, ddoc, mango_source, view, language, reduce, 
         allow_writes=allow_writes, per_view=per_view, compact=compact, load_text=load_text, interval=interval,
         timeout=timeout, pidstat=not no_pidstat, pidstat_pattern=pidstat_pattern, couchdb_log=couchdb_log,
         storage=storage, results_dir=results_dir, nouveau_source=nouveau_source, queries=tuple(queries),
-        argv=["dragnet", "addview", *sys.argv[2:]] if len(sys.argv) > 1 else ["dragnet", "addview"])
+        argv=["dragnet", "addview", *sys.argv[2:]] if len(sys.argv) > 1 else ["dragnet", "addview"],
+        profile=profile)
 
     console = Console(stderr=True)
     progress = Progress(TextColumn("[bold]indexing[/bold]"), BarColumn(), TaskProgressColumn(),

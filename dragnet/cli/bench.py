@@ -7,17 +7,20 @@ import sys
 import click
 
 from dragnet.bench import run as b
-from dragnet.cli.options import (axis_options, db_option, json_option, planned_options, print_json, server_option,
-                                 store_option, url_option)
-from dragnet.report.console import bench_progress
+from dragnet.cli.options import (axis_options, data_file, db_option_saying, json_option, planned_options, print_json,
+                                 sample_count_option, server_option, store_option, url_option)
+from dragnet.report.terminal import bench_progress
 from dragnet.report.render import console as render_console, json as render_json
 
 
 @click.command("bench")
 @url_option
-@db_option
-@click.option("--data", type=click.Path(dir_okay=False), help="JSON-lines data file (.jsonl or .jsonl.gz) to "
-              "import once per storage; skipped when the database already holds it.")
+@db_option_saying('The database the builds index (--data is imported into it '
+                  'once); with --sizes, the prefix of one database per size, DB-N.')
+@click.option("--data", metavar="FILE|URL/db", help="JSON-lines data file (.jsonl or .jsonl.gz) to "
+              "import once per storage, skipped when the database already holds it; or URL/db: a sample of that "
+              "database (--sample-count), drawn once into cache/.")
+@sample_count_option
 @click.option("--views", "views", type=click.Path(file_okay=False), default=None,
               help="Folder with the view in every language (map.js, map.es6.js, map.py, map.erl) "
                    "[default: views/income].")
@@ -92,18 +95,22 @@ from dragnet.report.render import console as render_console, json as render_json
 @store_option
 @server_option
 @json_option
-def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, strict, reference, languages, repeat,
-              budget, storages, storage_label, backend, results_dir, no_baseline, no_ceiling, n, memories, profiles, caches,
-              sizes_text, plot_path, save_baseline, gate, metric, max_runs, baseline_name, store_dir,
-              nouveau_source, queries, server_opts, as_json, **axis_raw):
-    """Benchmark view builds of every language, R times, on each storage; write one results file per build
-    plus bench.json, then print the report table."""
+@click.option("--profile", "function_profile", is_flag=True,
+              help="Sample CouchDB's functions with perf during every build: folded stacks in the results folder, "
+                   "each build kind's stages and levers in the report, flame graphs in `report --html`.")
+def bench_cmd(url, db, data, sample_count, views, ddoc_sources, mango_source, view_names, strict, reference, languages,
+              repeat, budget, storages, storage_label, backend, results_dir, no_baseline, no_ceiling, n, memories,
+              profiles, caches, sizes_text, plot_path, save_baseline, gate, metric, max_runs, baseline_name, store_dir,
+              nouveau_source, queries, server_opts, as_json, function_profile, **axis_raw):
+    """Benchmark view builds of every language (or each engine on --ddoc), --repeat rounds interleaved, on each
+    storage; write one results file per build plus bench.json, then print the report table."""
     from rich.console import Console
 
-    from dragnet.report import session
+    from dragnet.runner import bench as session
     from dragnet.servers import available
 
     available.install(server_opts)   # --server: checked, then offered, registered, watched and versioned
+    data = data_file(data, sample_count)
     request = session.BenchRequest(
         url=url, db=db, data=data, views=views, ddoc_sources=tuple(ddoc_sources), mango_source=mango_source,
         view_names=view_names, strict=strict, reference=reference, languages=languages, repeat=repeat, budget=budget,
@@ -111,7 +118,7 @@ def bench_cmd(url, db, data, views, ddoc_sources, mango_source, view_names, stri
         no_baseline=no_baseline, no_ceiling=no_ceiling, n=n, memories=memories, profiles=profiles, caches=caches,
         sizes_text=sizes_text, plot_path=plot_path, save_baseline=save_baseline, gate=gate, metric=metric,
         max_runs=max_runs, baseline_name=baseline_name, store_dir=store_dir, nouveau_source=nouveau_source,
-        queries=tuple(queries), axis_raw=axis_raw)
+        queries=tuple(queries), axis_raw=axis_raw, function_profile=function_profile)
     outcome = session.bench(request, bench_progress(Console(stderr=True), {"n": 0}, nouveau_builds=not as_json))
     if as_json and outcome.interrupted is None:
         print_json(render_json.bench_outcome(outcome))

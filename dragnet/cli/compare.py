@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from dragnet.cli.options import print_json, store_option
-from dragnet.report.console import render_compare
+from dragnet.cli.options import json_option, print_json, store_option
+from dragnet.report.terminal import render_compare
 from dragnet.report.render import console as render_console
 from dragnet.report.render.markdown import compare_markdown
 
@@ -25,11 +25,13 @@ from dragnet.report.render.markdown import compare_markdown
               help="Decide on CPU-seconds per 1,000 documents (falls back to wall where no CPU was recorded; qs: "
                    "the query servers' own CPU, for a change in the map functions; instructions: their valgrind "
                    "counts, recorded by bench --gate --metric instructions) or on wall time.")
-@click.option("--markdown", is_flag=True, help="Print Markdown (for a pull-request comment).")
-@click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON object.")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table",
+              show_default=True, help="Output format (markdown: for a pull-request comment).")
+@click.option("--markdown", is_flag=True, help="The same as --format markdown.")
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @click.option("--no-rows", is_flag=True, help="Do not compare the dumped rows of design-doc builds.")
 @store_option
-def compare_cmd(old, new, along, fail_if_slower, metric, markdown, as_json, no_rows, store_dir):
+def compare_cmd(old, new, along, fail_if_slower, metric, fmt, markdown, as_json, no_rows, store_dir):
     """Compare OLD and NEW (results files, bench folders or baseline names in the store) cell by cell: the
     ratio of CPU per document (or wall time) with a 99% interval, paired by bench round, and a verdict
     (improved, regressed, no change, undecided); views whose rows changed; cells on one side only. With only OLD, compare along
@@ -40,14 +42,22 @@ def compare_cmd(old, new, along, fail_if_slower, metric, markdown, as_json, no_r
     threshold = c.parse_threshold(fail_if_slower) if fail_if_slower is not None else None
     if markdown and as_json:
         raise UsageError("--markdown and --json: give one of them")
+    as_json, markdown = as_json or fmt == "json", markdown or fmt == "markdown"
+    if markdown and as_json:
+        raise UsageError(f"--format {fmt} with --{'markdown' if fmt == 'json' else 'json'}: give one of them")
     cmp = c.compare_sets(old, new, along=along, store_dir=store_dir, threshold=threshold, rows=not no_rows,
                          metric=metric)
+    from dragnet.report.where_changed import lines as where_lines, where
+
+    changed = where(cmp)      # --profile on both sides: which stage of the build changed
     if as_json:
-        print_json(cmp.to_json())
+        print_json({**cmp.to_json(), "where_changed": changed.as_dict()})
     elif markdown:
-        click.echo(compare_markdown(cmp), nl=False)
+        click.echo(compare_markdown(cmp) + "".join(f"- {line.strip()}\n" for line in where_lines(changed)), nl=False)
     else:
         render_compare(cmp)
+        for line in where_lines(changed):
+            click.echo(line)
     if cmp.exit_code:
         sys.exit(cmp.exit_code)
 
@@ -61,7 +71,7 @@ def compare_cmd(old, new, along, fail_if_slower, metric, markdown, as_json, no_r
 @click.option("--where", "where", multiple=True, metavar="AXIS=VALUE",
               help="Only cells with this axis value (repeatable), e.g. language=javascript.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the chart (PNG).")
-@click.option("--json", "as_json", is_flag=True, help="Print the series as one JSON object.")
+@json_option
 @store_option
 def history_cmd(by, metric, where, plot_path, as_json, store_dir):
     """A metric over the runs saved in the results store (bench --save-baseline), per cell, with steps flagged

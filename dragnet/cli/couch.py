@@ -120,8 +120,8 @@ def down_cmd(port, timeout, purge, as_json) -> None:
     mod = _backend_module(inst.backend)
     wait = timeout if inst.backend == "local" else int(timeout)
     was_running = mod.stop(inst, timeout=wait, purge=purge)
-    from dragnet.couchdb import nouveau as couchdb_nouveau
-    from dragnet.couchdb import nouveau_docker
+    from dragnet.couchdb import search_server as couchdb_nouveau
+    from dragnet.couchdb import search_server_docker as nouveau_docker
 
     search_was_running = nouveau_docker.stop_any(inst.port)
     if purge:

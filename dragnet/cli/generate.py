@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from dragnet.cli.options import print_json
+from dragnet.cli.options import json_option, print_json
 
 
 @click.command("generate")
@@ -18,7 +18,7 @@ from dragnet.cli.options import print_json
 @click.option("--normalise", is_flag=True,
               help="Write normalised declarations (float amounts, [hidden] markers) instead of raw ones.")
 @click.option("--stats", is_flag=True, help="Print the size distribution and declaration-type share.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@json_option
 def generate_cmd(count: int, seed: int, output: str, normalise: bool, stats: bool, as_json: bool) -> None:
     """Write COUNT synthetic declarations shaped like the public NACP asset declarations."""
     from data_prep.generate import generate_file

@@ -7,13 +7,13 @@ import click
 from dragnet.couchdb.client import connect, mask_url
 from dragnet.errors import DragnetError
 from dragnet.report.render.data_text import import_text
-from dragnet.cli.options import db_option, json_option, print_json, url_option
+from dragnet.cli.options import db_option_saying, json_option, print_json, url_option
 
 
 @click.command("import")
 @click.argument("path", type=click.Path(exists=True, dir_okay=True, readable=True))
 @url_option
-@db_option
+@db_option_saying('The database to import into.')
 @click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards when creating the database.")
 @click.option("--n", "n", type=click.IntRange(min=1), default=None, help="Replicas when creating the database "
               "(at most the cluster's nodes).")

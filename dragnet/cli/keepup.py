@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from dragnet.cli.options import db_option, json_option, print_json, url_option
+from dragnet.cli.options import db_option_saying, json_option, print_json, url_option
 
 
 @click.command("keepup")
 @url_option
-@db_option
+@db_option_saying('The database the index is built on (--data is imported into it first).')
 @click.option("--data", type=click.Path(dir_okay=False, exists=True), default=None,
               help="JSON-lines data imported into --db first (once: its marker is kept).")
 @click.option("--q", "q", type=click.IntRange(min=1), default=None, help="Shards when --data creates the database.")

@@ -20,8 +20,44 @@ def db_option(f: Callable) -> Callable:
     return click.option("--db", required=True, help="Database name.")(f)
 
 
+class _LiveChoice(click.Choice):
+    """A Choice read from a registry each time, so that a format registered after import is accepted."""
+
+    def __init__(self, names: Callable[[], list[str]]):
+        self._names = names
+        super().__init__(names())
+
+    @property
+    def choices(self):
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, value) -> None:
+        pass
+
+
+def format_option(names: Callable[[], list[str]], default: str = "table") -> Callable:
+    """`--format NAME` with its choices read from a registry (report/render/formats)."""
+    return click.option("--format", "fmt", type=_LiveChoice(names), default=default, show_default=True,
+                        help="Output format.")
+
+
+def _set_json(ctx: click.Context, param: click.Parameter, value) -> None:
+    # --json and --format json are one switch: either sets as_json, neither clears what the other set
+    ctx.params["as_json"] = bool(ctx.params.get("as_json")) or value in (True, "json")
+
+
+def db_option_saying(help: str) -> Callable:
+    """--db with what it means in that command (a database, or the prefix of a sweep's databases)."""
+    return lambda f: click.option("--db", required=True, help=help)(f)
+
+
 def json_option(f: Callable) -> Callable:
-    return click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")(f)
+    """`--format table|json` and `--json`, its alias: the command receives as_json."""
+    f = click.option("--json", "json_flag", is_flag=True, expose_value=False, callback=_set_json,
+                     help="Print the summary as one JSON object (the same as --format json).")(f)
+    return click.option("--format", "fmt_json", type=click.Choice(["table", "json"]), default="table",
+                        show_default=True, expose_value=False, callback=_set_json, help="Output format.")(f)
 
 
 def print_json(obj: Any) -> None:
@@ -51,6 +87,28 @@ def with_progress(run):
             bar.update(tasks[p.phase], completed=p.seen, total=max(p.total, p.seen) or None,
                        stats=f"{p.sampled:,} sampled" if p.phase == "copy" else "")
         return run(show)
+def sample_count_option(f: Callable) -> Callable:
+    return click.option("--sample-count", type=click.IntRange(min=1), default=10000, show_default=True,
+                        help="With --data URL/db: how many documents to draw from it (dragnet sample's seeded "
+                             "draw, seed 1, cached under cache/).")(f)
+
+
+def data_file(data: str | None, sample_count: int) -> str | None:
+    """--data as the file the command imports: a URL/db is sampled once into cache/ (dragnet sample's draw) and
+    that file is given; a file is given as it is."""
+    from dragnet.data.sample import cached_sample, is_db_url
+    from dragnet.errors import DragnetError
+
+    if not data or not is_db_url(data):
+        return data
+    try:
+        path, _ = with_progress(lambda show: cached_sample(data, count=sample_count, fraction=None, seed=1,
+                                                           cache_dir="cache", progress=show))
+    except DragnetError as exc:     # the sampler names its own option, --from
+        raise type(exc)(str(exc).replace("--from:", "--data:", 1)) from None
+    return str(path)
+
+
 def server_option(f: Callable) -> Callable:
     """--server NAME=COMMAND (or a servers file), repeatable: query servers of the user's
     (dragnet.servers.user), registered before the command runs."""
@@ -69,6 +127,17 @@ def planned_options(f: Callable) -> Callable:
         f = click.option(*o.flags, o.dest, default=None, metavar=o.metavar or None, help=o.help,
                          multiple=o.multiple)(f)
     return f
+
+
+def kind_option(kind, help: str | None = None) -> Callable:
+    """One axis kind's options as its record gives them (flags, dest, metavar), for a command that varies it
+    in its own way (forecast's --cpus: one forecast per value); `help` says that way."""
+    def deco(f: Callable) -> Callable:
+        for o in reversed(kind.options):
+            f = click.option(*o.flags, o.dest, default=None, metavar=o.metavar, help=help or o.help,
+                             multiple=o.multiple)(f)
+        return f
+    return deco
 
 
 def axis_options(f: Callable) -> Callable:

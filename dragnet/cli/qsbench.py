@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dragnet.cli.options import json_option, print_json, server_option, with_progress
-from dragnet.report.qsbench_session import QsbenchRequest, qsbench
+from dragnet.runner.qsbench import QsbenchRequest, qsbench
 from dragnet.report.render import qsbench as render
 
 
@@ -45,7 +45,9 @@ from dragnet.report.render import qsbench as render
 @click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True, help="Processes in parallel, one per shard.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
               help="Seconds to wait for an answer (CouchDB's os_process_timeout).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="Extra query servers (see README).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Extra servers from an ini or JSON file (name, command, language, dialect, process, "
+                   "version_command; docs/your-server.md).")
 @click.option("--results", "results_dir", default="results", show_default=True, help="Where the JSON results go.")
 @click.option("--plot", "plot_file", is_flag=False, flag_value="", default=None,
               help="Write a PNG bar chart (to FILE, or next to the results file).")
@@ -60,10 +62,13 @@ from dragnet.report.render import qsbench as render
                    "documents (a bench, --repeat rounds, no baseline) and print both rankings side by side.")
 @click.option("--couchdb-db", "couchdb_db", default="dragnet_qsbench", show_default=True,
               help="With --couchdb: the database the documents go into (imported once, kept).")
+@click.option("--verbose", is_flag=True, help="Print every warning, the pairs on the other metric (otherwise "
+              "one line says how many), the harness's share of each server's time and each server's command line.")
 @server_option
 @json_option
 def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_source, servers, languages, reference, repeat, min_runs, max_runs, budget, metric, warmup, shards, timeout,
-                config_file, results_dir, plot_file, check_reduce, strict, couchdb_url, couchdb_db, server_opts, as_json):
+                config_file, results_dir, plot_file, check_reduce, strict, couchdb_url, couchdb_db, verbose,
+                server_opts, as_json):
     """Benchmark query servers directly over CouchDB's query-server protocol (no CouchDB needed)."""
     request = QsbenchRequest(docs_file=docs_file, count=count, fraction=fraction, seed=seed, cache_dir=cache_dir,
                              view_dir=view_dir, ddoc_source=ddoc_source, servers=servers, languages=languages,
@@ -96,7 +101,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
         if kind == "protocol_done":
             done()
             if not as_json and not ddoc_source:     # before the slower --couchdb run
-                render.protocol_outcome(out, d["outcome"])
+                render.protocol_outcome(out, d["outcome"], verbose)
             return
         line = render.event_line(kind, d)
         if line is not None:
@@ -112,7 +117,7 @@ def qsbench_cmd(docs_file, count, fraction, seed, cache_dir, view_dir, ddoc_sour
     if as_json:
         print_json(render.json_outcome(outcome))
     elif outcome.ddoc:
-        render.ddoc_outcome(out, outcome)
+        render.ddoc_outcome(out, outcome, verbose)
     elif outcome.inside is not None:
         render.show_inside(out, outcome.inside)
     if outcome.failure is not None:

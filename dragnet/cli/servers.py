@@ -47,7 +47,7 @@ def servers_cmd(mode: str | None, docker: bool, config: str | None, timeout_ms: 
     if views_dir:
         return _views(views_dir, mode == "json")
     if build:
-        from dragnet.servers import build as server_build
+        from dragnet.servers import compiling as server_build
 
         names = server_build.STEPS if build == "all" else tuple(n.strip() for n in build.split(",") if n.strip())
         unknown = [n for n in names if n not in server_build.BUILDERS]
@@ -126,7 +126,7 @@ def _check(name: str, cases: tuple, functions_dir: str | None, as_json: bool, ti
 
 
 def _views(views_dir: str, as_json: bool) -> None:
-    from dragnet.build.views import coverage
+    from dragnet.index.views import coverage
 
     specs, _ = discover()
     rows = coverage(specs, views_dir)

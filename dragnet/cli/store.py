@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from dragnet.cli.options import store_option
-from dragnet.cli.options import print_json
+from dragnet.cli.options import json_option, print_json
 
 
 @click.group("store")
@@ -27,7 +27,7 @@ def save_cmd(folder, name, store_dir):
 
 
 @store_cmd.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print the index entries as JSON.")
+@json_option
 @store_option
 def list_cmd(as_json, store_dir):
     """The saved runs: date, name, versions, design doc hashes, machine."""

@@ -31,6 +31,12 @@ DEFAULT_IMAGE = "dragnet/couchdb:3.5.0"
 DATA_PATH = "/opt/couchdb/data"
 LABEL = "org.dragnet.couch.port"   # on every container, volume and network dragnet makes for a CouchDB
 TEMP_LABEL = "org.dragnet.temp"    # on a container (and its anonymous volume) dragnet makes only to read an image
+# A single-node container's Erlang node is couchdb@127.0.0.1 (NODENAME), so that the beam probe
+# (dragnet.measure.beam_probe) can connect from inside it. A volume or --data-dir made by an older dragnet
+# holds shards mapped to nonode@nohost: renaming the node would hide them, so such data keeps no name.
+SINGLE_NODE_HOST = "127.0.0.1"
+NODE_LABEL = "org.dragnet.couch.node"      # on a data volume whose shards belong to that named node
+NODE_MARKER = ".dragnet-erlang-node"       # the same, in a --data-dir
 STOP_TIMEOUT = 30
 # What the image is built from (the build context); everything else in the repo stays out.
 CONTEXT_DIRS = ("docker", "query_servers")
@@ -211,7 +217,8 @@ def container_settings(*, image: str, port: int, user: str, password: str, stora
         "image": image,
         "name": container_name(port),
         "detach": True,
-        "environment": {"COUCHDB_USER": user, "COUCHDB_PASSWORD": password},
+        # ERL_FLAGS: beam's JIT writes its perf map, which names Erlang functions in `--profile`
+        "environment": {"COUCHDB_USER": user, "COUCHDB_PASSWORD": password, "ERL_FLAGS": JIT_PERF},
         "ports": {"5984/tcp": (host, port)},
         "labels": {LABEL: str(port)},
     }
@@ -245,6 +252,8 @@ def container_settings(*, image: str, port: int, user: str, password: str, stora
         kw["volumes"] = {volume_name(port): {"bind": DATA_PATH, "mode": "rw"}}
     return kw
 
+
+JIT_PERF = "+JPperf true"     # the images' beam (OTP 25+, x86-64) has the JIT
 
 RESTART_INI = "/opt/couchdb/etc/local.d/zz-dragnet-restart.ini"   # read last: its values win
 USER_SERVERS = "/opt/dragnet-user"   # where a user-given query server's executable is bound in the container
@@ -481,6 +490,15 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
     from docker.errors import APIError
 
     _remove_stale(c, settings["name"])
+    if member is None:
+        if unnamed_data(c, port, storage_kind, data_dir):
+            if progress:
+                progress("this data was made by an older dragnet under Erlang node nonode@nohost: kept (a new "
+                         "name would hide its shards), so builds here have no beam activity")
+        else:
+            settings["environment"]["NODENAME"] = SINGLE_NODE_HOST
+            if data_dir is not None:
+                (Path(data_dir).expanduser() / NODE_MARKER).write_text(f"couchdb@{SINGLE_NODE_HOST}\n")
     if storage_kind == "disk" and data_dir is None:
         ensure_volume(c, port)
     try:
@@ -557,7 +575,31 @@ def ensure_volume(c, port: int) -> None:
     try:
         c.volumes.get(volume_name(port))
     except NotFound:
-        c.volumes.create(name=volume_name(port), labels={LABEL: str(port)})
+        c.volumes.create(name=volume_name(port), labels={LABEL: str(port), NODE_LABEL: f"couchdb@{SINGLE_NODE_HOST}"})
+
+
+def unnamed_data(c, port: int, storage_kind: str, data_dir: str | None) -> bool:
+    """Whether a single node's data was made by an older dragnet, under nonode@nohost (so it keeps that)."""
+    from docker.errors import NotFound
+
+    if storage_kind == "tmpfs":
+        return False
+    if data_dir is not None:
+        d = Path(data_dir).expanduser()
+        return any(d.glob("*.couch")) and not (d / NODE_MARKER).exists()
+    try:
+        return NODE_LABEL not in (c.volumes.get(volume_name(port)).attrs.get("Labels") or {})
+    except NotFound:
+        return False
+
+
+def erlang_node(attrs: dict) -> str | None:
+    """A container's Erlang node name from its NODENAME (the official entrypoint's), None without one."""
+    for item in (attrs.get("Config") or {}).get("Env") or []:
+        key, _, value = item.partition("=")
+        if key == "NODENAME" and value:
+            return f"couchdb@{value}"
+    return None
 
 
 def _remove_stale(c, name: str) -> None:

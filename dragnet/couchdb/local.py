@@ -62,6 +62,16 @@ class Release:
         found = sorted(self.home.glob("lib/couch_quickjs-*/priv/couchjs_mainjs"))
         return found[-1] if found else None
 
+    def jit_perf(self) -> bool:
+        """Whether the release's beam has the JIT's perf support (+JPperf): it names the map it writes."""
+        for beam in self.home.glob("erts-*/bin/beam.smp"):
+            try:
+                if b"/tmp/perf-%i.map" in beam.read_bytes():
+                    return True
+            except OSError:
+                pass
+        return False
+
     def reads_ini_files_env(self) -> bool:
         """Whether bin/couchdb passes COUCHDB_INI_FILES on as -couch_ini (3.x releases do)."""
         try:
@@ -135,11 +145,16 @@ def extra_ini(extra: dict | None) -> str:
 _DROP_VM_ARGS = re.compile(r"^\s*(-name|-sname|-setcookie|-kernel\s+inet_dist_listen_(min|max))\b")
 
 
-def render_vm_args(release_vm_args: str, port: int) -> str:
+# beam's JIT writes /tmp/perf-PID.map, which names its Erlang functions in `--profile` (dragnet.measure.profile)
+JIT_PERF = "+JPperf true"
+
+
+def render_vm_args(release_vm_args: str, port: int, jit_perf: bool = False) -> str:
     """The release's vm.args with our node name; no cookie (Erlang reads ~/.erlang.cookie) and no fixed
-    distribution port (the release's 9100 would collide with another CouchDB here)."""
+    distribution port (the release's 9100 would collide with another CouchDB here); with jit_perf, the
+    JIT's perf map (a beam without the JIT refuses the flag, hence the choice)."""
     kept = [line for line in release_vm_args.splitlines() if not _DROP_VM_ARGS.match(line)]
-    return "\n".join([f"-name {node_name(port)}", *kept, ""])
+    return "\n".join([f"-name {node_name(port)}", *kept, *([JIT_PERF] if jit_perf else []), ""])
 
 
 def query_server_env(env: dict | None = None) -> dict[str, str]:
@@ -277,7 +292,7 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
                                    secret=cluster_secret, single_node=cluster_secret is None, extra=settings))
     vm_args = run_dir / "vm.args"
     release_args = release.vm_args.read_text() if release.vm_args.exists() else ""
-    vm_args.write_text(render_vm_args(release_args, port))
+    vm_args.write_text(render_vm_args(release_args, port, release.jit_perf()))
     log = run_dir / "couchdb.log"
 
     with open(log, "ab") as logf:
@@ -388,6 +403,7 @@ def stop(inst: ctl.Instance, *, timeout: float = STOP_TIMEOUT, env: dict | None 
         proc = _CHILDREN.pop(pid, None)
         if proc is not None:
             proc.wait(timeout=5)
+        remove_perf_maps([pid, *kids])
     if inst.cpuset_group:
         limits.remove_group(inst.cpuset_group)
     if inst.mounted_tmpfs and inst.data_dir:
@@ -396,6 +412,15 @@ def stop(inst: ctl.Instance, *, timeout: float = STOP_TIMEOUT, env: dict | None 
         purge_data(inst, env)
     ctl.remove_state(inst.port, env)
     return was_running
+
+
+def remove_perf_maps(pids, tmp: str = "/tmp") -> None:
+    """The JIT's perf maps of a stopped beam (it writes them as long as it runs): none left in /tmp."""
+    for pid in pids:
+        try:
+            os.unlink(f"{tmp}/perf-{pid}.map")
+        except OSError:
+            pass
 
 
 def owned_data_dir(inst: ctl.Instance, env: dict | None = None) -> bool:

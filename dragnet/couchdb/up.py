@@ -75,7 +75,7 @@ def up(r: UpRequest, on_event: Events | None = None) -> UpOutcome:
         inst = couchdb_docker.up(port=r.port, storage_kind=r.storage_kind, data_dir=r.data_dir, image=r.image,
                                  cpus=r.cpus, memory=r.memory, data_size=size, timeout=r.timeout, progress=progress)
         if r.nouveau:
-            from dragnet.couchdb import nouveau_docker
+            from dragnet.couchdb import search_server_docker as nouveau_docker
 
             try:
                 search = nouveau_docker.up(inst, heap=r.nouveau_heap, timeout=r.timeout, progress=progress)
@@ -84,7 +84,7 @@ def up(r: UpRequest, on_event: Events | None = None) -> UpOutcome:
                 raise
     else:
         from dragnet.couchdb import local as couchdb_local
-        from dragnet.couchdb import nouveau as couchdb_nouveau
+        from dragnet.couchdb import search_server as couchdb_nouveau
 
         options = dict(port=r.port, storage_kind=r.storage_kind, data_dir=r.data_dir, home=r.couchdb_home,
                        cpus=r.cpus, memory=r.memory, data_size=size, timeout=r.timeout)

@@ -24,9 +24,11 @@ import hashlib
 import heapq
 import json
 import math
+import re
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from dragnet.couchdb.client import Couch, CouchError, db_path
 from dragnet.errors import UsageError
@@ -389,3 +391,121 @@ def cached_sample(spec: str, *, count: int | None, fraction: float | None, seed:
     summary = draw_sample(connect(url), db, count=count, fraction=fraction, seed=seed, to_file=path,
                           source_label=mask_url(spec), target_label=str(path), progress=progress)
     return path, summary
+
+
+# ---------------------------------------------------------------------------------------------------
+# Nested spread samples of a JSON-lines file (a forecast's sweep sizes).
+
+SPREAD_SEED = 1          # fixed: the same data gives the same sweep on another day
+_ID = re.compile(rb'"_id"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def line_key(line: bytes, index: int) -> str:
+    """What a data line is drawn by: its `_id` (as `dragnet sample` draws a database), or its position in
+    the file ("#<index>") when it has none (CouchDB gives it a random id on import)."""
+    m = _ID.search(line)
+    if m:
+        try:
+            return json.loads(b'"' + m.group(1) + b'"')
+        except ValueError:
+            pass
+    return f"#{index}"
+
+
+def spread_thresholds(scores: Sequence[float], counts: Sequence[int]) -> dict[int, float]:
+    """count -> the count-th smallest score: the sample of `count` is every line scoring at or below it.
+
+    The samples are nested (the smaller one is the lowest-scoring part of the larger one), each spread over
+    the whole file; pure, so tested without a file."""
+    need = max(counts)
+    if need > len(scores):
+        raise UsageError(f"a spread sample of {need:,} documents from {len(scores):,}")
+    low = heapq.nsmallest(need, scores)
+    return {n: low[n - 1] for n in counts}
+
+
+def _lines(path: Path):
+    with (gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")) as fh:
+        for line in fh:
+            if line.strip():
+                yield line if line.endswith(b"\n") else line + b"\n"
+
+
+def write_nested(source: str | Path, counts: Sequence[int], folder: str | Path, name: Callable[[int], str],
+                 mark: dict, pick: Callable[[Path, list[int]], Iterable[tuple[bytes, int]]]) -> dict[int, Path]:
+    """count -> a gzip file of the documents `pick` gives (each line with the rank that decides which sizes hold
+    it: a line goes into every size n with rank <= n), nested, in the file's own order.
+
+    Written with mtime 0, so the same source gives byte-identical files (the import marker, keyed on the file's
+    sha256, recognises a database an earlier sweep filled); files written whole from this very source file and
+    mark are kept (100,000 documents of ~100 KB took minutes)."""
+    counts = sorted(set(counts))
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    src = Path(source)
+    outs = {n: folder / name(n) for n in counts}
+    st = src.stat()
+    mark = {"source": str(src.resolve()), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns, **mark}
+    done = folder / "nested-written.json"
+    try:
+        known = json.loads(done.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if all(known.get(p.name) == mark and p.is_file() for p in outs.values()):
+        return outs
+    lines = pick(src, counts)      # may refuse (too few documents) before any file is opened
+    names = {p.name for p in outs.values()}
+    known = {k: v for k, v in known.items() if k not in names}
+    done.write_text(json.dumps(known))     # an interrupted write leaves no file marked whole
+    handles = {n: gzip.GzipFile(filename="", mode="wb", fileobj=open(p, "wb"), mtime=0, compresslevel=1)
+               for n, p in outs.items()}
+    try:
+        for line, rank in lines:
+            for n, h in handles.items():
+                if rank <= n:
+                    h.write(line)
+    finally:
+        for h in handles.values():
+            raw = h.fileobj
+            h.close()
+            raw.close()
+    done.write_text(json.dumps({**known, **{name: mark for name in names}}))
+    return outs
+
+
+def write_spread(source: str | Path, counts: Sequence[int], folder: str | Path,
+                 seed: int = SPREAD_SEED) -> dict[int, Path]:
+    """count -> a file of `count` documents of source drawn by score(line_key, seed), nested and spread over the
+    whole file, in the file's own order. Two passes (scores, then the copy), so memory holds one float a line."""
+
+    def pick(src: Path, counts: list[int]) -> Iterable[tuple[bytes, int]]:
+        scores = array("d", (score(line_key(line, i), seed) for i, line in enumerate(_lines(src))))
+        if counts[-1] > len(scores):
+            raise UsageError(f"--data {src}: {len(scores):,} documents, fewer than the largest size {counts[-1]:,}")
+        cut = spread_thresholds(scores, counts)
+        # the rank of a line: the smallest size whose threshold takes it (past the largest: none)
+        order = sorted(counts)
+        return ((line, next((n for n in order if sc <= cut[n]), order[-1] + 1))
+                for sc, line in zip(scores, _lines(src)))
+
+    return write_nested(source, counts, folder, lambda n: f"spread-{n}-seed{seed}.jsonl.gz", {"seed": seed}, pick)
+
+
+def write_prefixes(source: str | Path, counts: Sequence[int], folder: str | Path) -> dict[int, Path]:
+    """count -> a file holding the first `count` documents of source, one pass over it."""
+
+    def pick(src: Path, counts: list[int]) -> Iterable[tuple[bytes, int]]:
+        n = 0
+        for n, line in enumerate(_lines(src), 1):
+            if n > counts[-1]:
+                return
+            yield line, n
+        if n < counts[-1]:
+            raise UsageError(f"--data {src}: {n} documents, fewer than the largest size {counts[-1]}")
+
+    return write_nested(source, counts, folder, lambda n: f"prefix-{n}.jsonl.gz", {}, pick)
+
+
+def spread_describe(seed: int = SPREAD_SEED) -> str:
+    return (f"each size the documents with the lowest sha1(seed:_id), seed {seed}: nested, spread over the whole "
+            f"data, the same every run")

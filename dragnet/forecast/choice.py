@@ -2,15 +2,15 @@
 but one and asked to predict the size it was not fitted on (each size but the smallest in turn: the largest
 from the smaller ones, an extrapolation, and the ones between, whose curvature a wrong shape misses; three
 sizes are left to fit on, as a power's a, b and k need). The shape whose held-out predictions erred least
-wins, by their mean |relative error|. Predicting only the largest from the three below it could not tell a
-power from n log n on the sweep of issue 32 (15.6 % against 16.8 %: three points fit a free power exactly
-and it overshoots); leaving each size out did (10 % against 17 %).
+wins, by their mean |relative error|. Each size is left out in turn, not only the largest, because three
+points fit a free power exactly and it overshoots: from the largest alone a power and n log n can err
+alike (15.6 % against 16.8 %) where leaving each size out tells them apart (10 % against 17 %).
 
-A shape fixed in advance (model.PRIMARY, chosen on the declarations' back-tests) is kept only where the
+A shape fixed in advance (model.PRIMARY, what builds of the declarations follow) is kept only where the
 sweep cannot tell the shapes apart: no size can be held out (fewer than four sizes), or the fixed shape's
 held-out error is within the margin of the best one's (TIE, or the builds' own spread at the held-out sizes
-when that is larger). A design document of 16 views whose docs/s fell 30 % at every doubling was forecast
-−45 % on build time with a fixed n log n while its sweep's power shape came within 7 % (issue 32).
+when that is larger), because a fixed shape can be far off a design document's own: one of 16 views whose
+docs/s fell 30 % at every doubling was forecast −45 % on build time by n log n and within 7 % by a power.
 
 Pure: points in, a JSON-ready record out.
 """

@@ -1,13 +1,13 @@
-"""Whether a forecast's sweep can stop, or should build the next doubling (issue 32): pure, on a forecast's
+"""Whether a forecast's sweep can stop, or should build the next doubling: pure, on a forecast's
 JSON (dragnet.forecast.model.forecast_sweep per variant).
 
 A quantity with a goal is decided when its chosen shape's held-out error and the spread of every shape's
 forecast at the target are both within the goal: then no shape the sweep cannot rule out moves the forecast
 beyond it. The build time also needs the share of the cores its builds got to have held within the goal
 across the sweep: a wall time is CPU-seconds over that share, so where it moved the wall times' shape is the
-machine's load as much as the build's (the ninth back-test "decided" on a share of 0.54-1.33), and the builds
-to have got the CPU their threads were ready for (a steady load holds the share steady and low: the twelfth
-"decided" on 0.37-0.43 of a core, and its target got 1.07). Else the sweep builds the next size (twice its
+machine's load as much as the build's (a share moving 0.54-1.33 would otherwise "decide"), and the builds
+to have got the CPU their threads were ready for (a steady load holds the share steady and low: 0.37-0.43 of
+a core would "decide" where the target gets 1.07). Else the sweep builds the next size (twice its
 largest) when the budget allows it, and decides again. It stops when every goal is met ("decided"), when
 only the machine's load holds a goal open, which no larger size settles ("load"), when the next size does
 not fit the budget ("budget") or is more than the data holds or not below the target ("data"). Each stop

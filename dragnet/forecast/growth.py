@@ -1,4 +1,4 @@
-"""Why the cost per document grows, where it does (issue 32): from what a sweep's builds recorded at each
+"""Why the cost per document grows, where it does: from what a sweep's builds recorded at each
 size, how much docs/s falls per doubling and which of the recorded quantities rose with it: beam's CPU per
 document (the view updater, B-tree writes and its garbage collection), the query server's, the time the
 build's processes waited for a CPU (contention, not cost), beam's peak memory, and the compaction that

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Callable, Iterable, Sequence
 
+from dragnet.axes.cpus import KIND as _CORES
 from dragnet.bench.sizes import peak_memory
 from dragnet.results import schema as _schema
 from dragnet.forecast.choice import choose
@@ -26,6 +27,7 @@ from dragnet.forecast.fit import (LEVEL, LINEAR, LOG, NLOGN, POWER, POWERS, WEIG
                                   transform)
 
 SCHEMA = _schema.schema(_schema.FORECAST)
+CORES = _CORES.name   # the axis a run's core count is recorded under (axes/cpus)
 SUMMARY = "forecast.json"
 FAR = 10.0            # target beyond this many times the largest measured size: an extrapolation too far
 POOR_R2 = 0.9         # below this the line does not describe the sweep
@@ -86,7 +88,7 @@ def _index_active(run: dict) -> float | None:
 
 
 def _index_compacted(run: dict) -> float | None:
-    """The index's file once compacted after its build (dragnet.build.compact): the final index size. A
+    """The index's file once compacted after its build (dragnet.index.compact): the final index size. A
     compaction copies the B-trees in key order, so what it leaves depends on the rows, not on how the
     build's batches fell; None when the compaction failed or did not settle."""
     c = (run.get("sizes") or {}).get("compacted") or {}
@@ -126,8 +128,8 @@ def _bytes_written(run: dict) -> float | None:
 
 def _compaction(run: dict) -> float | None:
     """Of the files at the build's peak, the compaction's: CouchDB's compaction daemon (smoosh) compacts an
-    index while it is being built, and its .compact file grows as big as the index file itself (every one-shard
-    build of 10,000 documents or more in the second back-test). Recordings from before the sampler split them
+    index while it is being built, and its .compact file can grow as big as the index file itself (one-shard
+    builds of 10,000 documents or more do this). Recordings from before the sampler split them
     read as the files' peak minus the largest sum CouchDB reported (database and index files, no .compact)."""
     pk = (run.get("sizes") or {}).get("peak_disk") or {}
     if pk.get("compaction") is not None:
@@ -149,9 +151,9 @@ LABELS = {"build_cpu": "CPU-seconds of the build", "index_compacted": "final ind
 # how a quantity's unit is shown: divide by this, call it that
 SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 
-# The model each quantity's forecast uses (the others widen its interval, see forecast_sweep). Chosen on the
-# back-tests in docs/forecast.md: build time and the index's live data follow n log n (the line fell short
-# by 9–18 % at 5× the sweep); the disk a build needs and what it writes grow faster, like a power. A
+# The model each quantity's forecast uses (the others widen its interval, see forecast_sweep). Build time and
+# the index's live data follow n log n, because a B-tree insert costs log n (a line falls short by 9–18 % at
+# 5× the sweep, docs/studies/forecast.md); the disk a build needs and what it writes grow faster, like a power. A
 # compacted index is its rows written in key order into full nodes, the inner nodes a fixed share above
 # them: linear (each doubling of a one-shard sweep doubled it, 1.98-2.01×, where n log n would be 2.14-2.16×).
 PRIMARY = {"build_time": NLOGN, "build_cpu": NLOGN, "index_compacted": LINEAR, "index_size": POWER,
@@ -335,8 +337,7 @@ def cores_share(wall: Sequence[tuple[int, float]], cpu: Sequence[tuple[int, floa
 def widen_by_share(entry: dict, cpu_entry: dict) -> None:
     """Widen the build time's interval by how much the share of the cores the sweep's builds got varied from
     size to size. A build's wall time is its CPU-seconds over that share; on a loaded machine the share moves
-    from build to build (0.23-0.65 of a core in the sixth and seventh back-tests, load average 46-68 on 2
-    cores) and the target's build gets a share of its own, which no shape through the sweep's wall times
+    from build to build (0.23-0.65 of a core at a load average of 46-68 on 2 cores) and the target's build gets a share of its own, which no shape through the sweep's wall times
     foretells: its low is scaled by the largest size's share over the largest seen, its high by that share
     over the smallest seen (the wall forecast carries the largest size's share). In place; records
     "cores_share". Nothing where the builds recorded no CPU."""
@@ -358,8 +359,15 @@ def widen_by_share(entry: dict, cpu_entry: dict) -> None:
             f"CPU-seconds, does not depend on it)")
     cp = cpu_entry.get("prediction")
     if cp:   # the other way to the wall time: the CPU forecast over the largest size's share (kept to compare)
-        entry["from_cpu"] = {**cp, "value": cp["value"] / top, "low": cp["low"] / max(shares.values()),
-                             "high": cp["high"] / min(shares.values())}
+        entry["from_cpu"] = over_share(cp, shares)
+
+
+def over_share(cpu: dict, shares: dict[int, float]) -> dict:
+    """A CPU-seconds prediction as a wall time: over the share of the cores the largest size's builds got (the
+    target taken to meet the load the sweep ended in), its low over the largest share seen, its high over
+    the smallest."""
+    return {**cpu, "value": cpu["value"] / shares[max(shares)], "low": cpu["low"] / max(shares.values()),
+            "high": cpu["high"] / min(shares.values())}
 
 
 def contention(runs: Iterable[dict], cores: int | None) -> dict[int, dict]:
@@ -374,7 +382,7 @@ def contention(runs: Iterable[dict], cores: int | None) -> dict[int, dict]:
         if r.get("status") != "ok" or not r.get("size") or not cores or not run or wait is None or not span:
             continue
         axes = r.get("axes")
-        own = axes.get("cpus") if isinstance(axes, dict) else None
+        own = axes.get(CORES) if isinstance(axes, dict) else None
         by.setdefault(int(r["size"]), []).append((run, wait, span, min(cores, int(own)) if own else cores))
     out = {}
     for n, rows in sorted(by.items()):
@@ -387,7 +395,7 @@ def contention(runs: Iterable[dict], cores: int | None) -> dict[int, dict]:
 
 def widen_by_contention(entry: dict, cpu_entry: dict, per_size: dict[int, dict]) -> None:
     """Where the sweep's builds got less CPU than their threads were ready for (other processes held the cores:
-    the twelfth back-test's got 0.37-0.43 of a core with threads ready for 2, its target 1.07), their wall
+    builds can get 0.37-0.43 of a core with threads ready for 2, and their target 1.07), their wall
     times say how loaded the machine was, not how long the target takes: a steady load looks like a steady
     share, so the cores' share moving (widen_by_share) does not catch it. The interval's low then reaches the
     CPU-seconds' low over the cores the largest size's threads were ready for (the target given every core
@@ -431,9 +439,9 @@ def side_by_side(pts: Sequence[tuple[int, float]], one_shard_fit: dict, shards: 
                  one_pts: Sequence[tuple[int, float]] = ()) -> tuple[int, float, float]:
     """(N, measured, alone): the sweep at q's mean at its largest size N, and q × one shard of N/q built alone:
     what the one-shard sweep measured there (between two of its sizes, the line between them), else its fit.
-    N/q is often the one-shard sweep's smallest size, where a fit through all of them can be far off (the
-    eleventh back-test: an n log n with a negative intercept gave 0.94 MB where 2.54 MB was measured, a
-    side-by-side ratio of 3.1 that was the fit's end, +31 % on the disk growth)."""
+    N/q is often the one-shard sweep's smallest size, where a fit through all of them can be far off (an
+    n log n with a negative intercept can give a third of what was measured there, which the side-by-side
+    ratio would then carry into the disk growth)."""
     top = max(n for n, _ in pts)
     at_top = [v for n, v in pts if n == top]
     return top, sum(at_top) / len(at_top), shards * one_shard_at(one_pts, one_shard_fit, top / shards)
@@ -454,8 +462,8 @@ def one_shard_at(pts: Sequence[tuple[int, float]], fit: dict, n: float) -> float
 
 def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int, shards: int, *,
                     weighting: str = "ordinary", level: float = LEVEL) -> dict:
-    """The disk a rebuild of target_docs documents in `shards` shards adds, in two parts (the second back-test
-    found q × a one-shard build's growth 41 % too high for a design document):
+    """The disk a rebuild of target_docs documents in `shards` shards adds, in two parts (q × a one-shard
+    build's growth overstates it, by 41 % for a design document, as the shards share the build's files):
 
     - the index files: q × one shard of D/q built alone (the one-shard sweep, without its compaction files),
       plus what q updaters side by side add per document. Several updaters sharing the cores leave more of each
@@ -507,7 +515,7 @@ def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_do
     prediction bound of every shape and the chosen one's held-out error around the value, every
     model's fit and prediction kept, the choice ("choice") and the warnings. Predictions are multiplied by scale (shards, for a
     one-shard sweep); the fits are the points' own. unit and primary: for a quantity of another kind of index
-    (dragnet.forecast.nouveau), which QUANTITIES and PRIMARY do not name. JSON-ready."""
+    (dragnet.forecast.search_sweep), which QUANTITIES and PRIMARY do not name. JSON-ready."""
     unit = unit or {**QUANTITIES, **PARTS}[quantity][0]
     fits = fit_models(pts, weighting, SHAPES.get(quantity, GROWING))
     entry: dict = {"unit": unit, "points": [list(p) for p in pts], "fit": None}
@@ -528,8 +536,8 @@ def quantity_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_do
     entry["models"] = {m: {"fit": asdict(f), "prediction": asdict(preds[m])} for m, f in fits.items()}
     entry["choice"] = chosen
     # the interval spans every shape, as before the choice: a shape that lost on the sweep's own sizes may
-    # still hold 5× beyond them (the chosen shape erred 1-2 % on a held-out size of the declarations'
-    # back-tests and 8-11 % at their targets); and the chosen shape's own held-out error around its value
+    # still hold 5× beyond them (a shape erring 1-2 % on a held-out size can err 8-11 % at a 5× target);
+    # and the chosen shape's own held-out error around its value
     bounds = list(preds.values())
     if POWER in fits:     # the exponents the sweep cannot reject widen the power's interval
         ks = power_fits(pts, weighting, level)

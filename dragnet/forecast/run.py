@@ -19,6 +19,8 @@ from dragnet.bench import run as b
 from dragnet.forecast import extend as ext
 from dragnet.forecast import growth as gr
 from dragnet.forecast import model as fc
+from dragnet.forecast import parts as pt
+from dragnet.forecast import shape as shp
 from dragnet.bench import sizes as sz
 from dragnet.couchdb.client import CouchError, connect, db_path, mask_url
 from dragnet.measure.disk_peak import watched_build
@@ -108,9 +110,11 @@ def check_sizes(counts: Sequence[int], data_docs: int, target_docs: int, repeat:
 
 def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float, data: Path,
         folder: Path, on_event: Callable[[str, dict], None] | None = None, env: dict | None = None,
-        label: str = "", weighting: str = "ordinary", shard_sweep: bool = True) -> dict:
+        label: str = "", weighting: str = "ordinary", shard_sweep: bool = True, draw: str = "spread",
+        target_spec: str | None = None) -> dict:
     """The whole forecast; returns (and writes to folder/forecast.json) its JSON. shard_sweep: run the sizes
-    on one-shard databases too (shard_config), for the sizes of the index and the disk."""
+    on one-shard databases too (shard_config), for the sizes of the index and the disk. draw: each size a
+    nested spread sample of the data ("spread"), or its first documents ("prefix", `--prefix`)."""
     on_event = on_event or (lambda kind, d: None)
     target_docs = int(target["doc_count"])
     shard_sweep = shard_sweep and target_q(target, config) != 1   # a one-shard target is its own shard
@@ -125,12 +129,15 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     elif min(PROBE_DOCS, data_docs) >= target_docs:
         raise UsageError(f"target {target_docs:,} documents is not larger than the first size {PROBE_DOCS:,}")
     on_event("distribution", {"sample": dist.as_dict(), "target": target})
+    # the sample against the target (document size, rows per document of each view), before any build
+    checks = shp.check(data, target, config.design, target_spec=target_spec, env=env)
+    on_event("sample_checks", checks)
     load0, t0 = os.getloadavg()[0], time.time()
     if sizes_text == "auto":
         probe = min(PROBE_DOCS, data_docs)
         on_event("probe", {"docs": probe})
         summary = sz.run_sweep(replace(config, data=str(data), results_dir=str(folder / "probe")), [probe],
-                               on_event=on_event, env=env, build=build)
+                               on_event=on_event, env=env, build=build, draw=draw)
         _, manifests = sz.load(summary["dir"])
         times = [fc.sweep_seconds(r) for r in sz.sweep_runs(manifests) if r.get("status") == "ok"]
         if not times:
@@ -146,14 +153,14 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
                              f"documents took {per_round:.0f} s)")
         on_event("sizes", {"counts": counts})
     summary = sz.run_sweep(replace(config, data=str(data), results_dir=str(folder / "sweep")), counts,
-                           on_event=on_event, env=env, build=build)
+                           on_event=on_event, env=env, build=build, draw=draw)
     _, manifests = sz.load(summary["dir"])
     _stop_if_full(summary, manifests)
     shard = None
     if shard_sweep:
         on_event("shard_sweep", {"counts": counts})
         shard = sz.load(sz.run_sweep(replace(shard_config(config, folder), data=str(data)), counts,
-                                     on_event=on_event, env=env, build=build)["dir"])
+                                     on_event=on_event, env=env, build=build, draw=draw)["dir"])
         _stop_if_full(*shard)
     steps: list[dict] = []
     while sizes_text == "auto":
@@ -167,18 +174,19 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
             break
         n = steps[-1]["next"]
         summary, manifests = add_size(replace(config, data=str(data), results_dir=str(folder / "sweep")), n,
-                                      on_event=on_event, env=env, build=build)
+                                      on_event=on_event, env=env, build=build, draw=draw)
         _stop_if_full(summary, manifests)
         if shard_sweep:
             shard = add_size(replace(shard_config(config, folder), data=str(data)), n, on_event=on_event, env=env,
-                             build=build)
+                             build=build, draw=draw)
             _stop_if_full(*shard)
     load1 = os.getloadavg()[0]
     out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
                  load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard)
     if steps:
         out["sweep_steps"] = steps
-        _schema.write(folder / fc.SUMMARY, out)
+    out["sample_checks"] = checks
+    _schema.write(folder / fc.SUMMARY, out)
     return out
 
 
@@ -261,6 +269,7 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     couchdb = _couchdb_of(Path(summary["dir"]), manifests)
     out = {"schema": fc.SCHEMA, "target": {**target, "db_bytes": target_db}, "sample": sample,
            "sweep_dir": summary["dir"], "sizes": sorted(int(n) for n in manifests), "weighting": weighting,
+           "draw": summary.get("draw") or sz.draw_record("prefix"),
            "level": fc.LEVEL, "machine": machine, "load_average": load, "seconds": seconds,
            "couchdb": couchdb, "settings": {"storages": first.get("storages"), "managed": first.get("managed"),
                                             "scenarios": first.get("scenarios"), "languages": first.get("languages"),
@@ -290,21 +299,34 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
         for lang, f in out["forecasts"][name].items():
             f["growth"] = gr.explain([gr.row(r["size"], r, _result_of(Path(summary["dir"]), r)) for r in rs
                                       if (r.get("language") or "?") == lang and r.get("status") == "ok"])
+            by_part = pt.forecast([r for r in rs if (r.get("language") or "?") == lang], target_docs,
+                                  target_compaction=_compaction_at_target(f), weighting=weighting)
+            if by_part:
+                f["by_part"] = by_part
     folder.mkdir(parents=True, exist_ok=True)
     _schema.write(folder / fc.SUMMARY, out)
     return out
 
 
+def _compaction_at_target(f: dict) -> float | None:
+    """The compaction files at the target's peak, as the disk forecast's part counts them (growth_forecast)."""
+    comp = ((f["quantities"].get("disk_growth") or {}).get("parts") or {}).get("compaction") or {}
+    return (comp.get("prediction") or {}).get("value")
+
+
 def runs_with_cpu(folder: Path, manifests: dict[int, dict]) -> list[dict]:
     """A sweep's runs, each with "cpu_s": the CPU-seconds of beam and the query servers from its results file
     (dragnet.forecast.growth.row), where it recorded them, and its threads' run, run-queue wait and interval
-    ("cpu_run_s", "cpu_wait_s", "cpu_interval_s": how much it waited for a CPU, model.contention)."""
+    ("cpu_run_s", "cpu_wait_s", "cpu_interval_s": how much it waited for a CPU, model.contention), and beam's
+    and the query servers' apart ("cpu_beam_s", "cpu_query_servers_s": the forecast by part, forecast.parts)."""
     out = []
     for r in sz.sweep_runs(manifests):
         row = gr.row(r.get("size") or 0, r, _result_of(folder, r)) if r.get("status") == "ok" else {}
         cpu = [v for v in (row.get("beam_s"), row.get("query_server_s")) if v is not None]
         sched = {f"cpu_{k}": row[k] for k in ("run_s", "wait_s", "interval_s") if row.get(k) is not None}
-        out.append({**r, "cpu_s": sum(cpu), **sched} if cpu else {**r, **sched})
+        parts = {k: row[f] for k, f in (("cpu_beam_s", "beam_s"), ("cpu_query_servers_s", "query_server_s"))
+                 if row.get(f) is not None}
+        out.append({**r, "cpu_s": sum(cpu), **parts, **sched} if cpu else {**r, **sched})
     return out
 
 
@@ -364,6 +386,8 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
                         for other in ("whole_database", "from_cpu"):   # the same quantity another way
                             if e.get(other):
                                 check[other] = fc.error_against(e[other], actual_mean)
+                        if (f.get("by_part") or {}).get(q):      # build_cpu and build_time by part
+                            check["by_part"] = fc.error_against(f["by_part"][q], actual_mean)
                         checks.setdefault(" ".join(x for x in (name, lang) if x), {})[q] = check
         out["backtest"] = checks
         _schema.write(Path(out_dir or folder) / fc.SUMMARY, out)

@@ -1,4 +1,4 @@
-"""A load beside one build (dragnet.build.addview calls it at the build's four moments; talks HTTP).
+"""A load beside one build (dragnet.index.addview calls it at the build's four moments; talks HTTP).
 
 start (once the design doc is saved): the load runs alone for `before_s` seconds, the window before the build;
 begin (the build's view request leaves): the view kinds start; end (the build is over): the load stops, every

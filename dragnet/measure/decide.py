@@ -27,6 +27,7 @@ TIE = 0.05            # an interval inside 1 ± TIE is "tied"
 LEVEL = 0.99          # interval level at every look
 MIN_ROUNDS = 5        # first look
 MAX_RUNS = 15         # default bound on measured runs per item
+MIN_INTERVAL_N = 3    # fewer pairs give no interval worth a verdict: at n=2 a 99% t interval spans about ×60
 SEPARATED, TIED, UNRESOLVED = "separated", "tied", "unresolved"
 TOO_NOISY, TOO_CLOSE, BUDGET, TOO_FEW = "too noisy", "too close", "budget", "too few runs"
 
@@ -160,7 +161,14 @@ def ratio_interval(a: Mapping[object, float], b: Mapping[object, float], level: 
 
 # ---------------------------------------------------------------- classification
 
+def has_interval(iv: Interval) -> bool:
+    """Whether the runs give an interval at all (shown as "n=2: no interval" where they do not)."""
+    return iv.n >= MIN_INTERVAL_N and math.isfinite(iv.high) and iv.low > 0
+
+
 def classify(iv: Interval, noise: float = NOISE, tie: float = TIE) -> str:
+    if not has_interval(iv):
+        return UNRESOLVED
     if iv.low > 1 + noise or iv.high < 1 - noise:
         return SEPARATED
     if iv.low >= 1 - tie and iv.high <= 1 + tie:
@@ -170,8 +178,8 @@ def classify(iv: Interval, noise: float = NOISE, tie: float = TIE) -> str:
 
 def why_unresolved(iv: Interval, tie: float = TIE) -> str:
     """too noisy: the interval is wider than the tie band, so it could be neither; too close: it straddles
-    the noise threshold; too few runs: fewer than two pairs."""
-    if iv.n < 2 or math.isinf(iv.high):
+    the noise threshold; too few runs: no interval (fewer than MIN_INTERVAL_N pairs)."""
+    if not has_interval(iv):
         return TOO_FEW
     if math.log(iv.high / iv.low) > 2 * math.log1p(tie):
         return TOO_NOISY

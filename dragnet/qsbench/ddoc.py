@@ -3,7 +3,7 @@
 Per run, one fresh process gets what CouchDB 3.5 sends while indexing one shard of the design document
 (couch_query_servers:start_doc_map/3): `reset`, `add_lib` (views.lib), one `add_fun` per distinct map
 function, one `map_doc` per document; then, for each index with JavaScript/Python reduce functions, the
-`reduce`/`rereduce` messages of its B-tree (dragnet.build.reduce_batches). Then one process per map function
+`reduce`/`rereduce` messages of its B-tree (dragnet.index.reduce_batches). Then one process per map function
 alone maps the same documents, to split the map time between the functions.
 
 Every engine's rows (per view and document) and root reductions are compared with the reference engine's
@@ -22,7 +22,7 @@ from dragnet.qsbench import run as qsbench
 from dragnet.qsbench.driver import map_loop, resolve as resolve_driver
 from dragnet.measure.cpu import schedstat_of
 from dragnet.measure import decide, stats as stats
-from dragnet.build.design import Design
+from dragnet.index.design import Design
 from dragnet.errors import UsageError
 from dragnet.measure.machine import machine_info
 from dragnet.servers.protocol import ProtocolError, QueryServerProcess
@@ -30,7 +30,7 @@ from dragnet.servers import dialects
 from dragnet.servers.registry import LANGUAGE
 from dragnet.results.schema import QSBENCH_DDOC, schema
 from dragnet.servers.discovery import ServerSpec, Skipped
-from dragnet.build.reduce_batches import Call, btree_rows, is_builtin, plan_and_reduce
+from dragnet.index.reduce_batches import Call, btree_rows, is_builtin, plan_and_reduce
 
 SCHEMA = schema(QSBENCH_DDOC)
 # a map function that emits nothing (dragnet.servers.dialects): its time alone is the protocol's own cost,
@@ -559,9 +559,9 @@ def results_document(bench: DdocBenchmark, docs: qsbench.DocSet, settings: dict,
 def check_reduces(spec: ServerSpec, groups: Sequence[MapGroup], docs: qsbench.DocSet, answers: Sequence[bytes],
                   views: Sequence[str] | None = None, timeout: float = 30.0) -> dict:
     """Each JavaScript/Python reduce (of `views`, default all) run again in `spec`'s engine over the
-    reference's rows in several orders and chunkings (dragnet.build.fault.check_order): {view: OrderCheck}."""
-    from dragnet.build.fault import check_order
-    from dragnet.build.reduce_batches import expand
+    reference's rows in several orders and chunkings (dragnet.index.fault.check_order): {view: OrderCheck}."""
+    from dragnet.index.fault import check_order
+    from dragnet.index.reduce_batches import expand
     from dragnet.servers.reference_engine import ProcessEngine
 
     out = {}

@@ -37,7 +37,7 @@ from dragnet.results.schema import write as write_results_file
 from dragnet.errors import UsageError
 from dragnet.measure.cpu import schedstat_of
 from dragnet.measure.machine import machine_info
-from dragnet.build.rows import REL_TOL, values_equal
+from dragnet.index.rows import REL_TOL, values_equal
 from dragnet.servers.protocol import RESET_CONFIG, ProtocolError, QueryServerProcess, encode
 from dragnet.servers import dialects
 from dragnet.servers.discovery import ServerSpec, Skipped
@@ -76,7 +76,7 @@ def load_view(view_dir: str | os.PathLike, dialect: str) -> ViewCode:
     The map is the folder's file for the dialect (dragnet.servers.dialects); a reduce is `reduce.js` next to `map.js`
     (`reduce.py` next to `map.py`, …) or a file named `reduce` holding a built-in such as `_sum`.
     """
-    from dragnet.build import views as views
+    from dragnet.index import views as views
 
     folder = Path(view_dir)
     if not folder.is_dir():
@@ -85,7 +85,7 @@ def load_view(view_dir: str | os.PathLike, dialect: str) -> ViewCode:
         d = dialects.get(dialect)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    map_file = folder / d.view_file
+    map_file = dialects.map_file(folder, d.name)   # its own file, else one of its fallbacks' (es2015: map.js)
     if not map_file.is_file():
         raise UsageError(f"{folder} has no {d.view_file} ({dialect} version of the view)")
     try:

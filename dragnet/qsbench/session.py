@@ -159,7 +159,7 @@ def run_ddoc(source, views, names, reference, docs: qsbench.DocSet, *, repeat, w
              on_start: Callable | None = None) -> DdocOutcome:
     """A whole design document on every server running its language (dragnet.qsbench.ddoc), the reduce
     order checks, and the results file."""
-    from dragnet.build import design as dsg
+    from dragnet.index import design as dsg
     from dragnet.qsbench import ddoc as qsddoc
 
     design = dsg.load(source, views=views)

@@ -7,7 +7,7 @@ unresolved (dragnet.report.ranking: paired by bench round), as the engine rankin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dragnet.measure import stats as stats
 from dragnet.errors import UsageError
@@ -48,13 +48,10 @@ def _chosen(name: str, by: list[str]) -> bool:
     return name in by or ("config" in by and name.startswith("config:"))
 
 
-def _dps(result: dict) -> float | None:
-    if is_nouveau(result):
-        s = result.get("summary") or {}
-        return s.get("docs_per_s") if s.get("ok") and (s.get("docs_per_s") or 0) > 0 else None
+def _build(result: dict):
+    """The build of a result (views or Nouveau alike) when it succeeded with a docs/s, else None."""
     b = Build.of(result)
-    v = b.docs_per_s_recorded
-    return v if b.status == "ok" and v is not None and v > 0 else None
+    return b if b.status == "ok" and b.docs_per_s is not None and b.docs_per_s > 0 else None
 
 
 @dataclass
@@ -62,7 +59,7 @@ class Cell:
     rest: str                 # the values of every other axis
     value: str                # the values of the --by axes
     samples: list[float] = field(default_factory=list)
-    builds: list[ranking_model.Build] = field(default_factory=list)
+    builds: list[Build] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -84,16 +81,17 @@ def cells(results: list[dict], by: list[str]) -> list[Cell]:
     for r in results:
         axes = result_axes(r)
         seen |= set(axes)
-        dps = _dps(r)
-        if dps is None:
+        b = _build(r)
+        if b is None:
             continue
+        dps = b.docs_per_s
         value = " ".join(f"{k}={v}" for k, v in axes.items() if _chosen(k, by)) or "-"
         rest = " ".join(f"{k}={v}" for k, v in axes.items() if not _chosen(k, by))
         cell = out.setdefault((rest, value), Cell(rest, value))
         cell.samples.append(dps)
-        key = round_key(r)
-        cell.builds.append(ranking_model.Build(None if key is None else ranking_model.round_of(*key), dps,
-                                               cpu_per_1000(r)))
+        key = round_key(r)   # a bench round as the results record it (Nouveau: its folder and round)
+        cell.builds.append(replace(b, bench_id=key[0] if key else None, repeat=key[1] if key else None,
+                                   cpu_s_per_1000=cpu_per_1000(r)))
     missing = [b for b in by if not any(_chosen(k, [b]) for k in seen)]
     if missing:
         raise UsageError(f"--by {','.join(missing)}: no result varies or records that axis "
@@ -113,7 +111,7 @@ def compare(results: list[dict], by: list[str]) -> list[dict]:
         ranked = [by_name[n] for n in r.names] + [c for c in members if c.value not in r.names]
         out.append({"group": rest,
                     "values": [{"value": c.value, "runs": len(c.samples), "median_docs_per_s": c.median,
-                                "samples": c.samples, "builds": [b.as_dict() for b in c.builds]} for c in ranked],
+                                "samples": c.samples, "builds": [b.ranked() for b in c.builds]} for c in ranked],
                     **r.as_dict()})
     return out
 

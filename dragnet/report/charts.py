@@ -58,10 +58,14 @@ def _primary_storage(storages: Sequence[str]) -> str:
     return "disk" if "disk" in storages else sorted(storages)[0]
 
 
+ONE_POLL = ("no results file holds two polls of _active_tasks for a build: no rate over time to draw (a short "
+            "build is over within one poll)")
+
+
 def rate_over_time(results: Sequence[dict], path: Path) -> Chart:
     """Changes/s (all indexer tasks) over time: for each language the run with the median wall time."""
     runs = [Build.of(r) for r in results]
-    assign_repeats(runs)
+    runs = assign_repeats(runs)
     storage = _primary_storage([r.storage for r in runs])
     by_label: dict[str, list[tuple[Build, dict]]] = {}
     for run, res in zip(runs, results):
@@ -75,6 +79,8 @@ def rate_over_time(results: Sequence[dict], path: Path) -> Chart:
         xs, ys = rate_series(res)
         if not xs:
             continue
+        if len(xs) < 2:      # one poll of _active_tasks: no line to draw (said on the chart)
+            continue
         ax.plot(xs, ys, label=label, color=COLORS[i % len(COLORS)], linewidth=1.4)
         series[label] = {"t": xs, "cps": ys, "source": run.source, "wall_s": run.wall_s}
     ax.set_xlabel("seconds since the build started")
@@ -84,22 +90,25 @@ def rate_over_time(results: Sequence[dict], path: Path) -> Chart:
     ax.grid(alpha=0.3)
     if series:
         ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, ONE_POLL, ha="center", va="center", transform=ax.transAxes, fontsize=9, wrap=True)
     save_figure(fig, path)
     return Chart(path, title, series)
 
 
 def total_time(groups: Sequence[Group], path: Path) -> Chart:
-    """Median total time per language with min…max error bars (primary storage)."""
+    """Median wall time of the build per language with min…max error bars (primary storage). Wall time, from
+    the trigger to the view's answer: `_active_tasks`' total time is in whole seconds, 1 for every short build."""
     storage = _primary_storage([g.storage for g in groups])
-    gs = [g for g in groups if g.storage == storage and g.total_s is not None]
+    gs = [g for g in groups if g.storage == storage and g.wall_s is not None]
     labels = [g.label for g in gs]
-    med = [g.total_s.median for g in gs]
-    lo = [g.total_s.median - g.total_s.min for g in gs]
-    hi = [g.total_s.max - g.total_s.median for g in gs]
+    med = [g.wall_s.median for g in gs]
+    lo = [g.wall_s.median - g.wall_s.min for g in gs]
+    hi = [g.wall_s.max - g.wall_s.median for g in gs]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax.bar(range(len(gs)), med, yerr=[lo, hi], capsize=4, color=COLORS[0])
     ax.set_xticks(range(len(gs)), labels, rotation=25, ha="right", fontsize=8)
-    ax.set_ylabel("total time s (median, min…max)")
+    ax.set_ylabel("wall time s (median, min…max)")
     title = f"View build time per language ({storage})"
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
@@ -109,13 +118,17 @@ def total_time(groups: Sequence[Group], path: Path) -> Chart:
 
 
 def resources(groups: Sequence[Group], path: Path) -> Chart:
-    """Mean CPU %, peak RSS MB and kB written of beam and of the query-server family, per language."""
+    """CPU % of a core (the kernel's accounting), peak RSS MB and kB written of beam and of the query-server
+    family, per language."""
     storage = _primary_storage([g.storage for g in groups])
     gs = [g for g in groups if g.storage == storage]
     labels = [g.label for g in gs]
-    metrics = (("CPU % (mean)", "beam_cpu", "qs_cpu"), ("RSS MB (peak)", "beam_rss_mb", "qs_rss_mb"),
+    metrics = (("CPU % of a core (kernel)", "beam_cpu", "qs_cpu"), ("RSS MB (peak)", "beam_rss_mb", "qs_rss_mb"),
                ("kB written", "beam_kb_wr", "qs_kb_wr"))
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4.5))
+    # files from before the kernel's accounting have no CPU figure: no panel rather than bars of 0
+    metrics = tuple(m for m in metrics if m[0] != metrics[0][0]
+                    or any(getattr(g, m[1]) is not None or getattr(g, m[2]) is not None for g in gs))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 4.5))
     series: dict[str, Any] = {"labels": labels, "qs_family": [g.qs_family for g in gs]}
     x = list(range(len(gs)))
     w = 0.4

@@ -24,9 +24,13 @@ dragnet.measure.decide decides a pair:
 - `threshold` (e.g. 0.05 for --fail-if-slower 5%): a cell *fails* when its whole interval lies above
   1 + threshold, *passes* when it lies below, and is *undecided* otherwise, with the rounds that would likely
   decide it. A cell whose NEW builds failed where OLD's did not fails too.
+- the gate's other figures (`roles`, set by dragnet.runner.gate): every figure both sides recorded is
+  interval-judged too; a JUDGED one must also lie below the threshold to pass and fails above it, a FAILS one
+  fails above it, a HOLDS one wholly above it keeps the cell undecided and is named: a cell is never passed
+  over a separated regression beyond the threshold on anything it recorded.
 
 Rows: for design-doc builds that dumped their rows (bench --ddoc), the first such build of each side is
-compared per view with dragnet.build.rows (rows and reduce results matched by document id / key), so a
+compared per view with dragnet.index.rows (rows and reduce results matched by document id / key), so a
 revision that changes what a view emits is listed with its row counts.
 
 Everything here is pure over results dicts, except that rows comparisons read the dumped row files.
@@ -37,10 +41,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from dragnet.measure import decide as decide
 from dragnet.measure import stats as stats
+from dragnet.report.columns import Column, text_rows
 from dragnet.results import schema as rs
 from dragnet.errors import UsageError
 from dragnet.results.load import axes_of, axes_text, is_nouveau, sort_axes, started_at, wall_s
@@ -56,6 +61,11 @@ PASS, FAIL, UNDECIDED_EXIT = 0, 1, 3     # exit codes of the gate (2 is bad inpu
 # what was built: matched, never paired nor left out (a design doc is not a revision of a view file)
 IDENTITY = ("design", "view", "index")
 REGRESSED, IMPROVED, NO_CHANGE, UNDECIDED = "regressed", "improved", "no change", "undecided"
+# what a figure other than the one decided on does at the gate (Comparison.roles): JUDGED lies below the
+# threshold to pass and fails above it, FAILS only fails above it, HOLDS keeps the cell undecided above it
+JUDGED, FAILS, HOLDS = "judged", "fails", "holds"
+FIGURE_NAMES = {"cpu": "CPU per document", "qs": "query-server CPU per document",
+                "instructions": "instructions per document", "wall": "wall time"}
 
 
 # ---------------------------------------------------------------- one side's builds
@@ -131,6 +141,9 @@ class Cell:
     why: str = ""                     # for undecided: what is missing
     needed: int | None = None         # rounds that would likely decide it (the label, or the gate)
     wall: list[float] | None = None   # wall-time ratio NEW / OLD and its interval, always
+    # every figure both sides recorded for every build: {metric: [ratio, low, high]} (the gate's other looks)
+    figures: dict[str, list[float]] = field(default_factory=dict)
+    n: int | None = None              # pairs (or the smaller side) the interval rests on
     rows: list[dict] = field(default_factory=list)   # per view, see compare_rows()
 
     @property
@@ -140,7 +153,8 @@ class Cell:
     def as_dict(self) -> dict:
         return {"axes": self.axes, "old": self.old.as_dict(), "new": self.new.as_dict(), "ratio": self.ratio,
                 "ci": None if self.ci_low is None else [self.ci_low, self.ci_high], "change_pct": self.change_pct,
-                "metric": self.metric, "paired": self.paired, "wall": self.wall, "label": self.label,
+                "metric": self.metric, "paired": self.paired, "wall": self.wall, "figures": self.figures,
+                "label": self.label,
                 "why": self.why, "rounds_needed": self.needed, "rows": self.rows}
 
 
@@ -162,8 +176,17 @@ def judge(cell: Cell, metric: str = "cpu", threshold: float | None = None) -> Ce
     cell.metric = metric
     wall = decide.ratio_interval(cell.new.costs("wall"), cell.old.costs("wall"))
     cell.wall = [wall.ratio, wall.low, wall.high]
+    cell.figures = {}
+    for m in METRICS:
+        values = {"cpu": (cell.new.cpu, cell.old.cpu), "qs": (cell.new.qs, cell.old.qs),
+                  "instructions": (cell.new.ir, cell.old.ir)}.get(m, (cell.new.samples, cell.old.samples))
+        if all(v and None not in v for v in values):
+            fiv = decide.ratio_interval(cell.new.costs(m), cell.old.costs(m))
+            cell.figures[m] = [fiv.ratio, fiv.low, fiv.high]
     iv = decide.ratio_interval(cell.new.costs(metric), cell.old.costs(metric))
-    cell.ratio, cell.ci_low, cell.ci_high, cell.paired = iv.ratio, iv.low, iv.high, iv.paired
+    cell.ratio, cell.ci_low, cell.ci_high, cell.paired, cell.n = iv.ratio, iv.low, iv.high, iv.paired, iv.n
+    if not decide.has_interval(iv):     # "n=2: no interval": none kept, so no gate decides on one
+        cell.ci_low = cell.ci_high = None
     state = decide.classify(iv)
     if state == decide.SEPARATED:
         cell.label = REGRESSED if iv.ratio > 1 else IMPROVED
@@ -191,6 +214,23 @@ def gate_of(cell: Cell, threshold: float) -> bool | None:
     return None
 
 
+def figure_gate(cell: Cell, metric: str, threshold: float) -> bool | None:
+    """gate_of on another figure the cell recorded (None where it did not record it)."""
+    f = cell.figures.get(metric)
+    if not f or f[1] is None or f[2] is None:
+        return None
+    return True if f[1] > 1 + threshold else False if f[2] < 1 + threshold else None
+
+
+def figure_interval(cell: Cell, metric: str) -> "decide.Interval":
+    return decide.ratio_interval(cell.new.costs(metric), cell.old.costs(metric))
+
+
+def figure_text(cell: Cell, metric: str) -> str:
+    r, lo, hi = cell.figures[metric]
+    return f"{FIGURE_NAMES[metric]} {_pct(r)} [{_pct(lo)} … {_pct(hi)}]"
+
+
 def gate_rounds_needed(iv: "decide.Interval", threshold: float, cap: int = 200) -> int | None:
     """Rounds that would likely put the interval on one side of 1 + threshold, spread and ratio as measured."""
     room = abs(math.log(iv.ratio) - math.log1p(threshold)) if iv.ratio > 0 else 0
@@ -215,20 +255,57 @@ class Comparison:
     threshold: float | None = None    # --fail-if-slower as a fraction
     along: str | None = None          # one-folder comparison: the axis with two values
     metric: str = "cpu"               # asked for; a cell without CPU recorded falls back to wall
+    # the gate's other figures and what each does (JUDGED, FAILS, HOLDS); empty: only the metric decides
+    roles: dict[str, str] = field(default_factory=dict)
+    changes: str = ""                 # what the new revision changes, in words (the gate)
+
+    def _others(self, cell: Cell, *roles: str) -> list[str]:
+        """The cell's other figures with one of these roles (CPU not recorded: wall takes its role)."""
+        out = []
+        for m, role in self.roles.items():
+            if role in roles and m != cell.metric:
+                m = m if m in cell.figures or m != "cpu" else "wall"
+                if m != cell.metric and m not in out:
+                    out.append(m)
+        return out
+
+    def failing_figures(self, cell: Cell) -> list[str]:
+        """The figures whose whole interval lies above the threshold and that fail the cell."""
+        if self.threshold is None:
+            return []
+        out = [cell.metric] if gate_of(cell, self.threshold) is True else []
+        return out + [m for m in self._others(cell, JUDGED, FAILS) if figure_gate(cell, m, self.threshold) is True]
+
+    def held(self, cell: Cell) -> list[str]:
+        """Figures that hold the cell undecided: a separated regression beyond the threshold on a figure the
+        gate does not decide on (the cell never passes with one)."""
+        if self.threshold is None or self.failing_figures(cell):
+            return []
+        return [m for m in self._others(cell, HOLDS) if figure_gate(cell, m, self.threshold) is True]
+
+    def pending(self, cell: Cell) -> list[str]:
+        """Judged figures whose interval does not lie below the threshold yet (the metric included)."""
+        if self.threshold is None:
+            return []
+        out = [cell.metric] if gate_of(cell, self.threshold) is not False else []
+        return out + [m for m in self._others(cell, JUDGED) if figure_gate(cell, m, self.threshold) is not False]
 
     @property
     def failing(self) -> list[Cell]:
-        """Cells that fail --fail-if-slower: the whole interval above it, and new failed builds."""
+        """Cells that fail --fail-if-slower: the whole interval above it (on the metric or a judged figure),
+        and new failed builds."""
         if self.threshold is None:
             return []
-        return [c for c in self.cells if gate_of(c, self.threshold) is True or (c.new.failed and not c.old.failed)]
+        return [c for c in self.cells if self.failing_figures(c) or (c.new.failed and not c.old.failed)]
 
     @property
     def too_noisy(self) -> list[Cell]:
-        """Cells the gate cannot decide yet (undecided cells, without a threshold)."""
+        """Cells the gate cannot decide yet (undecided cells, without a threshold): a judged figure not below
+        the threshold yet, or a figure that holds it."""
         if self.threshold is None:
             return [c for c in self.cells if c.label == UNDECIDED]
-        return [c for c in self.cells if c not in self.failing and gate_of(c, self.threshold) is None]
+        failing = self.failing
+        return [c for c in self.cells if c not in failing and (self.pending(c) or self.held(c))]
 
     @property
     def exit_code(self) -> int:
@@ -240,7 +317,16 @@ class Comparison:
     @property
     def rounds_needed(self) -> int | None:
         """The most rounds any undecided cell likely needs (None if one cannot be estimated)."""
-        need = [c.needed for c in self.too_noisy]
+        if self.threshold is None:
+            need = [c.needed for c in self.too_noisy]
+            return None if not need or None in need else max(need)
+        need = []
+        for c in self.too_noisy:
+            if self.held(c):
+                need.append(None)
+                continue
+            need += [c.needed] if c.metric in self.pending(c) else []
+            need += [gate_rounds_needed(figure_interval(c, m), self.threshold) for m in self.pending(c) if m != c.metric]
         return None if not need or None in need else max(need)
 
     @property
@@ -261,12 +347,20 @@ class Comparison:
             return ", ".join(f"{n} {lab}" for lab, n in counts.items() if n) or "no cells"
         pct = f"{self.threshold * 100:g}%"
         if self.failing:
-            return f"FAIL: {len(self.failing)} cell(s) slower by more than {pct} (whole interval), or newly failing"
+            on = sorted({FIGURE_NAMES[m] for c in self.failing for m in self.failing_figures(c)})
+            return (f"FAIL: {len(self.failing)} cell(s) slower by more than {pct} (whole interval"
+                    + (f", on {' and '.join(on)}" if on else "") + "), or newly failing")
         if self.too_noisy:
+            held = sorted({figure_text(c, m) for c in self.too_noisy for m in self.held(c)})
+            if held:
+                return (f"UNDECIDED: {len(self.too_noisy)} cell(s) pass on what the gate judges, but "
+                        f"{'; '.join(held)} lies above +{pct}: not passed")
             need = self.rounds_needed
             more = f"; about {need} rounds would likely decide" if need else ""
             return f"UNDECIDED: {len(self.too_noisy)} cell(s) cannot tell yet whether slower by more than {pct}{more}"
-        return f"pass: every cell's interval lies below +{pct}"
+        judged = sorted({FIGURE_NAMES[m] for c in self.cells for m in [c.metric, *self._others(c, JUDGED)]})
+        return (f"pass: every cell's interval lies below +{pct}"
+                + (f" on {' and '.join(judged)}" if self.roles else ""))
 
     def to_json(self) -> dict:
         return {"schema": SCHEMA, "old": self.old_label, "new": self.new_label, "metric": self.metric,
@@ -276,6 +370,10 @@ class Comparison:
                 "rows_changed": [{"axes": c.axes, **r} for c, r in self.rows_changed],
                 "failing": [c.axes for c in self.failing], "too_noisy": [c.axes for c in self.too_noisy],
                 "failed": bool(self.failing), "exit_code": self.exit_code, "rounds_needed": self.rounds_needed,
+                "roles": self.roles, "changes": self.changes,
+                "gate": {"failing_on": [self.failing_figures(c) for c in self.cells],
+                         "held_by": [self.held(c) for c in self.cells],
+                         "pending": [self.pending(c) for c in self.cells]} if self.roles else None,
                 "verdict": self.verdict()}
 
 
@@ -300,9 +398,9 @@ def _key(axes: dict[str, str], varied: dict[str, list[str]], side: str) -> tuple
 
 def compare(old: Iterable[dict], new: Iterable[dict], *, old_label: str = "OLD", new_label: str = "NEW",
             threshold: float | None = None, rows: bool = True, along: str | None = None,
-            metric: str = "cpu") -> Comparison:
+            metric: str = "cpu", roles: dict[str, str] | None = None, changes: str = "") -> Comparison:
     """OLD and NEW results (lists of dragnet.addview/1 dicts) compared cell by cell; UsageError (exit 2)
-    when no cell is on both sides."""
+    when no cell is on both sides. `roles`: the gate's other figures (Comparison.roles)."""
     old, new = list(old), list(new)
     ax_old, ax_new = [axes_of(r) for r in old], [axes_of(r) for r in new]
     # an axis only one side records (older results without a version, say) cannot match anything: left out;
@@ -345,7 +443,8 @@ def compare(old: Iterable[dict], new: Iterable[dict], *, old_label: str = "OLD",
             cell.rows = compare_rows(*by_key[k])
         out.append(cell)
     only = lambda side: [cells[k].axes for k in cells if sides[k] == {side}]  # noqa: E731
-    return Comparison(old_label, new_label, out, only("old"), only("new"), varied, threshold, along, metric)
+    return Comparison(old_label, new_label, out, only("old"), only("new"), varied, threshold, along, metric,
+                      dict(roles or {}), changes)
 
 
 def _pick(results: Sequence[dict], axes: Sequence[dict], key: tuple, varied: dict, side: str) -> dict | None:
@@ -438,7 +537,7 @@ def compare_rows(old: dict | None, new: dict | None) -> list[dict]:
     """Per view: rows of OLD's and NEW's map query and the differences over all its queries."""
     if old is None or new is None:
         return []
-    from dragnet.build.rows import compare_files
+    from dragnet.index.rows import compare_files
 
     fo, fn = rows_files(old), rows_files(new)
     missing = [p for p in [*fo.values(), *fn.values()] if not Path(p).is_file()]
@@ -462,10 +561,6 @@ def compare_rows(old: dict | None, new: dict | None) -> list[dict]:
 
 # ---------------------------------------------------------------- text
 
-COLUMNS = ("cell", "old s", "new s", "old CPU s/1k", "new CPU s/1k", "runs old/new", "wall change [99%]",
-           "change [99%] (metric)", "verdict")
-
-
 def _pct(r: float | None) -> str:
     return "–" if r is None else f"{(r - 1) * 100:+.1f}%"
 
@@ -474,21 +569,88 @@ def _num(v: float | None, digits: int = 2) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
+@dataclass(frozen=True)
+class Row:
+    """One row of the compare table: a cell, with the comparison that says which axes vary and what failed."""
+    cell: Cell
+    cmp: Comparison
+
+
+def _runs(r: Row) -> str:
+    fails = lambda s: f" ({s.failed} failed)" if s.failed else ""  # noqa: E731
+    return f"{len(r.cell.old.samples)}{fails(r.cell.old)} / {len(r.cell.new.samples)}{fails(r.cell.new)}"
+
+
+def _wall_change(r: Row) -> str:
+    c = r.cell
+    return "–" if c.wall is None else f"{_pct(c.wall[0])} " + (
+        f"[{_pct(c.wall[1])} … {_pct(c.wall[2])}]" if c.ci_low is not None else f"n={c.n}: no interval")
+
+
+def _change(r: Row) -> str:
+    c = r.cell
+    return "–" if c.ratio is None else f"{_pct(c.ratio)} " + (
+        f"[{_pct(c.ci_low)} … {_pct(c.ci_high)}]" if c.ci_low is not None else f"n={c.n}: no interval") \
+        + f" ({c.metric}{', paired' if c.paired else ''})"
+
+
+def _mark(r: Row) -> str:
+    c, cmp = r.cell, r.cmp
+    return c.label + (" FAIL" if c in cmp.failing else " (gate undecided)" if c in cmp.too_noisy
+                      and cmp.threshold is not None and c.label != UNDECIDED else "")
+
+
+def _cell_text(r: Row) -> str:
+    return axes_text(r.cell.axes, set(r.cmp.varied) | set(common_axes(r.cmp))) or "(all)"
+
+
+# the console's and Markdown's table (report.columns.Column); the HTML page draws compare's JSON, cells apart
+COMPARE = (
+    Column("cell", _cell_text, None, left=True),
+    Column("old s", lambda r: _num(r.cell.old.median), lambda r: r.cell.old.median),
+    Column("new s", lambda r: _num(r.cell.new.median), lambda r: r.cell.new.median),
+    Column("old CPU s/1k", lambda r: _num(r.cell.old.cpu_median, 3), lambda r: r.cell.old.cpu_median),
+    Column("new CPU s/1k", lambda r: _num(r.cell.new.cpu_median, 3), lambda r: r.cell.new.cpu_median),
+    Column("runs old/new", _runs, None),
+    Column("wall change [99%]", _wall_change, lambda r: None if r.cell.wall is None else r.cell.wall[0], left=True),
+    Column("change [99%] (metric)", _change, lambda r: r.cell.ratio),
+    Column("verdict", _mark, None),
+)
+
+
+# the HTML page's table, over compare's JSON cells (Cell.as_dict: the page reads `compare --json` files): the
+# cell's axes (page_columns), then these; a number links to its cell's raw samples
+
+def _json_figure(header: str, get: Callable[[dict], Any]) -> Column:
+    def text(c: dict) -> str:
+        v = get(c)
+        return "–" if v is None else f"{v:,.3f}" if isinstance(v, (int, float)) else str(v)
+    return Column(header, text, lambda c: get(c) if isinstance(get(c), (int, float)) else None)
+
+
+def _ci(c: dict, i: int) -> Any:
+    return (c.get("ci") or [c.get("ci_low"), c.get("ci_high")])[i]
+
+
+PAGE = (
+    _json_figure("old median", lambda c: (c.get("old") or {}).get("median")),
+    _json_figure("new median", lambda c: (c.get("new") or {}).get("median")),
+    _json_figure("ratio", lambda c: c.get("ratio")),
+    _json_figure("CI low", lambda c: _ci(c, 0)),
+    _json_figure("CI high", lambda c: _ci(c, 1)),
+    Column("metric", lambda c: str(c.get("metric") or "wall"), None),
+    Column("label", lambda c: c.get("label", "") + (f" ({c['why']})" if c.get("why") else ""), None),
+)
+
+
+def page_columns(cells: Sequence[dict]) -> tuple[Column, ...]:
+    """The page's columns for these JSON cells: one per axis any cell has, in order met, then PAGE."""
+    axes = dict.fromkeys(k for c in cells for k in (c.get("axes") or {}))
+    return tuple(Column(a, lambda c, a=a: str((c.get("axes") or {}).get(a, "")), None) for a in axes) + PAGE
+
+
 def table_rows(cmp: Comparison) -> list[list[str]]:
-    rows = []
-    varied = set(cmp.varied) | set(common_axes(cmp))
-    for c in cmp.cells:
-        fails = lambda s: f" ({s.failed} failed)" if s.failed else ""  # noqa: E731
-        mark = c.label + (" FAIL" if c in cmp.failing else " (gate undecided)" if c in cmp.too_noisy
-                          and cmp.threshold is not None and c.label != UNDECIDED else "")
-        rows.append([axes_text(c.axes, varied) or "(all)", _num(c.old.median), _num(c.new.median),
-                     _num(c.old.cpu_median, 3), _num(c.new.cpu_median, 3),
-                     f"{len(c.old.samples)}{fails(c.old)} / {len(c.new.samples)}{fails(c.new)}",
-                     "–" if c.wall is None else f"{_pct(c.wall[0])} [{_pct(c.wall[1])} … {_pct(c.wall[2])}]",
-                     "–" if c.ratio is None else f"{_pct(c.ratio)} [{_pct(c.ci_low)} … {_pct(c.ci_high)}] "
-                                                 f"({c.metric}{', paired' if c.paired else ''})",
-                     mark])
-    return rows
+    return text_rows(COMPARE, [Row(c, cmp) for c in cmp.cells])
 
 
 def notes(cmp: Comparison) -> list[str]:
@@ -511,8 +673,26 @@ def notes(cmp: Comparison) -> list[str]:
                        f"wall {_pct(c.wall[0])} (CPU ranks efficiency, wall ranks speed)")
         for side, s in (("old", c.old), ("new", c.new)):
             out += [f"failed ({side}): {axes_text(c.axes, cmp.varied)}: {e}" for e in s.errors]
+    out += gate_lines(cmp)
     out.append(f"test: {TEST}")
     out.append(f"verdict: {cmp.verdict()}")
+    return out
+
+
+def gate_lines(cmp: Comparison) -> list[str]:
+    """What the gate judged each cell on, and the figures that fail or hold it."""
+    if not cmp.roles or cmp.threshold is None:
+        return []
+    out = [f"changes: {cmp.changes}"] if cmp.changes else []
+    for c in cmp.cells:
+        where = axes_text(c.axes, cmp.varied) or "(all)"
+        judged = [c.metric, *cmp._others(c, JUDGED)]
+        out.append(f"gate: {where}: judged on {' and '.join(FIGURE_NAMES[m] for m in judged)}"
+                   + "".join(f"; {figure_text(c, m)}" for m in judged if m != c.metric and m in c.figures))
+        out += [f"gate: {where}: fails on {figure_text(c, m)}" for m in cmp.failing_figures(c)
+                if m != c.metric]
+        out += [f"gate: {where}: held undecided: {figure_text(c, m)} lies above +{cmp.threshold * 100:g}%"
+                for m in cmp.held(c)]
     return out
 
 

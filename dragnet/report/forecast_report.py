@@ -22,6 +22,18 @@ class Quantity:
     how: str = ""                     # the fit's shape, r² and builds, or the basis of a derived quantity
     shape: str | None = None          # why the held-out sizes chose that shape (dragnet.forecast.choice)
     warnings: list[str] = field(default_factory=list)
+    by_part: ByPart | None = None     # the same quantity from its parts (build_cpu, build_time)
+
+
+@dataclass
+class ByPart:
+    """The CPU-seconds or build time from the query servers' and beam's CPU, each with its own shape
+    (dragnet.forecast.parts): a second line beside the total fit's."""
+
+    value: float
+    low: float
+    high: float
+    how: str                          # each part's shape, and the share of the cores the build time assumes
 
 
 @dataclass
@@ -47,6 +59,7 @@ class BackTest:
     error: float
     inside: bool
     whole_error: float | None         # the whole-database sweep's own error, when shards were forecast apart
+    by_part_error: float | None = None   # the forecast by part's error (build_cpu, build_time)
 
 
 @dataclass
@@ -65,6 +78,9 @@ class ForecastReport:
     backtests: list[BackTest]
     sweep_dir: str
     charts: list[str]
+    draw: str | None = None                                       # how the sweep's sizes were drawn from its data
+    sample_warnings: list[str] = field(default_factory=list)      # the sample not the target in small (issue 49)
+    not_checked: list[str] = field(default_factory=list)          # what a --target-docs target could not check
 
 
 def _quantity(name: str, e: dict) -> Quantity:
@@ -84,17 +100,36 @@ def _quantity(name: str, e: dict) -> Quantity:
                     list(e.get("warnings") or []))
 
 
+def _by_part(name: str, f: dict) -> ByPart | None:
+    bp = f.get("by_part") or {}
+    p = bp.get(name)
+    if not p:
+        return None
+    parts = " + ".join(f"{part.replace('_', ' ')} {shape}" for part, shape in (bp.get("shapes") or {}).items())
+    how = f"{parts}, each its own shape, summed"
+    if name == "build_time" and bp.get("cores_share"):
+        cs = bp["cores_share"]
+        how += f", over {cs['assumed']:.2f} of a core (what the sweep's {cs['at_docs']:,} documents got)"
+    return ByPart(p["value"], p["low"], p["high"], how)
+
+
+def _with_parts(q: Quantity, f: dict) -> Quantity:
+    q.by_part = _by_part(q.name, f) if q.fitted else None
+    return q
+
+
 def build(out: dict) -> ForecastReport:
     """The report of one forecast (forecast.json's data, or dragnet.forecast.run's result)."""
     from dragnet.forecast.model import QUANTITIES
     from dragnet.report.share import forecast_gains
     from dragnet.results.schema import couchdb_versions
 
-    engines = [Engine(label, lang, [_quantity(q, e) for q, e in f["quantities"].items()],
+    engines = [Engine(label, lang, [_with_parts(_quantity(q, e), f) for q, e in f["quantities"].items()],
                       (f.get("growth") or {}).get("sentence") or None, list(f["warnings"]))
                for label, per_lang in out["forecasts"].items() for lang, f in sorted(per_lang.items())]
     backtests = [BackTest(lang, q, QUANTITIES.get(q, ("s",))[0], c["predicted"], c["actual"], c["error"],
-                          bool(c["inside"]), (c.get("whole_database") or {}).get("error"))
+                          bool(c["inside"]), (c.get("whole_database") or {}).get("error"),
+                          (c.get("by_part") or {}).get("error"))
                  for lang, qs in sorted((out.get("backtest") or {}).items()) for q, c in qs.items()]
     return ForecastReport(
         data=out, target_docs=out["target"]["doc_count"], target_url=out["target"].get("url") or None,
@@ -102,7 +137,10 @@ def build(out: dict) -> ForecastReport:
         sweep_step=describe_step(out["sweep_steps"][-1]) if out.get("sweep_steps") else None,
         machine=out["machine"], versions=couchdb_versions(out), load_average=out.get("load_average") or None,
         storages=(out.get("settings") or {}).get("storages") or None, backtests=backtests,
-        sweep_dir=str(out["sweep_dir"]), charts=list((out.get("charts") or {}).values()))
+        sweep_dir=str(out["sweep_dir"]), charts=list((out.get("charts") or {}).values()),
+        draw=(out.get("draw") or {}).get("how"),
+        sample_warnings=[w["message"] for w in (out.get("sample_checks") or {}).get("warnings") or []],
+        not_checked=list((out.get("sample_checks") or {}).get("not_checked") or []))
 
 
 def describe_step(step: dict) -> str:

@@ -4,10 +4,10 @@ Per cell (the same axes compare matches on, minus the design doc's hash when gro
 else), the store's runs are put in order of date and grouped: `by="date"` makes each run its own group,
 `by="couchdb"|"otp"|"engine"|"ddoc"` pools consecutive runs with the same CouchDB version, OTP version,
 JS engine or design doc hash. Each group's samples are the raw per-build values the store kept. A *step*
-is flagged between two adjacent groups when their samples differ significantly: two-sided Mann–Whitney
-p < 0.05 and the 95% bootstrap interval of the ratio of medians excludes 1 (the test `compare` and
-`report` use). A step cannot be flagged between groups too small for the test (fewer than 4 builds a
-side in total); those are shown as such, never guessed.
+is flagged between two adjacent groups by the one verdict rule every comparison in dragnet uses
+(`measure/decide`): the ratio of their geometric means with a 99% Welch t interval on the logs (the groups
+are separate runs, so unpaired), separated when the interval lies beyond 1 ± 2%. Groups too small for an
+interval (fewer than 3 builds a side) are shown as "n=2: no interval", never guessed.
 """
 
 from __future__ import annotations
@@ -15,15 +15,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from dragnet.measure import decide
 from dragnet.measure import stats as stats
+from dragnet.report.columns import Column
 from dragnet.results.load import axes_text
 from dragnet.errors import UsageError
 from dragnet.results.store import METRICS
 
 BY = ("date", "couchdb", "otp", "engine", "ddoc")
 FOLLOWED = ("ddoc", "couchdb")
-STEP_TEST = ("a step: two-sided Mann-Whitney p < 0.05 between neighbouring groups and the 95% bootstrap interval "
-             "of the ratio of their medians excludes 1")
+STEP_TEST = (f"a step: the ratio of neighbouring groups (geometric means) with a {decide.LEVEL:.0%} t interval on "
+             f"the logs, unpaired, lies beyond 1 ± {decide.NOISE:.0%} (measure.decide, as compare and report judge)")
 
 
 @dataclass
@@ -33,9 +35,9 @@ class Point:
     runs: list[str]            # store run ids
     samples: list[float]
     step: bool = False         # differs significantly from the previous point
-    ratio: float | None = None  # median / previous median
-    ci: tuple[float, float] | None = None
-    p: float | None = None
+    ratio: float | None = None  # geometric mean / previous geometric mean
+    ci: tuple[float, float] | None = None   # None: the builds give no interval
+    state: str | None = None   # decide's verdict against the previous point
     note: str = ""
 
     @property
@@ -45,7 +47,7 @@ class Point:
     def as_dict(self) -> dict:
         return {"label": self.label, "date": self.date, "runs": self.runs, "samples": self.samples,
                 "median": self.median, "step": self.step, "ratio": self.ratio,
-                "ci": list(self.ci) if self.ci else None, "p": self.p, "note": self.note}
+                "ci": list(self.ci) if self.ci else None, "state": self.state, "note": self.note}
 
 
 @dataclass
@@ -66,7 +68,7 @@ def group_value(entry: dict, cell: dict, by: str) -> str:
 
 
 def series(entries: Sequence[dict], metric: str = "docs_s", by: str = "date",
-           where: dict[str, str] | None = None, alpha: float = stats.ALPHA) -> list[Series]:
+           where: dict[str, str] | None = None) -> list[Series]:
     """The metric's series per cell, steps flagged (see the module docstring)."""
     if metric not in METRICS:
         raise UsageError(f"--metric {metric}: expected one of {', '.join(METRICS)}")
@@ -91,34 +93,56 @@ def series(entries: Sequence[dict], metric: str = "docs_s", by: str = "date",
                 s.points.append(Point(label, str(e.get("date")), [e["id"]], values))
     for s in out.values():
         for prev, cur in zip(s.points, s.points[1:]):
-            detect(prev, cur, alpha)
+            detect(prev, cur)
     return list(out.values())
 
 
-def detect(prev: Point, cur: Point, alpha: float = stats.ALPHA) -> None:
-    cur.ratio, lo, hi = stats.bootstrap_ratio_ci(cur.samples, prev.samples)
-    cur.ci = (lo, hi)
-    if stats.min_p_value(len(prev.samples), len(cur.samples)) >= alpha:
-        cur.note = f"too few builds to test ({len(prev.samples)} before, {len(cur.samples)} after)"
+def detect(prev: Point, cur: Point) -> None:
+    """decide's unpaired interval of cur ÷ prev; a step where it is separated."""
+    if min(len(prev.samples), len(cur.samples)) < 1 or min(prev.samples + cur.samples) <= 0:
+        cur.note = "no positive samples to compare"
         return
-    cur.p = stats.mann_whitney_u(cur.samples, prev.samples).p
-    cur.step = cur.p < alpha and not lo <= 1 <= hi
+    iv = decide.unpaired_interval(cur.samples, prev.samples)
+    cur.ratio, cur.state = iv.ratio, decide.classify(iv)
+    if not decide.has_interval(iv):
+        cur.note = f"n={iv.n}: no interval"
+        return
+    cur.ci = (iv.low, iv.high)
+    cur.step = cur.state == decide.SEPARATED
 
 
-COLUMNS = ("cell", "group", "date", "builds", "median", "× previous [95%]", "p", "step")
+@dataclass(frozen=True)
+class Row:
+    """One point of a series as a row of the history table."""
+
+    axes: dict[str, str] | None        # the cell's axes on its series' first row, None on the others
+    point: Point
+    digits: int                        # the median's decimals (docs/s has one, bytes none)
 
 
-def table_rows(all_series: Sequence[Series], metric: str) -> list[list[str]]:
+def _change(r: Row) -> str:
+    p = r.point
+    if p.ratio is None:
+        return "–"
+    return f"×{p.ratio:.3f} " + (f"[{p.ci[0]:.3f} … {p.ci[1]:.3f}]" if p.ci else p.note)
+
+
+# the console's table (report.columns.Column); JSON emits the points' as_dict
+HISTORY = (
+    Column("cell", lambda r: axes_text(r.axes) if r.axes is not None else "", None),
+    Column("group", lambda r: r.point.label, None),
+    Column("date", lambda r: r.point.date[:19], None),
+    Column("builds", lambda r: str(len(r.point.samples)), lambda r: len(r.point.samples)),
+    Column("median", lambda r: f"{r.point.median:,.{r.digits}f}", lambda r: r.point.median),
+    Column(f"× previous [{decide.LEVEL:.0%}]", _change, lambda r: r.point.ratio),
+    Column("verdict", lambda r: r.point.state or "–", None),
+    Column("step", lambda r: "STEP" if r.point.step else "", None),
+)
+
+
+def rows(all_series: Sequence[Series], metric: str) -> list[Row]:
     digits = 1 if metric == "docs_s" else 0
-    rows = []
-    for s in all_series:
-        for i, p in enumerate(s.points):
-            rows.append([axes_text(s.axes) if i == 0 else "", p.label, p.date[:19], str(len(p.samples)),
-                         f"{p.median:,.{digits}f}",
-                         "–" if p.ratio is None else f"×{p.ratio:.3f} [{p.ci[0]:.3f} … {p.ci[1]:.3f}]",
-                         "–" if p.p is None else f"{p.p:.3f}",
-                         "STEP" if p.step else ("too few" if p.note else "")])
-    return rows
+    return [Row(s.axes if i == 0 else None, p, digits) for s in all_series for i, p in enumerate(s.points)]
 
 
 @dataclass

@@ -13,14 +13,14 @@ I/O: loads nothing itself, copies the results files and writes the page.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+from dragnet.report import columns
 from dragnet.report import tables as rp
 from dragnet.report.render import cells as cell_text
 from dragnet.report.html_page import Chart, Section, build_page
@@ -31,7 +31,6 @@ from dragnet.results.record import Build
 
 PAGE = "index.html"
 RAW_DIR = "raw"
-_NUM = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?")
 
 
 @dataclass
@@ -48,41 +47,100 @@ class Inputs:
     hrefs: dict[str, str] = field(default_factory=dict)  # results file -> its copy, relative to the page
 
 
-def _sort_key(text: str) -> float | None:
-    m = _NUM.search(text)
-    return float(m.group().replace(",", "")) if m else None
+def linked(cells: Sequence[str], values: Sequence[float | None], anchor: str) -> list:
+    """Table cells whose numbers link to the raw-samples block `anchor`: values holds each cell's number
+    (None: plain text), from the table's model, never read back from the text."""
+    return [c if v is None else {"text": c, "sort": v, "href": f"#{anchor}"} for c, v in zip(cells, values)]
 
 
-def linked(cells: Sequence[str], anchor: str, text_cols: Sequence[int]) -> list:
-    """Table cells whose numbers link to the raw-samples block `anchor`; text_cols stay plain text."""
-    out: list[Any] = []
-    for i, c in enumerate(cells):
-        key = None if i in text_cols else _sort_key(c)
-        out.append(c if key is None else {"text": c, "sort": key, "href": f"#{anchor}"})
+@dataclass(frozen=True)
+class Raw:
+    """One build of a raw-samples table: its record and where the page copied results files to."""
+
+    build: Any                        # results.record.Build, or a size sweep's manifest entry (a dict)
+    hrefs: dict[str, str]
+    source: str | None = None         # its results file (None: none to name)
+
+
+def _file_link(x: Raw) -> dict | None:
+    if x.source is None:
+        return None
+    return {"href": x.hrefs[x.source], "title": x.source} if x.source in x.hrefs else {"title": x.source}
+
+
+def _file_name(x: Raw) -> str:
+    if x.source is None:
+        return "–"
+    return Path(x.hrefs[x.source]).name if x.source in x.hrefs else (Path(x.source).name or x.source)
+
+
+def _figure(header: str, get: Callable[[Any], Any], digits: int = 2) -> columns.Column:
+    """A raw sample: shown rounded, sorted (and read back by tests) at full precision."""
+    def text(x: Raw) -> str:
+        v = get(x.build)
+        return "–" if v is None else f"{v:,.{digits}f}" if _is_number(v) else str(v)
+    return columns.Column(header, text, lambda x: get(x.build) if _is_number(get(x.build)) else None)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _entry(x: Raw, key: str) -> str:
+    return "–" if x.build.get(key) is None else str(x.build[key])
+
+
+FILE = columns.Column("results file", _file_name, None, link=_file_link)
+
+# the raw-samples block of an engine, design doc or "disk matters?" row: one line per build (results.record.Build)
+RAW = (
+    FILE,
+    columns.Column("repeat", lambda x: "–" if x.build.repeat is None else str(x.build.repeat),
+                   lambda x: x.build.repeat if _is_number(x.build.repeat) else None),
+    columns.Column("ok", lambda x: "yes" if x.build.ok else "no", None),
+    _figure("all c/s", lambda b: b.all_cps),
+    _figure("one c/s", lambda b: b.one_cps),
+    _figure("total s", lambda b: b.total_s),
+    _figure("wall s", lambda b: b.wall_s, 3),
+    _figure("docs/s", lambda b: b.docs_per_s),
+    _figure("× base", lambda b: b.ratio, 3),
+    columns.Column("error", lambda x: x.build.error or "", None),
+)
+
+# a size's raw samples: one line per run of the sweep's manifests (their entries)
+SIZE_RAW = (
+    FILE,
+    columns.Column("repeat", lambda x: _entry(x, "repeat"),
+                   lambda x: x.build.get("repeat") if _is_number(x.build.get("repeat")) else None),
+    columns.Column("status", lambda x: _entry(x, "status"), None),
+    _figure("wall s", lambda e: Build.of_entry(e).wall_s, 3),
+    _figure("docs/s", lambda e: Build.of_entry(e).docs_per_s),
+)
+
+# a compare cell's raw samples: one line per build of each side ({"side", "build", "wall_s"})
+COMPARE_RAW = (
+    columns.Column("side", lambda x: x.build["side"], None),
+    columns.Column("build", lambda x: str(x.build["build"]), lambda x: x.build["build"]),
+    _figure("wall s", lambda b: b["wall_s"], 3),
+    columns.Column("results file", lambda x: _file_name(x) if x.source else "", None, link=_file_link),
+)
+
+
+def raw_cells(cols: Sequence[columns.Column], rows: Sequence[Raw]) -> list[list]:
+    """The page's cells of a raw-samples table: a figure's cell sorts by its number, the file's links to its copy."""
+    out = []
+    for x, texts, values in zip(rows, columns.text_rows(cols, rows), columns.value_rows(cols, rows)):
+        cells = []
+        for c, t, v in zip((c for c in cols if c.header is not None), texts, values):
+            link = c.link(x) if c.link else None
+            cells.append({"text": t, **link} if link else t if c.value is None else
+                         {"text": t} if v is None else {"text": t, "sort": v})
+        out.append(cells)
     return out
 
 
-def _num(v: Any, digits: int = 2) -> Any:
-    """A raw sample as a cell: shown rounded, sorted (and read back by tests) at full precision."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return {"text": "–"} if v is None else str(v)
-    return {"text": f"{v:,.{digits}f}", "sort": v}
-
-
-def _file_cell(source: str, hrefs: dict[str, str]) -> Any:
-    if source in hrefs:
-        return {"text": Path(hrefs[source]).name, "href": hrefs[source], "title": source}
-    return {"text": Path(source).name or source, "title": source}
-
-
-RAW_COLUMNS = ("results file", "repeat", "ok", "all c/s", "one c/s", "total s", "wall s", "docs/s", "× base",
-               "error")
-
-
 def raw_run_rows(runs: Sequence[Build], hrefs: dict[str, str]) -> list[list]:
-    return [[_file_cell(r.source, hrefs), "–" if r.repeat is None else r.repeat, "yes" if r.ok else "no",
-             _num(r.all_cps), _num(r.one_cps), _num(r.total_s), _num(r.wall_s, 3), _num(r.docs_per_s),
-             _num(r.ratio, 3), r.error or ""] for r in sorted(runs, key=lambda r: r.started_at)]
+    return raw_cells(RAW, [Raw(r, hrefs, r.source) for r in sorted(runs, key=lambda r: r.started_at)])
 
 
 # ---------------------------------------------------------------- sections (pure)
@@ -92,30 +150,34 @@ def engine_sections(inp: Inputs, runs: Sequence[Build]) -> tuple[list[Section], 
     if not inp.groups:
         return [], []
     rows, raws = [], []
-    for i, (g, cells) in enumerate(zip(inp.groups, cell_text.table_rows(inp.groups))):
+    for i, (g, cells, values) in enumerate(zip(inp.groups, cell_text.table_rows(inp.groups),
+                                               cell_text.table_values(inp.groups))):
         anchor = f"raw-engine-{i}"
-        rows.append(linked(cells, anchor, (0, 1, 13)))
+        rows.append(linked(cells, values, anchor))
         mine = [r for r in runs if r.ddoc is None and (r.label, r.storage) == g.key]
-        raws.append(Section(f"{g.label} ({g.storage})", RAW_COLUMNS, raw_run_rows(mine, inp.hrefs), id=anchor))
+        raws.append(Section(f"{g.label} ({g.storage})", columns.headers(RAW), raw_run_rows(mine, inp.hrefs),
+                            id=anchor))
     notes = cell_text.ranking_lines(inp.groups) + [f"failed: {g.label} ({g.storage}): {e}" for g in inp.groups
                                             for e in g.errors]
-    return [Section(f"engines ({len(inp.docs)} results)", cell_text.COLUMNS, rows, notes, id="engines")], raws
+    return [Section(f"engines ({len(inp.docs)} results)", columns.headers(columns.GROUP), rows, notes,
+                    id="engines")], raws
 
 
 def design_sections(inp: Inputs, runs: Sequence[Build]) -> tuple[list[Section], list[Section]]:
     if not inp.dgroups:
         return [], []
     rows, raws = [], []
-    for i, (g, cells) in enumerate(zip(inp.dgroups, cell_text.design_table_rows(inp.dgroups))):
+    for i, (g, cells, values) in enumerate(zip(inp.dgroups, cell_text.design_table_rows(inp.dgroups),
+                                               cell_text.design_table_values(inp.dgroups))):
         anchor = f"raw-design-{i}"
-        rows.append(linked(cells, anchor, (0, 1, 2, 3, 11, 16)))
+        rows.append(linked(cells, values, anchor))
         ddoc_runs = [r for r in runs if r.ddoc == g.ddoc]
         every = {v for r in ddoc_runs for v in r.views}     # as report.group_design_runs() groups them
         mine = [r for r in ddoc_runs if (rp.view_label(r, every), r.label, r.storage) == (g.view, g.label, g.storage)]
-        raws.append(Section(f"{g.ddoc} {g.view} {g.label} ({g.storage})", RAW_COLUMNS,
+        raws.append(Section(f"{g.ddoc} {g.view} {g.label} ({g.storage})", columns.headers(RAW),
                             raw_run_rows(mine, inp.hrefs), id=anchor))
     notes = cell_text.design_ranking_lines(inp.dgroups) + cell_text.design_notes(inp.dgroups)
-    return [Section("design documents", cell_text.DESIGN_COLUMNS, rows, notes, id="design",
+    return [Section("design documents", columns.headers(columns.DESIGN), rows, notes, id="design",
                     caption=cell_text.DESIGN_LEGEND)], raws
 
 
@@ -123,57 +185,51 @@ def disk_sections(inp: Inputs, scenario_docs: Sequence[dict]) -> tuple[list[Sect
     """The "disk matters?" table, memory lines and verdict; raw: the builds of each row.
     scenario_docs: the results that ran in a scenario, in the order runs_from_results() read them."""
     from dragnet.report.scenario_table import memory_advice, verdict
-    from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
+    from dragnet.report.scenario_table import disk_rows, disk_values
     from dragnet.results.load import scenario_label as label_of
 
     if not inp.disk_ref:
         return [], []
     rows, raws = [], []
-    for i, (row, cells) in enumerate(zip(inp.disk_rows, disk_rows(inp.disk_rows))):
+    for i, (row, cells, values) in enumerate(zip(inp.disk_rows, disk_rows(inp.disk_rows),
+                                                 disk_values(inp.disk_rows))):
         anchor = f"raw-disk-{i}"
-        rows.append(linked(cells, anchor, (0, 1, 2, 6)))
+        rows.append(linked(cells, values, anchor))
         mine = [d for d in scenario_docs if label_of(d) == row.scenario
                 and ((d.get("bench") or {}).get("language") or (d.get("summary") or {}).get("language")) == row.language
                 and str((d.get("bench") or {}).get("storage_label") or d.get("storage") or "unknown") == row.storage]
-        raws.append(Section(f"{row.language} {row.storage} {row.scenario}", RAW_COLUMNS,
+        raws.append(Section(f"{row.language} {row.storage} {row.scenario}", columns.headers(RAW),
                             raw_run_rows([Build.of(d) for d in mine], inp.hrefs), id=anchor))
     notes = [f"memory: {line}" for line in memory_advice(inp.disk_rows, inp.disk_ref)]
     notes.append(f"verdict: {verdict(inp.disk_rows, inp.disk_ref)}")
-    return [Section(f"disk matters? (× = docs/s against {inp.disk_ref})", DISK_COLUMNS, rows, notes,
-                    id="disk")], raws
-
-
-SIZE_RAW_COLUMNS = ("results file", "repeat", "status", "wall s", "docs/s")
+    return [Section(f"disk matters? (× = docs/s against {inp.disk_ref})", columns.headers(columns.DISK), rows,
+                    notes, id="disk")], raws
 
 
 def size_sections(inp: Inputs) -> tuple[list[Section], list[Section]]:
     from dragnet.bench.sizes import fits, sweep_runs
     from dragnet.report.sizes_table import describe_slope
-    from dragnet.report.sizes_table import SIZE_COLUMNS, table_cells
+    from dragnet.report.sizes_table import table_cells, table_values
 
     secs, raws = [], []
     for k, sw in enumerate(inp.sizes):
         rows = []
-        for i, (row, cells) in enumerate(zip(sw["rows"], table_cells(sw["rows"]))):
+        for i, (row, cells, values) in enumerate(zip(sw["rows"], table_cells(sw["rows"]),
+                                                     table_values(sw["rows"]))):
             anchor = f"raw-size-{k}-{i}"
-            cells = linked(cells, anchor, (0, 1, 9))
-            # sizes sort by bytes, not by the number before their unit (1.2 MiB < 371.7 KiB otherwise)
-            for col, nbytes in ((6, row.db_file), (7, row.index_file), (8, row.peak_memory)):
-                if isinstance(cells[col], dict) and nbytes is not None:
-                    cells[col]["sort"] = nbytes
-            rows.append(cells)
+            rows.append(linked(cells, values, anchor))    # sizes sort by bytes
             mine = [r for r in sweep_runs(sw["manifests"]) if (r["language"], r.get("scenario") or "", r["size"])
                     == (row.language, row.scenario, row.size)]
             raws.append(Section(" ".join(x for x in (row.language, row.scenario, f"{row.size:,} documents") if x),
-                                SIZE_RAW_COLUMNS,
-                                [[_file_cell(str(Path(sw["folder"]) / f"size-{r['size']}" / r["result_file"]),
-                                             inp.hrefs) if r.get("result_file") else "–",
-                                  r.get("repeat", "–"), r.get("status", "–"), _num(Build.of_entry(r).wall_s, 3),
-                                  _num(Build.of_entry(r).docs_per_s)] for r in mine],
+                                columns.headers(SIZE_RAW),
+                                raw_cells(SIZE_RAW, [Raw(r, inp.hrefs, str(Path(sw["folder"]) / f"size-{r['size']}"
+                                                                          / r["result_file"])
+                                                         if r.get("result_file") else None) for r in mine]),
                                 id=anchor))
         notes = [f"{lang}{' ' + sc if sc else ''}: {describe_slope(f)}"
                  for (lang, sc), f in fits(sweep_runs(sw["manifests"])).items()]
-        secs.append(Section(f"sizes ({Path(sw['folder']).name})", SIZE_COLUMNS, rows, notes, id=f"sizes-{k}"))
+        secs.append(Section(f"sizes ({Path(sw['folder']).name})", columns.headers(columns.SIZES), rows, notes,
+                            id=f"sizes-{k}"))
     return secs, raws
 
 
@@ -182,27 +238,27 @@ def compare_sections(cmp: dict | None, hrefs: dict[str, str]) -> tuple[list[Sect
     ratios with their intervals, raw: each side's samples."""
     if not cmp:
         return [], []
+    from dragnet.report.compare import page_columns
+
     cells = cmp.get("cells") or []
-    axes = list(dict.fromkeys(k for c in cells for k in (c.get("axes") or {})))
-    cols = tuple(axes) + ("old median", "new median", "ratio", "CI low", "CI high", "metric", "label")
+    page = page_columns(cells)
     rows, raws, names, ratios, lo, hi = [], [], [], [], [], []
-    for i, c in enumerate(cells):
+    for i, (c, texts, values) in enumerate(zip(cells, columns.text_rows(page, cells), columns.value_rows(page, cells))):
         anchor = f"raw-compare-{i}"
         ci = c.get("ci") or [c.get("ci_low"), c.get("ci_high")]
         old, new = c.get("old") or {}, c.get("new") or {}
-        figures = [old.get("median"), new.get("median"), c.get("ratio"), ci[0], ci[1]]
-        rows.append([str((c.get("axes") or {}).get(a, "")) for a in axes]
-                    + [dict(_num(v, 3), href=f"#{anchor}") if isinstance(v, (int, float)) else _num(v)
-                       for v in figures] + [str(c.get("metric") or "wall"),
-                                            c.get("label", "") + (f" ({c['why']})" if c.get("why") else "")])
+        # a figure column's cell is a dict even with no number behind it ({"text": "–"})
+        rows.append([t if col.value is None else {"text": t} if v is None else {"text": t, "sort": v,
+                                                                                  "href": f"#{anchor}"}
+                     for col, t, v in zip(page, texts, values)])
         raw_rows = []
         for side, d in (("old", old), ("new", new)):
             samples = d.get("samples") or []
             sources = list(d.get("sources") or []) + [""] * len(samples)
-            raw_rows += [[side, j, _num(s, 3), _file_cell(src, hrefs) if src else ""]
-                         for j, (s, src) in enumerate(zip(samples, sources))]
+            raw_rows += raw_cells(COMPARE_RAW, [Raw({"side": side, "build": j, "wall_s": s}, hrefs, src or None)
+                                                for j, (s, src) in enumerate(zip(samples, sources))])
         name = " ".join(str(v) for v in (c.get("axes") or {}).values()) or str(i)
-        raws.append(Section(f"compare: {name}", ("side", "build", "wall s", "results file"), raw_rows, id=anchor))
+        raws.append(Section(f"compare: {name}", columns.headers(COMPARE_RAW), raw_rows, id=anchor))
         if c.get("ratio") is not None:
             names.append(name)
             ratios.append(c["ratio"])
@@ -219,7 +275,7 @@ def compare_sections(cmp: dict | None, hrefs: dict[str, str]) -> tuple[list[Sect
     notes = [f"verdict: {cmp['verdict']}"] if cmp.get("verdict") else []
     if cmp.get("test"):
         notes.append(f"test: {cmp['test']}")
-    return [Section("compare", cols, rows, notes, [chart] if chart else [], id="compare")], raws
+    return [Section("compare", columns.headers(page), rows, notes, [chart] if chart else [], id="compare")], raws
 
 
 def check_compare(doc: Any, where: str) -> dict:
@@ -319,7 +375,9 @@ def figure(name: str, series: dict, title: str) -> Chart | None:
     series the PNG drew."""
     if name == "rate_over_time":
         if not series:
-            return Chart(title, [], {"empty": "the results files hold no per-poll records"})
+            from dragnet.report.charts import ONE_POLL
+
+            return Chart(title, [], {"empty": ONE_POLL})
         return Chart(title, [{"type": "scatter", "mode": "lines", "name": lab, "x": s["t"], "y": s["cps"],
                               "hovertemplate": f"{lab}<br>%{{x:.1f}} s: %{{y:.0f}} c/s<extra></extra>"}
                              for lab, s in series.items()],
@@ -327,9 +385,9 @@ def figure(name: str, series: dict, title: str) -> Chart | None:
                       "yaxis": {"title": {"text": "changes/s, all indexer tasks"}}})
     if name == "total_time":
         return Chart(title, [_bars(series["labels"], series["median"], series["err_low"], series["err_high"],
-                                   customdata=series["n"], name="total time",
-                                   hovertemplate="%{x}<br>median %{y:.1f} s, %{customdata} runs<extra></extra>")],
-                     {"yaxis": {"title": {"text": "total time s (median, min…max)"}}})
+                                   customdata=series["n"], name="wall time",
+                                   hovertemplate="%{x}<br>median %{y:.2f} s, %{customdata} runs<extra></extra>")],
+                     {"yaxis": {"title": {"text": "wall time s (median, min…max)"}}})
     if name == "resources":
         metrics = [k for k in series if k not in ("labels", "qs_family")]
         if not any(v for m in metrics for fam in series[m].values() for v in fam):
@@ -585,29 +643,57 @@ def by_axis_sections(comparison: list[dict], by: Sequence[str]) -> list[Section]
                            f"adjacent pairs: {TEST}"), id="by-axis")]
 
 
+SPLIT_COLORS = {"qs": "#ff7f0e", "beam": "#1f77b4", "helpers": "#9467bd", "other": "#8c564b", "idle": "#dddddd"}
+
+
+def split_chart(loads: Sequence[Any], title: str) -> Chart | None:
+    """A stacked bar per engine and CouchDB version (and storage, when the workloads differ in it) of where
+    its build's interval × cores went (the kernel's split, report.share); None when no engine has one."""
+    from dragnet.report.share import SPLIT_PARTS
+
+    bars = [(w, e) for w in loads for e in w.engines if e.split]
+    if not bars:
+        return None
+    keys = {(w.key, w.storage) for w, _ in bars}
+
+    def label(w, e) -> str:
+        parts = [e.engine] + ([f"CouchDB {e.couchdb}"] if e.couchdb else [])
+        return "<br>".join(parts + ([w.storage] if len(keys) > 1 else []))
+
+    x = [label(w, e) for w, e in bars]
+    data = []
+    for k, name in SPLIT_PARTS:
+        if all(e.split[k] is None for _, e in bars):
+            continue
+        data.append({"type": "bar", "name": name, "x": x, "y": [100 * (e.split[k] or 0.0) for _, e in bars],
+                     "customdata": [e.split["seconds"][k] or 0.0 for _, e in bars],
+                     "marker": {"color": SPLIT_COLORS[k]},
+                     "hovertemplate": f"%{{x}}<br>{name}: %{{y:.0f}}% (%{{customdata:.2f}} s)<extra></extra>"})
+    return Chart(title, data, {"barmode": "stack", "yaxis": {"title": {"text": "% of interval × cores (median)"}}})
+
+
 def share_sections(loads: Sequence[Any]) -> list[Section]:
     """dragnet.report.share's workloads: each engine against couchjs, the ceiling and the Erlang baseline, its
     share with an interval, a stacked bar per engine of where its build's time went, and what a switch gains."""
-    from dragnet.report.share import SPLIT_PARTS
+    from dragnet.report.share import split_lines
 
     out = []
-    colors = {"qs_cpu": "#ff7f0e", "beam_cpu": "#1f77b4", "waiting": "#bbbbbb"}
     for i, w in enumerate(loads):
-        rows = []
-        for e in w.engines:
-            x = lambda v: "–" if v is None else f"×{v:.2f}"  # noqa: E731
-            rows.append([e.engine, e.runs, {"text": f"{e.wall_s:.2f}", "sort": e.wall_s}, x(e.x_couchjs),
-                         x(e.x_ceiling), x(e.x_baseline), "–" if e.share is None else e.share.format()])
-        split = [e for e in w.engines if e.split]
-        chart = Chart(f"where the build time goes ({w.key}, {w.storage})", [
-            {"type": "bar", "name": name, "x": [e.engine for e in split],
-             "y": [100 * e.split[k] for e in split], "marker": {"color": colors[k]},
-             "hovertemplate": f"%{{x}}<br>{name}: %{{y:.0f}}% of wall × cores<extra></extra>"}
-            for k, name in SPLIT_PARTS], {"barmode": "stack", "yaxis": {"title": {"text": "% of wall × cores"}}})
-        notes = [g.line() for g in w.gains] + list(w.notes)
-        notes += [f"{e.engine}: no split ({e.split_why})" for e in w.engines if e.split is None and e.split_why]
-        out.append(Section(f"engine share: {w.key}, {w.storage}",
-                           ("engine", "runs", "wall s (median)", "× couchjs", "× ceiling", "× baseline",
-                            "share [95% interval]"), rows, notes, charts=[chart] if split else [],
+        rows = [[t if v is None else {"text": t, "sort": v} for t, v in zip(texts, values)]
+                for texts, values in zip(columns.text_rows(columns.SHARE, w.engines),
+                                         columns.value_rows(columns.SHARE, w.engines))]
+        chart = split_chart([w], f"where the build time goes ({w.key}, {w.storage})")
+        notes = [g.line() for g in w.gains] + list(w.notes) + [line.strip() for line in split_lines(w)[1:]]
+        out.append(Section(f"engine share: {w.key}, {w.storage}", columns.headers(columns.SHARE), rows, notes,
+                           charts=[chart] if chart else [],
                            id=f"engine-share-{i}"))
+    # the same workload on several CouchDB versions (or storages): their bars side by side
+    by_key: dict[str, list] = {}
+    for w in loads:
+        by_key.setdefault(w.key, []).append(w)
+    for i, (key, ws) in enumerate(by_key.items()):
+        chart = split_chart(ws, f"where the build time goes ({key}), every CouchDB version and storage") \
+            if len(ws) > 1 else None
+        if chart is not None:
+            out.append(Section(f"where the build time goes: {key}", charts=[chart], id=f"split-{i}"))
     return out

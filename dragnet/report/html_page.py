@@ -43,6 +43,7 @@ class Section:
     charts: Sequence[Chart] = ()
     id: str = ""
     caption: str = ""
+    images: Sequence[tuple[str, str]] = ()     # (file next to the page, its title): SVGs such as flame graphs
 
     @classmethod
     def of(cls, spec: "Section | dict") -> "Section":
@@ -52,7 +53,7 @@ class Section:
         charts = list(spec.get("charts") or []) + ([spec["chart"]] if spec.get("chart") else [])
         return cls(spec["title"], tuple(spec.get("columns") or ()), [list(r) for r in spec.get("rows") or []],
                    tuple(spec.get("notes") or ()), [Chart.of(c) for c in charts], spec.get("id", ""),
-                   spec.get("caption", ""))
+                   spec.get("caption", ""), tuple(tuple(i) for i in spec.get("images") or ()))
 
 
 def anchor_id(text: str) -> str:
@@ -110,6 +111,10 @@ def section_html(sec: Section, chart_ids: list[tuple[str, Chart]]) -> str:
             chart_ids.append((cid, ch))
             parts.append(f'<div class="chart" id="{cid}" data-title="{html.escape(ch.title)}"></div>')
         parts.append("</div>")
+    for src, title in sec.images:     # an <object> keeps an SVG's own script (a flame graph's zoom and search)
+        parts.append(f'<figure><figcaption>{html.escape(title)}</figcaption><object type="image/svg+xml" '
+                     f'data="{html.escape(src)}" style="width:100%"><a href="{html.escape(src)}">'
+                     f'{html.escape(title)}</a></object></figure>')
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dragnet.measure.stats import median
 from dragnet.results.load import result_label
 
-
-IO_COLUMNS = ("design doc / view", "engine", "storage", "builds", "device", "r/s", "rkB/s", "w/s", "wkB/s",
-              "r_await ms", "%util")
 _IO_KEYS = ("r_s", "rkb_s", "w_s", "wkb_s", "r_await", "util_pct")
 
 
-def io_rows(results) -> tuple[list[list[str]], list[str]]:
+@dataclass(frozen=True)
+class IoGroup:
+    """One row of the iostat table (its columns: report.columns.IO): medians over builds of their averages."""
+    where: str                  # design doc id, or the view file's path
+    engine: str
+    storage: str
+    builds: int
+    devices: str                # the data's device(s), comma-joined
+    r_s: float | None
+    rkb_s: float | None
+    w_s: float | None
+    wkb_s: float | None
+    r_await: float | None
+    util_pct: float | None
+
+
+def io_rows(results) -> tuple[list[IoGroup], list[str]]:
     """Per design doc (or view file), engine and storage: medians over builds of each build's iostat
     averages on the data's disk; and one note per reason iostat is absent from builds. Scenario builds
     are left to the "disk matters?" table."""
@@ -37,10 +52,10 @@ def io_rows(results) -> tuple[list[list[str]], list[str]]:
         devices.setdefault(key, set()).add(io["device"])
     rows = []
     for key, avgs in sorted(groups.items()):
-        cells = []
+        meds = {}
         for k in _IO_KEYS:
             vals = [a[k] for a in avgs if isinstance(a.get(k), (int, float))]
-            cells.append(f"{median(vals):,.1f}" if vals else "–")
-        rows.append([*key, str(len(avgs)), ",".join(sorted(devices[key])), *cells])
+            meds[k] = median(vals) if vals else None
+        rows.append(IoGroup(*key, builds=len(avgs), devices=",".join(sorted(devices[key])), **meds))
     notes = [f"iostat absent from {n} build(s): {why}" for why, n in sorted(absent.items())]
     return rows, notes

@@ -23,7 +23,7 @@ class Report:
     disk_rows: list = field(default_factory=list)      # bench.scenario.Row: "disk matters?"
     disk_reference: str | None = None
     comparison: Any = None                 # report.compare.Comparison against --baseline
-    io_rows: list = field(default_factory=list)        # iostat per build (io_table.IO_COLUMNS)
+    io_rows: list = field(default_factory=list)        # iostat per build (io_table.IoGroup; columns.IO)
     io_notes: list[str] = field(default_factory=list)
     by: list[str] | None = None            # --by axes and their cells (by_axis.compare)
     by_groups: Any = None
@@ -32,6 +32,7 @@ class Report:
     forecasts: list = field(default_factory=list)       # report.forecast_report.ForecastReport
     forecast_only: bool = False            # a forecast folder whose sweep's builds were not kept
     nouveau: dict | None = None            # report.nouveau.section: the Nouveau index builds among the results
+    beam: dict | None = None               # report.beam_activity.section: beam's activity per engine
 
 
 def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: str | None = None,
@@ -42,7 +43,7 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
     from dragnet.report import load as report_load
     from dragnet.report import share, tables
     from dragnet.report.io_table import io_rows
-    from dragnet.report import nouveau
+    from dragnet.report import search_text as nouveau
     from dragnet.results.load import is_nouveau, load_results
 
     results = tuple(results)
@@ -62,7 +63,9 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
 
         rep.by = by_axis.parse_by(by)
         rep.by_groups = by_axis.compare(measured, rep.by)
+    searches = [d for d in found if is_nouveau(d)]
     if not docs:
+        rep.design_groups = tables.build_design_report(searches, reference)   # one table with views' rows
         if baseline:
             rep.comparison = _against(baseline, measured, results)
         rep.forecasts = _forecasts(results)
@@ -70,14 +73,21 @@ def build(results: Sequence[str], *, baseline: Sequence[str] = (), reference: st
     sc_runs, rep.disk_reference = runs_from_results(docs)
     rep.disk_rows = disk_matters(sc_runs, rep.disk_reference) if rep.disk_reference else []
     rep.groups = tables.build_report(docs)
-    rep.design_groups = tables.build_design_report(docs, reference)
+    rep.design_groups = tables.build_design_report(docs + searches, reference)   # search indexes: rows too
     if baseline:
         rep.comparison = _against(baseline, docs, results)
     rep.io_rows, rep.io_notes = io_rows(docs)
     rep.shares = share.shown(share.workloads(docs))   # per storage and axis combination, so --by sees its own
+    rep.beam = beam_section(docs)
     rep.load = report_load.section(docs)
     rep.forecasts = _forecasts(results)
     return rep
+
+
+def beam_section(docs: list[dict]) -> dict | None:
+    from dragnet.report import beam_activity
+
+    return beam_activity.section(docs)
 
 
 def _against(baseline: Sequence[str], new: list[dict], results: Sequence[str]):
@@ -114,6 +124,8 @@ class BenchReport:
     shares: list = field(default_factory=list)
     load: dict | None = None
     comparison: Any = None
+    beam: dict | None = None
+    nouveau: dict | None = None            # report.nouveau.section: the design doc's Nouveau index builds
 
     @property
     def runs(self) -> list[dict]:
@@ -132,10 +144,17 @@ def bench_report(folder, manifest: dict, scenarios: Sequence = (), *, store_dir=
     from dragnet.report import share, tables
     from dragnet.results.load import load_results
 
+    from dragnet.report import search_text as nouveau
+    from dragnet.results.load import is_nouveau
+
     runs = manifest["runs"]
-    docs = load_results([folder]) if any(r["result_file"] for r in runs) else []
-    rep = BenchReport(folder, manifest, docs, tables.build_report(docs), tables.build_design_report(docs))
+    found = load_results([folder], nouveau=True) if any(r["result_file"] for r in runs) else []
+    docs = [d for d in found if not is_nouveau(d)]
+    searches = [d for d in found if is_nouveau(d)]   # a design doc's Nouveau indexes, built after its views
+    rep = BenchReport(folder, manifest, docs, tables.build_report(docs), tables.build_design_report(docs + searches))
+    rep.nouveau = nouveau.section(searches)
     rep.shares = share.shown(share.workloads(docs))
+    rep.beam = beam_section(docs)
     rep.load = report_load.section(docs)
     rep.comparison = saved_runs(folder, docs, store_dir, save_as, baseline_entry, notify)
     if scenarios:

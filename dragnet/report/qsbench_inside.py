@@ -1,14 +1,13 @@
 """`qsbench --couchdb`: qsbench's ranking over the protocol beside the same servers' builds inside CouchDB.
 
-side_by_side() is pure: it puts the two rankings in one table's rows; inside() runs the bench and builds the
-InsideReport that report.render.qsbench shows."""
+side_by_side() is pure: it puts the two rankings in one table's rows; the InsideReport holds them for
+report.render.qsbench (runner/qsbench runs the bench that fills it)."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from dragnet.bench import run as b
 
@@ -59,18 +58,3 @@ class InsideReport:
     @property
     def shards(self) -> Any:
         return self.manifest["cluster"].get("q")
-
-
-def inside(url: str, db: str, data: str, names: dict[str, str], protocol: dict[str, float], *, views: str,
-           repeat: int, results_dir: str | Path, on_event: Callable[[str, dict], None] | None = None) -> InsideReport:
-    """Builds the servers' view and the ceiling inside the CouchDB at url (bench.inside), in a new folder under
-    results_dir, and puts its ranking beside qsbench's (protocol: server -> docs/s over the protocol)."""
-    from dragnet.bench import inside as bench_inside
-    from dragnet.report import share
-    from dragnet.results.load import load_results
-
-    folder = Path(results_dir) / f"qsbench-couchdb-{int(time.time())}"
-    manifest = bench_inside.run_inside(url, db, data, names, views=views, repeat=repeat, results_dir=str(folder),
-                                       on_event=on_event)
-    loads = share.workloads(load_results([folder])) if any(r["result_file"] for r in manifest["runs"]) else []
-    return InsideReport(folder, manifest, side_by_side(protocol, names, loads), loads)

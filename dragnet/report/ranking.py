@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from dragnet.measure import decide
+from dragnet.results.record import Build  # a ranking reads the one build record
 
 TEST = (f"ratio of costs per 1,000 docs, {decide.LEVEL:.0%} t interval on the log ratios, paired by bench round "
         f"where both ran in it; separated beyond ±{decide.NOISE:.0%}, tied inside ±{decide.TIE:.0%}")
@@ -27,31 +28,23 @@ def pair_text(p: decide.Pair) -> str:
     extra = f", {p.why}" if p.state == decide.UNRESOLVED and p.why else ""
     if p.state == decide.UNRESOLVED and p.needed:
         extra += f", ~{p.needed} rounds would likely decide"
+    if not decide.has_interval(iv):
+        return f"{p.faster} vs {p.slower}: ×{iv.ratio:.3f} {p.metric}, {how}, {interval_text(iv)}: {p.state}{extra}"
     return (f"{p.faster} vs {p.slower}: ×{iv.ratio:.3f} [{iv.low:.3f} … {iv.high:.3f}] "
             f"{p.metric}, {iv.level:.0%} {how}, n={iv.n}: {p.state}{extra}")
 
-@dataclass(frozen=True)
-class Build:
-    """One successful build as a ranking sees it: its bench round (None: never paired), docs/s, CPU per 1k docs."""
 
-    round: str | None
-    docs_per_s: float
-    cpu_per_1000: float | None = None
-
-    def as_dict(self) -> dict:
-        return {"round": self.round, "docs_per_s": self.docs_per_s, "cpu_s_per_1000_docs": self.cpu_per_1000}
-
-
-def round_of(bench_id: Any, repeat: Any) -> str | None:
-    """Builds of one bench round share this key."""
-    return f"{bench_id}#{repeat}" if bench_id is not None and isinstance(repeat, int) else None
-
+def interval_text(iv: decide.Interval, digits: int = 3) -> str:
+    """An interval in words: "[0.950 … 1.020]", or "n=2: no interval" where the runs cannot give one."""
+    if not decide.has_interval(iv):
+        return f"n={iv.n}: no interval"
+    return f"[{iv.low:.{digits}f} … {iv.high:.{digits}f}]"
 
 def costs(builds: Sequence[Build], metric: str, name: str) -> dict[Any, float]:
     """A member's costs keyed by round (a build without one, or a second one in a round, keyed apart)."""
     out: dict[Any, float] = {}
     for i, b in enumerate(builds):
-        v = b.cpu_per_1000 if metric == "cpu" else (1000 / b.docs_per_s if b.docs_per_s else None)
+        v = b.cpu_s_per_1000 if metric == "cpu" else (1000 / b.docs_per_s if b.docs_per_s else None)
         if v is None or not v > 0:
             continue
         key = b.round if b.round is not None and b.round not in out else ("unpaired", name, i)
@@ -105,7 +98,7 @@ def rank(where: str, members: Sequence[tuple[str, Sequence[Build]]], metric: str
     """Members (name, successful builds) ordered cheapest first; `metric` None: cpu where every build has it."""
     members = [(n, list(b)) for n, b in members if b]
     if metric is None:
-        metric = "cpu" if all(x.cpu_per_1000 for _, b in members for x in b) else "wall"
+        metric = "cpu" if all(x.cpu_s_per_1000 for _, b in members for x in b) else "wall"
     other_metric = "wall" if metric == "cpu" else "cpu"
     names, pairs = decide.order({n: costs(b, metric, n) for n, b in members}, metric=metric)
     by = {n: costs(b, other_metric, n) for n, b in members}

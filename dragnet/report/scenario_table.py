@@ -3,28 +3,21 @@ renderer."""
 
 from __future__ import annotations
 
-import statistics
-
 from dragnet.axes.scenario import Row
 
 
-DISK_COLUMNS = ("language", "storage", "scenario", "runs", "docs/s median", "× reference", "slower every round",
-                "OOM", "r/s", "rkB/s", "r_await ms", "%util")
-
-
 def disk_rows(rows: list[Row]) -> list[list[str]]:
-    """Table cells for the "disk matters?" table (iostat: per-build averages on the data's device)."""
-    def f(v, fmt):
-        return "–" if v is None else format(v, fmt)
-    out = []
-    for r in rows:
-        io = r.iostat or {}
-        out.append([r.language, r.storage, r.scenario, str(len(r.docs_per_sec)),
-                    f(statistics.median(r.docs_per_sec) if r.docs_per_sec else None, ".0f"),
-                    f(r.ratio, ".2f"), "yes" if r.slower_every_round else "no", str(r.oom),
-                    f(io.get("r_s"), ".0f"), f(io.get("rkb_s"), ".0f"), f(io.get("r_await"), ".2f"),
-                    f(io.get("util_pct"), ".1f")])
-    return out
+    """Table cells for the "disk matters?" table (its columns: report.columns.DISK)."""
+    from dragnet.report import columns
+
+    return columns.text_rows(columns.DISK, rows)
+
+
+def disk_values(rows: list[Row]) -> list[list[float | None]]:
+    """The numbers behind disk_rows' cells, column for column (None for a text cell)."""
+    from dragnet.report import columns
+
+    return columns.value_rows(columns.DISK, rows)
 
 
 def memory_advice(rows: list[Row], reference: str) -> list[str]:
@@ -56,18 +49,30 @@ def disk_summary(rows: list[Row], reference: str) -> dict:
             "verdict": verdict(rows, reference)}
 
 
-def verdict(rows: list[Row], reference: str, *, threshold: float = 0.9) -> str:
-    """One line from the numbers: the slowest scenario when it was slower than the reference in every
-    round and by more than 1-threshold, else that the runs show no disk effect."""
+def verdict(rows: list[Row], reference: str) -> str:
+    """One line from the numbers, by the one verdict rule (measure/decide): a scenario is disk-bound where the
+    interval of its docs/s over the reference's (same language and storage; unpaired, as the rows keep no
+    rounds) lies below 1 − 2%; the slowest such scenario is named, else the slowest one with its interval."""
+    from dragnet.measure import decide
+    from dragnet.report.ranking import interval_text
+
     ooms = [r for r in rows if r.oom]
+    refs = {(r.language, r.storage): r for r in rows if r.scenario == reference}
     cands = [r for r in rows if r.scenario != reference and r.ratio is not None]
     head = ""
     if ooms:
         head = "; ".join(f"OOM-killed in {r.scenario} ({r.language})" for r in ooms) + "; "
     if not cands:
         return head + "no scenario to compare with the reference"
+    judged = [(r, decide.unpaired_interval(r.docs_per_sec, refs[(r.language, r.storage)].docs_per_sec))
+              for r in cands if refs.get((r.language, r.storage)) and refs[(r.language, r.storage)].docs_per_sec]
+    slower = [(r, iv) for r, iv in judged if decide.classify(iv) == decide.SEPARATED and iv.ratio < 1]
+    if slower:
+        worst, iv = min(slower, key=lambda x: x[1].ratio)
+        return head + (f"disk-bound in {worst.scenario} ({worst.language}, {worst.storage}): ×{iv.ratio:.2f} "
+                       f"{interval_text(iv, 2)}")
     worst = min(cands, key=lambda r: r.ratio)
-    if worst.ratio < threshold and worst.slower_every_round:
-        return head + f"disk-bound in {worst.scenario} ({worst.language}, {worst.storage}): ×{worst.ratio:.2f}"
+    iv = next((v for r, v in judged if r is worst), None)
     return head + (f"disk does not matter in these runs: slowest scenario {worst.scenario} ({worst.language}) "
-                   f"×{worst.ratio:.2f}, not slower in every round by more than {1 - threshold:.0%}")
+                   f"×{worst.ratio:.2f}" + (f", {interval_text(iv, 2)} not below 1 − {decide.NOISE:.0%}"
+                                            if iv is not None else ""))

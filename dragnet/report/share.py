@@ -1,16 +1,17 @@
 """How much of a view build an engine can change: each engine against the ceiling, and where build time goes.
 
-Pure: everything here works on results dicts already recorded (wall times, pidstat samples), so its tests
+Pure: everything here works on results dicts already recorded (wall times, kernel accounting), so its tests
 need no server.
 
 - The *ceiling* is a build on the null query server (dragnet.servers.registry.ceiling_language): it answers
   every map_doc with a fixed row and reads nothing, so its build time is CouchDB's side of the build alone.
 - An engine's *share* of a build is 1 − ceiling time ÷ engine time: the part of its build a perfectly fast
-  engine would remove. Its interval comes from the runs: the per-repeat ratios when ceiling and engine ran
-  in the same repeats (paired, interleaved), else a bootstrap of the two medians.
-- The *split* of one build divides its core-time (wall time × the machine's cores) into the query servers'
-  CPU, beam's CPU and waiting (the rest: I/O, the pipe between beam and the query server, the run queue,
-  idle cores); pidstat's %wait of the same processes (runnable, not running) is shown apart.
+  engine would remove. Its interval is decide's, as every verdict's: the t interval of the per-repeat log
+  ratios when ceiling and engine ran in the same repeats (paired, interleaved), else Welch's; none from fewer
+  than 3 runs.
+- The *split* of one build divides its interval × the cores CouchDB could use into the query servers' CPU,
+  beam's, CouchDB's helpers', every other program's and idle, from the kernel's accounting the results file
+  records (dragnet.measure.cpu.core_time); the time CouchDB's threads waited for a core is shown apart.
 - *Switching from A to B* saves median(wall A) − median(wall B) seconds, 1 − wall B ÷ wall A of the build;
   no engine can save more than A's share.
 """
@@ -20,12 +21,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
-from dragnet.measure import stats as stats
+from dragnet.measure import decide
+from dragnet.measure.cpu import CoreTime, core_time
+from dragnet.measure.decide import MIN_INTERVAL_N, TOO_FEW
 from dragnet.measure.stats import median
-from dragnet.report.tables import INFRA_FAMILIES, prepare
+from dragnet.report.columns import share_line
+from dragnet.report.tables import prepare
 from dragnet.results.record import Build
 from dragnet.results.load import BASELINE_LABEL
-from dragnet.servers.registry import LANGUAGE, ceiling_language
+from dragnet.results.schema import couchdb_versions
+from dragnet.servers.registry import ceiling_language
 
 CEILING = ceiling_language() or "ceiling"
 COUCHJS = "javascript"
@@ -33,30 +38,51 @@ COUCHJS = "javascript"
 IN_BEAM = ("erlang", "query")
 # within this share of the ceiling an engine is as fast as any engine can be here
 NEAR_CEILING = 0.05
-LEVEL = 0.95
+LEVEL = 0.95      # one look at the runs a bench made (decide.LEVEL is for its repeated looks)
 
 
 @dataclass(frozen=True)
 class Interval:
+    """A share with its interval; lo and hi are None below MIN_INTERVAL_N runs, which give no interval
+    (decide.has_interval)."""
+
     point: float
-    lo: float
-    hi: float
+    lo: float | None
+    hi: float | None
     n: int
     paired: bool
 
+    @property
+    def has_interval(self) -> bool:
+        return self.lo is not None and self.hi is not None
+
+    def _runs(self) -> str:
+        return f"{self.n}{' paired' * self.paired} run{'s' * (self.n != 1)}"
+
     def format(self) -> str:
-        runs = f"{self.n} paired runs" if self.paired else f"{self.n} runs"
-        return f"{self.point:.0%} [{self.lo:.0%} … {self.hi:.0%}, {runs}]"
+        if not self.has_interval:
+            return f"{self.point:.0%} [n={self.n}: no interval]"
+        return f"{self.point:.0%} [{self.lo:.0%} … {self.hi:.0%}, {self._runs()}]"
+
+    def bounds(self) -> str:
+        return f"[{self.lo:.0%} … {self.hi:.0%}]" if self.has_interval else f"[n={self.n}: no interval]"
 
 
 def _ratio_interval(num: Sequence[float], den: Sequence[float], pairs: Sequence[tuple[float, float]]) -> \
-        tuple[float, float, float, int, bool]:
-    """median(num)/median(den) with an interval: paired when every run has its partner, else bootstrapped."""
+        tuple[float, float | None, float | None, int, bool]:
+    """num ÷ den with decide's interval: paired when every run has its partner (the same round), else
+    Welch's; no interval (None, None) from fewer than MIN_INTERVAL_N runs."""
     if pairs and len(pairs) == len(num) == len(den) and len(pairs) >= 2:
-        point, lo, hi = stats.paired_ratio_ci([a for a, _ in pairs], [b for _, b in pairs], level=LEVEL)
-        return point, lo, hi, len(pairs), True
-    point, lo, hi = stats.bootstrap_ratio_ci(list(num), list(den), level=LEVEL)
-    return point, lo, hi, min(len(num), len(den)), False
+        iv = decide.paired_interval([a for a, _ in pairs], [b for _, b in pairs], level=LEVEL)
+    else:
+        iv = decide.unpaired_interval(list(num), list(den), level=LEVEL)
+    if not decide.has_interval(iv):
+        return iv.ratio, None, None, iv.n, iv.paired
+    return iv.ratio, iv.low, iv.high, iv.n, iv.paired
+
+
+def _one_minus(point: float, lo: float | None, hi: float | None, n: int, paired: bool) -> Interval:
+    return Interval(1 - point, None if hi is None else 1 - hi, None if lo is None else 1 - lo, n, paired)
 
 
 def share(ceiling_walls: Sequence[float], engine_walls: Sequence[float],
@@ -65,8 +91,7 @@ def share(ceiling_walls: Sequence[float], engine_walls: Sequence[float],
     the same repeat. None without a run of each."""
     if not ceiling_walls or not engine_walls:
         return None
-    point, lo, hi, n, paired = _ratio_interval(ceiling_walls, engine_walls, pairs)
-    return Interval(1 - point, 1 - hi, 1 - lo, n, paired)
+    return _one_minus(*_ratio_interval(ceiling_walls, engine_walls, pairs))
 
 
 @dataclass(frozen=True)
@@ -80,12 +105,14 @@ class Gain:
     saved_s: float
     share: Interval            # of a's build: 1 − wall b ÷ wall a
     cap: Interval | None       # a's share: what any engine could save at most
-    verdict: str               # "gain", "loss", "noise", "near ceiling"
+    verdict: str               # "gain", "loss", "noise", "near ceiling", "too few runs"
 
     def line(self) -> str:
         cap = "" if self.cap is None else (f"; no external engine can gain more than {self.cap.point:.0%} "
-                                           f"[{self.cap.lo:.0%} … {self.cap.hi:.0%}] here")
-        if self.cap is not None and self.share.lo > self.cap.hi:
+                                           f"{self.cap.bounds()} here")
+        beyond = self.cap is not None and (self.share.lo > self.cap.hi if self.share.has_interval and
+                                           self.cap.has_interval else self.share.point > self.cap.point)
+        if beyond:
             cap = (f"; more than {self.a}'s share ({self.cap.point:.0%}), which bounds any gain: too few or too "
                    f"noisy runs of the ceiling to tell (more --repeat)")
         head = (f"{self.a} → {self.b}: {self.a_wall_s:.1f} s → {self.b_wall_s:.1f} s, saving {self.saved_s:.1f} s, "
@@ -94,6 +121,8 @@ class Gain:
             return f"{head}: both within {NEAR_CEILING:.0%} of the ceiling{cap}"
         if self.verdict == "noise":
             return f"{head}: within the noise of these runs{cap}"
+        if self.verdict == TOO_FEW:
+            return f"{head}: too few runs for a verdict (--repeat {MIN_INTERVAL_N} or more){cap}"
         return head + cap
 
 
@@ -103,11 +132,13 @@ def gain(a: str, a_walls: Sequence[float], b: str, b_walls: Sequence[float],
     """What switching from a to b saves; pairs: (a, b) walls of the same repeat; cap: a's share."""
     if not a_walls or not b_walls:
         return None
-    point, lo, hi, n, paired = _ratio_interval(b_walls, a_walls, [(y, x) for x, y in pairs])
-    sh = Interval(1 - point, 1 - hi, 1 - lo, n, paired)
-    if cap is not None and b_share is not None and cap.hi < NEAR_CEILING and b_share.hi < NEAR_CEILING:
+    sh = _one_minus(*_ratio_interval(b_walls, a_walls, [(y, x) for x, y in pairs]))
+    if not sh.has_interval:
+        verdict = TOO_FEW
+    elif cap is not None and b_share is not None and cap.has_interval and b_share.has_interval and \
+            cap.hi < NEAR_CEILING and b_share.hi < NEAR_CEILING:
         verdict = "near ceiling"
-    elif sh.lo <= 0 <= sh.hi:
+    elif not (sh.lo > decide.NOISE or sh.hi < -decide.NOISE):     # decide's rule: separated beyond the noise
         verdict = "noise"
     else:
         verdict = "gain" if sh.point > 0 else "loss"
@@ -117,106 +148,60 @@ def gain(a: str, a_walls: Sequence[float], b: str, b_walls: Sequence[float],
 
 # ---------------------------------------------------------------- where a build's time goes
 
-@dataclass(frozen=True)
-class Split:
-    """One build's core-time (wall × cores), in seconds: the query servers' CPU, beam's CPU, and the rest,
-    when the build's processes were not on a core (I/O, the pipe, the run queue, idle cores). run_queue_s is
-    the time they were runnable but not running (pidstat's %wait): part of the waiting, shown apart."""
-
-    wall_s: float
-    cores: int
-    qs_cpu_s: float | None     # None: the view runs inside beam (Erlang, Mango)
-    beam_cpu_s: float
-    waiting_s: float
-    run_queue_s: float
-
-    @property
-    def total_s(self) -> float:
-        return self.wall_s * self.cores
-
-    def fractions(self) -> dict[str, float]:
-        t = self.total_s or 1.0
-        return {"qs_cpu": (self.qs_cpu_s or 0.0) / t, "beam_cpu": self.beam_cpu_s / t, "waiting": self.waiting_s / t,
-                "run_queue": self.run_queue_s / t}
+# the parts of dragnet.measure.cpu.CoreTime, in the order they are shown and stacked
+SPLIT_PARTS = CoreTime.PARTS
+NO_KERNEL = "no kernel accounting"
 
 
-SPLIT_PARTS = (("qs_cpu", "query server CPU"), ("beam_cpu", "beam CPU"),
-               ("waiting", "waiting (I/O, pipe, run queue, idle)"))
-
-
-def _interval_s(result: dict) -> float:
-    argv = result.get("pidstat_command") or []
-    try:
-        return float(argv[-1])
-    except (IndexError, TypeError, ValueError):
-        return 1.0
-
-
-def split_of(result: dict) -> Split | str:
-    """The split of one build, or why there is none (no pidstat, no beam seen: a CouchDB elsewhere).
-
-    pidstat's samples are weighed by how much of their interval lies between the build's trigger and the
-    view's answer; a recorded build without those times counts every sample over the samples' own span."""
+def split_of(result: dict) -> CoreTime | str:
+    """The split of one build's interval × cores from the kernel's accounting its results file records
+    (dragnet.measure.cpu.core_time), or why there is none. pidstat's samples are not used: at 1 s they miss
+    most of a short build."""
     build = Build.of(result)
-    wall = build.wall_s
-    if build.status != "ok" or not wall:
+    if build.status != "ok" or not build.wall_s:
         return "the build did not finish"
-    ps = result.get("pidstat") or {}
-    fams = ps.get("summary") or {}
-    if not ps.get("samples") or "beam" not in fams:
-        why = ps.get("note") or "pidstat saw no beam process (a CouchDB on another machine?)"
-        return f"no process figures: {why}"
-    language = build.language
-    lang = LANGUAGE.get(language)
-    # a user-given server (--server) is no registry language: its family is whatever else pidstat saw
-    qs_fams = lang.processes if lang else tuple(f for f in fams if f not in INFRA_FAMILIES)
-    in_beam = language in IN_BEAM
-    if not in_beam and not any(f in fams for f in qs_fams):
-        return f"pidstat saw no {language} query-server process"
-    dt = _interval_s(result)
-    trigger = result.get("trigger") or {}
-    t0, t1 = trigger.get("t_trigger"), trigger.get("t_return")
-    if t0 is None or t1 is None:
-        times = [s["t"] for s in ps["samples"] if s.get("t") is not None]
-        t0, t1 = min(times) - dt, max(times)
-        wall = t1 - t0
-    beam_pids = set(fams["beam"].get("pids") or ())
-    qs_pids = {p for f in qs_fams for p in (fams.get(f) or {}).get("pids") or ()}
-    beam = qs = wait = 0.0
-    for s in ps["samples"]:
-        pid = s.get("pid")
-        if (pid not in beam_pids and pid not in qs_pids) or s.get("t") is None:
-            continue
-        weight = max(0.0, min(s["t"], t1) - max(s["t"] - dt, t0)) / dt
-        cpu = ((s.get("usr_pct") or 0.0) + (s.get("system_pct") or 0.0)) / 100.0 * dt * weight
-        wait += (s.get("wait_pct") or 0.0) / 100.0 * dt * weight
-        if pid in beam_pids:
-            beam += cpu
-        else:
-            qs += cpu
-    cores = int((result.get("machine") or {}).get("cpu_count") or 1)
-    waiting = max(0.0, wall * cores - beam - qs)
-    return Split(float(wall), cores, None if in_beam else qs, beam, waiting, wait)
+    if "cpu" in result and result["cpu"] is None:     # recorded, but no CouchDB process was found here
+        return "no process accounting: the CouchDB was not on this machine"
+    cores = (result.get("machine") or {}).get("cpu_count")
+    return core_time(result.get("cpu"), float(cores) if cores else None, in_beam=build.language in IN_BEAM)
 
 
-def median_split(splits: Sequence[Split]) -> dict[str, float] | None:
-    """Median of each part's fraction over builds (and the median wall)."""
+def median_split(splits: Sequence[CoreTime]) -> dict | None:
+    """Median of each part's fraction over builds, with the median seconds behind them."""
     if not splits:
         return None
-    out = {k: median([s.fractions()[k] for s in splits]) for k in ("qs_cpu", "beam_cpu", "waiting", "run_queue")}
-    out["run_queue_s"] = median([s.run_queue_s for s in splits])
-    out["wall_s"] = median([s.wall_s for s in splits])
+    out: dict = {}
+    for k, _ in SPLIT_PARTS + (("waited", ""),):
+        fr = [s.fractions()[k] for s in splits if s.fractions()[k] is not None]
+        out[k] = median(fr) if fr else None
+    out["seconds"] = {k: (median(v) if (v := [s.seconds()[k] for s in splits if s.seconds()[k] is not None])
+                          else None) for k, _ in SPLIT_PARTS}
+    out["waited_s"] = median([s.waited_s for s in splits])
+    out["interval_s"] = median([s.interval_s for s in splits])
     out["cores"] = splits[0].cores
     out["builds"] = len(splits)
     return out
 
 
-def split_line(label: str, m: dict[str, float] | None, why: str | None = None) -> str:
+def split_json(result: dict) -> dict:
+    """One build's split for --json: the seconds and fractions of each part, or why there is none."""
+    s = split_of(result)
+    if isinstance(s, str):
+        return {"why": s}
+    return {"interval_s": s.interval_s, "cores": s.cores, "seconds": s.seconds(), "fractions": s.fractions(),
+            "waited_s": s.waited_s}
+
+
+def split_line(label: str, m: dict | None, why: str | None = None) -> str:
+    """One engine's split on one line (the console's and Markdown's)."""
     if m is None:
-        return f"{label}: no split ({why or 'no process figures'})"
-    parts = " · ".join(f"{name} {m[k]:.0%}" for k, name in SPLIT_PARTS)
-    return (f"{label}: {parts} of {m['wall_s']:.1f} s × {m['cores']} cores (median of {m['builds']}); its "
-            f"processes runnable but not running {m['run_queue_s']:.1f} s (summed over them)")
+        return f"{label}: no split ({why or NO_KERNEL})"
+    parts = " · ".join(f"{name} {m[k]:.0%}" for k, name in SPLIT_PARTS if m[k] is not None)
+    if m["other"] is None:
+        parts = parts.replace("idle", "other programs and idle")
+    cores = f"{m['cores']:g}"
+    return (f"{label}: {parts} of {m['interval_s']:.2f} s × {cores} cores (median of {m['builds']}); "
+            f"CouchDB's threads waited for a core {m['waited_s']:.2f} s")
 
 
 # ---------------------------------------------------------------- engines of one workload
@@ -235,6 +220,7 @@ class EngineShare:
     split_why: str | None
     wall_min_s: float | None = None    # the spread of the runs
     wall_max_s: float | None = None
+    couchdb: str | None = None         # the CouchDB version(s) its builds ran on
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -277,7 +263,7 @@ def workloads(results: Iterable[dict]) -> list[Workload]:
     share with an interval, its split, and the gains of switching from couchjs (else the slowest)."""
     results = list(results)
     runs = prepare(results)
-    splits: dict[int, Split | str] = {id(r): split_of(res) for r, res in zip(runs, results)}
+    splits: dict[int, CoreTime | str] = {id(r): split_of(res) for r, res in zip(runs, results)}
     groups: dict[tuple[str, str], dict[str, list[Build]]] = {}
     for r in runs:
         if r.ok and r.wall_s:
@@ -293,12 +279,13 @@ def workloads(results: Iterable[dict]) -> list[Workload]:
             sh = None
             if ceiling and lab not in (CEILING, BASELINE_LABEL) and rs[0].language not in IN_BEAM:
                 sh = share([c.wall_s for c in ceiling], walls, _pairs(ceiling, rs))
-            good = [s for s in (splits[id(r)] for r in rs) if isinstance(s, Split)]
+            good = [s for s in (splits[id(r)] for r in rs) if isinstance(s, CoreTime)]
             whys = [s for s in (splits[id(r)] for r in rs) if isinstance(s, str)]
             engines.append(EngineShare(
                 lab, len(rs), median(walls), dps[lab], _ratio(dps[lab], dps.get(COUCHJS)),
                 _ratio(dps[lab], dps.get(CEILING)), _ratio(dps[lab], dps.get(BASELINE_LABEL)), sh,
-                median_split(good), whys[0] if whys and not good else None, min(walls), max(walls)))
+                median_split(good), whys[0] if whys and not good else None, min(walls), max(walls),
+                ", ".join(sorted({v for v in (couchdb_versions(r.data).get("couchdb") for r in rs) if v})) or None))
         notes = []
         if not ceiling:
             notes.append("no ceiling build here (bench --no-ceiling, or its CouchDB could not run it): "
@@ -326,27 +313,30 @@ def workloads(results: Iterable[dict]) -> list[Workload]:
     return out
 
 
-def _x(v: float | None) -> str:
-    return "–" if v is None else f"×{v:.2f}"
-
-
 def lines(loads: Sequence[Workload]) -> list[str]:
     """The console's account: engines against the ceiling, where time goes, what a switch gains."""
     out: list[str] = []
     for w in loads:
         out.append(f"engine share [{w.key}, {w.storage}] (× couchjs / × ceiling / × Erlang baseline by docs/s; "
                    f"share = 1 − ceiling time ÷ engine time, {LEVEL:.0%} interval over the runs):")
-        for e in w.engines:
-            share_text = "" if e.share is None else f"  share {e.share.format()}"
-            spread = "" if e.runs < 2 else f" [{e.wall_min_s:.2f} … {e.wall_max_s:.2f}]"
-            out.append(f"  {e.engine:<26} {e.runs} run(s)  {e.wall_s:8.2f} s{spread}  {_x(e.x_couchjs):>6} couchjs  "
-                       f"{_x(e.x_ceiling):>6} ceiling  {_x(e.x_baseline):>6} baseline{share_text}")
-        out.append("  where the time goes (share of wall × cores):")
-        for e in w.engines:
-            out.append("    " + split_line(e.engine, e.split, e.split_why))
+        out += [share_line(e) for e in w.engines]     # its pieces are report.columns.SHARE's
+        out += split_lines(w)
         for g in w.gains:
             out.append("  " + g.line())
         out += [f"  note: {n}" for n in w.notes]
+    return out
+
+
+def split_lines(w: Workload) -> list[str]:
+    """Where each engine's build time went (the kernel's split), one line per engine; older results files
+    without kernel accounting say so once."""
+    out = ["  where the time goes (share of the build's interval × the cores CouchDB could use):"]
+    old = [e.engine for e in w.engines if e.split is None and (e.split_why or "").startswith(NO_KERNEL)]
+    for e in w.engines:
+        if e.engine not in old:
+            out.append("    " + split_line(e.engine, e.split, e.split_why))
+    if old:
+        out.append(f"    {', '.join(old)}: {NO_KERNEL} in these results files (recorded before dragnet kept it)")
     return out
 
 
@@ -355,8 +345,9 @@ def to_json(loads: Sequence[Workload]) -> list[dict]:
 
 
 def shown(loads: Sequence[Workload]) -> list[Workload]:
-    """The workloads worth an account: with a ceiling build, or two engines to switch between."""
-    return [w for w in loads if w.gains or any(e.engine == CEILING for e in w.engines)]
+    """The workloads worth an account: with a ceiling build, two engines to switch between, or a split of
+    where a build's time went."""
+    return [w for w in loads if w.gains or any(e.engine == CEILING or e.split for e in w.engines)]
 
 
 # ---------------------------------------------------------------- at a forecast's size

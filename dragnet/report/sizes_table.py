@@ -2,32 +2,23 @@
 
 from __future__ import annotations
 
-import statistics
-
 from pathlib import Path
 
 from dragnet.results.schema import SizeRow
 
 
-SIZE_COLUMNS = ("language", "scenario", "docs", "runs", "build s median", "docs/s median", "db file",
-                "index file", "peak memory", "> memory limit")
-
-
 def table_cells(rows: list[SizeRow]) -> list[list[str]]:
-    from dragnet.couchdb.storage import format_size
+    """The sweep's table as text (its columns: report.columns.SIZES)."""
+    from dragnet.report import columns
 
-    def med(v, fmt):
-        return format(statistics.median(v), fmt) if v else "–"
+    return columns.text_rows(columns.SIZES, rows)
 
-    def size(v):
-        return "–" if v is None else format_size(v)
-    out = []
-    for r in rows:
-        mark = "FIRST" if r.first_exceeding else ("yes" if r.exceeds_memory else "no")
-        out.append([r.language, r.scenario or "–", f"{r.size:,}", str(r.runs), med(r.seconds, ".2f"),
-                    med(r.docs_per_sec, ".0f"), size(r.db_file), size(r.index_file),
-                    size(r.peak_memory) + (f" ({r.peak_source})" if r.peak_source else ""), mark])
-    return out
+
+def table_values(rows: list[SizeRow]) -> list[list[float | None]]:
+    """The numbers behind table_cells' cells, column for column (None for a text cell); sizes in bytes."""
+    from dragnet.report import columns
+
+    return columns.value_rows(columns.SIZES, rows)
 
 
 def sweep_report(folder, plot_path=None) -> dict:

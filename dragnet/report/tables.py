@@ -18,17 +18,17 @@ Rules (also in the README):
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from dragnet.results.load import ALL_VIEWS, BASELINE_LABEL
 from dragnet.results.record import Build
+from dragnet.measure.cpu import CoreTime, core_time
 from dragnet.measure.pidstat import WATCHERS
 from dragnet.servers.registry import LANGUAGES as QS_LANGUAGES
 from dragnet.measure.stats import Summary, median, ratio, summarize
 from dragnet.report import ranking as ranking_model
-from dragnet.report.ranking import round_of
 
 # pidstat command families that are not a query server
 INFRA_FAMILIES = WATCHERS | {"beam"}
@@ -36,16 +36,18 @@ INFRA_FAMILIES = WATCHERS | {"beam"}
 
 # ---------------------------------------------------------------- repeats and ratios
 
-def assign_repeats(runs: list[Build]) -> None:
-    """Runs without a recorded repeat get their rank by start time within (bench, design doc and views, label,
-    storage)."""
-    groups: dict[tuple, list[Build]] = {}
-    for r in runs:
+def assign_repeats(runs: list[Build]) -> list[Build]:
+    """The runs, those without a recorded repeat given their rank by start time within (bench, design doc and
+    views, label, storage)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(runs):
         if r.repeat is None:
-            groups.setdefault((r.bench_id, r.ddoc, r.views, r.label, r.storage), []).append(r)
+            groups.setdefault((r.bench_id, r.ddoc, r.views, r.label, r.storage), []).append(i)
+    out = list(runs)
     for members in groups.values():
-        for i, r in enumerate(sorted(members, key=lambda r: r.started_at)):
-            r.repeat = i
+        for rank, i in enumerate(sorted(members, key=lambda i: runs[i].started_at)):
+            out[i] = replace(runs[i], repeat=rank)
+    return out
 
 
 def pair_baseline(run: Build, baselines: Sequence[Build]) -> Build | None:
@@ -61,15 +63,14 @@ def pair_baseline(run: Build, baselines: Sequence[Build]) -> Build | None:
     return min(pool, key=lambda b: abs(b.started_at - run.started_at))
 
 
-def assign_ratios(runs: list[Build], baseline_label: str = BASELINE_LABEL) -> None:
-    """Set run.ratio = docs/s of the run / docs/s of its paired Erlang baseline run."""
+def assign_ratios(runs: list[Build], baseline_label: str = BASELINE_LABEL) -> list[Build]:
+    """The runs with ratio = docs/s of the run / docs/s of its paired Erlang baseline run."""
     baselines = [r for r in runs if r.label == baseline_label]
+    out = []
     for r in runs:
-        if not r.ok:
-            r.ratio = None
-            continue
-        b = pair_baseline(r, baselines)
-        r.ratio = ratio(r.docs_per_s, b.docs_per_s) if b else None
+        b = pair_baseline(r, baselines) if r.ok else None
+        out.append(replace(r, ratio=ratio(r.docs_per_s, b.docs_per_s) if b else None))
+    return out
 
 
 def view_source(result: dict) -> str:
@@ -77,15 +78,16 @@ def view_source(result: dict) -> str:
     return " ".join(str(view.get("source") or "").split())
 
 
-def split_variants(runs: list[Build], results: Sequence[dict]) -> None:
+def split_variants(runs: list[Build], results: Sequence[dict]) -> list[Build]:
     """Results under one label but with different map sources (e.g. a deliberately throwing function) are
     different rows: the most common source keeps the label, the others get "label [view file]"."""
-    by_label: dict[str, list[tuple[Build, str, str]]] = {}
-    for run, res in zip(runs, results):
+    by_label: dict[str, list[tuple[int, str, str]]] = {}
+    for i, (run, res) in enumerate(zip(runs, results)):
         if (res.get("bench") or {}).get("language") or run.ddoc:   # a design doc is its own row already
             continue
         path = str((res.get("view") or {}).get("path") or "")
-        by_label.setdefault(run.label, []).append((run, view_source(res), Path(path).stem or "?"))
+        by_label.setdefault(run.label, []).append((i, view_source(res), Path(path).stem or "?"))
+    out = list(runs)
     for members in by_label.values():
         counts: dict[str, int] = {}
         for _, src, _ in members:
@@ -93,18 +95,16 @@ def split_variants(runs: list[Build], results: Sequence[dict]) -> None:
         if len(counts) < 2:
             continue
         main = max(counts, key=lambda src: counts[src])
-        for run, src, stem in members:
+        for i, src, stem in members:
             if src != main:
-                run.label = f"{run.label} [{stem}]"
+                out[i] = replace(runs[i], label=f"{runs[i].label} [{stem}]")
+    return out
 
 
 def prepare(results: Iterable[dict]) -> list[Build]:
     results = list(results)
-    runs = [Build.of(x) for x in results]
-    split_variants(runs, results)
-    assign_repeats(runs)
-    assign_ratios(runs)
-    return runs
+    runs = split_variants([Build.of(x) for x in results], results)
+    return assign_ratios(assign_repeats(runs))
 
 
 # ---------------------------------------------------------------- groups
@@ -131,15 +131,14 @@ class Group:
     qs_rss_mb: float | None
     beam_kb_wr: float | None = None
     qs_kb_wr: float | None = None
-    builds: list[ranking_model.Build] = field(default_factory=list)   # raw, for the ranking (dragnet.report.ranking)
+    builds: list[Build] = field(default_factory=list)   # the successful builds, for the ranking (report.ranking)
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.label, self.storage)
 
     def as_dict(self) -> dict:
-        d = asdict(self)
-        return d
+        return dict(asdict(replace(self, builds=[])), builds=[b.ranked() for b in self.builds])
 
 
 def _summ(values: Iterable[float | None]) -> Summary | None:
@@ -185,6 +184,34 @@ def _storage_order(storage: str) -> tuple:
     return ({"disk": 0, "tmpfs": 1}.get(storage, 2), storage)
 
 
+def kernel_cpu_pct(r: Build, in_beam: bool) -> tuple[float | None, float | None]:
+    """(beam, query servers) CPU of one build as % of a core over its interval, from the kernel's accounting
+    (dragnet.measure.cpu.core_time); None where the file has none (pidstat's 1 s samples miss short builds)."""
+    ct = core_time(r.data.get("cpu") if isinstance(r.data, dict) else None, in_beam=in_beam)
+    if not isinstance(ct, CoreTime) or not ct.interval_s:
+        return None, None
+    pct = lambda v: None if v is None else 100.0 * v / ct.interval_s  # noqa: E731
+    return pct(ct.beam_s), pct(ct.qs_s)
+
+
+def _cpu_pct(r: Build, fam: str | None, which: int) -> float | None:
+    pct = kernel_cpu_pct(r, fam is None)[which]
+    if pct is None and r.search:
+        # a Nouveau build records no core_time but its own kernel split of its wall time, per family
+        f = "beam" if which == 0 else fam
+        return (r.resources.get(f) or {}).get("cpu_mean") if f else None
+    return pct
+
+
+def _kernel_med(good: Sequence[Build], fam: str | None, which: int) -> float | None:
+    return _med(_cpu_pct(r, fam, which) for r in good)
+
+
+def _index_mb(r: Build) -> float | None:
+    size = (r.data.get("summary") or {}).get("disk_size") if r.search and isinstance(r.data, dict) else None
+    return size / 1e6 if isinstance(size, (int, float)) else None
+
+
 def group_runs(runs: Sequence[Build]) -> list[Group]:
     """Median over the successful runs of each (label, storage); baseline first, disk before tmpfs."""
     keys: dict[tuple[str, str], list[Build]] = {}
@@ -203,18 +230,17 @@ def group_runs(runs: Sequence[Build]) -> list[Group]:
             total_s=_summ(r.total_s for r in good), wall_s=_summ(r.wall_s for r in good),
             docs_per_s=_summ(r.docs_per_s for r in good), ratio=_summ(r.ratio for r in good),
             qs_family=fam,
-            beam_cpu=res("beam", "cpu_mean"), beam_rss_mb=res("beam", "rss_peak_mb"),
-            qs_cpu=res(fam, "cpu_mean"), qs_rss_mb=res(fam, "rss_peak_mb"),
+            beam_cpu=_kernel_med(good, fam, 0), beam_rss_mb=res("beam", "rss_peak_mb"),
+            qs_cpu=_kernel_med(good, fam, 1), qs_rss_mb=res(fam, "rss_peak_mb"),
             beam_kb_wr=res("beam", "kb_wr"), qs_kb_wr=res(fam, "kb_wr"),
             builds=builds_of(good),
         ))
     return out
 
 
-def builds_of(good: Sequence[Build]) -> list[ranking_model.Build]:
-    return [ranking_model.Build(round_of(r.bench_id, r.repeat) if r.bench_id is not None else None, r.docs_per_s,
-                                r.cpu_s_per_1000)
-            for r in good if r.docs_per_s]
+def builds_of(good: Sequence[Build]) -> list[Build]:
+    """The builds a ranking can read: those with a docs/s."""
+    return [r for r in good if r.docs_per_s]
 
 
 def build_report(results: Iterable[dict]) -> list[Group]:
@@ -269,10 +295,14 @@ class DesignGroup:
     beam_rss_mb: float | None
     qs_cpu: float | None
     qs_rss_mb: float | None
-    builds: list[ranking_model.Build] = field(default_factory=list)
-    # differences by class (dragnet.build.fault), against the reference and between the engine's own builds
+    builds: list[Build] = field(default_factory=list)
+    # differences by class (dragnet.index.fault), against the reference and between the engine's own builds
     classes: dict[str, int] = field(default_factory=dict)
     repeat_differences: int = 0
+    cpu_s_per_1k: Summary | None = None   # CPU-seconds of CouchDB and its query servers (and the JVM) per 1,000 docs
+    jvm_cpu: float | None = None          # a Nouveau index: the JVM's CPU % of one core over the build
+    index_mb: float | None = None         # a Nouveau index: its size on disk, MB
+    index_errors: int | None = None       # a Nouveau index: index() errors, the most of any build
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -283,10 +313,13 @@ class DesignGroup:
         return self.label == self.reference
 
     def as_dict(self) -> dict:
-        return dict(asdict(self), is_reference=self.is_reference)
+        return dict(asdict(replace(self, builds=[])), builds=[b.ranked() for b in self.builds],
+                    is_reference=self.is_reference)
 
 
 def view_label(run: Build, all_views: set[str]) -> str:
+    if run.search:
+        return ",".join(run.views)
     return ALL_VIEWS if not run.views or set(run.views) >= all_views else ",".join(run.views)
 
 
@@ -303,7 +336,7 @@ def group_design_runs(runs: Sequence[Build], reference: str | None = None) -> li
     out: list[DesignGroup] = []
     for ddoc in sorted({r.ddoc for r in runs}):
         mine = [r for r in runs if r.ddoc == ddoc]
-        every = {v for r in mine for v in r.views}
+        every = {v for r in mine if not r.search for v in r.views}   # a search index is a row of its own
         ref = reference or design_reference(mine)
         keys: dict[tuple[str, str, str], list[Build]] = {}
         for r in mine:
@@ -333,12 +366,16 @@ def group_design_runs(runs: Sequence[Build], reference: str | None = None) -> li
                 compared=len(compared), notes=notes,
                 update_lag_s=_summ(r.update_lag_s for r in good),
                 incremental_dps=_summ(r.incremental_dps for r in good),
-                qs_family=fam, beam_cpu=res("beam", "cpu_mean"), beam_rss_mb=res("beam", "rss_peak_mb"),
-                qs_cpu=res(fam, "cpu_mean"), qs_rss_mb=res(fam, "rss_peak_mb"),
+                qs_family=fam, beam_cpu=_kernel_med(good, fam, 0), beam_rss_mb=res("beam", "rss_peak_mb"),
+                qs_cpu=_kernel_med(good, fam, 1), qs_rss_mb=res(fam, "rss_peak_mb"),
                 builds=builds_of(good),
                 classes=_sum_classes([c for c in compared] + [r.repeat_comparison for r in good
                                                                if r.repeat_comparison]),
                 repeat_differences=sum(int((r.repeat_comparison or {}).get("differences") or 0) for r in good),
+                cpu_s_per_1k=_summ(r.cpu_s_per_1000 for r in good), jvm_cpu=res("jvm", "cpu_mean"),
+                index_mb=_med(_index_mb(r) for r in good),
+                index_errors=max((int((r.data.get("summary") or {}).get("index_errors") or 0) for r in good
+                                  if r.search), default=None),
             ))
     return out
 

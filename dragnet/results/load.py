@@ -13,6 +13,7 @@ from typing import Any, Iterable
 from dragnet.errors import UsageError
 from dragnet.results import schema as rs
 from dragnet.results.record import BASELINE_LABEL, Build, result_label, scenario_label, started_at  # noqa: F401
+from dragnet.results.record import nouveau_axes  # noqa: F401  (a Nouveau build's axes: the record's)
 
 RESULT_SCHEMA = rs.schema(rs.ADDVIEW)
 BENCH_MANIFEST = rs.BENCH_MANIFEST
@@ -25,7 +26,7 @@ AXIS_ORDER = ("design", "view", "ddoc", "language", "storage", "scenario", "size
 
 def load_results(paths: Iterable[str | Path], *, nouveau: bool = False) -> list[dict]:
     """Results dicts from files and directories (searched recursively for *.json results, and for recorded
-    build folders holding active_tasks.jsonl, read with dragnet.results.build.from_recording).
+    build folders holding active_tasks.jsonl, read with dragnet.results.addview_results.from_recording).
 
     A directory's bench.json manifest is not a result; other JSON files that are not
     dragnet.addview/1 results (or, with `nouveau`, dragnet.nouveau/1 index builds) are skipped inside
@@ -88,7 +89,7 @@ def failed_runs(manifest: Any, path: Path) -> list[dict]:
 
 
 def _from_recording(folder: Path) -> dict:
-    from dragnet.results.build import from_recording
+    from dragnet.results.addview_results import from_recording
 
     doc = from_recording(folder)
     doc.setdefault("_source", str(folder))
@@ -109,24 +110,6 @@ def _text(v: Any) -> str:
 
 def is_nouveau(result: dict) -> bool:
     return rs.kind_of(result) == rs.NOUVEAU
-
-
-def nouveau_axes(result: dict) -> dict[str, str]:
-    """A Nouveau build's axes: the index, the engine running index(), the database's document count (size),
-    the CouchDB version, the live settings it ran under and the JVM's heap."""
-    out = {"index": str((result.get("index") or {}).get("name")), "language": str(result.get("language"))}
-    settings = result.get("settings") or {}
-    if settings:   # as views' live settings are labelled: section/key=value
-        out["config"] = " ".join(f"{k}={_text(settings[k])}" for k in sorted(settings))
-    if result.get("doc_count") is not None:   # the database's size: builds of different sizes never one cell
-        out["size"] = str(result["doc_count"])
-    heap = ((result.get("nouveau") or {}).get("jvm") or {}).get("heap")
-    if heap:
-        out["heap"] = str(heap)
-    version = (result.get("couchdb") or {}).get("version")
-    if version:
-        out["couchdb"] = str(version)
-    return out
 
 
 def axes_of(result: dict) -> dict[str, str]:

@@ -16,6 +16,8 @@ from typing import Any, Sequence
 from dragnet.results import schema as rs
 
 BASELINE_LABEL = "erlang_baseline"
+SEARCH_PREFIX = "search:"           # a Nouveau index among a design doc's views: search:NAME
+SEARCH_ALONE = "(search index)"     # the design doc of a Nouveau index benched alone (bench --nouveau FILE)
 
 
 def result_label(result: dict) -> str:
@@ -105,13 +107,40 @@ def family_resources(result: dict) -> dict[str, dict[str, float]]:
 _num = rs.number
 
 
-@dataclass
+def nouveau_axes(result: dict) -> dict[str, str]:
+    """A Nouveau build's axes: the index, the engine running index(), the database's document count (size),
+    the CouchDB version, the live settings it ran under and the JVM's heap."""
+    import json
+
+    text = lambda v: v if isinstance(v, str) else json.dumps(v, sort_keys=True)  # noqa: E731
+    out = {"index": str((result.get("index") or {}).get("name")), "language": str(result.get("language"))}
+    settings = result.get("settings") or {}
+    if settings:   # as views' live settings are labelled: section/key=value
+        out["config"] = " ".join(f"{k}={text(settings[k])}" for k in sorted(settings))
+    if result.get("doc_count") is not None:   # the database's size: builds of different sizes never one cell
+        out["size"] = str(result["doc_count"])
+    heap = ((result.get("nouveau") or {}).get("jvm") or {}).get("heap")
+    if heap:
+        out["heap"] = str(heap)
+    version = (result.get("couchdb") or {}).get("version")
+    if version:
+        out["couchdb"] = str(version)
+    return out
+
+
+def round_of(bench_id: Any, repeat: Any) -> str | None:
+    """Builds of one bench round share this key (None: a build that never pairs)."""
+    return f"{bench_id}#{repeat}" if bench_id is not None and isinstance(repeat, int) else None
+
+
+@dataclass(frozen=True)
 class Build:
-    """One view build, as every reader sees it: from an addview results file (Build.of) or from a bench
-    manifest's run entry (Build.of_entry, which holds fewer figures). None where the file has no figure.
+    """One index build, as every reader above results/ sees it: from an addview results file or a Nouveau
+    build (Build.of) or from a bench manifest's run entry (Build.of_entry, which holds fewer figures). None
+    where the file has no figure. Frozen: a report derives new records (dataclasses.replace), never edits one.
 
     `storage` is the cell a report groups by: the storage label, then the scenario and the other axes' values
-    (builds in different scenarios or settings are never one median). The report sets `label` (variants of
+    (builds in different scenarios or settings are never one median). The report derives `label` (variants of
     one map), `repeat` (when not recorded) and `ratio` (to the paired baseline)."""
 
     label: str
@@ -126,7 +155,7 @@ class Build:
     total_s: float | None = None
     wall_s: float | None = None
     docs: int | None = None
-    docs_per_s: float | None = None      # by wall time; recomputed from docs and wall time when not recorded
+    docs_per_s: float | None = None      # by wall time, as recorded, else from docs and wall time: the one docs/s
     # family -> {"cpu_mean": %, "rss_peak_mb": MB, "kb_wr": kB written in total}
     resources: dict[str, dict[str, float]] = field(default_factory=dict)
     source: str = ""
@@ -141,7 +170,6 @@ class Build:
     incremental_dps: float | None = None
     scenario: str | None = None          # bench --memory/--disk-profile/--cache: part of the storage label
     status: str = ""                     # ok, oom or error, as bench's manifest records runs
-    docs_per_s_recorded: float | None = None   # docs/s as the file holds it (None when it holds none)
     oom_killed: bool = False
     cpu_s_per_1000: float | None = None     # CPU-seconds of CouchDB and its query servers per 1,000 docs
     qs_cpu_s_per_1000: float | None = None  # the query servers' own CPU-seconds (schedstat) per 1,000 docs
@@ -152,7 +180,9 @@ class Build:
 
     @classmethod
     def of(cls, result: dict) -> "Build":
-        """The build an addview results dict (dragnet.addview/1, any age) records."""
+        """The build an addview results dict (dragnet.addview/1, any age) or a Nouveau build records."""
+        if rs.kind_of(result) == rs.NOUVEAU:
+            return cls.of_search(result)
         s = (result or {}).get("summary") or {}
         s = s if isinstance(s, dict) else {}
         bench = result.get("bench") or {}
@@ -185,12 +215,43 @@ class Build:
             else None,
             update_lag_s=_num(s.get("update_lag_s", update.get("lag_s"))),
             incremental_dps=_num(update.get("incremental_docs_per_sec")),
-            scenario=scenario, status="ok" if recorded_ok else ("oom" if oom else "error"),
-            docs_per_s_recorded=dps, oom_killed=oom,
+            scenario=scenario, status="ok" if recorded_ok else ("oom" if oom else "error"), oom_killed=oom,
             cpu_s_per_1000=_num(s.get("cpu_s_per_1000_docs")),
             qs_cpu_s_per_1000=_num(s.get("qs_cpu_s_per_1000_docs")),
             instructions_per_1000=instructions_per_1000(result.get("instructions")), size=bench.get("size"),
             axes=axes_of(result), data=result)
+
+    @classmethod
+    def of_search(cls, result: dict) -> "Build":
+        """A Nouveau index build (dragnet.nouveau/1) as a build of the search index `search:NAME` of its
+        design doc (`bench --ddoc`), or of `(search index)` for one given alone; its round is its repeat, its
+        folder its bench, so that engines pair by round as views do."""
+        s = result.get("summary") if isinstance(result.get("summary"), dict) else {}
+        axes = nouveau_axes(result)
+        # the cell: every axis but the index and the engine (builds of other versions, sizes or settings are
+        # never one median), as a view build's storage label carries its other axes
+        storage = " ".join(["nouveau", *(f"{k}={v}" for k, v in axes.items() if k not in ("index", "language"))])
+        rnd = result.get("round")
+        wall, docs = _num(s.get("wall_time_s")), _num(s.get("num_docs") or result.get("doc_count"))
+        ok = bool(s.get("ok", True))
+        source = str(result.get("_source", ""))
+        return cls(
+            label=result_label(result), storage=storage, started_at=started_at(result), ok=ok,
+            error=None if ok else str(s.get("error") or "failed"),
+            repeat=rnd - 1 if isinstance(rnd, int) else None,
+            bench_id=str(Path(source).parent) if source and isinstance(rnd, int) else None,
+            wall_s=wall, docs=int(docs) if docs is not None else None, docs_per_s=_num(s.get("docs_per_s")),
+            resources=family_resources(result) or _split_resources(result), source=source,
+            language=str(result.get("language") or ""), ddoc=str(result.get("design") or SEARCH_ALONE),
+            views=(f"{SEARCH_PREFIX}{(result.get('index') or {}).get('name')}",),
+            status="ok" if ok else "error",
+            cpu_s_per_1000=_num(s.get("cpu_s_per_1000_docs")), size=result.get("doc_count"), axes=axes,
+            data=result)
+
+    @property
+    def search(self) -> bool:
+        """A Nouveau (search) index build rather than a view build."""
+        return any(v.startswith(SEARCH_PREFIX) for v in self.views)
 
     @classmethod
     def of_entry(cls, run: dict) -> "Build":
@@ -201,8 +262,17 @@ class Build:
                    ok=status == "ok", error=run.get("error"),
                    repeat=run.get("repeat") if isinstance(run.get("repeat"), int) else None,
                    wall_s=_num(run.get("wall_time_s")), docs_per_s=dps, language=run["language"],
-                   scenario=run.get("scenario") or "", status=status, docs_per_s_recorded=dps,
+                   scenario=run.get("scenario") or "", status=status,
                    oom_killed=status == "oom", size=run.get("size"), axes=dict(run.get("axes") or {}), data=run)
+
+    @property
+    def round(self) -> str | None:
+        """The bench round it was built in, the key builds are paired by (decide's paired interval)."""
+        return round_of(self.bench_id, self.repeat)
+
+    def ranked(self) -> dict:
+        """The figures a ranking reads, as reports give them beside a row."""
+        return {"round": self.round, "docs_per_s": self.docs_per_s, "cpu_s_per_1000_docs": self.cpu_s_per_1000}
 
     @property
     def timed(self) -> bool:
@@ -211,7 +281,22 @@ class Build:
 
     def figures(self) -> dict:
         """The figures a manifest run entry copies from its build."""
-        return {"docs_per_sec_wall": self.docs_per_s_recorded, "wall_time_s": self.wall_s}
+        return {"docs_per_sec_wall": self.docs_per_s, "wall_time_s": self.wall_s}
+
+
+def _split_resources(result: dict) -> dict[str, dict[str, float]]:
+    """A Nouveau build without pidstat: CPU % of one core per family from the kernel's split of its wall time
+    (beam, its query servers, the JVM)."""
+    from dragnet.servers.registry import LANGUAGES
+
+    of_wall = (result.get("split") or {}).get("of_wall") or {}
+    qs = next((lang.processes[0] for lang in LANGUAGES if lang.name == result.get("language") and lang.processes),
+              None)
+    out = {}
+    for fam, key in (("beam", "beam_cpu"), (qs, "qs_cpu"), ("jvm", "jvm_cpu")):
+        if fam and _num(of_wall.get(key)) is not None:
+            out[fam] = {"cpu_mean": 100 * float(of_wall[key])}
+    return out
 
 
 def instructions_per_1000_docs(ir_with_docs: int, ir_start: int, docs: int) -> float | None:

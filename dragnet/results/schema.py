@@ -38,9 +38,9 @@ from dragnet.errors import UsageError
 ADDVIEW, BENCH, SIZES, QSBENCH, QSBENCH_DDOC = ("dragnet.addview", "dragnet.bench", "dragnet.sizes",
                                                 "dragnet.qsbench", "dragnet.qsbench-ddoc")
 FORECAST, COMPARE, STORE = "dragnet.forecast", "dragnet.compare", "dragnet.store"
-NOUVEAU = "dragnet.nouveau"   # one Nouveau index build (dragnet.build.nouveau)
-NOUVEAU_BENCH = "dragnet.nouveau-bench"   # the manifest of `bench --nouveau` (dragnet.bench.nouveau)
-NOUVEAU_FORECAST = "dragnet.nouveau-forecast"   # `forecast --nouveau`'s forecast.json (dragnet.forecast.nouveau)
+NOUVEAU = "dragnet.nouveau"   # one Nouveau index build (dragnet.index.search_build)
+NOUVEAU_BENCH = "dragnet.nouveau-bench"   # the manifest of `bench --nouveau` (dragnet.bench.search_rounds)
+NOUVEAU_FORECAST = "dragnet.nouveau-forecast"   # `forecast --nouveau`'s forecast.json (dragnet.forecast.search_sweep)
 KEEPUP = "dragnet.keepup"
 # the newest version of each schema this dragnet reads and writes
 VERSIONS = {ADDVIEW: 1, BENCH: 1, SIZES: 1, QSBENCH: 1, QSBENCH_DDOC: 1, FORECAST: 2, COMPARE: 1, STORE: 1, NOUVEAU: 1,

@@ -69,7 +69,7 @@ def metrics_of(result: dict) -> dict[str, float | None]:
     from dragnet.results.record import Build
 
     index = ((result.get("sizes") or {}).get("after") or {}).get("index") or (result.get("index") or {})
-    return {"docs_s": Build.of(result).docs_per_s_recorded, "index_bytes": (index.get("sizes") or index).get("file"),
+    return {"docs_s": Build.of(result).docs_per_s, "index_bytes": (index.get("sizes") or index).get("file"),
             "peak_rss": own_memory(rss_peaks_kb((result.get("pidstat") or {}).get("summary")))}
 
 

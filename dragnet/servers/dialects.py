@@ -19,8 +19,9 @@ record (dragnet.servers.registry.Server.build).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -29,13 +30,20 @@ class Dialect:
     extension: the view file's suffix after "map" (".es6.js")
     family:    which languages can run the same source: "js", "python", "erlang", else the dialect's own name
     language:  the CouchDB language a file with this extension goes to when nothing else says
-    noop_map:  a map function that emits nothing, or None when dragnet cannot write one"""
+    noop_map:  a map function that emits nothing, or None when dragnet cannot write one
+    fallbacks: other dialects whose view files a server of this one runs as they are, in order, where a view
+               has no file of its own (every ES5 function is valid ES2015, so es2015 takes map.js)
+    guess:     whether a server defined outside dragnet runs this dialect, from its CouchDB language, its
+               command's name and every word of language and command (discovery.guess_dialect asks the
+               records, the ones registered last first)"""
 
     name: str
     extension: str
     family: str
     language: str | None = None
     noop_map: str | None = None
+    fallbacks: tuple[str, ...] = ()
+    guess: Callable[[str, str, str], bool] | None = None
 
     @property
     def view_file(self) -> str:
@@ -47,11 +55,16 @@ class Dialect:
 
 
 _JS_NOOP = "function (doc) {}"
+_JS_NAME = re.compile(r"javascript|couchjs|quickjs|chakra|node|bun", re.I)
 DIALECTS: tuple[Dialect, ...] = (
-    Dialect("es5", ".js", "js", "javascript", _JS_NOOP),
-    Dialect("es2015", ".es6.js", "js", "javascript", _JS_NOOP),
-    Dialect("python", ".py", "python", "python", "def fun(doc):\n    return []\n"),
-    Dialect("erlang", ".erl", "erlang", "erlang"),
+    Dialect("es5", ".js", "js", "javascript", _JS_NOOP,
+            guess=lambda language, exe, words: bool(_JS_NAME.search(words))),
+    Dialect("es2015", ".es6.js", "js", "javascript", _JS_NOOP, fallbacks=("es5",),
+            guess=lambda language, exe, words: any(w in words for w in ("chakra", "es2015", "es6", "dragnet-node"))),
+    Dialect("python", ".py", "python", "python", "def fun(doc):\n    return []\n",
+            guess=lambda language, exe, words: "py" in language or "py" in exe or "couchpy" in words
+            or words.endswith(".py")),
+    Dialect("erlang", ".erl", "erlang", "erlang", guess=lambda language, exe, words: "erlang" in language),
 )
 # every known dialect by name: the built-in ones, then those added by register()
 DIALECT = {d.name: d for d in DIALECTS}
@@ -120,6 +133,29 @@ def get(name: str) -> Dialect:
         raise ValueError(f"bad dialect {name!r}: a known one ({', '.join(DIALECT)}) or a file extension "
                          "(lower-case letters, digits, _)")
     return Dialect(name, "." + name, name)
+
+
+def map_file(folder: str | Path, name: str) -> Path:
+    """The file of a view folder a server of dialect `name` runs: its own, else the first of its fallbacks'
+    that is there; its own (missing) when none is."""
+    d = get(name)
+    own = Path(folder) / d.view_file
+    if own.is_file():
+        return own
+    for alt in d.fallbacks:
+        f = Path(folder) / view_file(alt)
+        if f.is_file():
+            return f
+    return own
+
+
+def guess(language: str, exe: str, words: str) -> str | None:
+    """The dialect whose record's guess says so (lower-cased inputs), the records registered last asked first;
+    None when none does."""
+    for d in reversed(known()):
+        if d.guess is not None and d.guess(language, exe, words):
+            return d.name
+    return None
 
 
 def family(name: str) -> str:

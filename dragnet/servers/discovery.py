@@ -111,7 +111,6 @@ BUILT_IN_LANGUAGES = {
     "query": "Mango, built into CouchDB",
     "erlang": "native, enabled in the ini ([native_query_servers] enable_erlang_query_server = true)",
 }
-_JS_NAME = re.compile(r"javascript|couchjs|quickjs|chakra|node|bun", re.I)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
@@ -120,13 +119,7 @@ def guess_dialect(language: str, argv: tuple[str, ...] | list[str], default: str
     config file's server: its language name, i.e. map.<language>)."""
     exe = os.path.basename(argv[0]) if argv else ""
     words = " ".join([language, *[os.path.basename(a) for a in argv]]).lower()
-    if "erlang" in language.lower():
-        return "erlang"
-    if "py" in language.lower() or "py" in exe.lower() or "couchpy" in words or words.endswith(".py"):
-        return "python"
-    if "chakra" in words or "es2015" in words or "es6" in words or "dragnet-node" in words:
-        return "es2015"
-    return "es5" if _JS_NAME.search(words) else default
+    return dialects.guess(language.lower(), exe.lower(), words) or default
 
 
 def from_environment(env: dict | None = None) -> list[ServerSpec]:

@@ -5,7 +5,7 @@ file (dialect) it runs, how it is found here (discovery), the build step that ma
 command inside the Docker image, the pidstat process families and -C names that see its processes, and
 how its version is probed. Everything else reads these records: discovery (dragnet.servers.discovery),
 registration and the Docker image (dragnet.servers.registration, a test compares docker/Dockerfile), pidstat
-families and pattern (dragnet.measure.pidstat), building (dragnet.servers.build), qsbench's versions, report's
+families and pattern (dragnet.measure.pidstat), building (dragnet.servers.compiling), qsbench's versions, report's
 process families, bench's languages and views' language names.
 
 Adding a server is adding one SERVERS record (and its discovery function in dragnet.servers.discovery);
@@ -47,7 +47,7 @@ class Server:
     language:  the CouchDB language it serves (a design doc's "language")
     dialect:   a dialect of dragnet.servers.dialects: which view file it runs
     discover:  env -> Found (its command here) or why it cannot run here
-    build:     the dragnet.servers.build step that makes it (`dragnet servers --build NAME`), or None
+    build:     the dragnet.servers.compiling step that makes it (`dragnet servers --build NAME`), or None
     docker:    its argv inside the Docker image (None: not added by the image, e.g. CouchDB's own)
     processes: pidstat families of its processes, matched in order
     commands:  names pidstat -C must match to see its processes (beam is always watched)

@@ -931,8 +931,9 @@
       if (typeof key === 'string' && Object.prototype.hasOwnProperty.call(commands, key)) {
         commands[key].apply(null, cmd);
       } else if (key === 'list_row' || key === 'list_end') {
-        // a row after the list function ended: CouchDB and this process disagree on the state; exit as couchjs
-        throw ['fatal', 'list_error', "no list function is running for '" + key + "'"];
+        // a row after the list function ended: CouchDB and this process disagree on the state; answer and
+        // exit as couchjs does (its loop.js: an unknown command is fatal)
+        throw ['fatal', 'unknown_command', "unknown command '" + key + "'"];
       } else {
         throw ['error', 'unknown_command', "unknown command '" + key + "'"];
       }

@@ -525,8 +525,9 @@ class Server(object):
                     raise QSError("query_protocol_error", "a command must be a non-empty array")
                 handler = dispatch.get(cmd[0]) if isinstance(cmd[0], str) else None
                 if cmd[0] in ("list_row", "list_end"):
-                    # a row after the list function ended: CouchDB and this process disagree; exit as couchjs
-                    raise Fatal("list_error", "no list function is running for '%s'" % cmd[0])
+                    # a row after the list function ended: CouchDB and this process disagree; answer and exit
+                    # as couchjs does (an unknown command is fatal to it)
+                    raise Fatal("unknown_command", "unknown command '%s'" % cmd[0])
                 if handler is None:
                     # couchjs also exits here; dragnet's servers answer and keep serving
                     raise QSError("unknown_command", "unknown command '%s'" % (cmd[0],))

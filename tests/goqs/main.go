@@ -255,7 +255,7 @@ func (s *server) handle(cmd []any) {
 		s.send([]any{true, results})
 	case "list_row", "list_end":
 		// no list is running: CouchDB and this process disagree, so answer and exit as couchjs does
-		s.send([]any{"error", "list_error", "no list function is running"})
+		s.send([]any{"error", "unknown_command", "unknown command " + strconv.Quote(name)})
 		s.out.Flush()
 		os.Exit(1)
 	default:

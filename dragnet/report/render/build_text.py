@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-from dragnet.build import per_view as _per_view
-from dragnet.build.fault import Finding
-from dragnet.build.per_view import Part
+from dragnet.index import per_view as _per_view
+from dragnet.index.fault import Finding
+from dragnet.index.per_view import Part
 from dragnet.measure import poller
 from dragnet.measure.poller import BuildFigures
 from dragnet.results.record import Build
@@ -99,7 +99,7 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
     fig_s = Build.of(res)
     lines = [format_average(fig), format_total_time(fig)]
     if fig_s.wall_s is not None:
-        dps = fig_s.docs_per_s_recorded
+        dps = fig_s.docs_per_s
         lines.append(f"wall time = {fig_s.wall_s:.1f}s (trigger to view answering), "
                      f"{dps:.1f} docs/s by wall time" if dps else f"wall time = {fig_s.wall_s:.1f}s")
     reissued = (res.get("trigger") or {}).get("reissued_at") or []
@@ -144,6 +144,12 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
         lines += ["  " + x for x in format_iostat_summary(io["summary"])]
     elif io.get("absent"):
         lines.append(f"iostat: none recorded: {io['absent']}")
+    split = format_split(res)
+    if split:
+        lines.append(split)
+    from dragnet.report.beam_activity import build_lines
+
+    lines += build_lines(res)
     ps = (res.get("pidstat") or {}).get("summary")
     if ps:
         lines.append("")
@@ -154,6 +160,18 @@ def format_report(res: dict, figures: poller.BuildFigures | None = None) -> list
         lines.append(f"node {name}:")
         lines += ["  " + line for line in format_pidstat_summary(node_ps)]
     return lines
+
+
+def format_split(res: dict) -> str | None:
+    """Where this build's interval × cores went, from the kernel's accounting (report.share), or None for a
+    file without it."""
+    from dragnet.report import share
+
+    split = share.split_of(res)
+    if isinstance(split, str):
+        return None if split.startswith(share.NO_KERNEL) else f"where the time goes: no split ({split})"
+    return "where the time goes: " + share.split_line("", share.median_split([split]))[2:].replace(
+        " (median of 1)", "")
 
 
 def format_table(rows: list[Part]) -> list[str]:

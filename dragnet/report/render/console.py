@@ -9,7 +9,7 @@ from dragnet.report.render import text
 
 
 def show(rep: Report) -> None:
-    from dragnet.report.console import render_compare, render_design_table, render_disk_matters, render_table
+    from dragnet.report.terminal import render_compare, render_design_table, render_disk_matters, render_table
 
     if rep.forecast_only:
         click.echo(text.forecast_only(rep), nl=False)
@@ -26,12 +26,16 @@ def show(rep: Report) -> None:
     if rep.disk_reference:
         render_disk_matters(rep.disk_rows, rep.disk_reference)
     text.tail(rep, click.echo, markdown=False)
+    from dragnet.report import profile_text      # --profile: one line per build kind, its levers
+
+    for line in profile_text.bench_lines(rep.docs):
+        click.echo(line)
 
 
 def show_bench(rep) -> None:
     """The end of `dragnet bench` (report.model.BenchReport)."""
     from dragnet.report import share
-    from dragnet.report.console import (differences_lines, render_compare, render_design_table,
+    from dragnet.report.terminal import (differences_lines, render_compare, render_design_table,
                                         render_disk_matters, render_table)
 
     runs = rep.runs
@@ -47,10 +51,22 @@ def show_bench(rep) -> None:
         render_disk_matters(rep.disk_rows, rep.disk_reference)
     if rep.shares:
         click.echo("\n".join(share.lines(rep.shares)))
+    if rep.beam:
+        from dragnet.report import beam_activity
+
+        click.echo("\n".join(beam_activity.lines(rep.beam)))
+    from dragnet.report import profile_text      # --profile: one line per build kind, its levers
+
+    for line in profile_text.bench_lines(rep.docs):
+        click.echo(line)
     if rep.load:
         from dragnet.report import load as report_load
 
         click.echo("\n".join(report_load.lines(rep.load)))
+    if rep.nouveau:
+        from dragnet.report import search_text as nouveau
+
+        click.echo("\n".join(nouveau.section_lines(rep.nouveau)))
     for r in rep.failed:
         click.echo(f"failed: {r['storage']} round {r['repeat'] + 1} {r['language']}: {r['error']}")
     for line in differences_lines(rep.folder, runs):
@@ -61,7 +77,7 @@ def show_bench(rep) -> None:
 
 
 def bench_outcome(out) -> None:
-    """The end of `dragnet bench` in any mode (report.session.BenchOutcome); an interruption says what was kept."""
+    """The end of `dragnet bench` in any mode (runner.bench.BenchOutcome); an interruption says what was kept."""
     if out.interrupted is not None:
         interrupted(out)
     elif out.mode == "nouveau":
@@ -88,18 +104,21 @@ def interrupted(out) -> None:
 
 
 def show_gate(outcome) -> None:
-    """`bench --gate` (report.gate.GateOutcome): the comparison of the two revisions and where the rounds are."""
-    from dragnet.report.console import render_compare
+    """`bench --gate` (runner.gate.GateOutcome): the comparison of the two revisions and where the rounds are."""
+    from dragnet.report.terminal import render_compare
 
+    if outcome.comparison is None:
+        click.echo(f"gate: {outcome.changes}: the same index, nothing built; pass")
+        return
     render_compare(outcome.comparison)
     click.echo(f"gate: {outcome.rounds} rounds in {', '.join(str(d) for d in outcome.dirs)}"
                + (f" (warm-up round, not counted: {outcome.warmup})" if outcome.warmup else ""))
 
 
 def show_mango(rep) -> None:
-    """`bench --mango` (report.session.MangoReport): the design table, Mango against each engine, warnings,
+    """`bench --mango` (runner.bench.MangoReport): the design table, Mango against each engine, warnings,
     row differences."""
-    from dragnet.report.console import differences_lines, render_design_table
+    from dragnet.report.terminal import differences_lines, render_design_table
     from dragnet.report.mango import versus_lines
 
     summary, runs = rep.summary, rep.runs
@@ -118,17 +137,19 @@ def show_mango(rep) -> None:
 
 def show_sizes(rep: dict) -> None:
     """A size sweep (report.sizes_table.sweep_report)."""
-    from dragnet.report.console import render_sizes
+    from dragnet.report.terminal import render_sizes
 
     render_sizes(rep)
 
 
 def show_nouveau(manifest: dict, path) -> None:
-    """`bench --nouveau`: each series' builds and checks, then where its manifest is (path)."""
-    from dragnet.report.nouveau import series_lines
+    """`bench --nouveau`: the report of its folder (the one table views and search indexes share, the ranking,
+    the check queries), then where its manifest is (path)."""
+    from pathlib import Path
 
-    for line in series_lines(manifest):
-        click.echo(line)
+    from dragnet.report import model
+
+    show(model.build([str(Path(path).parent)]))
     click.echo(f"results: {path} and one file per build")
 
 
@@ -138,15 +159,16 @@ def history(h) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from dragnet.report import history as hi
-    from dragnet.report.console import console
+    from dragnet.report import columns, history as hi
+    from dragnet.report.terminal import console
     from dragnet.results.store import METRICS
 
     table = Table(title=f"{METRICS[h.metric]} by {h.by}, {h.saved} saved runs", header_style="bold")
-    for col in hi.COLUMNS:
+    for col in columns.headers(hi.HISTORY):
         table.add_column(col)
-    for row in hi.table_rows(h.series, h.metric):
-        table.add_row(*(Text(x) for x in row), style="red" if row[-1] == "STEP" else None)
+    rows = hi.rows(h.series, h.metric)
+    for row, cells in zip(rows, columns.text_rows(hi.HISTORY, rows)):
+        table.add_row(*(Text(x) for x in cells), style="red" if row.point.step else None)
     console(160).print(table)
     steps = sum(p.step for s in h.series for p in s.points)
     click.echo(f"{steps} step(s): {hi.STEP_TEST}")
@@ -178,6 +200,10 @@ def addview_outcome(out) -> None:
         click.echo(f"{o.results['view']['ddoc']} ({o.results['view']['language']}) on {out.db}")
         for line in build_text.format_report(o.results, o.figures):
             click.echo(line)
+        from dragnet.report import profile_text      # --profile: stages, perf's cost, the folded file, levers
+
+        for line in profile_text.build_lines({**o.results, "_source": str(o.path) if o.path else None}):
+            click.echo(line)
         if out.beside:
             from dragnet.report import load as report_load
 
@@ -185,7 +211,7 @@ def addview_outcome(out) -> None:
         if o.path:
             click.echo(f"results: {o.path}")
     elif out.mode == "nouveau":
-        from dragnet.report.nouveau import build_lines
+        from dragnet.report.search_text import build_lines
 
         for line in build_lines(out.nouveau):
             click.echo(line)

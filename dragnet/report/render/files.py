@@ -23,7 +23,7 @@ def charts(rep: Report, plot_dir: str | Path) -> list[Path]:
     if rep.disk_reference:
         drawn.append(ch.disk_matters(rep.disk_rows, rep.disk_reference, Path(plot_dir) / "disk_matters.png"))
     if rep.nouveau:
-        from dragnet.report.nouveau_files import png
+        from dragnet.report.search_files import png
 
         drawn.append(png(rep.nouveau, Path(plot_dir) / "nouveau_docs_s.png"))
     return [c.path for c in drawn]
@@ -38,8 +38,15 @@ def html(rep: Report, html_dir: str | Path, compare_doc: dict | None = None) -> 
     if rep.by_groups is not None:
         extra += hr.by_axis_sections(rep.by_groups, rep.by)
     extra += hr.share_sections(rep.shares)
+    if rep.beam:
+        from dragnet.report.beam_activity import html_sections
+
+        extra += html_sections(rep.beam)
+    from dragnet.report import flame      # --profile: stages per build kind and their flame graphs
+
+    extra += flame.html_sections(rep.docs, html_dir)
     if rep.nouveau:
-        from dragnet.report.nouveau_files import html_sections
+        from dragnet.report.search_files import html_sections
 
         extra += html_sections(rep.nouveau)
     return hr.write_html(html_dir, hr.Inputs(rep.docs, rep.groups, rep.design_groups, rep.disk_rows,
@@ -52,7 +59,7 @@ def forecast_charts(out: dict, folder: Path) -> None:
     """A forecast's charts: forecast.png, or forecast-<variant>.png per variant (a memory limit, a core count);
     their paths go into out["charts"] and out["chart"]."""
     from dragnet.report.forecast_plot import forecast_chart
-    from dragnet.results.build import slug
+    from dragnet.results.addview_results import slug
 
     checks = out.get("backtest") or {}
     out["charts"] = {name: str(forecast_chart(per_lang, folder / (f"forecast-{slug(name)}.png" if name else

@@ -11,7 +11,7 @@ from dragnet.report.tables import RANKING_TEST, DesignGroup, Group, design_ranki
 def render(rep: Report) -> dict:
     from dragnet.report.scenario_table import disk_summary
     from dragnet.report import share
-    from dragnet.report.io_table import IO_COLUMNS
+    from dragnet.report import columns
 
     if rep.forecast_only:
         return {"forecast": [forecast(f) for f in rep.forecasts]}
@@ -22,12 +22,19 @@ def render(rep: Report) -> dict:
         out["design"] = design_json(rep.design_groups)
     if rep.disk_reference:
         out.update(reference_scenario=rep.disk_reference, **disk_summary(rep.disk_rows, rep.disk_reference))
-    out["iostat"] = {"columns": list(IO_COLUMNS), "rows": rep.io_rows, "notes": rep.io_notes}
+    out["iostat"] = {"columns": list(columns.headers(columns.IO)), "rows": columns.text_rows(columns.IO, rep.io_rows),
+                     "notes": rep.io_notes}
     if rep.by_groups is not None:
         out["by"] = {"axes": rep.by, "groups": rep.by_groups}
     out["engine_share"] = share.to_json(rep.shares)
+    if rep.beam:
+        out["beam_activity"] = rep.beam
     if rep.load:
         out["load"] = rep.load
+    from dragnet.report import profile_text      # --profile: stages per build kind, the folded files
+
+    if profile_text.by_kind(rep.docs):
+        out["profile"] = profile_text.bench_json(rep.docs)
     if rep.nouveau:
         out["nouveau"] = rep.nouveau
     if rep.forecasts:
@@ -52,19 +59,28 @@ def bench(rep) -> dict:
     if rep.design_groups:
         report["design"] = design_json(rep.design_groups)
     report["engine_share"] = share.to_json(rep.shares)
+    if rep.beam:
+        report["beam_activity"] = rep.beam
     if rep.load:
         report["load"] = rep.load
+    if rep.nouveau:
+        report["nouveau"] = rep.nouveau
     if rep.comparison is not None:
         extra["baseline"] = rep.comparison.to_json()
+    from dragnet.report import profile_text      # --profile: stages per build kind, the folded files
+
+    if profile_text.by_kind(rep.docs):
+        report["profile"] = profile_text.bench_json(rep.docs)
     return {"dir": str(rep.folder), "manifest": rep.manifest, "report": report, **extra}
 
 
 def bench_outcome(out) -> dict:
-    """The end of `dragnet bench --json` in any mode (report.session.BenchOutcome, not interrupted)."""
+    """The end of `dragnet bench --json` in any mode (runner.bench.BenchOutcome, not interrupted)."""
     if out.mode == "gate":
         g = out.report
         return {"dirs": [str(d) for d in g.dirs], "warmup": str(g.warmup) if g.warmup else None, "rounds": g.rounds,
-                "comparison": g.comparison.to_json()}
+                "changes": g.changes, "no_change": g.no_change, "exit_code": g.exit_code,
+                "comparison": None if g.comparison is None else g.comparison.to_json()}
     if out.mode == "mango":
         s = out.report.summary
         return {"dir": s["dir"], "indexes": s["indexes"], "versus": s["versus"], "warnings": s["warnings"],
@@ -114,5 +130,13 @@ def addview_outcome(out) -> Any:
         return out.nouveau
     o = out.outcome
     compacted = (o.results.get("sizes") or {}).get("compacted")
+    from dragnet.measure.beam import summary as beam_summary
+    from dragnet.report import profile_text      # --profile: stages, perf's cost, the folded file, levers
+    from dragnet.report.share import split_json
+
+    beam = o.results.get("beam_activity")
+    profiled = profile_text.as_json({**o.results, "_source": str(o.path) if o.path else None})
     return dict(o.results["summary"], results_file=str(o.path) if o.path else None, ddoc=o.results["view"]["ddoc"],
-                **({"compacted": compacted} if compacted else {}))
+                **({"compacted": compacted} if compacted else {}), split=split_json(o.results),
+                **({"beam_activity": beam_summary(beam, o.results.get("cpu")) or {"absent": beam.get("absent")}} if beam else {}),
+                **({"profile": profiled} if profiled else {}))

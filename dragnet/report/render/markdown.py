@@ -7,8 +7,9 @@ from typing import Sequence
 from dragnet.report.model import Report
 from dragnet.report.render import text
 from dragnet.report.render.pipe import md_table
-from dragnet.report.render.cells import (COLUMNS, DESIGN_COLUMNS, DESIGN_LEGEND, design_notes, design_ranking_lines,
-                                         design_table_rows, ranking_lines, table_rows)
+from dragnet.report import columns
+from dragnet.report.render.cells import (DESIGN_LEGEND, design_notes, design_ranking_lines, design_table_rows,
+                                         ranking_lines, table_rows)
 from dragnet.report.tables import DesignGroup, Group
 
 
@@ -37,9 +38,10 @@ def render(rep: Report) -> str:
         echo(compare_markdown(rep.comparison), nl=False)
     ref = rep.disk_reference
     if ref:
-        from dragnet.report.scenario_table import DISK_COLUMNS, disk_rows
+        from dragnet.report import columns
+        from dragnet.report.scenario_table import disk_rows
         echo(f"\n**disk matters?** (× = docs/s against {ref})\n")
-        echo(md_table(DISK_COLUMNS, disk_rows(rep.disk_rows)), nl=False)
+        echo(md_table(columns.headers(columns.DISK), disk_rows(rep.disk_rows)), nl=False)
         echo("".join(f"\n- memory: {line}" for line in memory_advice(rep.disk_rows, ref)))
         echo(f"\n**verdict:** {verdict(rep.disk_rows, ref)}")
     text.tail(rep, echo, markdown=True)
@@ -47,11 +49,11 @@ def render(rep: Report) -> str:
 
 
 def to_markdown(groups: Sequence[Group]) -> str:
-    return md_table(COLUMNS, table_rows(groups))
+    return md_table(columns.headers(columns.GROUP), table_rows(groups))
 
 
 def design_markdown(groups: Sequence[DesignGroup]) -> str:
-    out = md_table(DESIGN_COLUMNS, design_table_rows(groups)) + "\n" + DESIGN_LEGEND + "\n"
+    out = md_table(columns.headers(columns.DESIGN), design_table_rows(groups)) + "\n" + DESIGN_LEGEND + "\n"
     lines = design_ranking_lines(groups)
     if lines:
         out += "\n" + "\n".join(lines[:1] + [f"- {x.strip()}" for x in lines[1:]]) + "\n"
@@ -63,7 +65,8 @@ def design_markdown(groups: Sequence[DesignGroup]) -> str:
 
 def compare_markdown(cmp) -> str:
     """A comparison (report.compare.Comparison) as a Markdown section: title, table, notes as a list."""
-    from dragnet.report.compare import COLUMNS as COMPARE_COLUMNS, notes, table_rows as compare_rows, title
+    from dragnet.report import compare
+    from dragnet.report.compare import notes, table_rows as compare_rows, title
 
-    return (f"**{title(cmp)}**\n\n" + md_table(COMPARE_COLUMNS, compare_rows(cmp)) + "\n"
+    return (f"**{title(cmp)}**\n\n" + md_table(columns.headers(compare.COMPARE), compare_rows(cmp)) + "\n"
             + "".join(f"- {line}\n" for line in notes(cmp)))

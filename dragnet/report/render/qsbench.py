@@ -10,8 +10,9 @@ from dragnet.qsbench import run as qsbench
 from dragnet.report.ranking import pair_text
 
 
-def show_table(out: Console, bench, docs, shards: int) -> None:
-    """The servers' table over the protocol, the harness's share, and each server's command line."""
+def show_table(out: Console, bench, docs, shards: int, verbose: bool = True) -> None:
+    """The servers' table over the protocol; verbose (or where it exceeds 10%), the harness's share; verbose, each
+    server's command line."""
     if not bench.rows:
         return
     cmd = {r.spec.name: " ".join(r.spec.argv) for r in bench.results}
@@ -30,15 +31,15 @@ def show_table(out: Console, bench, docs, shards: int) -> None:
                   f"{r.peak_rss_kb / 1024:.1f}" if r.peak_rss_kb else "?", f"{r.startup_ms:.0f}")
     out.print(t)
     shares = [(r.name, r.harness_share) for r in bench.rows if getattr(r, "harness_share", None) is not None]
-    if shares:
-        big = [n for n, h in shares if h > 0.10]
+    big = [n for n, h in shares if h > 0.10]
+    if shares and (verbose or big):     # the harness's own share is news only where it is not negligible
         loop = {"c": "the C loop, dragnet-qsdriver", "python": "the Python loop: `make servers` builds the C one"}
         out.print(f"harness share of the map loop's wall time ({loop.get(bench.driver, bench.driver)}, its own "
                   "CPU while it drives): "
                   + ", ".join(f"{n} {h:.0%}" for n, h in shares)
                   + (f"; not negligible for {', '.join(big)}: their docs/s is partly the driver's" if big else ""),
                   highlight=False)
-    for r in bench.rows:
+    for r in bench.rows if verbose else ():
         out.print(f"  {r.name}: {cmd[r.name]}", highlight=False)
 
 
@@ -54,8 +55,9 @@ def show_failures(out: Console, bench) -> None:
                 out.print(f"  {m.message()}", highlight=False, markup=False)
 
 
-def show_ranking(out: Console, bench) -> None:
-    """The order, each adjacent pair's verdict, where the ceiling is measured, warnings."""
+def show_ranking(out: Console, bench, verbose: bool = True) -> None:
+    """The order, each adjacent pair's verdict, where the ceiling is measured, warnings. Not verbose: the pairs
+    on the other metric and the warnings are one line that says how many there are."""
     if bench.verdicts:
         metric = {"cpu": "CPU-seconds per 1,000 docs", "wall": "wall seconds per 1,000 docs"}[bench.metric]
         out.print(f"order on {metric} (> separated, ≈ tied, ? unresolved): {bench.order}", highlight=False)
@@ -63,15 +65,28 @@ def show_ranking(out: Console, bench) -> None:
                   f"[99% interval]:", highlight=False)
         for v in bench.verdicts:
             out.print(f"  {pair_text(v)}", highlight=False, markup=False)
-        for v in bench.other_pairs:
+        for v in bench.other_pairs if verbose else ():
             out.print(f"  ({v.metric}) {pair_text(v)}", highlight=False, markup=False)
         out.print("the whole order is supported" if bench.decided else
                   "the order is NOT supported where a pair is unresolved (too noisy: more rounds or a quieter "
                   "machine; too close: more rounds; budget/max-runs: raise them)", highlight=False)
     if bench.verdicts:      # inside CouchDB the ceiling caps the gain: say where that is measured
         out.print(qsbench.CEILING_POINTER, highlight=False, markup=False)
-    for w in bench.warnings:
-        out.print(f"[yellow]warning[/] {w}", highlight=False)
+    if verbose:
+        for w in bench.warnings:
+            out.print(f"[yellow]warning[/] {w}", highlight=False)
+    else:
+        line = collapsed_line(len(bench.warnings), len(bench.other_pairs) if bench.verdicts else 0,
+                              {"cpu": "wall time", "wall": "CPU"}.get(bench.metric, "the other metric"))
+        if line:
+            out.print(line, highlight=False)
+
+
+def collapsed_line(warnings: int, other_pairs: int, other_metric: str) -> str | None:
+    """What the console leaves out without --verbose, in one line: '3 warnings, 6 pairs on wall time: `--verbose`'."""
+    parts = ([f"{warnings} warning{'s' if warnings != 1 else ''}"] if warnings else []) + \
+            ([f"{other_pairs} pair{'s' if other_pairs != 1 else ''} on {other_metric}"] if other_pairs else [])
+    return f"[yellow]{', '.join(parts)}[/]: `--verbose`" if parts else None
 
 
 def show_ddoc(out: Console, bench) -> None:
@@ -120,7 +135,7 @@ def show_inside(out: Console, rep) -> None:
 
 def reduce_check_lines(checks: dict, reference: str | None) -> list[str]:
     """The reference engine's order checks (qsbench --ddoc), one line each, or a fault's lines."""
-    from dragnet.build.fault import ORDER
+    from dragnet.index.fault import ORDER
     from dragnet.report.render.build_text import describe_finding
 
     lines = []
@@ -138,7 +153,7 @@ def reduce_check_lines(checks: dict, reference: str | None) -> list[str]:
 
 
 def event_line(kind: str, d: dict) -> str | None:
-    """A qsbench message for stderr (report.qsbench_session's events), in rich markup, or None."""
+    """A qsbench message for stderr (runner.qsbench's events), in rich markup, or None."""
     if kind == "skipped":
         s = d["spec"]
         return f"[yellow]skipped[/] {s.name}: {s.reason}"
@@ -165,23 +180,23 @@ def event_line(kind: str, d: dict) -> str | None:
     return None
 
 
-def protocol_outcome(out: Console, outcome) -> None:
-    """A view folder's qsbench (report.qsbench_session.QsbenchOutcome): table, ranking, failures, files."""
+def protocol_outcome(out: Console, outcome, verbose: bool = True) -> None:
+    """A view folder's qsbench (runner.qsbench.QsbenchOutcome): table, ranking, failures, files."""
     bench = outcome.run.bench
-    show_table(out, bench, outcome.docs, outcome.request.shards)
-    show_ranking(out, bench)
+    show_table(out, bench, outcome.docs, outcome.request.shards, verbose)
+    show_ranking(out, bench, verbose)
     show_failures(out, bench)
     out.print(f"results: {outcome.run.path}")
     if outcome.chart:
         out.print(f"chart:   {outcome.chart}")
 
 
-def ddoc_outcome(out: Console, outcome) -> None:
+def ddoc_outcome(out: Console, outcome, verbose: bool = True) -> None:
     """qsbench --ddoc: table, ranking, each function's cost, the reduce checks, the results file."""
     got = outcome.run
     bench = got.bench
-    show_table(out, bench, outcome.docs, 1)
-    show_ranking(out, bench)
+    show_table(out, bench, outcome.docs, 1, verbose)
+    show_ranking(out, bench, verbose)
     show_ddoc(out, bench)
     for line in reduce_check_lines(got.checks, bench.reference):
         out.print(line, highlight=False, markup=False)

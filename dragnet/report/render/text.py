@@ -10,11 +10,11 @@ from dragnet.report.model import Report
 
 def tail(rep: Report, echo: Callable[..., None], markdown: bool) -> None:
     from dragnet.report import by_axis, share
-    from dragnet.report.io_table import IO_COLUMNS
+    from dragnet.report import columns
     from dragnet.report.render.pipe import md_table
 
     if rep.nouveau:
-        from dragnet.report import nouveau
+        from dragnet.report import search_text as nouveau
 
         lines = nouveau.section_lines(rep.nouveau)
         echo("\n".join([lines[0].replace("\n", "\n**") + "**", "", "```", *lines[1:], "```"]
@@ -22,13 +22,17 @@ def tail(rep: Report, echo: Callable[..., None], markdown: bool) -> None:
     if rep.io_rows or rep.io_notes:
         echo("\niostat on the data's disk (medians over builds of each build's averages):\n" if rep.io_rows else "")
         if rep.io_rows:
-            echo(md_table(IO_COLUMNS, rep.io_rows), nl=False)
+            echo(md_table(columns.headers(columns.IO), columns.text_rows(columns.IO, rep.io_rows)), nl=False)
         for n in rep.io_notes:
             echo(n)
     if rep.by_groups is not None:
         echo("\n".join(by_axis.lines(rep.by_groups, rep.by)))
     if rep.shares:
         echo("\n" + "\n".join(share.lines(rep.shares)))
+    if rep.beam:
+        from dragnet.report import beam_activity
+
+        echo("\n" + "\n".join(beam_activity.lines(rep.beam)))
     if rep.load:
         from dragnet.report import load as report_load
 
@@ -60,10 +64,17 @@ def forecast(rep) -> str:
             lines.append(f"  {q.name:<14} {fmt(q.value):>12}  [{fmt(q.low)} … {fmt(q.high)}] {q.how}")
             if q.shape:
                 lines.append(f"  {'':<14} shape: {q.shape}")
+            if q.by_part:
+                b = q.by_part
+                lines.append(f"  {'  by part':<14} {fmt(b.value):>12}  [{fmt(b.low)} … {fmt(b.high)}] {b.how}")
             lines += [f"  warning: {w}" for w in q.warnings]
         if e.why:
             lines.append(f"  why: {e.why}")
         lines += [f"  warning: {w}" for w in e.warnings]
+    lines += [f"warning: {w}" for w in rep.sample_warnings]
+    lines += [f"not checked: {w}" for w in rep.not_checked]
+    if rep.draw:
+        lines.append(f"sizes drawn: {rep.draw}")
     lines += rep.gains
     if rep.sweep_step:
         lines.append(rep.sweep_step)
@@ -76,6 +87,7 @@ def forecast(rep) -> str:
         fmt = _amount(b.unit)
         lines.append(f"back-test {b.language} {b.quantity}: predicted {fmt(b.predicted)}, built {fmt(b.actual)}: "
                      f"error {b.error:+.1%}, {'inside' if b.inside else 'OUTSIDE'} the interval"
-                     + (f" (whole-database sweep alone: {b.whole_error:+.1%})" if b.whole_error is not None else ""))
+                     + (f" (whole-database sweep alone: {b.whole_error:+.1%})" if b.whole_error is not None else "")
+                     + (f" (by part: {b.by_part_error:+.1%})" if b.by_part_error is not None else ""))
     lines.append(f"results: {rep.sweep_dir}, forecast.json and {', '.join(rep.charts)}")
     return "\n".join(lines)

@@ -1,0 +1,2 @@
+// dragnet: language=javascript
+function (doc) { emit(doc._id, doc.type); }
