@@ -63,6 +63,7 @@ def test_plan_v1_writes_memory_and_blkio_files(tmp_path):
     assert writes == {
         "memory/g/memory.limit_in_bytes": str(256 * 1024**2),
         "memory/g/memory.swappiness": "0",
+        "memory/g/memory.oom_control": "1",
         "blkio/g/blkio.throttle.read_iops_device": "254:0 150",
         "blkio/g/blkio.throttle.write_iops_device": "254:0 150",
         "blkio/g/blkio.throttle.read_bps_device": f"254:0 {120 * 1024**2}",
@@ -220,3 +221,45 @@ def test_read_memory_of_a_group_that_vanished_is_empty(tmp_path):
     (g / "blkio.throttle.io_service_bytes").write_text("254:0 Read 37871616\n254:0 Write 98304\n")
     assert limits.read_io(g, 1, "254:0") == {"read_ios": 814, "write_ios": 40, "read_bytes": 37871616,
                                              "write_bytes": 98304}
+
+
+def test_under_oom_reads_v1_oom_control():
+    assert limits.under_oom("oom_kill_disable 1\nunder_oom 1\noom_kill 0\n")
+    assert not limits.under_oom("oom_kill_disable 1\nunder_oom 0\noom_kill 0\n")
+    assert not limits.under_oom("")
+
+
+def _v1_memory_root() -> Path | None:
+    layout = limits.detect()
+    if os.geteuid() != 0 or layout.version != 1 or layout.memory is None:
+        return None
+    return layout.memory
+
+
+def test_a_process_over_its_v1_limit_is_paused_and_let_go_not_killed():
+    """The kernel's own behaviour with the group's OOM killer off: a process that needs 64 MiB in a
+    16 MiB group is paused, OomHold lifts the limit, and the process finishes alive."""
+    import subprocess
+    import sys
+
+    root = _v1_memory_root()
+    if root is None:
+        pytest.skip("needs root and a writable cgroup v1 memory controller")
+    p = limits.plan(limits.detect(), f"dragnet-{os.getpid()}-hold", memory=16 * 1024**2,
+                    profile=limits.PROFILES["unlimited"], device=None)
+    # the child waits on stdin until it is in the group, then touches 64 MiB of anonymous memory
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.readline(); "
+                              "b = bytearray(64 * 1024 * 1024); b[::4096] = b'x' * (len(b) // 4096); print('done')"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        limits.apply(p, [child.pid])
+        hold = limits.OomHold(p.groups[0]).start()
+        out, _ = child.communicate("go\n", timeout=60)
+        held = hold.stop()
+        use = limits.memory_use(p)
+    finally:
+        child.kill()
+        limits.remove(p)
+    assert child.returncode == 0 and out.strip() == "done"
+    assert held and use.oom_kills == 0
+    assert not p.groups[0].exists()

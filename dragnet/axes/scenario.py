@@ -134,6 +134,7 @@ class Measured:
     io: dict | None = None
     oom_lines: list[str] = field(default_factory=list)
     oom: bool = False
+    held: bool = False      # paused at the limit, not killed: the limit was lifted and CouchDB went on
 
 
 class LocalTarget:
@@ -151,6 +152,7 @@ class LocalTarget:
                 pass
         self.enforced = self.plan.enforced if self.plan else []
         self.cgroup_version = self.plan.layout.version if self.plan else None
+        self.hold: limits.OomHold | None = None
 
     def set_cache(self, state: str | None) -> str:
         if not state:
@@ -162,17 +164,21 @@ class LocalTarget:
     def start(self) -> None:
         if self.plan is not None:
             limits.apply(self.plan, sorted(process_tree(self.pid)))
+            if self.sc.memory and self.plan.layout.version == 1:
+                self.hold = limits.OomHold(self.plan.groups[0]).start()
 
     def finish(self, t0: float, failed: bool) -> Measured:
         if self.plan is None:
             return Measured()
         try:
+            held = self.hold.stop() if self.hold is not None else False
             use, io = limits.memory_use(self.plan), limits.io_use(self.plan)
             memcg = limits.memcg_path(self.plan) if self.sc.memory else None
             lines = limits.kernel_oom_lines(t0, memcg) if memcg else []
         finally:
             limits.remove(self.plan)
-        return Measured(use, io, lines, bool(use.oom_kills or any("beam" in ln for ln in lines)))
+        killed = bool(use.oom_kills or any("beam" in ln for ln in lines))
+        return Measured(use, io, lines, killed or held, held=held and not killed)
 
     def record(self) -> dict:
         return {}
@@ -208,6 +214,10 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
         m = target.finish(t0, error is not None or not (result.get("summary") or {}).get("ok", True))
         t1 = time.time()
     if error is not None and not m.oom:
+        if sc.memory and m.use is not None and m.use.failcnt:   # said with the failure: it ran at its limit
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise DragnetError(f"{first} (at memory limit {format_size(sc.memory)}: the group reached it "
+                               f"{m.use.failcnt} times)") from error
         raise error
     use, group_io = m.use, m.io
     parsed = _iostat.parse(text)
@@ -226,7 +236,10 @@ def run_in(sc: Scenario, couch: Couch, url: str, db: str, ddoc: str, build: Call
     result["memory"] = None if use is None else {"limit": sc.memory, "peak": use.peak, "anon": use.anon,
                                                  "oom_kills": use.oom_kills, "failcnt": use.failcnt,
                                                  "kernel_log": m.oom_lines[-5:]}
-    if m.oom:
+    if m.held:      # CouchDB is alive: the build went on unlimited, so its figures are not this scenario's
+        msg = limits.held_message(sc.memory)
+        result["summary"].update(ok=False, oom_killed=True, oom_held=True, outcome=msg, error=msg)
+    elif m.oom:
         msg = limits.oom_message(sc.memory) if sc.memory else "CouchDB was OOM-killed"
         result["summary"].update(ok=False, oom_killed=True, outcome=msg, error=msg)
         result["sizes"] = {**(result.get("sizes") or {}), "before": before, "after": None}

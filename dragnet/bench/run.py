@@ -490,7 +490,7 @@ class Bench:
                         run.update(checked)
                         self._write_manifest()
                     current = None
-                    if run["status"] == "oom":
+                    if run["status"] == "oom" and not run.get("oom_held"):
                         if self.inst is None:
                             raise DragnetError(f"{run['error']}; it is not managed by dragnet, so the bench "
                                                "cannot restart it: remaining runs not done")
@@ -614,6 +614,8 @@ class Bench:
         fig = Build.of(result)
         ok = fig.status == "ok"
         run.update(status=fig.status, error=None if ok else (fig.error or "build failed"), **fig.figures())
+        if (result.get("summary") or {}).get("oom_held"):
+            run["oom_held"] = True       # paused at its limit and let go: CouchDB is still up
         if result.get("iostat"):
             from dragnet.axes.scenario import iostat_averages
             run["iostat"] = iostat_averages(result)
@@ -650,7 +652,7 @@ class Bench:
                 run["repeat_comparison"] = comparison_summary(repeats)
         run["result_file"] = self._write_result(run, result).name
         self._write_manifest()
-        if fig.status == "oom":       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
+        if fig.status == "oom" and not run.get("oom_held"):       # CouchDB is gone: the bench restarts it, which also drops the ddoc's task
             self.on_event("done", dict(run))
             return
         self._cleanup(couch, run, db=db)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,6 +268,9 @@ def plan(layout: CgroupLayout, name: str, *, memory: int | None, profile: DiskPr
         p.groups.append(grp)
         p.writes.append((grp / "memory.limit_in_bytes", str(memory)))
         p.writes.append((grp / "memory.swappiness", "0"))
+        # the OOM killer off for the group: at the limit the kernel pauses CouchDB instead of killing it, and
+        # OomHold lifts the limit (a CouchDB on this machine may be a team's own, not dragnet's to kill)
+        p.writes.append((grp / "memory.oom_control", "1"))
         # v1 charges stay where they were made (move_charge_at_immigrate is refused on recent kernels)
         p.enforced.append(f"memory.limit_in_bytes {format_size(memory)} on memory CouchDB allocates and page "
                           "cache it fills after entering the group (cgroup v1 does not move earlier charges)")
@@ -436,6 +440,51 @@ def read_io(g: Path, version: int, majmin: str) -> dict:
 
 def oom_message(limit: int) -> str:
     return f"CouchDB was OOM-killed at limit {format_size(limit)}"
+
+
+def held_message(limit: int) -> str:
+    return (f"CouchDB ran out of memory at limit {format_size(limit)} (the kernel would have OOM-killed it; "
+            "dragnet lifted the limit and CouchDB kept running)")
+
+
+def under_oom(text: str) -> bool:
+    """Whether a v1 `memory.oom_control` says the group's tasks are paused at the limit (pure)."""
+    return parse_memory_stat(text).get("under_oom", 0) == 1
+
+
+class OomHold:
+    """Watches a v1 memory group whose OOM killer is off (plan()): when the kernel pauses its tasks at
+    the limit, the limit is lifted so they go on, and `held` says it happened."""
+
+    def __init__(self, group: Path, interval: float = 0.02):
+        self.group, self.interval, self.held = group, interval, False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="dragnet-oom-hold", daemon=True)
+
+    def start(self) -> "OomHold":
+        self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        read = _reader(self.group)
+        while not self._stop.wait(self.interval):
+            if under_oom(read("memory.oom_control")):
+                self.held = True
+                try:
+                    (self.group / "memory.limit_in_bytes").write_text("-1")
+                except OSError:
+                    pass
+
+    def stop(self) -> bool:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        if not self.held and under_oom(_reader(self.group)("memory.oom_control")):
+            self.held = True     # paused between the last look and now
+            try:
+                (self.group / "memory.limit_in_bytes").write_text("-1")
+            except OSError:
+                pass
+        return self.held
 
 
 def oom_lines_of(dmesg: str, since: float, memcg: str) -> list[str]:
