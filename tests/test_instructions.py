@@ -124,8 +124,10 @@ def test_counts_repeat_to_a_fraction_of_a_percent_and_see_a_slower_map(couchjs):
     renamed = ins.count(couchjs, design.load(str(DDOCS / "renamed.json")), docs)
     slower = ins.count(couchjs, design.load(str(DDOCS / "slower.json")), docs)
     a, b = (x.per_1000_docs for x in base)
-    assert a and b and abs(a / b - 1) < 0.005                       # the same revision twice
-    assert abs(renamed.per_1000_docs / a - 1) < 0.01                 # a renamed variable
+    # the JIT's and GC's timing moves a count by tenths of a percent under load (0.41% of 6 counts beside 8
+    # busy loops; a CI run at load 18 went past 0.5%)
+    assert a and b and abs(a / b - 1) < 0.01                        # the same revision twice
+    assert abs(renamed.per_1000_docs / a - 1) < 0.015                # a renamed variable
     assert slower.per_1000_docs / a > 1.5                            # an extra row and a loop per document
     rec = base[0].as_dict()
     assert rec["docs"] == 150 and rec["ir_with_docs"] > rec["ir_start"] > 0 and rec["valgrind"].startswith("valgrind")

@@ -5,8 +5,9 @@ CPU time per document moves with whatever else runs on the machine (caches, the 
 other guests): on this shared machine a design doc's revision measured against itself moves 3-12% per
 build, too much for a gate to pass a rename in a few rounds. The instructions a query server executes on the
 same documents do not depend on the machine's state, so a count taken in every round of `bench --gate
---metric instructions` differs between the rounds by a few hundredths of a percent (threads and the JIT's
-timing), as iai and cachegrind-based CI benchmarks use it.
+--metric instructions` differs between counts by tenths of a percent (threads and the JIT's timing: 150
+documents counted six times moved 0.16% at load 5 and 0.41% beside 8 busy loops), as iai and cachegrind-based
+CI benchmarks use it.
 
 A measurement is two processes of the language's query server on this machine, each under
 `valgrind --tool=cachegrind --cache-sim=no` (counting only; ~20-50x slower than native): one gets what
@@ -17,7 +18,7 @@ database, then every `reduce` and `rereduce` CouchDB 3.5 sends while it writes t
 Erlang). The difference, over the sample, is what the query server runs for the views per document: maps,
 reduces and rereduces, start-up and compile of the map functions left out (the first process runs once per
 revision and server in a process: its count repeats to a few thousand instructions in 2e8). The whole count
-repeats to a few hundredths of a percent, so a process counts each revision once per sample and server and
+repeats to tenths of a percent, so a process counts each revision once per sample and server and
 later rounds reuse it (recorded as `reused`): a gate's rounds cost builds, not valgrind runs. CouchDB's
 updater writes in batches and rewrites nodes, so a real build makes more reduce calls than the one tree
 modelled here: the count sees a reduce's cost, not all of it. The sample is 500 documents: a change that
@@ -70,7 +71,7 @@ _THROWN = re.compile(r"exception|error", re.I)
 # start-up counts by (server command, library, map functions): they repeat to a few thousand instructions
 # in ~2e8, so a process counts them once per revision and server and every later count reuses the number
 _STARTS: dict[tuple, int] = {}
-# whole counts by (server command, design document, sample): they repeat to a few hundredths of a percent,
+# whole counts by (server command, design document, sample): they repeat to tenths of a percent,
 # so a process counts a revision once on a sample and later rounds reuse it (a gate's rounds then cost
 # builds, not valgrind runs)
 _COUNTS: dict[tuple, "Count"] = {}
