@@ -221,3 +221,40 @@ def test_run_in_reports_an_oom_kill_as_the_scenarios_result_and_reraises_other_f
     assert t.calls == ["start", "cache None", "finish failed=True"]
     with pytest.raises(ConnectionError):
         scenario.run_in(sc, FakeCouch(), "http://x", "db", "dd", dies, target=FakeTarget(oom=False))
+
+
+class HeldTarget(FakeTarget):
+    """A local target whose group's OOM killer is off: paused at the limit, let go (limits.OomHold)."""
+
+    def __init__(self, held: bool, failcnt: int = 0):
+        super().__init__(oom=held)
+        self.held, self.failcnt = held, failcnt
+
+    def finish(self, t0, failed):
+        self.calls.append(f"finish failed={failed}")
+        return scenario.Measured(limits.MemoryUse(peak=64 * MIB, oom_kills=0, failcnt=self.failcnt), None, [],
+                                 self.held, held=self.held)
+
+
+def test_run_in_says_a_held_couchdb_ran_out_of_memory_and_kept_running(monkeypatch):
+    monkeypatch.setattr(iostat.IostatRunner, "available", classmethod(lambda cls: False))
+    sc = scenario.Scenario(64 * MIB)
+    r = scenario.run_in(sc, FakeCouch(), "http://x", "db", "dd", lambda: {"summary": {"ok": True, "docs": 3}},
+                        target=HeldTarget(held=True))
+    s = r["summary"]
+    assert s["oom_held"] and s["oom_killed"] and not s["ok"] and s["docs"] == 3
+    assert s["outcome"] == s["error"] == ("CouchDB ran out of memory at limit 64.0 MiB (the kernel would have "
+                                          "OOM-killed it; dragnet lifted the limit and CouchDB kept running)")
+    assert r["sizes"]["after"] is not None      # CouchDB is up: its sizes are read after the build
+
+
+def test_run_in_names_the_limit_in_a_failure_at_it(monkeypatch):
+    monkeypatch.setattr(iostat.IostatRunner, "available", classmethod(lambda cls: False))
+
+    def refused():
+        raise ConnectionError("CouchDB answered 500\nmore")
+
+    with pytest.raises(DragnetError, match=r"^CouchDB answered 500 \(at memory limit 64.0 MiB: the group reached "
+                                           r"it 12 times\)$"):
+        scenario.run_in(scenario.Scenario(64 * MIB), FakeCouch(), "http://x", "db", "dd", refused,
+                        target=HeldTarget(held=False, failcnt=12))
