@@ -21,6 +21,10 @@ class CouchError(DragnetError):
         detail = f"{error}: {reason}" if reason else (error or "no body")
         super().__init__(f"CouchDB answered {status} to {method} {path}: {detail}")
 
+    def answered(self) -> str:
+        """What CouchDB answered, without the request: for an error that names the resource itself."""
+        return f"CouchDB answered {self.status} {self.error}" + (f" ({self.reason})" if self.reason else "")
+
 
 class CouchUnreachable(DragnetError):
     """No HTTP answer at all (refused, reset, timed out, DNS)."""

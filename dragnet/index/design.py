@@ -407,6 +407,5 @@ def from_url(url: str, env: dict | None = None) -> Design:
     try:
         doc = couch.get(f"{db_path(db)}/_design/{name}")
     except CouchError as exc:
-        raise DragnetError(f"{shown}: CouchDB answered {exc.status} {exc.error}"
-                           + (f" ({exc.reason})" if exc.reason else "")) from None
+        raise DragnetError(f"{shown}: {exc.answered()}") from None
     return _design(doc, shown)

@@ -135,8 +135,7 @@ def load(source: str, env: dict | None = None) -> list[Index]:
         try:
             doc = couch.get(f"{db_path(unquote(segments[-2]))}/_index")
         except CouchError as exc:
-            raise DragnetError(f"{shown}: CouchDB answered {exc.status} {exc.error}"
-                               + (f" ({exc.reason})" if exc.reason else "")) from None
+            raise DragnetError(f"{shown}: {exc.answered()}") from None
         return parse_indexes(doc, shown)
     path = Path(source)
     if not path.is_file():
