@@ -77,6 +77,9 @@ def test_per_build_segments_leave_out_the_first_and_the_build_end(bench):
     on, off = bench.per_build_segments(segs)
     assert on / off == pytest.approx(1.1)
     assert bench.per_build_segments(segs[:2]) is None      # no working segment after the first
+    # the probe's own 0.6 s over 3 s of working: the 2 s kept get 0.4 s of it
+    on, off = bench.per_build_segments(segs, probe_cpu_s=0.6)
+    assert on == pytest.approx((1.1 + 2.2 + 0.4) / 3000) and off == pytest.approx(3.0 / 3000)
 
 
 def test_summarize_segments_recomputes_from_the_segments(bench, capsys):

@@ -198,10 +198,12 @@ def segment_figures(marks: list[tuple[str, dict]]) -> list[dict]:
     return out
 
 
-def per_build_segments(segments: list[dict]) -> tuple[float, float] | None:
+def per_build_segments(segments: list[dict], probe_cpu_s: float = 0.0) -> tuple[float, float] | None:
     """(CouchDB's CPU per byte the query servers read in the probe's working segments, in its resting ones) of
     one build. The first segment (the query servers' start) is left out, and so is any segment whose query
-    servers read less than half the median segment's bytes (the build's end falls in it)."""
+    servers read less than half the median segment's bytes (the build's end falls in it). probe_cpu_s: the
+    probe process's own CPU over the build, added to the working segments kept in their share of all working
+    time (it idles while resting)."""
     body = segments[1:]
     if not body:
         return None
@@ -211,6 +213,9 @@ def per_build_segments(segments: list[dict]) -> tuple[float, float] | None:
                 sum(s["read"] for s in full if s["mode"] == m)] for m in ("on", "off")}
     if not sums["on"][1] or not sums["off"][1]:
         return None
+    if probe_cpu_s:
+        working = sum(s["s"] for s in segments if s["mode"] == "on")
+        sums["on"][0] += probe_cpu_s * sum(s["s"] for s in full if s["mode"] == "on") / working
     return sums["on"][0] / sums["on"][1], sums["off"][0] / sums["off"][1]
 
 
@@ -262,19 +267,24 @@ def segmented(url: str, view: str, folder: Path, builds: int, periods: int, out_
 
 
 def summarize_segments(run: dict) -> decide.Interval:
-    """Print a segmented run's ratio, recomputed from its segments, and return it."""
+    """Print a segmented run's ratios, recomputed from its segments; return CouchDB's."""
     pairs = [per_build_segments(b["segments"]) for b in run["builds"]]
     pairs = [p for p in pairs if p]
     iv = decide.paired_interval([a for a, _ in pairs], [b for _, b in pairs])
     segs = [s for b in run["builds"] for s in b["segments"][1:]]
     probe = sorted(b["probe_cpu_s"] / b["cpu_s"] for b in run["builds"] if b["cpu_s"])
+    totals = [per_build_segments(b["segments"], b["probe_cpu_s"]) for b in run["builds"]]
+    totals = [p for p in totals if p]
+    total_iv = decide.paired_interval([a for a, _ in totals], [b for _, b in totals])
     print(f"\n{run['view']} view, {len(run['builds'])} builds, segments of {run['segment_periods']} periods of "
           f"{run['period_ms']} ms ({len(segs)} after the first of each build); load average "
           f"{run['load'][0][0]:.1f} before, {run['load'][1][0]:.1f} after")
     print(f"CouchDB's CPU per byte sent to the query servers, the probe working / resting, within the same builds: "
           f"{fmt(iv)}  (target ≤ ×{TARGET}): {verdict(iv)}")
-    print(f"the probe's own process (its whole CPU, all segments) / CouchDB's CPU: median "
+    print(f"the probe's own process (its CPU over the build) / CouchDB's CPU: median "
           f"{100 * probe[len(probe) // 2]:.2f}%, range {100 * probe[0]:.2f}–{100 * probe[-1]:.2f}%")
+    print(f"the same with the probe's own process added to its working segments: {fmt(total_iv)}  "
+          f"(target ≤ ×{TARGET}): {verdict(total_iv)}")
     return iv
 
 
