@@ -166,15 +166,16 @@ def segmented_source(periods: int, first: str, folder: Path) -> Path:
     return path
 
 
-def couchdb_counters(beam_pid: int) -> dict:
+def couchdb_counters(beam_pid: int, spawners: set[int]) -> dict:
     """The kernel's counters of a CouchDB now: beam's CPU, and each query server's CPU and bytes read (its
-    input: the documents sent to it), by (pid, start time)."""
+    input: the documents sent to it), by (pid, start time). spawners: its erl_child_setup (cpu.spawners), found
+    once, so that each reading walks from them rather than through all of beam's threads."""
     from dragnet.measure import cpu
 
     qs = {}
-    for pid in cpu.query_server_pids(beam_pid):
+    for pid in cpu.query_server_pids(beam_pid, spawners=spawners):
         try:
-            start = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+            start = cpu._start_time(Path(f"/proc/{pid}/stat").read_text())
             rchar = int(Path(f"/proc/{pid}/io").read_text().split("rchar:")[1].split()[0])
         except (OSError, IndexError):
             continue
@@ -230,12 +231,16 @@ def segmented(url: str, view: str, folder: Path, builds: int, periods: int, out_
     inst = ctl.load_state(urlsplit(url).port or 5984)
     if inst is None or inst.backend != "local" or not inst.pid:
         raise SystemExit("--segments needs a local CouchDB dragnet started")
+    from dragnet.measure import cpu
+
+    spawners = cpu.spawners(inst.pid)
     marks: list[tuple[str, dict]] = []
     plain_line = beam_probe.Probe._line
 
     def line(self, raw: bytes) -> None:
-        if raw.split()[:1] == [b"seg"]:
-            marks.append((raw.split()[1].decode(), couchdb_counters(inst.pid)))
+        fields = raw.split()
+        if fields[:1] == [b"seg"]:
+            marks.append((fields[1].decode(), couchdb_counters(inst.pid, spawners)))
             return
         plain_line(self, raw)
 
@@ -416,6 +421,7 @@ def summarize(run: dict) -> dict:
             print(f"{name}: target ×{TARGET} on CouchDB's CPU per query-server CPU-second: {verdict(per_qs_iv)}")
             ratios[name]["couchdb_cpu_per_query_server_cpu"] = per_qs_iv.as_dict()
     return ratios
+
 
 if __name__ == "__main__":
     main()
