@@ -94,3 +94,15 @@ def test_summarize_segments_recomputes_from_the_segments(bench, capsys):
     assert iv.ratio == pytest.approx(math.exp(sum(map(math.log, (1.02, 1.03, 1.01, 1.02))) / 4))
     assert iv.n == 4 and iv.low < iv.ratio < iv.high < 1.05
     assert "the probe working / resting" in capsys.readouterr().out
+
+
+def test_pool_segmented_joins_the_builds_and_refuses_other_segments(bench):
+    a = {"view": "javascript", "period_ms": 200, "segment_periods": 10, "builds": [{"build": 0}],
+         "load": [[1, 0, 0], [2, 0, 0]]}
+    b = {**a, "builds": [{"build": 0}, {"build": 1}], "load": [[3, 0, 0], [4, 0, 0]]}
+    pooled = bench.pool_segmented([a, b])
+    assert len(pooled["builds"]) == 3 and pooled["load"] == [[1, 0, 0], [4, 0, 0]] and pooled["pooled"] == 2
+    with pytest.raises(SystemExit, match="segment length"):
+        bench.pool_segmented([a, {**b, "segment_periods": 5}])
+    with pytest.raises(SystemExit, match="segmented runs only"):
+        bench.pool_segmented([a, {"view": "javascript", "rounds": []}])

@@ -271,6 +271,18 @@ def segmented(url: str, view: str, folder: Path, builds: int, periods: int, out_
         Path(out_path).write_text(json.dumps(run, indent=1, default=str) + "\n")
 
 
+def pool_segmented(runs: list[dict]) -> dict:
+    """Several segmented runs as one: their builds in order, the load before the first and after the last.
+    Runs of other segment lengths or sample periods are refused: their segments are not the same measure."""
+    if any("segment_periods" not in r for r in runs):
+        raise SystemExit("--from with several files pools segmented runs only (--segments)")
+    keys = {(r["view"], r["period_ms"], r["segment_periods"]) for r in runs}
+    if len(keys) > 1:
+        raise SystemExit(f"--from: the runs differ in view, sample period or segment length: {sorted(keys)}")
+    return {**runs[0], "builds": [b for r in runs for b in r["builds"]],
+            "load": [runs[0]["load"][0], runs[-1]["load"][1]], "pooled": len(runs)}
+
+
 def summarize_segments(run: dict) -> decide.Interval:
     """Print a segmented run's ratios, recomputed from its segments; return CouchDB's."""
     pairs = [per_build_segments(b["segments"]) for b in run["builds"]]
@@ -332,15 +344,18 @@ def main() -> None:
     ap.add_argument("--per-sample", type=float, metavar="SECONDS", help="measure one sample's cost instead")
     ap.add_argument("--segments", type=int, metavar="PERIODS", help="measure within builds instead: the probe "
                     "works for PERIODS periods, then rests as long, and so on; --repeat builds")
-    ap.add_argument("--from", dest="recorded", metavar="FILE", help="recompute and print the ratios of a run "
-                    "recorded with --out (one with arms), building nothing")
+    ap.add_argument("--from", dest="recorded", metavar="FILE", nargs="+", help="recompute and print the ratios "
+                    "of a run recorded with --out, building nothing; several segmented runs: their builds pooled")
     ap.add_argument("--drop", action="store_true", help="delete the database afterwards")
     ap.add_argument("--probe-source", metavar="ERL", help="the probe's module from this file (another version of "
                     "beam_probe.erl, to compare)")
     args = ap.parse_args()
     if args.recorded:
-        run = json.loads(Path(args.recorded).read_text())
-        summarize_segments(run) if "segment_periods" in run else summarize(run)
+        runs = [json.loads(Path(f).read_text()) for f in args.recorded]
+        if len(runs) > 1:
+            summarize_segments(pool_segmented(runs))
+        else:
+            summarize_segments(runs[0]) if "segment_periods" in runs[0] else summarize(runs[0])
         return
     beam_probe.PERIOD_MS = args.period
     if args.probe_source:
