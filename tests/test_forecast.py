@@ -836,6 +836,17 @@ def test_contention_counts_only_the_cpu_a_build_waited_for_beyond_the_cores():
     assert fc.contention([_waited(1000, 1.0, 1.0, 1.0)], cores=None) == {}
 
 
+def test_contention_is_over_the_build_where_the_accounting_outlasted_it():
+    # bt49-f's 10,000 on a quiet machine: 13.69 s run, 100.56 s waiting, its snapshots 8.02 s apart around a
+    # build of 6.48 s: 1.71 of a core over the snapshots, more than the 2 cores' worth while it ran
+    late = _waited(10000, 13.69, 100.56, 8.02, wall_time_s=6.48)
+    c = fc.contention([late], cores=2)[10000]
+    assert c["share"] == pytest.approx(13.69 / 6.48) and c["slowed"] == 0.0
+    # without a wall time, or with the snapshots inside the build, the snapshots' interval
+    assert fc.contention([_waited(10000, 13.69, 100.56, 8.02)], cores=2)[10000]["slowed"] == pytest.approx(2 / (13.69 / 8.02) - 1)
+    assert fc.contention([_waited(10000, 13.69, 100.56, 8.02, wall_time_s=9.0)], cores=2)[10000]["share"] == pytest.approx(13.69 / 8.02)
+
+
 def test_a_sweep_that_waited_for_a_cpu_widens_the_build_time_down_to_every_core():
     def runs(wait):   # CPU 0.002 s a document; wall at 0.4 of a core, a steady share
         return [{**_timed_runs({n: 0.4})[0], **_waited(n, 0.002 * n, wait * 0.002 * n, 0.002 * n / 0.4)}

@@ -197,7 +197,9 @@ def test_the_ninth_back_test_said_decided_and_now_is_not(tmp_path):
     assert g["spread"] < 0.15 and 1.4 < g["cores_share_moved"] < 1.5
     # its builds also waited for a CPU: at 500 documents they got 0.53 of a core with threads ready for both
     assert 2.7 < g["slowed"] < 2.8
-    assert step["stop"] == "load" and step["next"] == 8_000
+    # and the forecast by bytes is 23 % from it: not the load alone, so not "load" but undecided on its sizes
+    assert 0.2 < g["by_bytes_apart"] < 0.25
+    assert step["stop"] == "sizes" and step["next"] == 8_000
 
 
 def test_the_twelfth_back_test_said_decided_on_a_steady_low_share_and_now_stops_at_the_load(tmp_path):
@@ -266,3 +268,16 @@ def test_live_a_size_added_to_a_recorded_sweep_joins_it(live_url, tmp_path):
         couch = connect(live_url)
         for n in (200, 400, 800, 1600):
             couch.request("DELETE", f"/{db}-{n}", ok=(200, 202, 404))
+
+
+def test_a_size_where_the_quantity_had_not_begun_is_not_held_out():
+    # bt49-f's one-shard compaction files: none at 2,500, a file just opened at 5,000 (51 bytes)
+    pts = [(2500, 0.0), (5000, 51.0), (10000, 25643368.0), (20000, 98269409.0)]
+    assert ch.folds(pts) == [20000, 10000]
+    c = ch.choose(pts, fc.GROWING, fc.POWER)
+    assert all(f["docs"] != 5000 for s in c["held_out"].values() for f in s["folds"])
+    assert all(s["error"] < 1 for s in c["held_out"].values())          # 36,335 (3,633,524 %) with it
+    e = fc.quantity_forecast(pts, "compaction", 12500)
+    assert e["prediction"]["high"] < 10 * 98269409.0                    # 1.4 TB with it
+    # a quantity that grows from small values keeps every fold
+    assert ch.folds([(n, 1e-3 * n) for n in (2500, 5000, 10000, 20000)]) == [20000, 10000, 5000]

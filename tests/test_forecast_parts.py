@@ -114,3 +114,73 @@ def test_a_recorded_back_test_gets_its_forecast_by_part_and_its_error(tmp_path):
     assert f"over {bp['cores_share']['assumed']:.2f} of a core" in by[0]      # build_time's line comes first
     err = check["build_cpu"]["by_part"]["error"]
     assert any(x.startswith("back-test javascript build_cpu") and f"(by part: {err:+.1%})" in x for x in lines)
+
+
+def _grown(n, beam, qs, index_bytes, wall=None):
+    r = _run(n, beam, qs, wall=wall)
+    r["sizes"] = {"peak_disk": {"growth": index_bytes, "other_indexes": 0, "compaction": 0}}
+    return r
+
+
+def test_nonnegative_fit_recovers_both_costs_and_keeps_to_an_axis_when_one_would_be_negative():
+    rows = [(n, 3.0 * n, 2e-3 * n + 5e-4 * 3.0 * n) for n in SIZES]          # bytes ∝ docs: collinear
+    a, b = pt.nonnegative_fit(rows)
+    assert a >= 0 and b >= 0 and a * 1000 + b * 3000 == pytest.approx(2.0 + 1.5)
+    rows = [(n, g, 1e-3 * n + 2e-6 * g) for n, g in zip(SIZES, (1e5, 5e5, 2e6, 9e6))]
+    assert pt.nonnegative_fit(rows) == (pytest.approx(1e-3), pytest.approx(2e-6))
+    # a CPU that falls as the bytes grow would need b < 0: the one-term fit on documents instead
+    rows = [(n, g, 1e-3 * n - 1e-9 * g) for n, g in zip(SIZES, (1e5, 5e5, 2e6, 9e6))]
+    a, b = pt.nonnegative_fit(rows)
+    assert b == 0.0 and a > 0
+
+
+def test_by_bytes_follows_the_index_bytes_where_a_shape_through_the_cpu_extrapolates():
+    # beam: 0.8 s per 1,000 documents + 100 s per GiB appended; the bytes per document grow with the shards
+    gib = 1024 ** 3
+    grown = {2500: 0.002, 5000: 0.006, 10000: 0.016, 20000: 0.047}
+    runs = [_grown(n, 0.8e-3 * n + 100 * g, 0.25e-3 * n, g * gib) for n, g in grown.items()]
+    target = {"value": 0.47 * gib, "low": 0.33 * gib, "high": 0.78 * gib}
+    f = pt.by_bytes(runs, 100_000, target)
+    assert f["parts"]["beam"]["per_1000_docs"] == pytest.approx(0.8) and f["parts"]["beam"]["per_gib"] == pytest.approx(100)
+    assert f["parts"]["query_servers"]["per_gib"] == pytest.approx(0, abs=1e-9)
+    assert f["build_cpu"]["value"] == pytest.approx(80 + 47 + 25)
+    assert f["build_cpu"]["low"] == pytest.approx(80 + 33 + 25) and f["build_cpu"]["high"] == pytest.approx(80 + 78 + 25)
+    assert f["build_time"]["value"] == pytest.approx(f["build_cpu"]["value"] / 1.5)
+    # nothing without the bytes at the target, or without index growth recorded
+    assert pt.by_bytes(runs, 100_000, None) == {}
+    assert pt.by_bytes([_run(n, 1.0, 1.0) for n in SIZES], 100_000, target) == {}
+
+
+def test_the_build_time_stays_open_where_the_forecast_by_bytes_is_further_than_the_goal():
+    from dragnet.forecast import extend as ext
+    f = {"quantities": {"build_time": {"prediction": {"value": 67.0},
+                                       "models": {m: {"prediction": {"value": v}} for m, v in
+                                                  (("linear", 67.0), ("n log n", 70.0), ("power", 72.0))},
+                                       "choice": {"chosen": "linear", "held_out": {"linear": {"error": 0.05}}}}},
+         "by_bytes": {"build_time": {"value": 80.0}}}
+    g = ext.open_goals({"javascript": f})
+    assert [x["quantity"] for x in g] == ["build_time"] and g[0]["by_bytes_apart"] == pytest.approx(80 / 67 - 1)
+    assert not ext.load_only(g[0])
+    f["by_bytes"]["build_time"]["value"] = 70.0
+    assert ext.open_goals({"javascript": f}) == []
+    del f["by_bytes"]
+    assert ext.open_goals({"javascript": f}) == []
+
+
+def test_a_recorded_back_test_gets_its_forecast_by_bytes_from_the_one_shard_sweeps_bytes(tmp_path):
+    docs = Path(__file__).resolve().parent.parent / "docs/studies/forecast/bt32-small-quiet"
+    out = fr.from_sweep(docs, fr.target_from_docs(100_000), out_dir=tmp_path)
+    f = out["forecasts"][""]["javascript"]
+    bb, parts = f["by_bytes"], f["quantities"]["disk_growth"]["parts"]
+    # the bytes at the target are the disk forecast's index files, with the side-by-side excess
+    assert bb["index_bytes"]["value"] == pytest.approx(parts["index_files"]["prediction"]["value"]
+                                                       + parts["side_by_side"]["extra_per_doc"] * 100_000)
+    assert bb["build_cpu"]["low"] <= bb["build_cpu"]["value"] <= bb["build_cpu"]["high"]
+    check = out["backtest"]["javascript"]["build_cpu"]
+    assert check["by_bytes"]["predicted"] == pytest.approx(bb["build_cpu"]["value"])
+    assert abs(check["by_bytes"]["error"]) < 0.15                # −6.6 % here; the total fit −21.9 %
+    from dragnet.report import forecast_report
+    from dragnet.report.render import text
+    lines = text.forecast(forecast_report.build(out)).splitlines()
+    assert len([x for x in lines if x.strip().startswith("by bytes")]) == 2
+    assert any(x.startswith("back-test javascript build_cpu") and "(by bytes: " in x for x in lines)

@@ -113,3 +113,61 @@ def forecast(runs: Sequence[dict], target_docs: int, *, target_compaction: float
                               "assumption": "the target's build gets the share of the cores the sweep's largest "
                                             "size's builds got"}
     return out
+
+
+# ---------------------------------------------------------------- by bytes
+
+def nonnegative_fit(rows: Sequence[tuple[float, float, float]]) -> tuple[float, float]:
+    """(a, b) ≥ 0 that minimise Σ (y − a·x1 − b·x2)² over rows of (x1, x2, y): the least squares where both
+    are non-negative, else the better of the two one-term fits (the constrained optimum lies on an axis)."""
+    s11 = math.fsum(x1 * x1 for x1, _, _ in rows)
+    s22 = math.fsum(x2 * x2 for _, x2, _ in rows)
+    s12 = math.fsum(x1 * x2 for x1, x2, _ in rows)
+    s1y = math.fsum(x1 * y for x1, _, y in rows)
+    s2y = math.fsum(x2 * y for _, x2, y in rows)
+    det = s11 * s22 - s12 * s12
+    if det > 1e-12 * s11 * s22:
+        a, b = (s1y * s22 - s2y * s12) / det, (s2y * s11 - s1y * s12) / det
+        if a >= 0 and b >= 0:
+            return a, b
+
+    def sse(ab: tuple[float, float]) -> float:
+        return math.fsum((y - ab[0] * x1 - ab[1] * x2) ** 2 for x1, x2, y in rows)
+    return min(((max(0.0, s1y / s11) if s11 else 0.0, 0.0), (0.0, max(0.0, s2y / s22) if s22 else 0.0)), key=sse)
+
+
+def by_bytes(runs: Sequence[dict], target_docs: int, index_bytes: dict | None) -> dict:
+    """The CPU-seconds and build time from what a build does: each part's CPU as a cost per document plus a cost
+    per byte appended to the view indexes (a·docs + b·bytes, a, b ≥ 0, fitted on the sweep's builds), at the
+    target's documents and the bytes the disk forecast gives its index files (model.growth_forecast: q × one
+    shard of D/q from the one-shard sweep, which reaches the target's shard size, so an interpolation).
+
+    Why: CouchDB's view B-trees are append-only and a batch rewrites every node it touches, so as a shard
+    grows each document rewrites more of it; beam's CPU follows those bytes (compression, collation of the
+    nodes, writes, a reduce rerun over each node) where a shape through the sweep's CPU extrapolates 5×
+    (docs/studies/forecast-backtests.md). Interval: the bytes' own low and high, widened by the fit's largest
+    relative miss on the sweep's own builds. {} where the builds recorded no CPU by process or no index
+    growth, or without index_bytes (no one-shard sweep). index_bytes: {"value", "low", "high"}."""
+    if not index_bytes or not index_bytes.get("value"):
+        return {}
+    grown = fc.PARTS["index_growth"][1]
+    parts, miss = {}, 0.0
+    for name, (key, _shape) in PARTS.items():
+        rows = [(float(r["size"]), float(grown(r)), float(r[key])) for r in _recorded(runs, key)
+                if (grown(r) or 0) > 0]
+        if len({n for n, _, _ in rows}) < 2:
+            return {}
+        a, b = nonnegative_fit(rows)
+        miss = max([miss, *(abs(a * n + b * g - y) / y for n, g, y in rows if y > 0)])
+        parts[name] = {"per_doc": a, "per_byte": b, "per_1000_docs": a * 1000, "per_gib": b * 1024 ** 3,
+                       "builds": len(rows),
+                       **{k: a * target_docs + b * float(index_bytes[k]) for k in ("value", "low", "high")}}
+    cpu = {"docs": target_docs, "model": "bytes", "value": math.fsum(p["value"] for p in parts.values()),
+           "low": max(0.0, math.fsum(p["low"] for p in parts.values()) * (1 - miss)),
+           "high": math.fsum(p["high"] for p in parts.values()) * (1 + miss)}
+    out = {"parts": parts, "index_bytes": dict(index_bytes), "fit_miss": miss, "build_cpu": cpu}
+    shares = fc.cores_share(fc.points(runs, "build_time"), fc.points(runs, "build_cpu"))
+    if shares:
+        out["build_time"] = fc.over_share(cpu, shares)
+        out["cores_share"] = {"assumed": shares[max(shares)], "at_docs": max(shares)}
+    return out

@@ -303,9 +303,26 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
                                   target_compaction=_compaction_at_target(f), weighting=weighting)
             if by_part:
                 f["by_part"] = by_part
+            by_bytes = pt.by_bytes([r for r in rs if (r.get("language") or "?") == lang], target_docs,
+                                   _index_bytes_at_target(f, target_docs))
+            if by_bytes:
+                f["by_bytes"] = by_bytes
     folder.mkdir(parents=True, exist_ok=True)
     _schema.write(folder / fc.SUMMARY, out)
     return out
+
+
+def _index_bytes_at_target(f: dict, target_docs: int) -> dict | None:
+    """The bytes the target's build appends to its index files, as the disk forecast's part counts them
+    (growth_forecast: q × one shard of D/q alone, plus q updaters' excess side by side; its low without the
+    excess, its high with it as a ratio)."""
+    parts = (f["quantities"].get("disk_growth") or {}).get("parts") or {}
+    ip = (parts.get("index_files") or {}).get("prediction")
+    side = parts.get("side_by_side") or {}
+    if not ip:
+        return None
+    return {"value": ip["value"] + float(side.get("extra_per_doc") or 0) * target_docs, "low": ip["low"],
+            "high": ip["high"] * float(side.get("ratio") or 1.0)}
 
 
 def _compaction_at_target(f: dict) -> float | None:
@@ -386,8 +403,9 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
                         for other in ("whole_database", "from_cpu"):   # the same quantity another way
                             if e.get(other):
                                 check[other] = fc.error_against(e[other], actual_mean)
-                        if (f.get("by_part") or {}).get(q):      # build_cpu and build_time by part
-                            check["by_part"] = fc.error_against(f["by_part"][q], actual_mean)
+                        for other in ("by_part", "by_bytes"):      # build_cpu and build_time from parts
+                            if (f.get(other) or {}).get(q):
+                                check[other] = fc.error_against(f[other][q], actual_mean)
                         checks.setdefault(" ".join(x for x in (name, lang) if x), {})[q] = check
         out["backtest"] = checks
         _schema.write(Path(out_dir or folder) / fc.SUMMARY, out)

@@ -23,6 +23,7 @@ class Quantity:
     shape: str | None = None          # why the held-out sizes chose that shape (dragnet.forecast.choice)
     warnings: list[str] = field(default_factory=list)
     by_part: ByPart | None = None     # the same quantity from its parts (build_cpu, build_time)
+    by_bytes: ByPart | None = None    # the same from a cost per document and per index byte (forecast.parts.by_bytes)
 
 
 @dataclass
@@ -60,6 +61,7 @@ class BackTest:
     inside: bool
     whole_error: float | None         # the whole-database sweep's own error, when shards were forecast apart
     by_part_error: float | None = None   # the forecast by part's error (build_cpu, build_time)
+    by_bytes_error: float | None = None  # the forecast by bytes' error (build_cpu, build_time)
 
 
 @dataclass
@@ -113,8 +115,23 @@ def _by_part(name: str, f: dict) -> ByPart | None:
     return ByPart(p["value"], p["low"], p["high"], how)
 
 
+def _by_bytes(name: str, f: dict) -> ByPart | None:
+    bb = f.get("by_bytes") or {}
+    p = bb.get(name)
+    if not p:
+        return None
+    parts = " + ".join(f"{part.replace('_', ' ')} {x['per_1000_docs']:.2f} s/1,000 docs + {x['per_gib']:,.0f} s/GiB"
+                       for part, x in (bb.get("parts") or {}).items())
+    how = f"{parts}, at {bb['index_bytes']['value'] / 1024 ** 2:,.0f} MiB of index files (disk_growth's part)"
+    if name == "build_time" and bb.get("cores_share"):
+        cs = bb["cores_share"]
+        how += f", over {cs['assumed']:.2f} of a core"
+    return ByPart(p["value"], p["low"], p["high"], how)
+
+
 def _with_parts(q: Quantity, f: dict) -> Quantity:
     q.by_part = _by_part(q.name, f) if q.fitted else None
+    q.by_bytes = _by_bytes(q.name, f) if q.fitted else None
     return q
 
 
@@ -129,7 +146,7 @@ def build(out: dict) -> ForecastReport:
                for label, per_lang in out["forecasts"].items() for lang, f in sorted(per_lang.items())]
     backtests = [BackTest(lang, q, QUANTITIES.get(q, ("s",))[0], c["predicted"], c["actual"], c["error"],
                           bool(c["inside"]), (c.get("whole_database") or {}).get("error"),
-                          (c.get("by_part") or {}).get("error"))
+                          (c.get("by_part") or {}).get("error"), (c.get("by_bytes") or {}).get("error"))
                  for lang, qs in sorted((out.get("backtest") or {}).items()) for q, c in qs.items()]
     return ForecastReport(
         data=out, target_docs=out["target"]["doc_count"], target_url=out["target"].get("url") or None,
@@ -152,6 +169,8 @@ def describe_step(step: dict) -> str:
                          f"the machine's load)" if (g.get("cores_share_moved") or 0) > g["goal"] else "")
                       + (f", the builds' threads were ready for {1 + g['slowed']:.1f}× the CPU they got (they "
                          f"waited for other processes)" if (g.get("slowed") or 0) > g["goal"] else "")
+                      + (f", the forecast by bytes {g['by_bytes_apart']:.0%} away from it"
+                         if (g.get("by_bytes_apart") or 0) > g["goal"] else "")
                       + f" (goal {g['goal']:.0%})" for g in step.get("undecided") or [])
     head = {"decided": "the sweep decided", "budget": "the sweep stopped at its budget",
             "data": "the sweep stopped at its data", "sizes": "the sweep could not decide",

@@ -67,6 +67,9 @@ def forecast(rep) -> str:
             if q.by_part:
                 b = q.by_part
                 lines.append(f"  {'  by part':<14} {fmt(b.value):>12}  [{fmt(b.low)} … {fmt(b.high)}] {b.how}")
+            if q.by_bytes:
+                b = q.by_bytes
+                lines.append(f"  {'  by bytes':<14} {fmt(b.value):>12}  [{fmt(b.low)} … {fmt(b.high)}] {b.how}")
             lines += [f"  warning: {w}" for w in q.warnings]
         if e.why:
             lines.append(f"  why: {e.why}")
@@ -88,6 +91,7 @@ def forecast(rep) -> str:
         lines.append(f"back-test {b.language} {b.quantity}: predicted {fmt(b.predicted)}, built {fmt(b.actual)}: "
                      f"error {b.error:+.1%}, {'inside' if b.inside else 'OUTSIDE'} the interval"
                      + (f" (whole-database sweep alone: {b.whole_error:+.1%})" if b.whole_error is not None else "")
-                     + (f" (by part: {b.by_part_error:+.1%})" if b.by_part_error is not None else ""))
+                     + (f" (by part: {b.by_part_error:+.1%})" if b.by_part_error is not None else "")
+                     + (f" (by bytes: {b.by_bytes_error:+.1%})" if b.by_bytes_error is not None else ""))
     lines.append(f"results: {rep.sweep_dir}, forecast.json and {', '.join(rep.charts)}")
     return "\n".join(lines)
