@@ -53,9 +53,8 @@ def held_out(pts: Sequence[tuple[float, float]], shapes: Sequence[str], weightin
         rows = []
         for size in folds(pts):
             train = [(n, y) for n, y in pts if n != size]
-            actual = [y for n, y in pts if n == size]
             fit = fit_shape(train, shape, weighting)
-            mean = math.fsum(actual) / len(actual)
+            mean = _mean(pts, size)
             if fit is None or not mean:
                 continue
             pred = fit.value(size)

@@ -497,15 +497,18 @@ def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int,
     extra = max(0.0, measured - alone) / top
     ratio = max(1.0, measured / alone) if alone > 0 else 1.0
     ip, cp = idx["prediction"], comp.get("prediction") or {"value": 0.0, "low": 0.0, "high": 0.0}
-    value = ip["value"] + extra * target_docs + cp["value"]
+    # the bytes the q index files take: low without the side-by-side excess, high with it as a ratio
+    files = {"value": ip["value"] + extra * target_docs, "low": ip["low"], "high": ip["high"] * ratio}
+    value = files["value"] + cp["value"]
     entry = {"unit": "bytes", "points": [list(p) for p in points(runs, "disk_growth")], "fit": idx["fit"],
-             "prediction": {"docs": target_docs, "value": value, "low": max(0.0, ip["low"] + cp["low"]),
-                            "high": max(value, ip["high"] * ratio + cp["high"]), "level": level, "model": "parts"},
+             "prediction": {"docs": target_docs, "value": value, "low": max(0.0, files["low"] + cp["low"]),
+                            "high": max(value, files["high"] + cp["high"]), "level": level, "model": "parts"},
              "warnings": [*idx.get("warnings", []), *comp.get("warnings", [])],
              "basis": f"{shards} shards' index files ({shards} × one shard of {per:,} documents alone + "
                       f"{extra / 1024:,.2f} KiB per document for {shards} updaters side by side) + the compaction "
                       f"files of {k} shard{'s' if k != 1 else ''} compacted at once",
-             "parts": {"q": shards, "index_files": idx, "compaction": comp, "compacted_at_once": k,
+             "parts": {"q": shards, "index_files": idx, "index_bytes": files, "compaction": comp,
+                       "compacted_at_once": k,
                        "side_by_side": {"docs": top, "measured": measured, "alone": alone,
                                         "extra_per_doc": extra, "ratio": ratio}}}
     return entry

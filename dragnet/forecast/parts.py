@@ -103,16 +103,21 @@ def forecast(runs: Sequence[dict], target_docs: int, *, target_compaction: float
            # the parts are built side by side under one load: their errors are taken not to cancel
            "low": math.fsum(p["low"] for p in preds.values()),
            "high": math.fsum(p["high"] for p in preds.values())}
-    out = {"parts": parts, "step": stepped, "build_cpu": cpu,
-           "shapes": {n: p["model"] for n, p in preds.items()}}
+    return {"parts": parts, "step": stepped, "build_cpu": cpu,
+            "shapes": {n: p["model"] for n, p in preds.items()}, **over_the_sweeps_share(runs, cpu)}
+
+
+def over_the_sweeps_share(runs: Sequence[dict], cpu: dict) -> dict:
+    """A CPU-seconds forecast as the build time ("build_time") over the share of the cores the sweep's largest
+    size's builds got, and that share ("cores_share"); {} where the builds recorded no CPU."""
     shares = fc.cores_share(fc.points(runs, "build_time"), fc.points(runs, "build_cpu"))
-    if shares:
-        out["build_time"] = fc.over_share(cpu, shares)
-        out["cores_share"] = {"assumed": shares[max(shares)], "at_docs": max(shares),
-                              "per_size": {str(n): v for n, v in shares.items()},
-                              "assumption": "the target's build gets the share of the cores the sweep's largest "
-                                            "size's builds got"}
-    return out
+    if not shares:
+        return {}
+    return {"build_time": fc.over_share(cpu, shares),
+            "cores_share": {"assumed": shares[max(shares)], "at_docs": max(shares),
+                            "per_size": {str(n): v for n, v in shares.items()},
+                            "assumption": "the target's build gets the share of the cores the sweep's largest "
+                                          "size's builds got"}}
 
 
 # ---------------------------------------------------------------- by bytes
@@ -153,8 +158,8 @@ def by_bytes(runs: Sequence[dict], target_docs: int, index_bytes: dict | None) -
     grown = fc.PARTS["index_growth"][1]
     parts, miss = {}, 0.0
     for name, (key, _shape) in PARTS.items():
-        rows = [(float(r["size"]), float(grown(r)), float(r[key])) for r in _recorded(runs, key)
-                if (grown(r) or 0) > 0]
+        rows = [(float(r["size"]), float(g), float(r[key])) for r in _recorded(runs, key)
+                if (g := grown(r) or 0) > 0]
         if len({n for n, _, _ in rows}) < 2:
             return {}
         a, b = nonnegative_fit(rows)
@@ -165,9 +170,5 @@ def by_bytes(runs: Sequence[dict], target_docs: int, index_bytes: dict | None) -
     cpu = {"docs": target_docs, "model": "bytes", "value": math.fsum(p["value"] for p in parts.values()),
            "low": max(0.0, math.fsum(p["low"] for p in parts.values()) * (1 - miss)),
            "high": math.fsum(p["high"] for p in parts.values()) * (1 + miss)}
-    out = {"parts": parts, "index_bytes": dict(index_bytes), "fit_miss": miss, "build_cpu": cpu}
-    shares = fc.cores_share(fc.points(runs, "build_time"), fc.points(runs, "build_cpu"))
-    if shares:
-        out["build_time"] = fc.over_share(cpu, shares)
-        out["cores_share"] = {"assumed": shares[max(shares)], "at_docs": max(shares)}
-    return out
+    return {"parts": parts, "index_bytes": dict(index_bytes), "fit_miss": miss, "build_cpu": cpu,
+            **over_the_sweeps_share(runs, cpu)}

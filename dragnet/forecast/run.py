@@ -304,7 +304,7 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
             if by_part:
                 f["by_part"] = by_part
             by_bytes = pt.by_bytes([r for r in rs if (r.get("language") or "?") == lang], target_docs,
-                                   _index_bytes_at_target(f, target_docs))
+                                   _index_bytes_at_target(f))
             if by_bytes:
                 f["by_bytes"] = by_bytes
     folder.mkdir(parents=True, exist_ok=True)
@@ -312,17 +312,10 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     return out
 
 
-def _index_bytes_at_target(f: dict, target_docs: int) -> dict | None:
-    """The bytes the target's build appends to its index files, as the disk forecast's part counts them
-    (growth_forecast: q × one shard of D/q alone, plus q updaters' excess side by side; its low without the
-    excess, its high with it as a ratio)."""
-    parts = (f["quantities"].get("disk_growth") or {}).get("parts") or {}
-    ip = (parts.get("index_files") or {}).get("prediction")
-    side = parts.get("side_by_side") or {}
-    if not ip:
-        return None
-    return {"value": ip["value"] + float(side.get("extra_per_doc") or 0) * target_docs, "low": ip["low"],
-            "high": ip["high"] * float(side.get("ratio") or 1.0)}
+def _index_bytes_at_target(f: dict) -> dict | None:
+    """The bytes the target's build appends to its index files, as the disk forecast counts them
+    (growth_forecast's "index_bytes")."""
+    return ((f["quantities"].get("disk_growth") or {}).get("parts") or {}).get("index_bytes")
 
 
 def _compaction_at_target(f: dict) -> float | None:
