@@ -222,3 +222,17 @@ def test_msacc_in_windows_scales_its_thread_time_to_the_build_and_keeps_the_shar
     assert s["msacc_coverage"] == pytest.approx(0.1, abs=1e-3)
     assert s["work_s"] == pytest.approx(10 * whole["work_s"], rel=1e-3) and s["activities"] == whole["activities"]
     assert whole["msacc_coverage"] == 1.0
+
+
+def test_the_probes_own_cpu_is_split_at_the_builds_end():
+    from types import SimpleNamespace as P
+
+    # whole 0.50 s: 0.35 s to start, 0.04 s during the build, 0.11 s collecting the figures and exiting
+    a = P(cpu_s=0.50, cpu_at_begun=0.35, cpu_at_stop=0.39)
+    got = beam_probe.own_cpu([a])
+    assert got == {"cpu_s": 0.5, "cpu_during_build_s": pytest.approx(0.04), "cpu_after_build_s": pytest.approx(0.11)}
+    # two probes (a cluster) sum; one without the kernel's figures (docker) makes the sum unknown
+    b = P(cpu_s=0.40, cpu_at_begun=0.30, cpu_at_stop=0.31)
+    assert beam_probe.own_cpu([a, b])["cpu_during_build_s"] == pytest.approx(0.05)
+    assert beam_probe.own_cpu([a, P(cpu_s=None, cpu_at_begun=None, cpu_at_stop=None)]) == \
+        {"cpu_s": None, "cpu_during_build_s": None, "cpu_after_build_s": None}

@@ -52,8 +52,12 @@ def test_console_has_one_line_per_engine(record):
 def test_a_builds_lines_name_what_is_missing(record):
     assert beam_activity.build_lines(_result("bun", beam.absent("paused here"))) == ["no beam activity: paused here"]
     got = beam_activity.build_lines(_result("javascript", record))
-    assert got[0].startswith("beam's activity: work") and "0.02 s CPU during the build" in got[-1]
+    assert got[0].startswith("beam's activity: work") and "0.02 s CPU during the build, 0.37 s in all" in got[-1]
     assert beam_activity.build_lines(_result("javascript", None)) == []
+    split = copy.deepcopy(record)
+    split["probe"]["cpu_after_build_s"] = 0.06
+    assert "0.02 s CPU during the build, 0.06 s after it collecting its figures, 0.37 s in all" in \
+        beam_activity.build_lines(_result("javascript", split))[-1]
 
 
 def test_a_cluster_build_has_a_line_per_node(record):

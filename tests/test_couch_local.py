@@ -482,20 +482,26 @@ def test_restart_settings_are_appended_to_the_generated_ini():
 
 
 def test_vm_args_turn_on_the_jits_perf_map_only_for_a_beam_that_has_it(tmp_path):
-    out = local.render_vm_args("+K true\n", 15984, jit_perf=True)
-    assert out.splitlines()[-1] == "+JPperf true"
+    out = local.render_vm_args("+K true\n", 15984, jit_perf="map")
+    assert out.splitlines()[-1] == "+JPperf map"
     assert "+JPperf" not in local.render_vm_args("+K true\n", 15984)
     home = _fake_release_layout(tmp_path / "couchdb")
     rel = local.find_release(home)
-    assert not rel.jit_perf()      # a beam without the JIT would refuse the flag at start
+    assert rel.jit_perf() is None      # a beam without the JIT would refuse the flag at start
     erts = home / "erts-13.1.5" / "bin"
     erts.mkdir(parents=True)
+    # OTP 24: the map is all `true` writes
     (erts / "beam.smp").write_bytes(b"\x7fELF...bad +JPperf support flag %s.../tmp/perf-%i.map\x00")
-    assert rel.jit_perf()
+    assert rel.jit_perf() == "true"
+    # OTP 25 and later: `true` adds a ~20 MB jitdump in /tmp, so the map alone
+    (erts / "beam.smp").write_bytes(b"\x7fELF.../tmp/perf-%i.map\x00_ZN11JitPerfDump4initEv\x00")
+    assert rel.jit_perf() == "map"
 
 
 def test_stop_removes_the_jits_perf_maps_of_its_processes(tmp_path):
     (tmp_path / "perf-101.map").write_text("x")
     (tmp_path / "perf-999.map").write_text("y")
+    (tmp_path / "jit-102.dump").write_text("z")
     local.remove_perf_maps([101, 102], tmp=str(tmp_path))
     assert not (tmp_path / "perf-101.map").exists() and (tmp_path / "perf-999.map").exists()
+    assert not (tmp_path / "jit-102.dump").exists()

@@ -62,15 +62,18 @@ class Release:
         found = sorted(self.home.glob("lib/couch_quickjs-*/priv/couchjs_mainjs"))
         return found[-1] if found else None
 
-    def jit_perf(self) -> bool:
-        """Whether the release's beam has the JIT's perf support (+JPperf): it names the map it writes."""
+    def jit_perf(self) -> str | None:
+        """The +JPperf value for the release's beam, or None without the JIT's perf support (it would refuse
+        the flag). From OTP 25 `true` also writes a jitdump (/tmp/jit-PID.dump, ~20 MB) that dragnet never
+        reads, so there the map alone; OTP 24's `true` writes only the map."""
         for beam in self.home.glob("erts-*/bin/beam.smp"):
             try:
-                if b"/tmp/perf-%i.map" in beam.read_bytes():
-                    return True
+                data = beam.read_bytes()
             except OSError:
-                pass
-        return False
+                continue
+            if b"/tmp/perf-%i.map" in data:
+                return "map" if b"JitPerfDump" in data else "true"
+        return None
 
     def reads_ini_files_env(self) -> bool:
         """Whether bin/couchdb passes COUCHDB_INI_FILES on as -couch_ini (3.x releases do)."""
@@ -145,16 +148,13 @@ def extra_ini(extra: dict | None) -> str:
 _DROP_VM_ARGS = re.compile(r"^\s*(-name|-sname|-setcookie|-kernel\s+inet_dist_listen_(min|max))\b")
 
 
-# beam's JIT writes /tmp/perf-PID.map, which names its Erlang functions in `--profile` (dragnet.measure.profile)
-JIT_PERF = "+JPperf true"
-
-
-def render_vm_args(release_vm_args: str, port: int, jit_perf: bool = False) -> str:
+def render_vm_args(release_vm_args: str, port: int, jit_perf: str | None = None) -> str:
     """The release's vm.args with our node name; no cookie (Erlang reads ~/.erlang.cookie) and no fixed
     distribution port (the release's 9100 would collide with another CouchDB here); with jit_perf, the
-    JIT's perf map (a beam without the JIT refuses the flag, hence the choice)."""
+    JIT's perf map (/tmp/perf-PID.map, which names Erlang functions in `--profile`); jit_perf is the flag's
+    value for this beam (Release.jit_perf), None for a beam without the JIT, which refuses the flag."""
     kept = [line for line in release_vm_args.splitlines() if not _DROP_VM_ARGS.match(line)]
-    return "\n".join([f"-name {node_name(port)}", *kept, *([JIT_PERF] if jit_perf else []), ""])
+    return "\n".join([f"-name {node_name(port)}", *kept, *([f"+JPperf {jit_perf}"] if jit_perf else []), ""])
 
 
 def query_server_env(env: dict | None = None) -> dict[str, str]:
@@ -415,12 +415,14 @@ def stop(inst: ctl.Instance, *, timeout: float = STOP_TIMEOUT, env: dict | None 
 
 
 def remove_perf_maps(pids, tmp: str = "/tmp") -> None:
-    """The JIT's perf maps of a stopped beam (it writes them as long as it runs): none left in /tmp."""
+    """The JIT's perf maps (and jitdumps, from a beam started with `+JPperf true`) of a stopped beam: it
+    writes them as long as it runs; none is left in /tmp."""
     for pid in pids:
-        try:
-            os.unlink(f"{tmp}/perf-{pid}.map")
-        except OSError:
-            pass
+        for name in (f"perf-{pid}.map", f"jit-{pid}.dump"):
+            try:
+                os.unlink(f"{tmp}/{name}")
+            except OSError:
+                pass
 
 
 def owned_data_dir(inst: ctl.Instance, env: dict | None = None) -> bool:

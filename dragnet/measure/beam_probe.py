@@ -134,8 +134,11 @@ class Probe:
         self.ready = threading.Event()
         self.begun = threading.Event()
         self.done = threading.Event()
-        self.cpu_s: float | None = None         # local: the probe's whole CPU (start, compile, samples)
-        self.cpu_at_ready: float | None = None  # and when it watched, then when the build began
+        # local: the probe's whole CPU (start, compile, samples, figures, exit), and at two points: when the
+        # build began, and when it was asked for its figures (the build over)
+        self.cpu_s: float | None = None
+        self.cpu_at_begun: float | None = None
+        self.cpu_at_stop: float | None = None
         self.reader: threading.Thread | None = None
 
     # ---- local: a child process
@@ -194,11 +197,10 @@ class Probe:
 
     def _line(self, line: bytes) -> None:
         if line.strip() == b"begun":
-            self.cpu_at_ready = process_cpu_s(self.proc.pid) if self.proc is not None else None
+            self.cpu_at_begun = process_cpu_s(self.proc.pid) if self.proc is not None else None
             self.begun.set()
             return
         if line.strip() == b"ready":
-            self.cpu_at_ready = process_cpu_s(self.proc.pid) if self.proc is not None else None
             self.ready.set()
         self.out.append(line)
 
@@ -238,6 +240,8 @@ class Probe:
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> str:
         """Ask the probe for its figures and wait for them; its text (raises ProbeFailed if it ends without)."""
+        if self.proc is not None and self.cpu_at_stop is None:
+            self.cpu_at_stop = process_cpu_s(self.proc.pid)
         try:
             self._send("stop\n")
         except (OSError, ValueError):     # ValueError: its input already closed (a failed start's kill)
@@ -308,6 +312,21 @@ def process_cpu_s(pid: int) -> float | None:
     return (utime + stime) / os.sysconf("SC_CLK_TCK")
 
 
+def own_cpu(probes) -> dict:
+    """The probes' own processes' CPU by the kernel's accounting (local backend; None where unknown): in all;
+    during the build (from its start to the request for the figures), which is what the build shares its cores
+    with; and after it (collecting the figures, exiting)."""
+    def total(f):
+        got = [f(p) for p in probes]
+        return round(sum(got), 6) if got and None not in got else None
+
+    return {"cpu_s": total(lambda p: p.cpu_s),
+            "cpu_during_build_s": total(lambda p: None if None in (p.cpu_at_stop, p.cpu_at_begun)
+                                        else p.cpu_at_stop - p.cpu_at_begun),
+            "cpu_after_build_s": total(lambda p: None if None in (p.cpu_s, p.cpu_at_stop)
+                                       else p.cpu_s - p.cpu_at_stop)}
+
+
 class ProbeFailed(Exception):
     pass
 
@@ -356,24 +375,16 @@ class BuildBeam:
         if self.why or not self.probes:
             return _beam.absent(self.why or "no CouchDB node to watch")
         nodes: dict = {}
-        cpu: list[float] = []
-        during: list[float] = []
         try:
             for probe in self.probes:
                 nodes.update(_beam.parse(probe.stop()))
-                if probe.cpu_s is not None:
-                    cpu.append(probe.cpu_s)
-                    if probe.cpu_at_ready is not None:
-                        during.append(probe.cpu_s - probe.cpu_at_ready)
         except (ProbeFailed, _beam.ProbeOutputError) as exc:
             self.abort()
             return _beam.absent(f"the probe failed: {exc}")
         return {"schema": _beam.SCHEMA, "period_ms": self.period_ms, "msacc_on_ms": self.msacc_on_ms,
                 "absent": None, "nodes": nodes,
                 "probe": {"backend": self.probes[0].target.backend, "argv": self.probes[0].argv[:-1] + ["BOOT"],
-                          # its own process's CPU (the kernel's): in all, and from the build's start on
-                          "cpu_s": round(sum(cpu), 6) if cpu and len(cpu) == len(self.probes) else None,
-                          "cpu_during_build_s": round(sum(during), 6) if len(during) == len(self.probes) else None}}
+                          **own_cpu(self.probes)}}
 
     def abort(self) -> None:
         """Stop every probe (it turns msacc off on its way out), not waiting long for its figures."""

@@ -96,8 +96,10 @@ def build_lines(res: dict) -> list[str]:
                 f"reductions [{_pct(n['kinds'], SHOWN_KINDS)}]" for name, n in s["nodes"].items()]
     probe = rec.get("probe") or {}
     if probe.get("cpu_during_build_s") is not None:
+        after = probe.get("cpu_after_build_s")
         out.append(f"  (the probe's own process: {probe['cpu_during_build_s']:.2f} s CPU during the build, "
-                   f"{probe['cpu_s']:.2f} s in all)")
+                   + (f"{after:.2f} s after it collecting its figures, " if after is not None else "")
+                   + f"{probe['cpu_s']:.2f} s in all)")
     return out
 
 
