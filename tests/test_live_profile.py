@@ -63,6 +63,14 @@ def test_live_profile_names_erlang_frames_and_leaves_nothing_running(live_url, p
     assert any(s.startswith("couchjs;") for s in stacks)
     assert prof["stages"]["query_server"]["samples"] > 0
     assert prof["perf_cpu_s"] is not None and prof["perf_cpu_s"] >= 0
+    # beam writes the map it is named by, and no jitdump (~20 MB in /tmp per start, which nothing reads)
+    from urllib.parse import urlsplit
+
+    from dragnet.couchdb import control
+
+    inst = control.load_state(urlsplit(live_url).port)
+    assert inst is not None and inst.pid and Path(f"/tmp/perf-{inst.pid}.map").exists()
+    assert not Path(f"/tmp/jit-{inst.pid}.dump").exists()
     # perf ended (reaped: no child of ours left) and its recording went with it
     assert _perf_of_ours() == []
     # no credential in what was written
