@@ -343,3 +343,15 @@ def test_the_writes_table_names_the_generator_that_ran():
     go, older = write_rows([doc(driver="go"), doc()])
     assert go[-1].endswith("(go)") and go[-1].startswith("5")
     assert older[-1].endswith("(aiohttp)")     # a record from before the Go generator
+
+
+def test_the_loads_basic_auth_header_is_the_sync_clients():
+    import base64
+
+    from requests.auth import _basic_auth_str
+
+    from dragnet.load.generator import basic_auth
+
+    assert basic_auth("admin", "s3cr:et") == _basic_auth_str("admin", "s3cr:et")
+    assert basic_auth("adé", "pä") == _basic_auth_str("adé", "pä")       # latin-1, as requests
+    assert base64.b64decode(basic_auth("x", "€")[6:]).decode("utf-8") == "x:€"   # beyond latin-1: UTF-8
