@@ -24,11 +24,13 @@ from urllib.parse import urlsplit
 
 from dragnet.measure import beam as _beam
 
-# a sample every 200 ms (each costs beam about 0.6 ms of CPU: benchmarks/beam_activity_overhead); a process
-# born and gone between two samples (a very short build's loader) is missed, and counted as unsampled
-PERIOD_MS = 200
-# microstate accounting on for this long at the start of every period (beam_probe.erl says why): a tenth of
-# the build, spread over it, for a tenth of msacc's cost (benchmarks/beam_activity_overhead)
+# a sample every 400 ms: each reads every Erlang process of the node, so its cost (beam's and the probe's own)
+# grows with them; at 200 ms the probe's total came to ×1.027 [1.016–1.037] on a node of up to 2,000 processes
+# (benchmarks/beam_activity_overhead). A process born and gone between two samples (a very short build's
+# loader) is missed, and counted as unsampled
+PERIOD_MS = 400
+# microstate accounting on for this long at the start of every period (beam_probe.erl says why): a twentieth
+# of the build, spread over it, for a twentieth of msacc's cost (benchmarks/beam_activity_overhead)
 MSACC_ON_MS = 20
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0

@@ -135,7 +135,7 @@ def html_sections(sec: dict | None) -> list:
     notes = ["beam's CPU by kind of thread is the kernel's; msacc's shares divide each kind's CPU among the "
              "activities (msacc's own seconds are thread time: waiting for a core or a disk counts there); builds "
              "recorded before dragnet kept beam's threads show msacc's thread time instead; reductions are "
-             "sampled every 200 ms per process, the rest of the node's exact total is 'unsampled'"] + \
+             "sampled once a period (period_ms) per process, the rest of the node's exact total is 'unsampled'"] + \
         [f"no beam activity: {why}" for why in sec["missing"]]
     return [Section("beam's activity", ("engine", "CouchDB", "storage", "builds", "beam CPU s/build",
                                         "activities", "msacc thread time s/build", "busy wait s/build",
