@@ -37,6 +37,7 @@ def basic_auth(user: str, password: str) -> str:
         data = raw.encode("utf-8")
     return "Basic " + base64.b64encode(data).decode("ascii")
 
+
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _JSON = {"Content-Type": "application/json"}
 BEFORE, BUILD, AFTER = "before", "build", "after"

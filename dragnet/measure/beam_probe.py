@@ -318,15 +318,16 @@ def own_cpu(probes) -> dict:
     """The probes' own processes' CPU by the kernel's accounting (local backend; None where unknown): in all;
     during the build (from its start to the request for the figures), which is what the build shares its cores
     with; and after it (collecting the figures, exiting)."""
-    def total(f):
-        got = [f(p) for p in probes]
+    def total(values):
+        got = list(values)
         return round(sum(got), 6) if got and None not in got else None
 
-    return {"cpu_s": total(lambda p: p.cpu_s),
-            "cpu_during_build_s": total(lambda p: None if None in (p.cpu_at_stop, p.cpu_at_begun)
-                                        else p.cpu_at_stop - p.cpu_at_begun),
-            "cpu_after_build_s": total(lambda p: None if None in (p.cpu_s, p.cpu_at_stop)
-                                       else p.cpu_s - p.cpu_at_stop)}
+    def spent(later, earlier):
+        return None if later is None or earlier is None else later - earlier
+
+    return {"cpu_s": total(p.cpu_s for p in probes),
+            "cpu_during_build_s": total(spent(p.cpu_at_stop, p.cpu_at_begun) for p in probes),
+            "cpu_after_build_s": total(spent(p.cpu_s, p.cpu_at_stop) for p in probes)}
 
 
 class ProbeFailed(Exception):
