@@ -166,3 +166,32 @@ def test_a_design_doc_that_exists_is_refused_before_anything_runs(fixtures_dir, 
             addview.run_benchmark(connect(lb.url), _config(replay, tmp_path), env=_env(tmp_path))
         assert lb.requests("GET", "/_active_tasks") == []
         assert lb.requests("PUT", f"/{DB}/{quote(replay.ddoc, safe='/')}") == []
+
+
+def _task(node: str, done: int, updated: int) -> dict:
+    return {"type": "indexer", "node": node, "pid": "<0.1.0>", "changes_done": done, "updated_on": updated}
+
+
+def test_the_build_is_over_once_no_task_of_the_ddoc_is_left():
+    assert addview.build_over([], now=100.0, answered_at=100.0, changed_at=0.0)
+
+
+def test_a_replica_still_listed_after_the_answer_keeps_the_build_going_while_it_moves():
+    # n=3: the view answered from the fastest replicas 30 s ago; a slower one is still listed and moved 5 s ago
+    lagging = [_task("couchdb@b", 375, 1000)]
+    assert not addview.build_over(lagging, now=130.0, answered_at=100.0, changed_at=125.0)
+    # a task at its total still maps its last batch (counted before it is mapped): listed, not moving, kept
+    assert not addview.build_over(lagging, now=100.0 + addview.LINGER_S - 1, answered_at=100.0, changed_at=90.0)
+
+
+def test_tasks_that_have_not_moved_for_the_linger_time_are_left_behind():
+    stuck = [_task("couchdb@b", 375, 1000)]
+    assert addview.build_over(stuck, now=100.0 + addview.LINGER_S + 1, answered_at=100.0, changed_at=50.0)
+    assert addview.build_over(stuck, now=130.0 + addview.LINGER_S + 1, answered_at=100.0, changed_at=130.0)
+
+
+def test_task_states_change_when_a_task_moves_and_not_with_the_list_order():
+    a, b = _task("couchdb@a", 100, 10), _task("couchdb@b", 200, 10)
+    assert addview.task_states([a, b]) == addview.task_states([b, a])
+    assert addview.task_states([a, b]) != addview.task_states([a, _task("couchdb@b", 250, 11)])
+    assert addview.task_states([a, b]) != addview.task_states([a])

@@ -35,8 +35,11 @@ from dragnet.servers.registry import reads_documents
 DEFAULT_TIMEOUT = 6 * 3600.0
 STORAGE_CHOICES = ("disk", "tmpfs", "auto")
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
-# after the view answered, how long tasks may linger in /_active_tasks before we stop waiting
-LINGER_S = 10.0
+# After the view answered, tasks of this design document still listed are replicas the answer did not wait
+# for (n > 1) or shards mapping their last batch (couch_mrview_updater counts a batch into changes_done
+# before mapping it), so the build goes on while they are listed; only tasks that have not changed for this
+# long are taken as stuck and left behind.
+LINGER_S = 60.0
 
 
 @dataclass
@@ -761,10 +764,24 @@ def _delete_ddoc(couch: Couch, db: str, ident: str, rev: str) -> bool:
         return False
 
 
+def task_states(tasks: list[dict]) -> tuple:
+    """What a poll shows of the tasks, to see whether any moved since the last poll."""
+    return tuple(sorted((str(t.get("node")), str(t.get("pid")), t.get("changes_done"), t.get("updated_on"))
+                        for t in tasks))
+
+
+def build_over(ours: list[dict], now: float, answered_at: float, changed_at: float) -> bool:
+    """After the view answered: over when no task of the design document is left, or when those left have not
+    moved for LINGER_S since the answer (or since they last moved, if later)."""
+    return not ours or now - max(answered_at, changed_at) > LINGER_S
+
+
 def _poll_until_done(couch: Couch, request: ViewRequest, tracker: poller.Tracker, polls: list[dict],
                      interval: float, deadline: float, timeout: float,
                      on_poll: PollCallback | None, each_poll: Callable[[], None] | None = None) -> DragnetError | None:
     answered_at: float | None = None
+    seen: tuple = ()
+    changed_at = time.time()
     next_poll = time.time()
     while True:
         t = time.time()
@@ -782,11 +799,13 @@ def _poll_until_done(couch: Couch, request: ViewRequest, tracker: poller.Tracker
         if on_poll:
             on_poll(tracker, poll)
         ours = poller.indexer_tasks(poll["tasks"], tracker.ddoc)
+        if (now_seen := task_states(ours)) != seen:
+            seen, changed_at = now_seen, t
         if request.done.is_set():
             if request.error is not None:
                 return request.error
             answered_at = answered_at or time.time()
-            if not ours or time.time() - answered_at > LINGER_S:
+            if build_over(ours, time.time(), answered_at, changed_at):
                 return None
         now = time.time()
         if now >= deadline:
