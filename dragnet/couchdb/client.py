@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from dataclasses import dataclass, field
@@ -75,6 +76,25 @@ def db_path(db: str) -> str:
     return "/" + quote(db, safe="")
 
 
+class BasicAuth(requests.auth.AuthBase):
+    """HTTP Basic credentials encoded in UTF-8, as CouchDB decodes them (requests encodes latin-1 where it can,
+    which CouchDB refuses for a name or password with characters 128-255). Every client of dragnet sends this
+    one header: the session, the load generators."""
+
+    def __init__(self, user: str, password: str):
+        self.user, self.password = user, password
+
+    def header(self) -> str:
+        return "Basic " + base64.b64encode(f"{self.user}:{self.password}".encode("utf-8")).decode("ascii")
+
+    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
+        r.headers["Authorization"] = self.header()
+        return r
+
+    def __repr__(self) -> str:     # never the password
+        return f"BasicAuth(user={self.user!r})"
+
+
 @dataclass
 class Couch:
     """A CouchDB server: base URL without secrets plus an authenticated session."""
@@ -146,7 +166,7 @@ def connect(url: str, *, user: str | None = None, password: str | None = None, t
     password = url_password or password or env.get("COUCHDB_PASSWORD") or None
     couch = Couch(url=clean, user=user, timeout=timeout)
     if user is not None:
-        couch.session.auth = (user, password or "")
+        couch.session.auth = BasicAuth(user, password or "")
     couch.session.headers.update({"Accept": "application/json", "User-Agent": "dragnet"})
     return couch
 

@@ -72,11 +72,7 @@ class GoLoad(Load):
 
     def start(self) -> None:
         auth = self.couch.session.auth
-        header = None
-        if auth:
-            import base64
-
-            header = "Basic " + base64.b64encode(":".join(auth).encode()).decode()
+        header = auth.header() if auth else None
         templates = self.templates
         config = {"url": self.couch.url, "auth": header, "db_path": db_path(self.db),
                   "rates": [[k, r] for k, r in self.spec.rates], "max_seconds": self.max_seconds,

@@ -26,18 +26,6 @@ from dragnet.errors import DragnetError, UsageError
 from dragnet.load import spec as S
 
 
-def basic_auth(user: str, password: str) -> str:
-    """The Authorization header's value, encoded as the sync client (requests) does: latin-1, else UTF-8."""
-    import base64
-
-    raw = f"{user}:{password}"
-    try:
-        data = raw.encode("latin-1")
-    except UnicodeEncodeError:
-        data = raw.encode("utf-8")
-    return "Basic " + base64.b64encode(data).decode("ascii")
-
-
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _JSON = {"Content-Type": "application/json"}
 BEFORE, BUILD, AFTER = "before", "build", "after"
@@ -184,7 +172,7 @@ class Load:
         auth = self.couch.session.auth
         headers = {"Accept": "application/json", "User-Agent": "dragnet-load"}
         if auth:     # encoded once, not per request
-            headers["Authorization"] = basic_auth(*auth)
+            headers["Authorization"] = auth.header()
         conn = aiohttp.TCPConnector(limit=0, force_close=False)
         # no cookies to keep and nothing compressed: per-request work the load does not need
         async with aiohttp.ClientSession(self.couch.url, connector=conn, headers=headers,
