@@ -168,6 +168,34 @@ def test_a_design_doc_that_exists_is_refused_before_anything_runs(fixtures_dir, 
         assert lb.requests("PUT", f"/{DB}/{quote(replay.ddoc, safe='/')}") == []
 
 
+
+class LoadAfterTheAnswer(Replay):
+    """After the build: one of the build's tasks still listed for two polls (its last batch), then gone, while
+    a task that started after the answer (a load's view read updating the index) moves on every poll."""
+
+    def __call__(self, method: str, path: str, body: bytes):
+        if (method, path) == ("GET", "/_active_tasks") and self.served >= len(self.polls):
+            self.served += 1
+            self.built.set()
+            k = self.served - len(self.polls)
+            last = {"type": "indexer", "node": "couchdb@127.0.0.1", "pid": "<0.900.0>", "design_document": self.ddoc,
+                    "database": "shards/00000000-1fffffff/decl.1", "changes_done": 5000, "total_changes": 5000,
+                    "started_on": 1, "updated_on": 2}
+            later = {**last, "pid": "<0.901.0>", "changes_done": k, "total_changes": 10 ** 9, "updated_on": 2 + k}
+            return 200, {}, ([last] if k <= 3 else []) + ([later] if k >= 2 else [])
+        return super().__call__(method, path, body)
+
+
+def test_the_build_waits_for_its_own_last_tasks_not_for_tasks_started_after_the_answer(fixtures_dir, tmp_path):
+    replay = LoadAfterTheAnswer(fixtures_dir / "javascript")
+    with Loopback(handler=replay) as lb:
+        out = addview.run_benchmark(connect(lb.url), _config(replay, tmp_path), env=_env(tmp_path))
+    assert out.results["summary"]["ok"]
+    after = [p["tasks"] for p in out.results["polls"][len(replay.polls):]]
+    # it polled until the build's own task was gone (the poll after the answer listed it), no longer
+    assert any(t["pid"] == "<0.900.0>" for t in after[-2]) and not any(t["pid"] == "<0.900.0>" for t in after[-1])
+    assert any(t["pid"] == "<0.901.0>" for t in after[-1])
+
 def _task(node: str, done: int, updated: int) -> dict:
     return {"type": "indexer", "node": node, "pid": "<0.1.0>", "changes_done": done, "updated_on": updated}
 

@@ -35,10 +35,11 @@ from dragnet.servers.registry import reads_documents
 DEFAULT_TIMEOUT = 6 * 3600.0
 STORAGE_CHOICES = ("disk", "tmpfs", "auto")
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
-# After the view answered, tasks of this design document still listed are replicas the answer did not wait
-# for (n > 1) or shards mapping their last batch (couch_mrview_updater counts a batch into changes_done
+# After the view answered, the design document's tasks that were listed then are replicas the answer did not
+# wait for (n > 1) or shards mapping their last batch (couch_mrview_updater counts a batch into changes_done
 # before mapping it), so the build goes on while they are listed; only tasks that have not changed for this
-# long are taken as stuck and left behind.
+# long are taken as stuck and left behind. Tasks that start after the answer (a load's view reads updating
+# the index) are not the build's.
 LINGER_S = 60.0
 
 
@@ -764,24 +765,28 @@ def _delete_ddoc(couch: Couch, db: str, ident: str, rev: str) -> bool:
         return False
 
 
+def task_key(task: dict) -> tuple[str, str]:
+    return str(task.get("node")), str(task.get("pid"))
+
+
 def task_states(tasks: list[dict]) -> tuple:
     """What a poll shows of the tasks, to see whether any moved since the last poll."""
-    return tuple(sorted((str(t.get("node")), str(t.get("pid")), t.get("changes_done"), t.get("updated_on"))
-                        for t in tasks))
+    return tuple(sorted((*task_key(t), t.get("changes_done"), t.get("updated_on")) for t in tasks))
 
 
-def build_over(ours: list[dict], now: float, answered_at: float, changed_at: float) -> bool:
-    """After the view answered: over when no task of the design document is left, or when those left have not
-    moved for LINGER_S since the answer (or since they last moved, if later)."""
-    return not ours or now - max(answered_at, changed_at) > LINGER_S
+def build_over(left: list[dict], now: float, answered_at: float, changed_at: float) -> bool:
+    """After the view answered: over when none of the tasks listed at the answer is left, or when those left
+    have not moved for LINGER_S since the answer (or since they last moved, if later)."""
+    return not left or now - max(answered_at, changed_at) > LINGER_S
 
 
 def _poll_until_done(couch: Couch, request: ViewRequest, tracker: poller.Tracker, polls: list[dict],
                      interval: float, deadline: float, timeout: float,
                      on_poll: PollCallback | None, each_poll: Callable[[], None] | None = None) -> DragnetError | None:
     answered_at: float | None = None
+    left: set[tuple[str, str]] = set()      # the tasks listed when the view answered
     seen: tuple = ()
-    changed_at = time.time()
+    changed_at = 0.0
     next_poll = time.time()
     while True:
         t = time.time()
@@ -799,13 +804,15 @@ def _poll_until_done(couch: Couch, request: ViewRequest, tracker: poller.Tracker
         if on_poll:
             on_poll(tracker, poll)
         ours = poller.indexer_tasks(poll["tasks"], tracker.ddoc)
-        if (now_seen := task_states(ours)) != seen:
-            seen, changed_at = now_seen, t
         if request.done.is_set():
             if request.error is not None:
                 return request.error
-            answered_at = answered_at or time.time()
-            if build_over(ours, time.time(), answered_at, changed_at):
+            if answered_at is None:
+                answered_at, left = time.time(), {task_key(x) for x in ours}
+            mine = [x for x in ours if task_key(x) in left]
+            if (now_seen := task_states(mine)) != seen:
+                seen, changed_at = now_seen, t
+            if build_over(mine, time.time(), answered_at, changed_at):
                 return None
         now = time.time()
         if now >= deadline:
