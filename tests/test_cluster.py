@@ -102,6 +102,24 @@ def test_build_work_line_without_a_warning_when_every_replica_was_seen():
     assert build_text.build_work_line(fig, None, None, None) == "indexing work = 40 changes done by 4 tasks (q/n unknown)"
 
 
+
+def test_build_work_line_says_when_an_indexer_started_again():
+    from dragnet.measure import poller as poller
+    from dragnet.report.render import build_text as build_text
+
+    def task(pid: str, rng: str, done: int) -> dict:
+        return {"pid": pid, "node": "a@h", "changes_done": done, "total_changes": 10, "started_on": 0,
+                "updated_on": 1, "type": "indexer", "database": f"shards/{rng}/db.1", "design_document": "_design/d"}
+    # shard 0-7's first updater ends at 6 of 10 and a second one indexes it again from the start
+    polls = [{"t": 1.0, "tasks": [task("<0.1.0>", "0-7", 6), task("<0.2.0>", "8-f", 5)]},
+             {"t": 2.0, "tasks": [task("<0.3.0>", "0-7", 10), task("<0.2.0>", "8-f", 10)]},
+             {"t": 3.0, "tasks": []}]
+    fig = poller.analyze(polls, "d")
+    line = build_text.build_work_line(fig, 2, 1, None)
+    # a task that left counts its total (poller: it finished its run), so 10 + 10 + 10
+    assert line.startswith("indexing work = 30 changes done by 3 tasks (q=2 n=1)")
+    assert "1 task more than the 2 shard replicas: an indexer started again" in line
+
 def test_lone_cluster_needs_no_port_and_nodes_know_their_place(tmp_path):
     from dragnet.couchdb import control as ctl
 
