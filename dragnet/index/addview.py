@@ -765,13 +765,9 @@ def _delete_ddoc(couch: Couch, db: str, ident: str, rev: str) -> bool:
         return False
 
 
-def task_key(task: dict) -> tuple[str, str]:
-    return str(task.get("node")), str(task.get("pid"))
-
-
 def task_states(tasks: list[dict]) -> tuple:
     """What a poll shows of the tasks, to see whether any moved since the last poll."""
-    return tuple(sorted((*task_key(t), t.get("changes_done"), t.get("updated_on")) for t in tasks))
+    return tuple(sorted((*poller.task_key(t), t.get("changes_done"), t.get("updated_on")) for t in tasks))
 
 
 def build_over(left: list[dict], now: float, answered_at: float, changed_at: float) -> bool:
@@ -808,8 +804,8 @@ def _poll_until_done(couch: Couch, request: ViewRequest, tracker: poller.Tracker
             if request.error is not None:
                 return request.error
             if answered_at is None:
-                answered_at, left = time.time(), {task_key(x) for x in ours}
-            mine = [x for x in ours if task_key(x) in left]
+                answered_at, left = time.time(), {poller.task_key(x) for x in ours}
+            mine = [x for x in ours if poller.task_key(x) in left]
             if (now_seen := task_states(mine)) != seen:
                 seen, changed_at = now_seen, t
             if build_over(mine, time.time(), answered_at, changed_at):

@@ -33,6 +33,7 @@ from dragnet.measure import cgroup as _cgroup
 from dragnet.measure import cpu as _cpu
 from dragnet.measure import pidstat as _pidstat
 from dragnet.measure.machine import load_average, machine_info
+from dragnet.measure.poller import shard_range
 from dragnet.results import schema as _schema
 
 LANGUAGES = ("javascript", "javascript_quickjs")
@@ -126,15 +127,10 @@ def per_shard(polls: Iterable[dict], ddoc_id: str, name: str) -> list[Shard]:
     out = []
     for key, t in seen.items():
         total, done = int(t.get("total_changes") or 0), int(t.get("changes_done") or 0)
-        out.append(Shard(_shard_range(str(t.get("database", ""))), key[0], total,
+        out.append(Shard(shard_range(str(t.get("database", ""))), key[0], total,
                          max(done, total) if key in finished else done,
                          float(t.get("started_on") or 0), float(t.get("updated_on") or 0)))
     return sorted(out, key=lambda s: (s.shard, s.node))
-
-
-def _shard_range(database: str) -> str:
-    parts = database.split("/")
-    return parts[1] if len(parts) >= 3 and parts[0] == "shards" else database
 
 
 def count_index_errors(lines: Iterable[str]) -> dict:

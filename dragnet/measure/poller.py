@@ -56,6 +56,11 @@ def indexer_tasks(tasks: Iterable[dict], ddoc: str) -> list[dict]:
             and t.get("design_document") == want]
 
 
+def task_key(task: dict) -> tuple[str, str]:
+    """A task's identity across polls: (node, pid), as a pid's text repeats across a cluster's nodes."""
+    return str(task.get("node") or ""), str(task.get("pid"))
+
+
 def task_rate(task: dict) -> float | None:
     """changes_done / (updated_on - started_on), or None when the task has not updated since it started."""
     try:
@@ -137,12 +142,12 @@ class Tracker:
                                   and t.get("design_document") == self.ddoc)
         self.active = len(ours)
         now = float(poll.get("t", 0.0))
-        present = {(str(t.get("node") or ""), str(t.get("pid"))) for t in ours}
+        present = {task_key(t) for t in ours}
         for key, state in self.tasks.items():
             if key not in present:
                 state.finished = True
         for t in ours:
-            pid, node = str(t.get("pid")), str(t.get("node") or "")
+            node, pid = task_key(t)
             prev = self.tasks.get((node, pid))
             self.tasks[(node, pid)] = TaskState(
                 pid=pid, shard=shard_range(t.get("database", "")), node=node,
