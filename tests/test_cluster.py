@@ -102,7 +102,6 @@ def test_build_work_line_without_a_warning_when_every_replica_was_seen():
     assert build_text.build_work_line(fig, None, None, None) == "indexing work = 40 changes done by 4 tasks (q/n unknown)"
 
 
-
 def test_build_work_line_says_when_an_indexer_started_again():
     from dragnet.measure import poller as poller
     from dragnet.report.render import build_text as build_text
@@ -119,6 +118,7 @@ def test_build_work_line_says_when_an_indexer_started_again():
     # a task that left counts its total (poller: it finished its run), so 10 + 10 + 10
     assert line.startswith("indexing work = 30 changes done by 3 tasks (q=2 n=1)")
     assert "1 task more than the 2 shard replicas: an indexer started again" in line
+
 
 def test_lone_cluster_needs_no_port_and_nodes_know_their_place(tmp_path):
     from dragnet.couchdb import control as ctl

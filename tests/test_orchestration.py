@@ -168,7 +168,6 @@ def test_a_design_doc_that_exists_is_refused_before_anything_runs(fixtures_dir, 
         assert lb.requests("PUT", f"/{DB}/{quote(replay.ddoc, safe='/')}") == []
 
 
-
 class LoadAfterTheAnswer(Replay):
     """After the build: one of the build's tasks still listed for two polls (its last batch), then gone, while
     a task that started after the answer (a load's view read updating the index) moves on every poll."""
@@ -195,6 +194,7 @@ def test_the_build_waits_for_its_own_last_tasks_not_for_tasks_started_after_the_
     # it polled until the build's own task was gone (the poll after the answer listed it), no longer
     assert any(t["pid"] == "<0.900.0>" for t in after[-2]) and not any(t["pid"] == "<0.900.0>" for t in after[-1])
     assert any(t["pid"] == "<0.901.0>" for t in after[-1])
+
 
 def _task(node: str, done: int, updated: int) -> dict:
     return {"type": "indexer", "node": node, "pid": "<0.1.0>", "changes_done": done, "updated_on": updated}
