@@ -42,8 +42,10 @@ def small_db(live_url):
 @pytest.mark.parametrize("language", list(CASES))
 def test_live_every_language_indexes_every_document_with_equal_rows(small_db, language, tmp_path):
     couch, db, expected = small_db
+    # named, so the benchmark keeps it for the rows to be read
     cfg = addview.Config(view_path=str(INCOME / CASES[language]), language=language, db=db, timeout=180,
-                         results_dir=str(tmp_path / "results"), argv=["dragnet", "addview"])
+                         ddoc=ddoc.unique_name(language, "income"), results_dir=str(tmp_path / "results"),
+                         argv=["dragnet", "addview"])
     try:
         out = addview.run_benchmark(couch, cfg)
     except addview.BuildFailed as e:
@@ -82,12 +84,14 @@ def test_live_throwing_function_completes_without_the_failing_docs(small_db, tmp
            "  if (parseInt(doc._id.charAt(5), 16) < 8) { throw new Error('boom ' + doc._id); }\n"
            "  emit(doc._id, 1);\n}\n")
     cfg = addview.Config(view_path=_view_file(tmp_path, "throws", src), db=db, timeout=120,
-                         results_dir=str(tmp_path / "results"), argv=["dragnet", "addview"])
+                         ddoc=ddoc.unique_name("javascript", "throws"), results_dir=str(tmp_path / "results"),
+                         argv=["dragnet", "addview"])
     out = addview.run_benchmark(couch, cfg)
     s = out.results["summary"]
     assert s["ok"] is True
     path = ddoc.ddoc_path(db, out.results["view"]["ddoc"])
     rows = couch.get(f"{path}/_view/throws", params={"stale": "ok"})["rows"]
+    couch.request("DELETE", f"{path}?rev={couch.get(path)['_rev']}", ok=(200,))
     kept = {r["id"] for r in rows}
     assert kept and all(int(i[5], 16) >= 8 for i in kept)
     assert 0 < len(kept) < N_DOCS and s["rows"] == len(kept)
@@ -116,3 +120,18 @@ def test_live_crashing_query_server_fails_the_build_fast(small_db, tmp_path):
     assert time.time() - t0 < 60
     saved = json.loads(next((tmp_path / "results").glob("*.json")).read_text())
     assert saved["summary"]["ok"] is False and saved["view"]["deleted_after_failure"] is True
+
+
+@pytest.mark.live
+def test_live_a_benchmark_deletes_its_fresh_design_doc_once_measured(small_db, tmp_path):
+    couch, db, expected = small_db
+    cfg = addview.Config(view_path=str(INCOME / "map.js"), db=db, timeout=120, pidstat=False,
+                         results_dir=str(tmp_path / "results"), argv=["dragnet", "addview"])
+    out = addview.run_benchmark(couch, cfg)
+    assert out.results["summary"]["ok"] is True and out.results["summary"]["rows"] == len(expected)
+    assert out.results["view"]["deleted_after_benchmark"] is True
+    ident = out.results["view"]["ddoc"]
+    ddocs = couch.get(f"/{db}/_all_docs", params={"startkey": '"_design/"', "endkey": '"_design0"'})["rows"]
+    assert ident not in [r["id"] for r in ddocs]
+    saved = json.loads(Path(out.path).read_text())
+    assert saved["view"]["deleted_after_benchmark"] is True

@@ -218,6 +218,7 @@ def cleanup(couch: Couch, db: str, ddoc_id: str, *, timeout: float = 300.0, inte
     except CouchError as exc:
         if exc.status != 404:
             raise
+        deleted = True      # addview deletes its own once measured
     couch.request("POST", f"{db_path(db)}/_view_cleanup", json={}, ok=(200, 202))
     remaining = wait_settled(couch, db, timeout=timeout, interval=interval)
     return {"ddoc_deleted": deleted, "seconds": time.monotonic() - t0, "tasks_left": remaining}

@@ -727,10 +727,10 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             res["update"] = upd.as_dict()
             res["summary"]["update_lag_s"] = upd.lag_s
             res["summary"]["incremental_docs_per_sec"] = upd.incremental_docs_per_sec
-        if design is not None:
-            # a design document's benchmark copy is deleted once measured: the database keeps only what it had
-            if not error:
-                res["view"]["deleted_after_benchmark"] = _delete_ddoc(couch, cfg.db, ident, saved.rev)
+        if not error and (design is not None or cfg.ddoc is None):
+            # the benchmark's own design doc (a fresh name, or a design doc's copy) and its index are deleted
+            # once measured: the database keeps only what it had, and what the user named
+            res["view"]["deleted_after_benchmark"] = _delete_ddoc(couch, cfg.db, ident, saved.rev)
     except BaseException:
         # interrupted (Ctrl-C, SIGTERM, SIGHUP) or crashed mid-build: the load stops first, then pidstat and
         # the fresh design doc go too
@@ -757,12 +757,17 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
 
 
 def _delete_ddoc(couch: Couch, db: str, ident: str, rev: str) -> bool:
-    """Delete the design doc dragnet created; False when CouchDB could not be told."""
+    """Delete the design doc dragnet created and ask CouchDB to drop the index files no design doc uses any
+    more (they stay on disk until then); False when CouchDB could not be told."""
     try:
         couch.request("DELETE", f"{_ddoc.ddoc_path(db, ident)}?rev={rev}", ok=(200, 202, 404, 409), timeout=30)
-        return True
     except (CouchError, CouchUnreachable):
         return False
+    try:
+        couch.request("POST", f"{db_path(db)}/_view_cleanup", json={}, ok=(200, 202), timeout=30)
+    except (CouchError, CouchUnreachable):
+        pass        # the files then wait for CouchDB's own cleanup; the design doc is gone either way
+    return True
 
 
 def task_states(tasks: list[dict]) -> tuple:
