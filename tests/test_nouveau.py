@@ -160,3 +160,9 @@ def test_fresh_definition_changes_the_signature_not_the_function():
     a, b = nv.fresh_definition(d, "aa"), nv.fresh_definition(d, "bb")
     assert a["index"] == d["index"] and a["field_analyzers"]["name"] == "english"
     assert a["field_analyzers"] != b["field_analyzers"] and d["field_analyzers"] == {"name": "english"}
+
+
+def test_per_shard_names_no_node_when_a_task_has_none():
+    task = {k: v for k, v in _task("<0.1.0>", "00000000-ffffffff", 5, 5, 10, 11).items() if k != "node"}
+    shards = nv.per_shard([{"t": 1, "tasks": [task]}, {"t": 2, "tasks": []}], "_design/d", "s")
+    assert [(s.shard, s.node, s.changes_done) for s in shards] == [("00000000-ffffffff", "", 5)]

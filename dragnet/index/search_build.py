@@ -33,7 +33,7 @@ from dragnet.measure import cgroup as _cgroup
 from dragnet.measure import cpu as _cpu
 from dragnet.measure import pidstat as _pidstat
 from dragnet.measure.machine import load_average, machine_info
-from dragnet.measure.poller import shard_range
+from dragnet.measure.poller import shard_range, task_key
 from dragnet.results import schema as _schema
 
 LANGUAGES = ("javascript", "javascript_quickjs")
@@ -120,7 +120,7 @@ def per_shard(polls: Iterable[dict], ddoc_id: str, name: str) -> list[Shard]:
     seen: dict[tuple[str, str], dict] = {}
     finished: set[tuple[str, str]] = set()
     for poll in polls:
-        now = {(str(t.get("node")), str(t.get("pid"))): t for t in search_tasks(poll.get("tasks") or [], ddoc_id, name)}
+        now = {task_key(t): t for t in search_tasks(poll.get("tasks") or [], ddoc_id, name)}
         finished |= set(seen) - set(now)
         finished -= set(now)
         seen.update(now)
