@@ -180,3 +180,22 @@ def test_live_figures_count_from_the_builds_begin(live_url, msacc_on_ms):
         assert 0.02 < covered < 0.5, covered
     else:
         assert covered > 0.9, covered
+
+
+def test_live_a_second_probe_of_the_node_does_not_reset_the_first(live_url):
+    """Two probes of one node with msacc on throughout: the first's counters still cover its whole build after
+    the second one began and ended inside it."""
+    import time
+
+    (target,), _ = beam_probe.find_targets(live_url)
+    first = beam_probe.Probe(target, msacc_on_ms=beam_probe.PERIOD_MS).start()
+    assert first.begin()
+    time.sleep(1.0)
+    second = beam_probe.Probe(target, msacc_on_ms=beam_probe.PERIOD_MS).start()
+    assert second.begin()
+    time.sleep(0.5)
+    (inner,) = beam.parse(second.stop()).values()
+    time.sleep(1.0)
+    (outer,) = beam.parse(first.stop()).values()
+    assert inner["msacc_on_s"] / inner["wall_s"] > 0.9, inner
+    assert outer["wall_s"] > 2.3 and outer["msacc_on_s"] / outer["wall_s"] > 0.9, outer

@@ -75,23 +75,34 @@ start(Node) ->
 started(Node) ->
     Was = call(Node, erlang, system_flag, [microstate_accounting, true]),
     true = is_boolean(Was),
-    call(Node, erlang, system_flag, [microstate_accounting, reset]),
     {Reds0, _} = call(Node, erlang, statistics, [exact_reductions]),
     {Gcs0, Words0, _} = call(Node, erlang, statistics, [garbage_collection]),
     S = #{node => Node, was => Was, t0 => erlang:monotonic_time(microsecond), reds0 => Reds0,
-          gc0 => {Gcs0, Words0}, procs => #{}, samples => 0, rpc_us => 0},
+          gc0 => {Gcs0, Words0}, msacc0 => msacc_now(Node), procs => #{}, samples => 0, rpc_us => 0},
     sample(S, baseline).
 
 %% the build starts: every figure counts from now (the processes' kinds, found already, are kept)
 rebase(#{error := _} = S) -> S;
 rebase(#{node := Node} = S0) ->
     #{procs := Procs} = S = sample(S0, born),
-    call(Node, erlang, system_flag, [microstate_accounting, true]),
-    call(Node, erlang, system_flag, [microstate_accounting, reset]),
     {Reds0, _} = call(Node, erlang, statistics, [exact_reductions]),
     {Gcs0, Words0, _} = call(Node, erlang, statistics, [garbage_collection]),
     S#{procs := maps:map(fun(_, {Key, _, Last}) -> {Key, Last, Last} end, Procs), samples := 0, rpc_us := 0,
-       t0 := erlang:monotonic_time(microsecond), reds0 := Reds0, gc0 := {Gcs0, Words0}}.
+       t0 := erlang:monotonic_time(microsecond), reds0 := Reds0, gc0 := {Gcs0, Words0},
+       msacc0 := msacc_now(Node)}.
+
+%% the counters as they stand (turned on to be read: off, they read as undefined). Never reset: another probe
+%% of the same node (a second build, another dragnet) counts from its own baseline, as this one does.
+msacc_now(Node) ->
+    call(Node, erlang, system_flag, [microstate_accounting, true]),
+    maps:from_list([{{Type, Id}, Counters} || #{type := Type, id := Id, counters := Counters}
+                                                  <- listed(call(Node, erlang, statistics, [microstate_accounting]))]).
+
+%% each thread's counters since the baseline
+since(Now, Before) ->
+    [{Type, Id, maps:map(fun(State, Ticks) -> Ticks - maps:get(State, maps:get({Type, Id}, Before, #{}), 0) end,
+                         Counters)}
+     || {{Type, Id}, Counters} <- maps:to_list(Now)].
 
 resample(#{error := _} = S) -> S;
 resample(S) -> sample(S, born).
@@ -150,8 +161,7 @@ mfa(M, F, A) -> atom_to_list(M) ++ ":" ++ atom_to_list(F) ++ "/" ++ integer_to_l
 finish(#{error := _} = S) -> S;
 finish(#{node := Node} = S0) ->
     S = sample(S0, born),
-    call(Node, erlang, system_flag, [microstate_accounting, true]),     % read while on: else undefined
-    Msacc = call(Node, erlang, statistics, [microstate_accounting]),
+    Msacc = since(msacc_now(Node), maps:get(msacc0, S)),
     {Reds1, _} = call(Node, erlang, statistics, [exact_reductions]),
     {Gcs1, Words1, _} = call(Node, erlang, statistics, [garbage_collection]),
     PerSecond = call(Node, erlang, convert_time_unit, [1, second, perf_counter]),
@@ -169,8 +179,7 @@ report(#{node := Node} = S) ->
     #{t0 := T0, t1 := T1, samples := N, otp := Otp, per_second := PerSecond, rpc_us := Spent} = S,
     out(["node", Node, T1 - T0, N, Otp, PerSecond, Spent]),
     [out(["msacc", Node, Type, Id, State, Ticks])
-     || #{type := Type, id := Id, counters := Counters} <- listed(maps:get(msacc, S)),
-        {State, Ticks} <- maps:to_list(Counters)],
+     || {Type, Id, Counters} <- maps:get(msacc, S), {State, Ticks} <- maps:to_list(Counters)],
     {G0, W0} = maps:get(gc0, S),
     {G1, W1} = maps:get(gc1, S),
     out(["gc", Node, G1 - G0, W1 - W0]),
