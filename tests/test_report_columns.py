@@ -259,7 +259,7 @@ def test_a_new_compare_column_shows_in_the_console_and_markdown(monkeypatch, cap
     cmp = compare.compare(load_results([ci / "base"]), load_results([ci / "slower"]), threshold=0.05)
     assert cmp.cells
     monkeypatch.setattr(compare, "COMPARE", compare.COMPARE + (
-        columns.Column("zq", lambda r: f"{len(r.cell.new.samples) * 3}zq"),))
+        columns.Column("zq", lambda r: f"{len(r.cell['new']['samples']) * 3}zq"),))
     want = [f"{len(x.new.samples) * 3}zq" for x in cmp.cells]
     md = render_md.compare_markdown(cmp)
     rows = [ln for ln in md.splitlines() if ln.startswith("| ")]
@@ -305,8 +305,8 @@ def test_a_new_history_column_shows_in_the_console(monkeypatch, capsys):
 
 
 def test_a_new_compare_page_column_shows_on_the_page(monkeypatch):
-    """The HTML page's compare table (over compare's JSON cells) comes from compare.PAGE: a made-up column shows
-    with a cell per compared cell, its number linked to that cell's raw samples."""
+    """The HTML page's compare table (over compare's JSON) comes from compare.COMPARE, the console's: a made-up
+    column shows with a cell per compared cell, its number linked to that cell's raw samples."""
     import json
 
     from dragnet.report import compare
@@ -316,15 +316,16 @@ def test_a_new_compare_page_column_shows_on_the_page(monkeypatch):
     doc = json.loads(json.dumps(compare.compare(load_results([ci / "base"]), load_results([ci / "slower"]))
                                 .to_json(), default=str))
     assert doc["cells"]
-    monkeypatch.setattr(compare, "PAGE", compare.PAGE + (
-        columns.Column("zq", lambda c: f"{len(c['new']['samples']) * 3}zq", lambda c: len(c["new"]["samples"]) * 3),))
+    monkeypatch.setattr(compare, "COMPARE", compare.COMPARE + (
+        columns.Column("zq", lambda r: f"{len(r.cell['new']['samples']) * 3}zq",
+                       lambda r: len(r.cell["new"]["samples"]) * 3),))
     monkeypatch.setattr(report_html, "COMPARE_RAW", report_html.COMPARE_RAW + (
         columns.Column("zq", lambda x: f"{x.build['side']}{x.build['build']}zq", None),))
     [sec], raws = report_html.compare_sections(doc, {})
     assert [s.columns[-1] for s in raws] == ["zq"] * len(doc["cells"])
     assert [row[-1] for row in raws[0].rows] == [f"{side}{j}zq" for side in ("old", "new")
                                                  for j in range(len(doc["cells"][0][side]["samples"]))]
-    assert sec.columns[-1] == "zq" and sec.columns[-2] == "label"
+    assert sec.columns[-1] == "zq" and sec.columns[-2] == "verdict"
     assert [row[-1] for row in sec.rows] == [{"text": f"{len(c['new']['samples']) * 3}zq",
                                               "sort": len(c["new"]["samples"]) * 3, "href": f"#raw-compare-{i}"}
                                              for i, c in enumerate(doc["cells"])]

@@ -154,7 +154,7 @@ class Cell:
         return {"axes": self.axes, "old": self.old.as_dict(), "new": self.new.as_dict(), "ratio": self.ratio,
                 "ci": None if self.ci_low is None else [self.ci_low, self.ci_high], "change_pct": self.change_pct,
                 "metric": self.metric, "paired": self.paired, "wall": self.wall, "figures": self.figures,
-                "label": self.label,
+                "label": self.label, "n": self.n,
                 "why": self.why, "rounds_needed": self.needed, "rows": self.rows}
 
 
@@ -571,86 +571,87 @@ def _num(v: float | None, digits: int = 2) -> str:
 
 @dataclass(frozen=True)
 class Row:
-    """One row of the compare table: a cell, with the comparison that says which axes vary and what failed."""
-    cell: Cell
-    cmp: Comparison
+    """One row of the compare table: a cell of compare's JSON (Cell.as_dict), with the whole document, which says
+    which axes vary and which cells fail the gate. The console, Markdown and the HTML page (which reads
+    `compare --json` files) all draw these."""
+    cell: dict
+    doc: dict
+
+
+def rows(doc: dict) -> list[Row]:
+    return [Row(c, doc) for c in doc.get("cells") or []]
+
+
+def _side(r: Row, side: str, key: str) -> Any:
+    return (r.cell.get(side) or {}).get(key)
 
 
 def _runs(r: Row) -> str:
-    fails = lambda s: f" ({s.failed} failed)" if s.failed else ""  # noqa: E731
-    return f"{len(r.cell.old.samples)}{fails(r.cell.old)} / {len(r.cell.new.samples)}{fails(r.cell.new)}"
+    def one(side: str) -> str:
+        failed = _side(r, side, "failed")
+        return f"{_side(r, side, 'n') or 0}" + (f" ({failed} failed)" if failed else "")
+    return f"{one('old')} / {one('new')}"
+
+
+def _interval(r: Row, ratio: float | None, ci: Sequence | None) -> str:
+    if ratio is None:
+        return "–"
+    return f"{_pct(ratio)} " + (f"[{_pct(ci[0])} … {_pct(ci[1])}]" if r.cell.get("ci") and ci
+                                else f"n={r.cell.get('n')}: no interval")
 
 
 def _wall_change(r: Row) -> str:
-    c = r.cell
-    return "–" if c.wall is None else f"{_pct(c.wall[0])} " + (
-        f"[{_pct(c.wall[1])} … {_pct(c.wall[2])}]" if c.ci_low is not None else f"n={c.n}: no interval")
+    wall = r.cell.get("wall")
+    return "–" if not wall else _interval(r, wall[0], wall[1:])
 
 
 def _change(r: Row) -> str:
     c = r.cell
-    return "–" if c.ratio is None else f"{_pct(c.ratio)} " + (
-        f"[{_pct(c.ci_low)} … {_pct(c.ci_high)}]" if c.ci_low is not None else f"n={c.n}: no interval") \
-        + f" ({c.metric}{', paired' if c.paired else ''})"
+    return "–" if c.get("ratio") is None else _interval(r, c["ratio"], c.get("ci")) \
+        + f" ({c.get('metric')}{', paired' if c.get('paired') else ''})"
 
 
 def _mark(r: Row) -> str:
-    c, cmp = r.cell, r.cmp
-    return c.label + (" FAIL" if c in cmp.failing else " (gate undecided)" if c in cmp.too_noisy
-                      and cmp.threshold is not None and c.label != UNDECIDED else "")
+    c, doc = r.cell, r.doc
+    if c.get("axes") in (doc.get("failing") or []):
+        return f"{c.get('label')} FAIL"
+    held = (c.get("axes") in (doc.get("too_noisy") or []) and doc.get("threshold") is not None
+            and c.get("label") != UNDECIDED)
+    return f"{c.get('label')}" + (" (gate undecided)" if held else "")
 
 
 def _cell_text(r: Row) -> str:
-    return axes_text(r.cell.axes, set(r.cmp.varied) | set(common_axes(r.cmp))) or "(all)"
+    shown = set(r.doc.get("varied") or {}) | set(common_axes(r.doc))
+    return axes_text(r.cell.get("axes") or {}, shown) or "(all)"
 
 
-# the console's and Markdown's table (report.columns.Column); the HTML page draws compare's JSON, cells apart
+def _ci(r: Row, i: int) -> float | None:
+    return (r.cell.get("ci") or [None, None])[i]
+
+
+# compare's one table: the console's, Markdown's and the HTML page's (where the cell's axes are a column each)
 COMPARE = (
     Column("cell", _cell_text, None, left=True),
-    Column("old s", lambda r: _num(r.cell.old.median), lambda r: r.cell.old.median),
-    Column("new s", lambda r: _num(r.cell.new.median), lambda r: r.cell.new.median),
-    Column("old CPU s/1k", lambda r: _num(r.cell.old.cpu_median, 3), lambda r: r.cell.old.cpu_median),
-    Column("new CPU s/1k", lambda r: _num(r.cell.new.cpu_median, 3), lambda r: r.cell.new.cpu_median),
+    Column("old s", lambda r: _num(_side(r, "old", "median")), lambda r: _side(r, "old", "median")),
+    Column("new s", lambda r: _num(_side(r, "new", "median")), lambda r: _side(r, "new", "median")),
+    Column("old CPU s/1k", lambda r: _num(_side(r, "old", "cpu_median"), 3), lambda r: _side(r, "old", "cpu_median")),
+    Column("new CPU s/1k", lambda r: _num(_side(r, "new", "cpu_median"), 3), lambda r: _side(r, "new", "cpu_median")),
     Column("runs old/new", _runs, None),
-    Column("wall change [99%]", _wall_change, lambda r: None if r.cell.wall is None else r.cell.wall[0], left=True),
-    Column("change [99%] (metric)", _change, lambda r: r.cell.ratio),
+    Column("wall change [99%]", _wall_change, lambda r: (r.cell.get("wall") or [None])[0], left=True),
+    Column("change [99%] (metric)", _change, lambda r: r.cell.get("ratio")),
     Column("verdict", _mark, None),
 )
 
 
-# the HTML page's table, over compare's JSON cells (Cell.as_dict: the page reads `compare --json` files): the
-# cell's axes (page_columns), then these; a number links to its cell's raw samples
-
-def _json_figure(header: str, get: Callable[[dict], Any]) -> Column:
-    def text(c: dict) -> str:
-        v = get(c)
-        return "–" if v is None else f"{v:,.3f}" if isinstance(v, (int, float)) else str(v)
-    return Column(header, text, lambda c: get(c) if isinstance(get(c), (int, float)) else None)
-
-
-def _ci(c: dict, i: int) -> Any:
-    return (c.get("ci") or [c.get("ci_low"), c.get("ci_high")])[i]
-
-
-PAGE = (
-    _json_figure("old median", lambda c: (c.get("old") or {}).get("median")),
-    _json_figure("new median", lambda c: (c.get("new") or {}).get("median")),
-    _json_figure("ratio", lambda c: c.get("ratio")),
-    _json_figure("CI low", lambda c: _ci(c, 0)),
-    _json_figure("CI high", lambda c: _ci(c, 1)),
-    Column("metric", lambda c: str(c.get("metric") or "wall"), None),
-    Column("label", lambda c: c.get("label", "") + (f" ({c['why']})" if c.get("why") else ""), None),
-)
-
-
-def page_columns(cells: Sequence[dict]) -> tuple[Column, ...]:
-    """The page's columns for these JSON cells: one per axis any cell has, in order met, then PAGE."""
-    axes = dict.fromkeys(k for c in cells for k in (c.get("axes") or {}))
-    return tuple(Column(a, lambda c, a=a: str((c.get("axes") or {}).get(a, "")), None) for a in axes) + PAGE
+def page_columns(doc: dict) -> tuple[Column, ...]:
+    """The page's columns: one per axis any cell has, in order met, then COMPARE's figures."""
+    axes = dict.fromkeys(k for c in doc.get("cells") or [] for k in (c.get("axes") or {}))
+    return tuple(Column(a, lambda r, a=a: str((r.cell.get("axes") or {}).get(a, "")), None) for a in axes) \
+        + COMPARE[1:]
 
 
 def table_rows(cmp: Comparison) -> list[list[str]]:
-    return text_rows(COMPARE, [Row(c, cmp) for c in cmp.cells])
+    return text_rows(COMPARE, rows(cmp.to_json()))
 
 
 def notes(cmp: Comparison) -> list[str]:
@@ -708,12 +709,16 @@ def _disagree(c: Cell) -> bool:
     return a is not None and b is not None and a != b
 
 
-def common_axes(cmp: Comparison) -> dict[str, str]:
-    """Axes with one value in every compared cell (shown once, not in every row), when there are several."""
-    if len(cmp.cells) < 2:
+def common_axes(cmp: Comparison | dict) -> dict[str, str]:
+    """Axes with one value in every compared cell (shown once, not in every row), when there are several; of a
+    Comparison or of its JSON."""
+    if isinstance(cmp, dict):
+        cells, varied = [c.get("axes") or {} for c in cmp.get("cells") or []], cmp.get("varied") or {}
+    else:
+        cells, varied = [c.axes for c in cmp.cells], cmp.varied
+    if len(cells) < 2:
         return {}
-    first = cmp.cells[0].axes
-    return {k: v for k, v in first.items() if k not in cmp.varied and all(c.axes.get(k) == v for c in cmp.cells)}
+    return {k: v for k, v in cells[0].items() if k not in varied and all(c.get(k) == v for c in cells)}
 
 
 def _metric_title(cmp: Comparison) -> str:

@@ -238,12 +238,12 @@ def compare_sections(cmp: dict | None, hrefs: dict[str, str]) -> tuple[list[Sect
     ratios with their intervals, raw: each side's samples."""
     if not cmp:
         return [], []
-    from dragnet.report.compare import page_columns
+    from dragnet.report.compare import page_columns, rows as compare_rows
 
     cells = cmp.get("cells") or []
-    page = page_columns(cells)
+    page, table = page_columns(cmp), compare_rows(cmp)
     rows, raws, names, ratios, lo, hi = [], [], [], [], [], []
-    for i, (c, texts, values) in enumerate(zip(cells, columns.text_rows(page, cells), columns.value_rows(page, cells))):
+    for i, (c, texts, values) in enumerate(zip(cells, columns.text_rows(page, table), columns.value_rows(page, table))):
         anchor = f"raw-compare-{i}"
         ci = c.get("ci") or [c.get("ci_low"), c.get("ci_high")]
         old, new = c.get("old") or {}, c.get("new") or {}
@@ -272,7 +272,9 @@ def compare_sections(cmp: dict | None, hrefs: dict[str, str]) -> tuple[list[Sect
                     "hovertemplate": "%{x}<br>ratio %{y:.3f}<extra></extra>"}],
                   {"yaxis": {"title": {"text": "ratio (above 1: new is slower)"}},
                    "shapes": [_hline(1.0)]}) if ratios else None
-    notes = [f"verdict: {cmp['verdict']}"] if cmp.get("verdict") else []
+    notes = [f"{c.get('label')}: {' '.join(str(v) for v in (c.get('axes') or {}).values()) or '(all)'}: {c['why']}"
+             for c in cells if c.get("why")]
+    notes += [f"verdict: {cmp['verdict']}"] if cmp.get("verdict") else []
     if cmp.get("test"):
         notes.append(f"test: {cmp['test']}")
     return [Section("compare", columns.headers(page), rows, notes, [chart] if chart else [], id="compare")], raws
