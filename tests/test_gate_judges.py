@@ -151,4 +151,6 @@ def test_an_id_only_revision_passes_without_a_build(tmp_path):
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["no_change"] and out["comparison"] is None and out["rounds"] == 0
-    assert not (tmp_path / "r").exists()
+    # nothing built: the folder holds the decision only, the same as printed
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["comment.md", "gate.json"]
+    assert json.loads((tmp_path / "r" / "gate.json").read_text()) == out and out["folder"] == str(tmp_path / "r")

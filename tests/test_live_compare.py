@@ -60,6 +60,7 @@ def test_live_recipe_fails_a_slower_revision(live_url, items, tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "regressed FAIL" in r.stdout and "verdict: FAIL" in r.stdout and "(instructions, paired)" in r.stdout
     assert "rows changed: _design/items view by_group" in r.stdout and "3,000 → 6,000 map rows" in r.stdout
+    assert "judged on instructions per document" in r.stdout       # the gate's own comment, its roles in it
     assert live_password(live_url) not in r.stdout + r.stderr + (tmp_path / "ci" / "bench.log").read_text()
     builds = list((tmp_path / "ci" / "bench").rglob("*-ddoc-new-*-javascript.json"))
     assert len(builds) == 5                   # decided at the first look

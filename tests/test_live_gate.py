@@ -71,6 +71,11 @@ def test_live_gate_fails_a_reduce_added(live_url, items, tmp_path):
     counts = [json.loads(b.read_text())["instructions"] for b in builds]
     assert counts and all(c["reduce_calls"] > 1 and c["counts"] == "maps, reduces and rereduces" for c in counts)
     assert live_password(live_url) not in r.stdout + r.stderr
+    # the pull request's comment is the gate's own decision, what it judged on included; gate.json is --json's
+    comment = (tmp_path / "gate" / "comment.md").read_text()
+    assert "- changes: reduce of by_name added" in comment and "judged on instructions per document and CPU per document" in comment
+    assert f"- verdict: {cmp['verdict']}" in comment
+    assert json.loads((tmp_path / "gate" / "gate.json").read_text()) == out
 
 
 @pytest.mark.live
@@ -89,4 +94,7 @@ def test_live_gate_passes_an_id_only_revision_unbuilt(live_url, items, tmp_path)
     new = _revision(tmp_path, "other-id", lambda d: d.update({"_id": "_design/other", "_rev": "2-abc"}))
     r = _gate(live_url, items, new, tmp_path / "gate")
     assert r.returncode == 0 and "no change (only _id or _rev differ)" in r.stdout, r.stdout + r.stderr
-    assert not (tmp_path / "gate").exists() and not (tmp_path / "gate-warmup").exists()
+    # nothing built: the folder holds only the decision
+    assert sorted(p.name for p in (tmp_path / "gate").iterdir()) == ["comment.md", "gate.json"]
+    assert not (tmp_path / "gate-warmup").exists()
+    assert "no change (only _id or _rev differ)" in (tmp_path / "gate" / "comment.md").read_text()

@@ -120,6 +120,13 @@ def bench_cmd(url, db, data, sample_count, views, ddoc_sources, mango_source, vi
         max_runs=max_runs, baseline_name=baseline_name, store_dir=store_dir, nouveau_source=nouveau_source,
         queries=tuple(queries), axis_raw=axis_raw, function_profile=function_profile)
     outcome = session.bench(request, bench_progress(Console(stderr=True), {"n": 0}, nouveau_builds=not as_json))
+    if outcome.mode == "gate" and outcome.interrupted is None:
+        from dragnet.report.render import files
+
+        comment, record = files.gate(outcome.report)
+        if not as_json:     # --json: its "folder" says where
+            Console(stderr=True).print(f"gate: the pull request's comment in {comment}, the decision in "
+                                       f"{record.name} beside it")
     if as_json and outcome.interrupted is None:
         print_json(render_json.bench_outcome(outcome))
     else:

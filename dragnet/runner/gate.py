@@ -38,6 +38,7 @@ class GateOutcome:
     comparison: c.Comparison | None   # None: nothing to compare (no_change)
     rounds: int
     dirs: list[Path] = field(default_factory=list)
+    folder: Path | None = None        # the gate's folder: its batches, comment.md and gate.json
     warmup: Path | None = None        # the warm-up round's folder (not among dirs, never judged)
     manifests: list[dict] = field(default_factory=list)
     changes: str = ""                 # what B changes against A, in words
@@ -92,12 +93,12 @@ def run_gate(config: BenchConfig, threshold: float, *, metric: str = "instructio
     designs = config.axes.designs()
     old, new = list(designs)
     changed = revision.changes(designs[old].doc, designs[new].doc)
-    if changed.none:
-        return GateOutcome(comparison=None, rounds=0, changes=changed.text(), no_change=True)
     now = _dt.datetime.now(_dt.timezone.utc)
     stamp, seed = now.strftime("%Y%m%dT%H%M%SZ"), int(now.timestamp() * 1000)
     base = Path(config.results_dir or Path("results") / f"gate-{stamp}")
-    out = GateOutcome(comparison=None, rounds=0, changes=changed.text())
+    if changed.none:
+        return GateOutcome(comparison=None, rounds=0, changes=changed.text(), no_change=True, folder=base)
+    out = GateOutcome(comparison=None, rounds=0, changes=changed.text(), folder=base)
     batch = min(max(config.repeat, decide.MIN_ROUNDS), max_runs)
     # a warm-up round (both revisions once, beside the gate's folder, never judged): the data's import and
     # the query servers CouchDB spawns are paid here, not by whichever revision the first round runs first

@@ -68,3 +68,20 @@ def forecast_charts(out: dict, folder: Path) -> None:
                                               ).path)
                      for name, per_lang in out["forecasts"].items()}
     out["chart"] = next(iter(out["charts"].values()), None)
+
+
+def gate(g) -> list[Path]:
+    """`bench --gate`'s decision as files in its folder: comment.md, the pull request's comment (the comparison
+    the gate decided on, its roles included, which `compare --markdown` over the same builds does not know),
+    and gate.json (what `bench --gate --json` prints)."""
+    import json
+
+    from dragnet.report.render import json as render_json
+    from dragnet.report.render.markdown import gate_markdown
+
+    folder = Path(g.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    comment, record = folder / "comment.md", folder / "gate.json"
+    comment.write_text(gate_markdown(g))
+    record.write_text(json.dumps(render_json.gate(g), indent=1, default=str) + "\n")
+    return [comment, record]

@@ -74,13 +74,18 @@ def bench(rep) -> dict:
     return {"dir": str(rep.folder), "manifest": rep.manifest, "report": report, **extra}
 
 
+def gate(g) -> dict:
+    """`bench --gate`'s decision (runner.gate.GateOutcome): `bench --json`'s end, and gate.json."""
+    return {"folder": str(g.folder) if g.folder else None, "dirs": [str(d) for d in g.dirs],
+            "warmup": str(g.warmup) if g.warmup else None, "rounds": g.rounds, "changes": g.changes,
+            "no_change": g.no_change, "exit_code": g.exit_code,
+            "comparison": None if g.comparison is None else g.comparison.to_json()}
+
+
 def bench_outcome(out) -> dict:
     """The end of `dragnet bench --json` in any mode (runner.bench.BenchOutcome, not interrupted)."""
     if out.mode == "gate":
-        g = out.report
-        return {"dirs": [str(d) for d in g.dirs], "warmup": str(g.warmup) if g.warmup else None, "rounds": g.rounds,
-                "changes": g.changes, "no_change": g.no_change, "exit_code": g.exit_code,
-                "comparison": None if g.comparison is None else g.comparison.to_json()}
+        return gate(out.report)
     if out.mode == "mango":
         s = out.report.summary
         return {"dir": s["dir"], "indexes": s["indexes"], "versus": s["versus"], "warnings": s["warnings"],

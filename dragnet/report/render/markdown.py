@@ -70,3 +70,11 @@ def compare_markdown(cmp) -> str:
 
     return (f"**{title(cmp)}**\n\n" + md_table(columns.headers(compare.COMPARE), compare_rows(cmp)) + "\n"
             + "".join(f"- {line}\n" for line in notes(cmp)))
+
+
+def gate_markdown(g) -> str:
+    """`bench --gate`'s decision (runner.gate.GateOutcome) as the pull request's comment: the comparison the gate
+    decided on, with what it judged each figure on, and where its rounds are."""
+    if g.comparison is None:
+        return f"**gate**: {g.changes}: the same index, nothing built; pass\n"
+    return compare_markdown(g.comparison) + f"- gate: {g.rounds} rounds in {', '.join(str(d) for d in g.dirs)}\n"
