@@ -108,3 +108,18 @@ def test_live_sigterm_mid_build_stops_perf_and_removes_its_recording(live_url, p
         assert not list(tmp_path.glob("*.folded.gz"))      # an interrupted build keeps no half profile
         # the fresh design document went too
         assert [r["id"] for r in couch.get(f"/{db}/_all_docs?startkey=%22_design/%22&endkey=%22_design0%22")["rows"]] == []
+
+
+@pytest.mark.live
+def test_live_bench_names_each_folded_file_for_its_engine(live_url, perf_allowed, tmp_path):
+    """The Erlang baseline and an Erlang view are both language erlang: each folded file says which it was, and
+    its results file points to it."""
+    with generated_db(live_url, "dragnet_profile_bench", 200, seed=7) as (_couch, db, _docs):
+        r = CliRunner().invoke(main, ["bench", "--url", live_url, "--db", db, "--languages", "erlang", "--repeat", "1",
+                                      "--no-ceiling", "--profile", "--results", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    kinds = sorted(p.name.split("-")[2] for p in tmp_path.rglob("profile-*.folded.gz"))
+    assert kinds == ["erlang", "erlang_baseline"], kinds
+    for path in tmp_path.rglob("*-r0-*.json"):       # each results file (…-r0-<engine>.json) names its own
+        folded = json.loads(path.read_text())["profile"]["folded"]
+        assert (path.parent / folded).exists() and path.name.endswith(f"-{folded.split('-')[2]}.json")

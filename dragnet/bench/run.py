@@ -566,7 +566,8 @@ class Bench:
             if beside is not None:
                 more["beside"] = beside
             if cfg.profile:
-                more.update(profile=True, profile_dir=str(self.dir))
+                # named for the engine: the Erlang baseline's folded file apart from an Erlang view's
+                more.update(profile=True, profile_dir=str(self.dir), profile_kind=spec.name)
 
             def build() -> dict:
                 if spec.view_file == DESIGN:

@@ -83,6 +83,7 @@ class Config:
     # profile_dir: where the folded file goes when the caller writes the results itself (a bench's folder)
     profile: bool = False
     profile_dir: str | None = None
+    profile_kind: str | None = None     # the folded file's name says it (a bench's engine); default the language
 
 
 # ------------------------------------------------------------------ helpers (pure)
@@ -474,7 +475,7 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
               argv: list[str] | None = None, design: Any = None, rows_dir: str | None = None,
               iostat: bool = True, compact: bool = False, on_built: Callable[[], None] | None = None,
               beside: Any = None, beam: bool | str = True, profile: bool = False,
-              profile_dir: str | None = None) -> dict:
+              profile_dir: str | None = None, profile_kind: str | None = None) -> dict:
     """One benchmark build as a library call: the results dict, also for a build that failed midway
     (summary.ok false). Errors before the build starts (bad file, compilation error) raise DragnetError."""
     from dragnet.couchdb.client import connect
@@ -484,7 +485,7 @@ def benchmark(*, url: str, db: str, view_path: str, language: str | None = None,
                  couchdb_log=couchdb_log, storage=storage if storage in STORAGE_CHOICES else "auto",
                  results_dir=results_dir, argv=argv or ["dragnet.index.addview.benchmark", view_path], design=design,
                  rows_dir=rows_dir, iostat=iostat, compact=compact, on_built=on_built, beside=beside,
-                 beam=beam, profile=profile, profile_dir=profile_dir)
+                 beam=beam, profile=profile, profile_dir=profile_dir, profile_kind=profile_kind)
     try:
         out = run_benchmark(connect(url), cfg)
     except BuildFailed as exc:
@@ -694,7 +695,8 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
             if scope is not None:
                 scope.refresh()
             pids = scope.pids if scope is not None else (_pidstat.process_tree(cpu_root) if cpu_root else set())
-            res["profile"] = prof.record(pids, cfg.profile_dir or cfg.results_dir, folded_name(cfg.db, view.language))
+            res["profile"] = prof.record(pids, cfg.profile_dir or cfg.results_dir,
+                                         folded_name(cfg.db, cfg.profile_kind or view.language))
         if load_record is not None:
             res["load"] = load_record
         res["cpu"] = _cpu_record(cpu_before, cpu_after, res["summary"].get("docs"))
