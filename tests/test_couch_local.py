@@ -505,3 +505,15 @@ def test_stop_removes_the_jits_perf_maps_of_its_processes(tmp_path):
     local.remove_perf_maps([101, 102], tmp=str(tmp_path))
     assert not (tmp_path / "perf-101.map").exists() and (tmp_path / "perf-999.map").exists()
     assert not (tmp_path / "jit-102.dump").exists()
+
+
+def test_a_server_that_ended_elsewhere_is_reaped_not_left_a_zombie():
+    import subprocess
+
+    proc = subprocess.Popen(["true"])
+    local._CHILDREN[proc.pid] = proc
+    deadline = time.time() + 10
+    while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z" and time.time() < deadline:
+        time.sleep(0.01)     # ended, not yet collected: a zombie of this process
+    local.reap_finished()
+    assert proc.pid not in local._CHILDREN and not Path(f"/proc/{proc.pid}").exists()

@@ -231,6 +231,13 @@ def _reap(pid: int) -> None:
         _CHILDREN.pop(pid, None)
 
 
+def reap_finished() -> None:
+    """Collect every server this process started that has ended (stopped by another process, `couch down` in a
+    shell, or crashed): else each stays a zombie for as long as this process lives."""
+    for pid in list(_CHILDREN):
+        _reap(pid)
+
+
 def descendants(pid: int) -> list[int]:
     """pid's children, grandchildren, ... (query servers spawned by beam)."""
     parents: dict[int, list[int]] = {}
@@ -265,6 +272,7 @@ def up(*, port: int = ctl.DEFAULT_PORT, storage_kind: str = "disk", data_dir: st
        cluster_secret: str | None = None, ini: dict | None = None) -> ctl.Instance:
     """Start one node; with cluster_secret, a node of a cluster (dragnet.couchdb.cluster joins it)."""
     env = os.environ if env is None else env
+    reap_finished()
     settings = dict(ini) if ini else None     # `ini` is the ini file's path below
     if memory is not None:
         raise UsageError("--memory needs the docker backend (a cgroup limit); the local backend cannot cap memory")
@@ -404,6 +412,7 @@ def stop(inst: ctl.Instance, *, timeout: float = STOP_TIMEOUT, env: dict | None 
         if proc is not None:
             proc.wait(timeout=5)
         remove_perf_maps([pid, *kids])
+    reap_finished()
     if inst.cpuset_group:
         limits.remove_group(inst.cpuset_group)
     if inst.mounted_tmpfs and inst.data_dir:
