@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from dragnet.measure import decide as decide
 from dragnet.measure import stats as stats
@@ -593,11 +593,17 @@ def _runs(r: Row) -> str:
     return f"{one('old')} / {one('new')}"
 
 
+def _metric_ci(cell: dict) -> list | None:
+    """The interval on the metric (older compare files wrote ci_low and ci_high)."""
+    ci = cell.get("ci") or [cell.get("ci_low"), cell.get("ci_high")]
+    return ci if ci[0] is not None else None
+
+
 def _interval(r: Row, ratio: float | None, ci: Sequence | None) -> str:
     if ratio is None:
         return "–"
-    return f"{_pct(ratio)} " + (f"[{_pct(ci[0])} … {_pct(ci[1])}]" if r.cell.get("ci") and ci
-                                else f"n={r.cell.get('n')}: no interval")
+    return f"{_pct(ratio)} " + (f"[{_pct(ci[0])} … {_pct(ci[1])}]" if _metric_ci(r.cell) and ci
+                                else f"n={r.cell.get('n', '?')}: no interval")
 
 
 def _wall_change(r: Row) -> str:
@@ -607,7 +613,7 @@ def _wall_change(r: Row) -> str:
 
 def _change(r: Row) -> str:
     c = r.cell
-    return "–" if c.get("ratio") is None else _interval(r, c["ratio"], c.get("ci")) \
+    return "–" if c.get("ratio") is None else _interval(r, c["ratio"], _metric_ci(c)) \
         + f" ({c.get('metric')}{', paired' if c.get('paired') else ''})"
 
 
@@ -623,10 +629,6 @@ def _mark(r: Row) -> str:
 def _cell_text(r: Row) -> str:
     shown = set(r.doc.get("varied") or {}) | set(common_axes(r.doc))
     return axes_text(r.cell.get("axes") or {}, shown) or "(all)"
-
-
-def _ci(r: Row, i: int) -> float | None:
-    return (r.cell.get("ci") or [None, None])[i]
 
 
 # compare's one table: the console's, Markdown's and the HTML page's (where the cell's axes are a column each)
