@@ -159,6 +159,7 @@ def loaded_db(live_url):
 
 
 def _cfg(db: str, view: str, tmp_path: Path, **kw) -> addview.Config:
+    kw.setdefault("ddoc", ddoc.unique_name("javascript", "income"))    # named: kept, for the tests to read
     return addview.Config(view_path=str(view), db=db, results_dir=str(tmp_path / "results"), timeout=120,
                           argv=["dragnet", "addview", str(view)], **kw)
 

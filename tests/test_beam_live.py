@@ -45,7 +45,7 @@ def test_live_build_records_beam_activity_by_kind(live_url, live_db, tmp_path):
     from dragnet.index import addview
 
     couch, db = live_db
-    _fill(couch, db)
+    _fill(couch, db, 20000)     # a build of several probe periods: the loader lives across a sample
     view = tmp_path / "v.js"
     view.write_text(VIEW)
     res = addview.benchmark(url=live_url, db=db, view_path=str(view), results_dir=str(tmp_path))

@@ -123,13 +123,16 @@ def income_db(live_url):
 
 def _build_rows(couch, db: str, view_file, language: str, tmp_path) -> tuple[dict, list]:
     from dragnet.index import addview as addview
-    from dragnet.index.ddoc import ddoc_path
+    from dragnet.index.ddoc import ddoc_path, unique_name
 
     cfg = addview.Config(view_path=str(view_file), db=db, language=language, timeout=300, pidstat=False,
+                         ddoc=unique_name(language, "income"),        # named: kept for its rows to be read
                          results_dir=str(tmp_path / language), argv=["dragnet", "addview", "--language", language])
     out = addview.run_benchmark(couch, cfg)
     view = out.results["view"]
-    rows = couch.get(f"{ddoc_path(db, view['ddoc'])}/_view/{view['view']}")["rows"]
+    path = ddoc_path(db, view["ddoc"])
+    rows = couch.get(f"{path}/_view/{view['view']}")["rows"]
+    couch.request("DELETE", f"{path}?rev={couch.get(path)['_rev']}", ok=(200,))
     return out.results["summary"], [(r["id"], r["key"], r["value"]) for r in rows]
 
 
