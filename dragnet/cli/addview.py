@@ -18,7 +18,8 @@ from dragnet.cli.options import db_option_saying, json_option, print_json, url_o
 @db_option_saying('The database whose documents the view indexes; its design doc gets the view.')
 @click.option("--ddoc", default=None, metavar="NAME|SOURCE",
               help="With VIEW_PATH: the design document's name [default: the view's folder name; with "
-                   "--benchmark a unique fresh name, deleted with its index once measured; a NAME given is kept]. Without VIEW_PATH: a whole design document to put in "
+                   "--benchmark a unique fresh name, deleted with its index once measured; a NAME given is "
+                   "kept]. Without VIEW_PATH: a whole design document to put in "
                    "--db, or with --benchmark to measure: a JSON file, a couchapp folder (views/<name>/map.js, "
                    "reduce.js, views/lib/**, language, options.json) or URL/db/_design/name.")
 @click.option("--mango", "mango_source", default=None, metavar="SOURCE",

@@ -593,7 +593,7 @@ def _runs(r: Row) -> str:
     return f"{one('old')} / {one('new')}"
 
 
-def _metric_ci(cell: dict) -> list | None:
+def metric_ci(cell: dict) -> list | None:
     """The interval on the metric (older compare files wrote ci_low and ci_high)."""
     ci = cell.get("ci") or [cell.get("ci_low"), cell.get("ci_high")]
     return ci if ci[0] is not None else None
@@ -602,7 +602,7 @@ def _metric_ci(cell: dict) -> list | None:
 def _interval(r: Row, ratio: float | None, ci: Sequence | None) -> str:
     if ratio is None:
         return "–"
-    return f"{_pct(ratio)} " + (f"[{_pct(ci[0])} … {_pct(ci[1])}]" if _metric_ci(r.cell) and ci
+    return f"{_pct(ratio)} " + (f"[{_pct(ci[0])} … {_pct(ci[1])}]" if metric_ci(r.cell) and ci
                                 else f"n={r.cell.get('n', '?')}: no interval")
 
 
@@ -613,7 +613,7 @@ def _wall_change(r: Row) -> str:
 
 def _change(r: Row) -> str:
     c = r.cell
-    return "–" if c.get("ratio") is None else _interval(r, c["ratio"], _metric_ci(c)) \
+    return "–" if c.get("ratio") is None else _interval(r, c["ratio"], metric_ci(c)) \
         + f" ({c.get('metric')}{', paired' if c.get('paired') else ''})"
 
 

@@ -238,14 +238,15 @@ def compare_sections(cmp: dict | None, hrefs: dict[str, str]) -> tuple[list[Sect
     ratios with their intervals, raw: each side's samples."""
     if not cmp:
         return [], []
-    from dragnet.report.compare import page_columns, rows as compare_rows
+    from dragnet.report.compare import metric_ci, page_columns, rows as compare_rows
+    from dragnet.results.load import axes_text
 
     cells = cmp.get("cells") or []
     page, table = page_columns(cmp), compare_rows(cmp)
     rows, raws, names, ratios, lo, hi = [], [], [], [], [], []
     for i, (c, texts, values) in enumerate(zip(cells, columns.text_rows(page, table), columns.value_rows(page, table))):
         anchor = f"raw-compare-{i}"
-        ci = c.get("ci") or [c.get("ci_low"), c.get("ci_high")]
+        ci = metric_ci(c) or [None, None]
         old, new = c.get("old") or {}, c.get("new") or {}
         # a figure column's cell is a dict even with no number behind it ({"text": "–"})
         rows.append([t if col.value is None else {"text": t} if v is None else {"text": t, "sort": v,
@@ -272,7 +273,8 @@ def compare_sections(cmp: dict | None, hrefs: dict[str, str]) -> tuple[list[Sect
                     "hovertemplate": "%{x}<br>ratio %{y:.3f}<extra></extra>"}],
                   {"yaxis": {"title": {"text": "ratio (above 1: new is slower)"}},
                    "shapes": [_hline(1.0)]}) if ratios else None
-    notes = [f"{c.get('label')}: {' '.join(str(v) for v in (c.get('axes') or {}).values()) or '(all)'}: {c['why']}"
+    # as compare's own notes say them
+    notes = [f"{c.get('label')}: {axes_text(c.get('axes') or {}, cmp.get('varied') or {}) or '(all)'}: {c['why']}"
              for c in cells if c.get("why")]
     notes += [f"verdict: {cmp['verdict']}"] if cmp.get("verdict") else []
     if cmp.get("test"):
