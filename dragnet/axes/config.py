@@ -163,27 +163,32 @@ def not_applicable(setting: Setting, version: str, catalogued: bool = False) -> 
 
 # ---------------------------------------------------------------- on a node
 
-def _path(s: Setting) -> str:
-    return f"/_node/_local/_config/{quote(s.section, safe='')}/{quote(s.key, safe='')}"
+def _path(s: Setting, node: str = "_local") -> str:
+    return f"/_node/{quote(node, safe='')}/_config/{quote(s.section, safe='')}/{quote(s.key, safe='')}"
 
 
-def read(couch: Couch, s: Setting) -> str | None:
+def nodes(couch: Couch) -> list[str]:
+    """Every node of the cluster the connection reaches (one for a single node)."""
+    return sorted(couch.get("/_membership").get("cluster_nodes") or []) or ["_local"]
+
+
+def read(couch: Couch, s: Setting, node: str = "_local") -> str | None:
     """The node's value, None when not set."""
     try:
-        return couch.get(_path(s))
+        return couch.get(_path(s, node))
     except CouchError as exc:
         if exc.status == 404:
             return None
         raise
 
 
-def put(couch: Couch, s: Setting, value: str | None) -> None:
+def put(couch: Couch, s: Setting, value: str | None, node: str = "_local") -> None:
     """Set (None: delete) the value; a refusal is a one-line DragnetError."""
     try:
         if value is None:
-            couch.request("DELETE", _path(s), ok=(200, 404))
+            couch.request("DELETE", _path(s, node), ok=(200, 404))
         else:
-            couch.request("PUT", _path(s), json=value, ok=(200,))
+            couch.request("PUT", _path(s, node), json=value, ok=(200,))
     except CouchError as exc:
         why = " ".join(str(x) for x in (exc.status, exc.error, exc.reason) if x)
         if exc.status == 403 and "blacklisted" in str(exc.reason or ""):
@@ -197,13 +202,13 @@ class Applied:
     """What the bench changed on the node: the first value found per setting, to put back."""
 
     def __init__(self) -> None:
-        self.original: dict[str, tuple[Setting, str | None]] = {}
+        self.original: dict[tuple[str, str], tuple[Setting, str | None]] = {}   # (node, name) -> its value
 
-    def set(self, couch: Couch, s: Setting, value: str) -> None:
-        before = read(couch, s)
-        put(couch, s, value)         # refused: nothing changed, nothing to put back
-        self.original.setdefault(s.name, (s, before))
-        now = read(couch, s)
+    def set(self, couch: Couch, s: Setting, value: str, node: str = "_local") -> None:
+        before = read(couch, s, node)
+        put(couch, s, value, node)         # refused: nothing changed, nothing to put back
+        self.original.setdefault((node, s.name), (s, before))
+        now = read(couch, s, node)
         if now != value:
             raise DragnetError(f"--config {s.label(value)}: the node reads back {now!r}")
 
@@ -214,10 +219,10 @@ class Applied:
     def restore(self, couch: Couch) -> list[str]:
         """Put every original back; the names restored."""
         done = []
-        for name, (s, value) in list(self.original.items()):
-            put(couch, s, value)
+        for (node, name), (s, value) in list(self.original.items()):
+            put(couch, s, value, node)
             done.append(name)
-            del self.original[name]
+            del self.original[(node, name)]
         return done
 
 

@@ -46,6 +46,11 @@ from dragnet.report.terminal import forecast_progress
 @click.option("--shard-sweep/--no-shard-sweep", default=True, show_default=True,
               help="Build the sizes on one-shard databases too: the index and disk sizes are then forecast per "
                    "shard of the target, which the one-shard sizes can reach (about twice the builds).")
+@click.option("--chase", is_flag=True,
+              help="Also build one shard of the target (its documents / q) on a one-shard database twice, with "
+                   "CouchDB's compaction daemon held and free: the CPU-seconds and build time as q − 1 shards "
+                   "unchased and one chased (docs/forecast.md). Sets smoosh's view channels on every node for "
+                   "the held build and puts them back.")
 @click.option("--prefix", is_flag=True,
               help="Each size the data's first documents (the old way), not a nested seeded sample spread over "
                    "the whole data.")
@@ -77,7 +82,7 @@ from dragnet.report.terminal import forecast_progress
 def forecast_cmd(url, db, data, sample_count, views, ddoc_source, view_names, target, target_docs, target_bytes, target_q,
                  sizes_text, budget, languages, no_baseline, no_ceiling, repeat, q, shard_sweep, prefix, memories,
                  cpus_text, load_text, weighting, results_dir, from_sweep, nouveau_source, build_target, server_opts,
-                 as_json, function_profile):
+                 as_json, function_profile, chase):
     """Build the view at a few sizes, fit fixed + per-document cost and forecast time, index size, peak disk,
     bytes written and peak memory at the target, with 95 % prediction intervals and warnings."""
     from rich.console import Console
@@ -92,7 +97,8 @@ def forecast_cmd(url, db, data, sample_count, views, ddoc_source, view_names, ta
                               no_ceiling=no_ceiling, repeat=repeat, q=q, shard_sweep=shard_sweep, memories=memories,
                               cpus_text=cpus_text, load_text=load_text, weighting=weighting, results_dir=results_dir,
                               from_sweep=from_sweep, nouveau_source=nouveau_source, build_target=build_target,
-                              server_opts=server_opts, function_profile=function_profile, prefix=prefix)
+                              server_opts=server_opts, function_profile=function_profile, prefix=prefix,
+                              chase=chase)
     progress = forecast_progress(Console(stderr=True), quiet=as_json)
 
     def on_event(kind: str, d: dict) -> None:

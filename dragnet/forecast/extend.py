@@ -21,6 +21,7 @@ from typing import Sequence
 # the issue's goals: build time within ±15 %, the final index size and the peak disk within ±10 %
 GOALS = {"build_time": 0.15, "index_compacted": 0.10, "peak_disk": 0.10}
 RATIO = 2
+BY_CHASE = ("build_time",)   # what `forecast --chase` decides from one shard of the target (forecast.chase)
 FIRST_SHARE = 0.5   # of --budget, what --sizes auto plans its first sizes with; the rest is for going on
 
 
@@ -62,14 +63,17 @@ def apart(f: dict, q: str) -> float | None:
     return abs(other / main - 1) if other and main else None
 
 
-def open_goals(per_lang: dict) -> list[dict]:
+def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
     """The goal quantities a forecast (one variant: language -> forecast) cannot vouch for, each with its
     spread and held-out error; the peak disk through the disk a build adds, as a share of the peak; the build
-    time also where the forecast by bytes is further from it than the goal."""
+    time also where the forecast by bytes is further from it than the goal. settled: goals decided another
+    way (the build time by --chase: BY_CHASE), or by a chase already built for that language."""
     out = []
     for lang, f in sorted(per_lang.items()):
         qs = f.get("quantities") or {}
         for q, goal in GOALS.items():
+            if q in settled or (q in BY_CHASE and f.get("chase")):
+                continue
             entry = qs.get("disk_growth") if q == "peak_disk" else qs.get(q)
             if not entry or not entry.get("prediction"):
                 continue
@@ -105,19 +109,20 @@ def next_cost(top_seconds: float, growth: float) -> float:
 
 
 def decide(forecasts: dict, counts: Sequence[int], *, spent_s: float, budget_s: float, max_docs: int,
-           target_docs: int, top_seconds: float, growth: float) -> dict:
+           target_docs: int, top_seconds: float, growth: float, settled: Sequence[str] = ()) -> dict:
     """The sweep's next step: {"stop": None, "next": N, ...} to build N, or a stop with its reason; JSON-ready.
     forecasts: forecast.json "forecasts" (variant -> language -> forecast); growth: the chosen build-time
-    shape's value at the next size over its value at the largest."""
-    undecided = [{**g, "variant": v} for v, per_lang in forecasts.items() for g in open_goals(per_lang)]
+    shape's value at the next size over its value at the largest; settled: goals decided another way."""
+    undecided = [{**g, "variant": v} for v, per_lang in forecasts.items() for g in open_goals(per_lang, settled)]
     top = max(counts)
     nxt = int(top * RATIO)
     cost = next_cost(top_seconds, growth)
     step = {"sizes": sorted(counts), "undecided": undecided, "next": nxt, "next_cost_s": cost, "spent_s": spent_s,
-            "budget_s": budget_s}
+            "budget_s": budget_s, **({"settled": list(settled)} if settled else {})}
     if not undecided:
+        by_chase = f" ({', '.join(settled)} by the one-shard builds of --chase)" if settled else ""
         return {**step, "stop": "decided", "reason": "every goal's shapes agree at the target and predicted their "
-                                                     "held-out sizes within it"}
+                                                     f"held-out sizes within it{by_chase}"}
     if all(load_only(g) for g in undecided):
         return {**step, "stop": "load", "reason": "only the machine's load holds the build time open (the builds "
                                                   "waited for a CPU or got a moving share of the cores): a larger "

@@ -15,7 +15,9 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
 
+from dragnet.axes import config as axis_config
 from dragnet.bench import run as b
+from dragnet.forecast import chase as ch
 from dragnet.forecast import extend as ext
 from dragnet.forecast import growth as gr
 from dragnet.forecast import model as fc
@@ -111,15 +113,20 @@ def check_sizes(counts: Sequence[int], data_docs: int, target_docs: int, repeat:
 def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float, data: Path,
         folder: Path, on_event: Callable[[str, dict], None] | None = None, env: dict | None = None,
         label: str = "", weighting: str = "ordinary", shard_sweep: bool = True, draw: str = "spread",
-        target_spec: str | None = None) -> dict:
+        target_spec: str | None = None, chase: bool = False) -> dict:
     """The whole forecast; returns (and writes to folder/forecast.json) its JSON. shard_sweep: run the sizes
     on one-shard databases too (shard_config), for the sizes of the index and the disk. draw: each size a
-    nested spread sample of the data ("spread"), or its first documents ("prefix", `--prefix`)."""
+    nested spread sample of the data ("spread"), or its first documents ("prefix", `--prefix`). chase: after
+    the sweep, build one shard of the target with compaction held and free (chase_builds), for the CPU and
+    the build time (forecast.chase); the sweep then goes on for the sizes only."""
     on_event = on_event or (lambda kind, d: None)
     target_docs = int(target["doc_count"])
     shard_sweep = shard_sweep and target_q(target, config) != 1   # a one-shard target is its own shard
     dist = data_distribution(data)
     data_docs = dist.docs
+    chase_warnings = ch.check(target_docs, target_q(target, config), data_docs) if chase else []
+    for w in chase_warnings:
+        on_event("note", {"message": f"warning: {w}"})
     folder.mkdir(parents=True, exist_ok=True)
     build = sweep_build()
     counts: list[int] = []
@@ -168,7 +175,8 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
                      shard=shard)
         steps.append(next_step(out, manifests, shard, spent_s=time.time() - t0, budget_s=budget_s,
-                               max_docs=min(data_docs, target_docs - 1), target_docs=target_docs))
+                               max_docs=min(data_docs, target_docs - 1), target_docs=target_docs,
+                               chase=chase))
         on_event("step", steps[-1])
         if steps[-1]["stop"]:
             break
@@ -180,9 +188,26 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
             shard = add_size(replace(shard_config(config, folder), data=str(data)), n, on_event=on_event, env=env,
                              build=build, draw=draw)
             _stop_if_full(*shard)
+    chased = None
+    if chase:
+        out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
+                     shard=shard)
+        cost = chase_cost(out, target_q(target, config), config.repeat)
+        spent = time.time() - t0
+        if sizes_text == "auto" and cost is not None and spent + cost > budget_s:
+            chased = {"skipped": f"one shard of the target held and free would cost about {cost:,.0f} s, "
+                                 f"{spent:,.0f} s of the {budget_s:,.0f} s budget spent (a larger --budget runs it)",
+                      "cost_s": cost}
+            on_event("note", {"message": f"--chase: {chased['skipped']}"})
+        else:
+            chase_builds(config, n=ch.shard_docs(target_docs, target_q(target, config)), q=target_q(target, config),
+                         data=data, folder=folder, on_event=on_event, env=env, draw=draw)
     load1 = os.getloadavg()[0]
     out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
-                 load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard)
+                 load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard,
+                 chase=load_chase(folder) if chase and chased is None else chased)
+    if out.get("chase") is not None and chase_warnings:
+        out["chase"]["warnings"] = chase_warnings
     if steps:
         out["sweep_steps"] = steps
     out["sample_checks"] = checks
@@ -191,7 +216,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
 
 
 def next_step(out: dict, manifests: dict[int, dict], shard: tuple[dict, dict[int, dict]] | None, *,
-              spent_s: float, budget_s: float, max_docs: int, target_docs: int) -> dict:
+              spent_s: float, budget_s: float, max_docs: int, target_docs: int, chase: bool = False) -> dict:
     """Whether the sweep can stop (dragnet.forecast.extend.decide), the next doubling's cost measured by the
     largest size's builds in both sweeps, grown as the chosen build-time shape grows to the next size."""
     top = max(manifests)
@@ -205,7 +230,96 @@ def next_step(out: dict, manifests: dict[int, dict], shard: tuple[dict, dict[int
             if fit and fc.fit_value(fit, top) > 0:
                 growth = max(growth, fc.fit_value(fit, top * ext.RATIO) / fc.fit_value(fit, top))
     return ext.decide(out["forecasts"], sorted(manifests), spent_s=spent_s, budget_s=budget_s, max_docs=max_docs,
-                      target_docs=target_docs, top_seconds=sum(fc.sweep_seconds(r) for r in runs), growth=growth)
+                      target_docs=target_docs, top_seconds=sum(fc.sweep_seconds(r) for r in runs), growth=growth,
+                      settled=ext.BY_CHASE if chase else ())
+
+
+# ---------------------------------------------------------------- --chase: one shard, compaction held and free
+
+def chase_cost(out: dict, q: int | None, repeat: int) -> float | None:
+    """About what the chase builds cost: per chased language, a held and a free build of one shard per repeat,
+    each taken as one q-th of the target's forecast CPU-seconds (a one-shard build uses about one core)."""
+    if not q:
+        return None
+    cpus = [((f["quantities"].get("build_cpu") or {}).get("prediction") or {}).get("value")
+            for per_lang in out["forecasts"].values() for f in per_lang.values()]
+    cpus = [c for c in cpus if c]
+    return 2 * repeat * sum(cpus) / q if cpus else None
+
+
+def chase_builds(config: b.BenchConfig, *, n: int, q: int, data: Path, folder: Path,
+                 on_event: Callable[[str, dict], None], env: dict | None, draw: str) -> Path:
+    """Build one shard of the target (n documents, a one-shard database) per repeat with smoosh's view channels
+    held on every node and free, alternating which goes first; the node's own values are put back after, also
+    on Ctrl-C and SIGTERM. Only the languages asked are chased (no Erlang baseline, no ceiling). Writes
+    chase/chase.json as each build ends; returns the chase folder."""
+    root = folder / ch.FOLDER
+    root.mkdir(parents=True, exist_ok=True)
+    design = getattr(config.design, "doc", None)
+    record = {"q": q, "shard_docs": n, "languages": list(config.languages), "held": list(ch.HELD),
+              "javascript_reduces": ch.javascript_reduces(design), "builds": []}
+    held = [axis_config.parse(t) for t in ch.HELD]
+    couch = connect(config.url, env=env)
+    applied = axis_config.Applied()
+    on_event("chase", {"docs": n, "q": q, "repeat": config.repeat})
+    try:
+        nodes = axis_config.nodes(couch)
+        for rep in range(1, config.repeat + 1):
+            for mode in (ch.MODES if rep % 2 else ch.MODES[::-1]):
+                if mode == "held":
+                    for s in held:
+                        for node in nodes:
+                            applied.set(couch, s, s.values[0], node)
+                else:
+                    applied.restore(couch)
+                on_event("chase_build", {"mode": mode, "repeat": rep, "docs": n})
+                sub = root / f"{mode}-{rep}"
+                sz.run_sweep(replace(config, q=1, db=f"{config.db}-chase", data=str(data), results_dir=str(sub),
+                                     baseline=False, ceiling=False, repeat=1), [n],
+                             on_event=on_event, env=env, build=_chase_build, draw=draw)
+                # what the node read back: the evidence the held build ran held (the results file has no settings)
+                record["builds"].append({"mode": mode, "repeat": rep, "dir": sub.name,
+                                         "settings": {s.name: axis_config.read(couch, s, nodes[0]) for s in held}})
+                _schema.write(root / ch.RECORD, record)
+    finally:
+        applied.restore(couch)
+    return root
+
+
+def _chase_build(*args, rows_dir=None, **kw) -> dict:    # noqa: ARG001 (bench passes it; nothing to dump)
+    """A chase build: the bench's, without compacting the index after (the model reads the build alone)."""
+    return b.default_build(*args, **kw)
+
+
+def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:
+    """A forecast folder's chase builds (chase/chase.json and each build's results file): the model per
+    language (forecast.chase.model), or None when the forecast ran none, or ran them for a target of another
+    size per shard than target_docs (a re-forecast for another target)."""
+    root = folder / ch.FOLDER
+    if not (root / ch.RECORD).is_file():
+        return None
+    record = _schema.read_json(root / ch.RECORD)
+    if target_docs is not None and ch.shard_docs(target_docs, int(record["q"])) != int(record["shard_docs"]):
+        return None
+    per_lang: dict[str, list[dict]] = {}
+    for entry in record["builds"]:
+        sub = root / entry["dir"]
+        _, manifests = sz.load(sub)
+        for r in runs_with_cpu(sub, manifests):
+            if r.get("status") != "ok":
+                continue
+            per_lang.setdefault(r["language"], []).append(
+                {"mode": entry["mode"], "repeat": entry["repeat"], "docs": r.get("size"), "cpu_s": r.get("cpu_s"),
+                 "cpu_beam_s": r.get("cpu_beam_s"), "cpu_query_servers_s": r.get("cpu_query_servers_s"),
+                 "wall_s": r.get("wall_time_s"), "results_file": f"{entry['dir']}/size-{r['size']}/{r['result_file']}"})
+    models, why = {}, {}
+    for lang, builds in per_lang.items():
+        try:
+            models[lang] = ch.model(builds, int(record["q"]), js_reduces=record.get("javascript_reduces") or ())
+        except ValueError as exc:
+            why[lang] = str(exc)
+    return {"dir": str(root), "q": record["q"], "shard_docs": record["shard_docs"], "held": record["held"],
+            "languages": models, **({"failed": why} if why else {})}
 
 
 def add_size(config: b.BenchConfig, n: int, **kw) -> tuple[dict, dict[int, dict]]:
@@ -245,10 +359,10 @@ def target_q(target: dict, config: b.BenchConfig | None = None, summary: dict | 
 def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: Path, label: str = "",
            weighting: str = "ordinary", load: list[float] | None = None, seconds: float | None = None,
            sample: dict | None = None, shard: tuple[dict, dict[int, dict]] | None = None,
-           machine: dict | None = None) -> dict:
+           machine: dict | None = None, chase: dict | None = None) -> dict:
     """Fit the sweep and write forecast.json (also used to re-forecast a recorded sweep). shard: the one-shard
     sweep's summary and manifests (sizes.load), when there is one; machine: the one the sweep ran on, when
-    it is not this one."""
+    it is not this one; chase: the chase builds' models (load_chase), or why none ran."""
     machine = machine or machine_info()
     runs = runs_with_cpu(Path(summary["dir"]), manifests)
     shard_runs = runs_with_cpu(Path(shard[0]["dir"]), shard[1]) if shard else []
@@ -277,7 +391,7 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
            "memory_bytes": mem, "db_bytes": {str(k): v for k, v in db_bytes.items()},
            "shard_sweep": {"dir": shard[0]["dir"], "sizes": sorted(int(n) for n in shard[1]),
                            "target_q": shards} if shard_runs else None,
-           "forecasts": {}}
+           "chase": chase, "forecasts": {}}
     # one forecast per variant of the sweep (a --memory scenario, a --cpus value): never a fit across them,
     # and never one in between (cores are not extrapolated)
     def by_variant(rs: list[dict]) -> dict[str, list[dict]]:
@@ -307,6 +421,8 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
                                    _index_bytes_at_target(f))
             if by_bytes:
                 f["by_bytes"] = by_bytes
+            if not name and lang in ((chase or {}).get("languages") or {}):
+                f["chase"] = chase["languages"][lang]
     folder.mkdir(parents=True, exist_ok=True)
     _schema.write(folder / fc.SUMMARY, out)
     return out
@@ -358,6 +474,7 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
     (sweep/ and, when it ran, shard-sweep/). Sizes at or above the target are held out; when the sweep built
     the target size itself, each prediction is compared with those builds (the back-test)."""
     shard = None
+    chase = load_chase(folder, int(target["doc_count"]))
     if (folder / "sweep" / sz.SUMMARY).is_file():
         if (folder / SHARD_SWEEP / sz.SUMMARY).is_file():
             s_summary, s_manifests = sz.load(folder / SHARD_SWEEP)
@@ -374,12 +491,13 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
     # the machine and its load as the sweep's benches recorded them (this one may be another, and idle)
     recorded = sorted([*used.values(), *(shard[1].values() if shard else [])], key=lambda m: m.get("started_at") or "")
     out = finish({**summary, "per_size": {k: v for k, v in summary["per_size"].items() if int(k) in used}}, used,
-                 target=target, folder=out_dir or folder, weighting=weighting, shard=shard,
+                 target=target, folder=out_dir or folder, weighting=weighting, shard=shard, chase=chase,
                  load=recorded_load(recorded), machine=next((m["machine"] for m in recorded if m.get("machine")), None))
     # what the continuing sweep would have done next on these sizes (forecast.extend): decided, or which
     # larger size it would build and what that costs (the recorded sweep's sizes were given, not chosen)
     shard_used = (shard[0], {k: m for k, m in shard[1].items() if k in used}) if shard else None
-    step = next_step(out, used, shard_used, spent_s=0.0, budget_s=float("inf"), max_docs=n - 1, target_docs=n)
+    step = next_step(out, used, shard_used, spent_s=0.0, budget_s=float("inf"), max_docs=n - 1, target_docs=n,
+                     chase=chase is not None)
     out["sweep_steps"] = [ext.given_sizes({**step, "budget_s": None})]     # no budget: none was given
     _schema.write(Path(out_dir or folder) / fc.SUMMARY, out)
     if held is not None:
@@ -396,7 +514,7 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
                         for other in ("whole_database", "from_cpu"):   # the same quantity another way
                             if e.get(other):
                                 check[other] = fc.error_against(e[other], actual_mean)
-                        for other in ("by_part", "by_bytes"):      # build_cpu and build_time from parts
+                        for other in ("by_part", "by_bytes", "chase"):   # build_cpu and build_time otherwise
                             if (f.get(other) or {}).get(q):
                                 check[other] = fc.error_against(f[other][q], actual_mean)
                         checks.setdefault(" ".join(x for x in (name, lang) if x), {})[q] = check

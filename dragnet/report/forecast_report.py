@@ -24,6 +24,7 @@ class Quantity:
     warnings: list[str] = field(default_factory=list)
     by_part: ByPart | None = None     # the same quantity from its parts (build_cpu, build_time)
     by_bytes: ByPart | None = None    # the same from a cost per document and per index byte (forecast.parts.by_bytes)
+    chase: ByPart | None = None       # the same from one shard built held and free (forecast.chase, --chase)
 
 
 @dataclass
@@ -62,6 +63,7 @@ class BackTest:
     whole_error: float | None         # the whole-database sweep's own error, when shards were forecast apart
     by_part_error: float | None = None   # the forecast by part's error (build_cpu, build_time)
     by_bytes_error: float | None = None  # the forecast by bytes' error (build_cpu, build_time)
+    chase_error: float | None = None     # the chase model's error (build_cpu, build_time)
 
 
 @dataclass
@@ -83,6 +85,7 @@ class ForecastReport:
     draw: str | None = None                                       # how the sweep's sizes were drawn from its data
     sample_warnings: list[str] = field(default_factory=list)      # the sample not the target in small (issue 49)
     not_checked: list[str] = field(default_factory=list)          # what a --target-docs target could not check
+    chase_notes: list[str] = field(default_factory=list)          # --chase: why it did not run, its limits
 
 
 def _quantity(name: str, e: dict) -> Quantity:
@@ -129,10 +132,38 @@ def _by_bytes(name: str, f: dict) -> ByPart | None:
     return ByPart(p["value"], p["low"], p["high"], how)
 
 
+def _chase(name: str, f: dict) -> ByPart | None:
+    c = f.get("chase") or {}
+    p = c.get(name)
+    if not p:
+        return None
+    how = (f"(q − 1) × held + free CPU-seconds of one shard ({c['shard_docs']:,} documents) built with compaction "
+           f"held and free, {c['repeats']} time{'s' if c['repeats'] > 1 else ''}")
+    if name == "build_time":
+        lo, hi = min(c["cores_used"]), max(c["cores_used"])
+        cores = f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}"
+        how += f", over {cores} of a core (what the chased build used)"
+    return ByPart(p["value"], p["low"], p["high"], how)
+
+
 def _with_parts(q: Quantity, f: dict) -> Quantity:
     q.by_part = _by_part(q.name, f) if q.fitted else None
     q.by_bytes = _by_bytes(q.name, f) if q.fitted else None
+    q.chase = _chase(q.name, f)
     return q
+
+
+def chase_notes(out: dict) -> list[str]:
+    """--chase: why its builds did not run, or its limits and warnings, once per forecast."""
+    c = out.get("chase")
+    if not c:
+        return []
+    if c.get("skipped"):
+        return [f"--chase did not run: {c['skipped']}"]
+    limits = next((m["limits"] for m in (c.get("languages") or {}).values()), [])
+    failed = [f"{lang}: {why}" for lang, why in (c.get("failed") or {}).items()]
+    return [*(f"chase: {w}" for w in c.get("warnings") or []), *(f"chase failed for {x}" for x in failed),
+            *(f"chase limit: {x}" for x in limits)]
 
 
 def build(out: dict) -> ForecastReport:
@@ -146,7 +177,8 @@ def build(out: dict) -> ForecastReport:
                for label, per_lang in out["forecasts"].items() for lang, f in sorted(per_lang.items())]
     backtests = [BackTest(lang, q, QUANTITIES.get(q, ("s",))[0], c["predicted"], c["actual"], c["error"],
                           bool(c["inside"]), (c.get("whole_database") or {}).get("error"),
-                          (c.get("by_part") or {}).get("error"), (c.get("by_bytes") or {}).get("error"))
+                          (c.get("by_part") or {}).get("error"), (c.get("by_bytes") or {}).get("error"),
+                          (c.get("chase") or {}).get("error"))
                  for lang, qs in sorted((out.get("backtest") or {}).items()) for q, c in qs.items()]
     return ForecastReport(
         data=out, target_docs=out["target"]["doc_count"], target_url=out["target"].get("url") or None,
@@ -157,7 +189,7 @@ def build(out: dict) -> ForecastReport:
         sweep_dir=str(out["sweep_dir"]), charts=list((out.get("charts") or {}).values()),
         draw=(out.get("draw") or {}).get("how"),
         sample_warnings=[w["message"] for w in (out.get("sample_checks") or {}).get("warnings") or []],
-        not_checked=list((out.get("sample_checks") or {}).get("not_checked") or []))
+        not_checked=list((out.get("sample_checks") or {}).get("not_checked") or []), chase_notes=chase_notes(out))
 
 
 def describe_step(step: dict) -> str:

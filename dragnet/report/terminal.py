@@ -279,6 +279,11 @@ def forecast_progress(console, quiet: bool = False):
             console.print("the same sizes on one-shard databases, for the index and disk sizes per shard …")
         elif kind == "size":
             console.print(f"size {d['count']:,} ({d['db']}) …")
+        elif kind == "chase":
+            console.print(f"--chase: one shard of the target ({d['docs']:,} documents, q={d['q']}) with the compaction "
+                          f"daemon's view channels held and free, {d['repeat']} time(s) …", highlight=False)
+        elif kind == "chase_build":
+            console.print(f"  compaction {d['mode']}, repeat {d['repeat']} …", highlight=False)
         elif kind == "step":
             from dragnet.report.forecast_report import describe_step
             console.print(describe_step(d), highlight=False)

@@ -51,6 +51,7 @@ class ForecastRequest:
     build_target: bool = False
     server_opts: tuple = ()
     prefix: bool = False      # each size the data's first documents (the old way), not a nested spread sample
+    chase: bool = False       # one shard of the target, compaction held and free: the CPU and build time
 
 
 @dataclass
@@ -82,6 +83,11 @@ def forecast(r: ForecastRequest, on_event: Events | None = None) -> ForecastOutc
         return _nouveau(r, on_event)
     if r.build_target:
         raise UsageError("--build-target goes with --nouveau")
+    if r.chase:
+        given = [o for o, v in (("--memory", r.memories), ("--cpus", r.cpus_text), ("--load", r.load_text),
+                                ("--from-sweep", r.from_sweep)) if v]
+        if given:   # a re-forecast reads the chase a recorded forecast built; variants are not chased
+            raise UsageError(f"--chase: not with {', '.join(given)}")
     available.install(r.server_opts)   # --server: checked, then offered, registered, watched and versioned
 
     _check_target(r)
@@ -114,8 +120,12 @@ def forecast(r: ForecastRequest, on_event: Events | None = None) -> ForecastOutc
         source = Path(r.data)
         if not source.is_file():
             raise UsageError(f"--data {r.data}: no such file")
-    else:   # the largest size the forecast can use: below the target
-        source = sz.generate_source(min(tgt["doc_count"] - 1, 40_000), folder / "data")
+    else:   # the largest size the forecast can use: below the target; --chase: one of the target's shards
+        from dragnet.forecast.chase import shard_docs
+
+        shards = tgt.get("q") or r.q
+        chased = shard_docs(tgt["doc_count"], shards) if r.chase and shards else 0
+        source = sz.generate_source(min(tgt["doc_count"] - 1, max(40_000, chased)), folder / "data")
     from dragnet.axes import cpus as axis_cpus
     from dragnet.axes.scenario import expand
     from dragnet.bench.switch import AxisOptions
@@ -129,7 +139,7 @@ def forecast(r: ForecastRequest, on_event: Events | None = None) -> ForecastOutc
                                              axis_load.KIND.name: loads}), profile=r.function_profile)
     out = fr.run(config, target=tgt, sizes_text=r.sizes_text, budget_s=budget_s, data=source, folder=folder,
                  on_event=on_event, weighting=r.weighting, shard_sweep=r.shard_sweep,
-                 draw="prefix" if r.prefix else "spread", target_spec=r.target)
+                 draw="prefix" if r.prefix else "spread", target_spec=r.target, chase=r.chase)
     return ForecastOutcome(out, folder)
 
 

@@ -70,12 +70,16 @@ def forecast(rep) -> str:
             if q.by_bytes:
                 b = q.by_bytes
                 lines.append(f"  {'  by bytes':<14} {fmt(b.value):>12}  [{fmt(b.low)} … {fmt(b.high)}] {b.how}")
+            if q.chase:
+                b = q.chase
+                lines.append(f"  {'  by chase':<14} {fmt(b.value):>12}  [{fmt(b.low)} … {fmt(b.high)}] {b.how}")
             lines += [f"  warning: {w}" for w in q.warnings]
         if e.why:
             lines.append(f"  why: {e.why}")
         lines += [f"  warning: {w}" for w in e.warnings]
     lines += [f"warning: {w}" for w in rep.sample_warnings]
     lines += [f"not checked: {w}" for w in rep.not_checked]
+    lines += rep.chase_notes
     if rep.draw:
         lines.append(f"sizes drawn: {rep.draw}")
     lines += rep.gains
@@ -92,6 +96,7 @@ def forecast(rep) -> str:
                      f"error {b.error:+.1%}, {'inside' if b.inside else 'OUTSIDE'} the interval"
                      + (f" (whole-database sweep alone: {b.whole_error:+.1%})" if b.whole_error is not None else "")
                      + (f" (by part: {b.by_part_error:+.1%})" if b.by_part_error is not None else "")
-                     + (f" (by bytes: {b.by_bytes_error:+.1%})" if b.by_bytes_error is not None else ""))
+                     + (f" (by bytes: {b.by_bytes_error:+.1%})" if b.by_bytes_error is not None else "")
+                     + (f" (by chase: {b.chase_error:+.1%})" if b.chase_error is not None else ""))
     lines.append(f"results: {rep.sweep_dir}, forecast.json and {', '.join(rep.charts)}")
     return "\n".join(lines)

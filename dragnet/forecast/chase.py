@@ -1,0 +1,105 @@
+"""The compaction-chase model of a q-shard build's CPU-seconds and build time (`forecast --chase`, issue 49).
+
+A view build's per-document cost grows with the documents because CouchDB's compaction daemon (smoosh)
+compacts a view while it is still being built, and compacts it again as it grows: it chases one shard at a
+time, so a target of q shards is q − 1 shards built as if compaction did not exist and one that smoosh
+chases through the whole build (docs/studies/forecast-growth.md). Per repeat r of two one-shard builds of the
+target's documents per shard, D/q, one with smoosh's view channels held and one with them free:
+
+    cpu_r  = (q − 1) × held_r + free_r              (beam's and the query servers' CPU-seconds, the kernel's)
+    time_r = cpu_r / (free_r / wall of free_r)       (over the cores the chased one-shard build used)
+
+The forecast is the repeats' mean. Its interval is the repeats' range widened by BACKTESTED on each side: the
+goal every frozen back-test of the study met for the build time (errors −3.8 % … +10.7 %, five design docs,
+CouchDB 3.5.0, q=8); a design doc with JavaScript reduces widens the CPU's upper side to JS_REDUCE_LOW, since
+compaction reruns them in couchjs as long as the chase lasts, which the one-shard builds see for less time
+than the target (back-tests k −28.6 %, m −12.3 %).
+
+Pure: the builds' figures come from their results files (forecast.run reads them).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Sequence
+
+from dragnet.errors import UsageError
+
+FOLDER = "chase"          # beside the sweep's folders: chase/<mode>-<repeat>/, one one-shard size each
+RECORD = "chase.json"     # chase/chase.json: the builds in the order they ran, and what the model needs
+MODES = ("free", "held")
+# smoosh's view channels, each with a min_priority out of reach: no view is enqueued for compaction
+HELD = ("smoosh.ratio_views/min_priority=1000000",
+        "smoosh.slack_views/min_priority=1000000000000000",
+        "smoosh.upgrade_views/min_priority=1000000000000000")
+BACKTESTED = 0.15         # the interval's widening on each side (the back-tests' goal, all five within it)
+JS_REDUCE_LOW = 0.30      # the CPU the model missed at most on a JavaScript reduce (k: −28.6 %), rounded up
+FIFTH = 5                 # issue 49: no build of more than a fifth of the target
+
+
+def shard_docs(target_docs: int, q: int) -> int:
+    """The documents of one of the target's shards (CouchDB spreads them evenly by id hash)."""
+    return math.ceil(target_docs / q)
+
+
+def check(target_docs: int, q: int | None, data_docs: int) -> list[str]:
+    """Before any build: a one-line UsageError when the model cannot apply; warnings (JSON-ready) otherwise."""
+    if not q:
+        raise UsageError("--chase: the target's shards are not known; give --target-q (or --q)")
+    if q < 2:
+        raise UsageError(f"--chase: the target has {q} shard; a one-shard target is its own one-shard build "
+                         "(forecast it with --sizes up to it, or build it)")
+    n = shard_docs(target_docs, q)
+    if n > data_docs:
+        raise UsageError(f"--chase: one shard of the target is {n:,} documents, more than the data holds "
+                         f"({data_docs:,}); give --data with at least {n:,}")
+    warnings = []
+    if q < FIFTH:
+        warnings.append(f"--chase builds one shard of the target, {n:,} documents: with q={q} that is more than "
+                        f"a fifth of the target")
+    return warnings
+
+
+def javascript_reduces(design_doc: dict | None) -> list[str]:
+    """The views of a design document whose reduce is a function (not a built-in such as _count)."""
+    views = (design_doc or {}).get("views") or {}
+    return sorted(name for name, v in views.items()
+                  if isinstance(v, dict) and isinstance(v.get("reduce"), str) and not v["reduce"].startswith("_"))
+
+
+def _range(values: Sequence[float], low_share: float, high_share: float) -> dict:
+    mean = statistics.fmean(values)
+    return {"value": mean, "low": min(values) * (1 - low_share), "high": max(values) * (1 + high_share),
+            "per_repeat": list(values)}
+
+
+def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = ()) -> dict:
+    """The forecast from one language's chase builds (each {"mode", "repeat", "cpu_s", "wall_s", …}): JSON-ready,
+    with the builds themselves, so every figure is recomputable from them."""
+    by_rep: dict[int, dict[str, dict]] = {}
+    for b in builds:
+        by_rep.setdefault(int(b["repeat"]), {})[b["mode"]] = b
+    pairs = [(r["held"], r["free"]) for _, r in sorted(by_rep.items()) if set(MODES) <= set(r)]
+    if not pairs:
+        raise ValueError("no repeat with both a held and a free build")
+    for held, free in pairs:
+        for b in (held, free):
+            if not b.get("cpu_s") or not b.get("wall_s"):
+                raise ValueError(f"the {b['mode']} build of repeat {b['repeat']} recorded no CPU or wall time")
+    cpu = [(q - 1) * h["cpu_s"] + f["cpu_s"] for h, f in pairs]
+    cores = [f["cpu_s"] / f["wall_s"] for _, f in pairs]
+    time_ = [c / k for c, k in zip(cpu, cores)]
+    limits = ["one shard chased at a time, as smoosh on CouchDB 3.5 does with its default channels; back-tested "
+              "on CouchDB 3.5.0 at q=8 (docs/studies/forecast-growth.md)",
+              "the target's cores used as the chased one-shard build used them: a target on more cores, or a "
+              "machine under another load, builds in another time"]
+    if js_reduces:
+        limits.append(f"JavaScript reduces ({', '.join(js_reduces)}): compaction reruns them for as long as the "
+                      f"chase lasts, longer in the target; the CPU's upper bound is widened to "
+                      f"{JS_REDUCE_LOW:.0%} above")
+    return {"q": q, "shard_docs": pairs[0][0].get("docs"), "repeats": len(pairs),
+            "build_cpu": _range(cpu, BACKTESTED, JS_REDUCE_LOW / (1 - JS_REDUCE_LOW) if js_reduces else BACKTESTED),
+            "build_time": _range(time_, BACKTESTED, BACKTESTED),
+            "cores_used": cores, "javascript_reduces": list(js_reduces), "limits": limits,
+            "builds": [dict(b) for pair in pairs for b in pair]}
