@@ -247,3 +247,16 @@ def test_live_sigterm_during_the_held_build_puts_smoosh_back(live_url, tmp_path)
             proc.kill()
         for name in [f"{db}-{n}" for n in sizes] + [f"{db}-chase-8000"]:
             couch.request("DELETE", f"/{name}", ok=(200, 202, 404))
+
+
+def test_the_html_page_has_a_row_for_each_quantity_the_chase_forecasts():
+    from dragnet.report.html import forecast_sections
+
+    m = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0)], 8)
+    doc = {"target": {"doc_count": 100_000}, "sizes": [1000, 2000], "forecasts": {"": {"javascript": {
+        "quantities": {q: {"unit": "s", "prediction": {"value": 1.0, "low": 0.5, "high": 2.0}, "points": []}
+                       for q in ("build_time", "build_cpu", "index_size")}, "chase": m}}}}
+    rows = {r[1]: r for r in forecast_sections(doc)[0].rows}
+    assert set(rows) == {"build_time", "build_cpu", "index_size", "build_time by chase", "build_cpu by chase"}
+    assert rows["build_cpu by chase"][3]["sort"] == pytest.approx(84.0)
+    assert rows["build_time by chase"][8] == 2      # the two builds it came from

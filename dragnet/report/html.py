@@ -594,6 +594,12 @@ def forecast_sections(doc: dict) -> list[Section]:
                              len(e.get("points") or []),
                              "; ".join(e.get("warnings") or []) or "–"])
                 warnings += [f"{name} {q}: {w}" for w in e.get("warnings") or []]
+                c = (f.get("chase") or {}).get(q)
+                if c:        # --chase: the same quantity from one shard built with compaction held and free
+                    rows.append([name, f"{q} by chase", "(q − 1) × held + free, one shard", {"text": _si(c["value"], unit),
+                                 "sort": c["value"]}, {"text": f"{_si(c['low'], unit)} … {_si(c['high'], unit)}",
+                                                       "sort": c["low"]}, "–", "–", "–",
+                                 len(f["chase"].get("builds") or []), "; ".join(f["chase"].get("limits") or []) or "–"])
                 if not fit or not e.get("points"):
                     continue
                 div, shown = SCALE.get(unit, (1.0, unit))
