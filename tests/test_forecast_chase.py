@@ -260,3 +260,15 @@ def test_the_html_page_has_a_row_for_each_quantity_the_chase_forecasts():
     assert set(rows) == {"build_time", "build_cpu", "index_size", "build_time by chase", "build_cpu by chase"}
     assert rows["build_cpu by chase"][3]["sort"] == pytest.approx(84.0)
     assert rows["build_time by chase"][8] == 2      # the two builds it came from
+
+
+def test_what_the_chase_would_cost_counts_the_chased_languages_only():
+    from dragnet.forecast.run import chase_cost
+
+    def f(cpu):
+        return {"quantities": {"build_cpu": {"prediction": {"value": cpu}}}}
+    out = {"forecasts": {"": {"javascript": f(800.0), "erlang_baseline": f(400.0)}}}
+    # a held and a free build of one shard (an eighth) per repeat
+    assert chase_cost(out, 8, 1, ["javascript"]) == pytest.approx(2 * 800.0 / 8)
+    assert chase_cost(out, 8, 2, ["javascript"]) == pytest.approx(4 * 800.0 / 8)
+    assert chase_cost(out, None, 1, ["javascript"]) is None

@@ -192,7 +192,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     if chase:
         out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
                      shard=shard)
-        cost = chase_cost(out, target_q(target, config), config.repeat)
+        cost = chase_cost(out, target_q(target, config), config.repeat, config.languages)
         spent = time.time() - t0
         if sizes_text == "auto" and cost is not None and spent + cost > budget_s:
             chased = {"skipped": f"one shard of the target held and free would cost about {cost:,.0f} s, "
@@ -236,13 +236,13 @@ def next_step(out: dict, manifests: dict[int, dict], shard: tuple[dict, dict[int
 
 # ---------------------------------------------------------------- --chase: one shard, compaction held and free
 
-def chase_cost(out: dict, q: int | None, repeat: int) -> float | None:
+def chase_cost(out: dict, q: int | None, repeat: int, languages: Sequence[str]) -> float | None:
     """About what the chase builds cost: per chased language, a held and a free build of one shard per repeat,
     each taken as one q-th of the target's forecast CPU-seconds (a one-shard build uses about one core)."""
     if not q:
         return None
     cpus = [((f["quantities"].get("build_cpu") or {}).get("prediction") or {}).get("value")
-            for per_lang in out["forecasts"].values() for f in per_lang.values()]
+            for lang, f in (out["forecasts"].get("") or {}).items() if lang in languages]
     cpus = [c for c in cpus if c]
     return 2 * repeat * sum(cpus) / q if cpus else None
 
