@@ -62,6 +62,14 @@ def test_a_javascript_reduce_widens_the_cpus_upper_side_and_says_why():
     assert any("by_day" in x for x in js["limits"]) and not any("JavaScript" in x for x in plain["limits"])
 
 
+def test_one_pair_says_its_spread_is_unmeasured():
+    one = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0)], 8)
+    two = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0),
+                    _b("free", 2, 15.0, 10.0), _b("held", 2, 11.0, 8.0)], 8)
+    assert any("one held and one free" in x for x in one["limits"])
+    assert not any("one held and one free" in x for x in two["limits"])
+
+
 def test_a_repeat_without_its_pair_is_not_used_and_none_at_all_is_an_error():
     m = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0), _b("held", 2, 50.0, 40.0)], 8)
     assert m["repeats"] == 1 and m["build_cpu"]["value"] == pytest.approx(84.0)

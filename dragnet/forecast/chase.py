@@ -94,6 +94,10 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = ()) -> 
               "on CouchDB 3.5.0 at q=8 (docs/studies/forecast-growth.md)",
               "the target's cores used as the chased one-shard build used them: a target on more cores, or a "
               "machine under another load, builds in another time"]
+    if len(pairs) == 1:
+        limits.append("one held and one free build: the same one-shard build used up to 26 % more or fewer "
+                      "CPU-seconds minutes apart on a shared machine, which one pair cannot show (--repeat 2 "
+                      "builds two pairs)")
     if js_reduces:
         limits.append(f"JavaScript reduces ({', '.join(js_reduces)}): compaction reruns them for as long as the "
                       f"chase lasts, longer in the target; the CPU's upper bound is widened to "
