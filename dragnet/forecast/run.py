@@ -48,9 +48,12 @@ def sweep_build() -> Callable[..., dict]:
     with its peak disk sampled, its index compacted once built (the final index size). A design document's
     rows are not dumped after the build as bench does (to compare engines): a forecast reads none of them,
     and a design document's JavaScript reduces at every group level took minutes a build, outside --budget."""
-    inner = watched_build(partial(b.default_build, compact=True))
+    return without_rows(watched_build(partial(b.default_build, compact=True)))
 
-    def build(*args, rows_dir=None, **kw) -> dict:     # noqa: ARG001 (bench passes it; nothing to dump)
+
+def without_rows(inner: Callable[..., dict]) -> Callable[..., dict]:
+    """A bench build that dumps no rows (bench passes rows_dir= to compare engines; a forecast reads none)."""
+    def build(*args, rows_dir=None, **kw) -> dict:     # noqa: ARG001
         return inner(*args, **kw)
     return build
 
@@ -121,10 +124,11 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     the build time (forecast.chase); the sweep then goes on for the sizes only."""
     on_event = on_event or (lambda kind, d: None)
     target_docs = int(target["doc_count"])
-    shard_sweep = shard_sweep and target_q(target, config) != 1   # a one-shard target is its own shard
+    shards = target_q(target, config)
+    shard_sweep = shard_sweep and shards != 1   # a one-shard target is its own shard
     dist = data_distribution(data)
     data_docs = dist.docs
-    chase_warnings = ch.check(target_docs, target_q(target, config), data_docs) if chase else []
+    chase_warnings = ch.check(target_docs, shards, data_docs) if chase else []
     for w in chase_warnings:
         on_event("note", {"message": f"warning: {w}"})
     folder.mkdir(parents=True, exist_ok=True)
@@ -190,24 +194,23 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
             _stop_if_full(*shard)
     chased = None
     if chase:
-        out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
-                     shard=shard)
-        cost = chase_cost(out, target_q(target, config), config.repeat, config.languages)
+        # --sizes auto: the loop's last forecast (of the sizes built) says what the chase would cost
+        cost = chase_cost(out, shards, config.repeat, config.languages) if sizes_text == "auto" else None
         spent = time.time() - t0
-        if sizes_text == "auto" and cost is not None and spent + cost > budget_s:
+        if cost is not None and spent + cost > budget_s:
             chased = {"skipped": f"one shard of the target held and free would cost about {cost:,.0f} s, "
                                  f"{spent:,.0f} s of the {budget_s:,.0f} s budget spent (a larger --budget runs it)",
                       "cost_s": cost}
             on_event("note", {"message": f"--chase: {chased['skipped']}"})
         else:
-            chase_builds(config, n=ch.shard_docs(target_docs, target_q(target, config)), q=target_q(target, config),
-                         data=data, folder=folder, on_event=on_event, env=env, draw=draw)
+            chase_builds(config, n=ch.shard_docs(target_docs, shards), q=shards, data=data, folder=folder,
+                         on_event=on_event, env=env, draw=draw)
+            chased = load_chase(folder)
+        if chased is not None and chase_warnings:
+            chased["warnings"] = chase_warnings
     load1 = os.getloadavg()[0]
     out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
-                 load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard,
-                 chase=load_chase(folder) if chase and chased is None else chased)
-    if out.get("chase") is not None and chase_warnings:
-        out["chase"]["warnings"] = chase_warnings
+                 load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard, chase=chased)
     if steps:
         out["sweep_steps"] = steps
     out["sample_checks"] = checks
@@ -274,9 +277,10 @@ def chase_builds(config: b.BenchConfig, *, n: int, q: int, data: Path, folder: P
                     applied.restore(couch)
                 on_event("chase_build", {"mode": mode, "repeat": rep, "docs": n})
                 sub = root / f"{mode}-{rep}"
+                # the bench's build without compacting the index after it: the model reads the build alone
                 sz.run_sweep(replace(config, q=1, db=f"{config.db}-chase", data=str(data), results_dir=str(sub),
                                      baseline=False, ceiling=False, repeat=1), [n],
-                             on_event=on_event, env=env, build=_chase_build, draw=draw)
+                             on_event=on_event, env=env, build=without_rows(b.default_build), draw=draw)
                 # what the node read back: the evidence the held build ran held (the results file has no settings)
                 record["builds"].append({"mode": mode, "repeat": rep, "dir": sub.name,
                                          "settings": {s.name: axis_config.read(couch, s, nodes[0]) for s in held}})
@@ -284,11 +288,6 @@ def chase_builds(config: b.BenchConfig, *, n: int, q: int, data: Path, folder: P
     finally:
         applied.restore(couch)
     return root
-
-
-def _chase_build(*args, rows_dir=None, **kw) -> dict:    # noqa: ARG001 (bench passes it; nothing to dump)
-    """A chase build: the bench's, without compacting the index after (the model reads the build alone)."""
-    return b.default_build(*args, **kw)
 
 
 def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:

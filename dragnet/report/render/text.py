@@ -64,15 +64,9 @@ def forecast(rep) -> str:
             lines.append(f"  {q.name:<14} {fmt(q.value):>12}  [{fmt(q.low)} … {fmt(q.high)}] {q.how}")
             if q.shape:
                 lines.append(f"  {'':<14} shape: {q.shape}")
-            if q.by_part:
-                b = q.by_part
-                lines.append(f"  {'  by part':<14} {fmt(b.value):>12}  [{fmt(b.low)} … {fmt(b.high)}] {b.how}")
-            if q.by_bytes:
-                b = q.by_bytes
-                lines.append(f"  {'  by bytes':<14} {fmt(b.value):>12}  [{fmt(b.low)} … {fmt(b.high)}] {b.how}")
-            if q.chase:
-                b = q.chase
-                lines.append(f"  {'  by chase':<14} {fmt(b.value):>12}  [{fmt(b.low)} … {fmt(b.high)}] {b.how}")
+            for label, b in (("  by part", q.by_part), ("  by bytes", q.by_bytes), ("  by chase", q.chase)):
+                if b:     # the same quantity another way (report.forecast_report.ByPart)
+                    lines.append(f"  {label:<14} {fmt(b.value):>12}  [{fmt(b.low)} … {fmt(b.high)}] {b.how}")
             lines += [f"  warning: {w}" for w in q.warnings]
         if e.why:
             lines.append(f"  why: {e.why}")
@@ -95,8 +89,8 @@ def forecast(rep) -> str:
         lines.append(f"back-test {b.language} {b.quantity}: predicted {fmt(b.predicted)}, built {fmt(b.actual)}: "
                      f"error {b.error:+.1%}, {'inside' if b.inside else 'OUTSIDE'} the interval"
                      + (f" (whole-database sweep alone: {b.whole_error:+.1%})" if b.whole_error is not None else "")
-                     + (f" (by part: {b.by_part_error:+.1%})" if b.by_part_error is not None else "")
-                     + (f" (by bytes: {b.by_bytes_error:+.1%})" if b.by_bytes_error is not None else "")
-                     + (f" (by chase: {b.chase_error:+.1%})" if b.chase_error is not None else ""))
+                     + "".join(f" (by {how}: {e:+.1%})" for how, e in (("part", b.by_part_error),
+                                                                        ("bytes", b.by_bytes_error),
+                                                                        ("chase", b.chase_error)) if e is not None))
     lines.append(f"results: {rep.sweep_dir}, forecast.json and {', '.join(rep.charts)}")
     return "\n".join(lines)
