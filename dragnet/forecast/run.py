@@ -202,6 +202,9 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
                                  f"{spent:,.0f} s of the {budget_s:,.0f} s budget spent (a larger --budget runs it)",
                       "cost_s": cost}
             on_event("note", {"message": f"--chase: {chased['skipped']}"})
+            # the sweep stopped with the build time left to the chase: decide again on the same sizes without it
+            steps[-1] = next_step(out, manifests, shard, spent_s=spent, budget_s=budget_s,
+                                  max_docs=min(data_docs, target_docs - 1), target_docs=target_docs)
         else:
             chase_builds(config, n=ch.shard_docs(target_docs, shards), q=shards, data=data, folder=folder,
                          on_event=on_event, env=env, draw=draw)
