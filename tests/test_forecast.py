@@ -596,6 +596,7 @@ def test_report_prints_a_forecast_kept_without_its_builds(tmp_path):
     (["--target", "http://127.0.0.1:9/big"], "127.0.0.1:9"),
     (["--target-docs", "200k", "--target", "http://127.0.0.1:9/x"], "one of --target"),
     (["--target-docs", "3000", "--sizes", "1000,5000"], "not larger than"),
+    (["--target-docs", "9000"], "a fifth of the target's 9,000 documents, the most a sweep builds, is 1,800"),
     (["--target-docs", "200k", "--sizes", "100,10000"], "more than the data holds"),
     (["--target-docs", "200k", "--budget", "soon"], "--budget"),
     (["--target", "http://127.0.0.1:9/x", "--target-q", "8"], "--target-q go with --target-docs"),
@@ -627,6 +628,10 @@ def test_live_forecast_small(live_url, tmp_path):
         out = json.loads(r.output.strip().splitlines()[-1])
         assert out["sizes"] == sizes and (tmp_path / "fc" / "forecast.json").is_file()
         assert Path(out["chart"]).stat().st_size > 0
+        # given sizes record what a continuing sweep would do next on them: 2,400 is a fifth of the target
+        (step,) = json.loads((tmp_path / "fc" / "forecast.json").read_text())["sweep_steps"]
+        assert step["sizes"] == sizes and step["budget_s"] is None and step["next"] == 2400
+        assert step["stop"] in ("decided", "sizes", "load"), step
         f = out["forecasts"][""]
         assert set(f) == {"erlang_baseline", "javascript"}
         for lang in f.values():

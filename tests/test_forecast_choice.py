@@ -82,25 +82,49 @@ from dragnet.forecast import extend as ext  # noqa: E402
 from dragnet.report.forecast_report import describe_step  # noqa: E402
 
 
-def _forecasts(pts):
-    return {"": {"javascript": {"quantities": {"build_time": fc.quantity_forecast(pts, "build_time", 100_000)}}}}
+def _forecasts(pts, target=100_000):
+    return {"": {"javascript": {"quantities": {"build_time": fc.quantity_forecast(pts, "build_time", target)}}}}
 
 
 def test_undecided_shapes_build_the_next_doubling_within_the_budget():
-    step = ext.decide(_forecasts(ISSUE), [p[0] for p in ISSUE], spent_s=60, budget_s=600, max_docs=100_000,
-                      target_docs=100_000, top_seconds=30, growth=2.8)
+    big = _forecasts(ISSUE, 1_000_000)     # 40,000 documents are less than a fifth of the target
+    step = ext.decide(big, [p[0] for p in ISSUE], spent_s=60, budget_s=600, max_docs=10**6,
+                      target_docs=1_000_000, top_seconds=30, growth=2.8)
     (g,) = step["undecided"]
-    assert g["quantity"] == "build_time" and g["spread"] > 0.15       # linear 41 s … power 80 s
+    assert g["quantity"] == "build_time" and g["spread"] > 0.15
     assert step["stop"] is None and step["next"] == 40_000 and step["next_cost_s"] == 30 * 2.8
     # the same, over budget: it stops and says what the next size would cost
-    spent = ext.decide(_forecasts(ISSUE), [p[0] for p in ISSUE], spent_s=560, budget_s=600, max_docs=100_000,
-                       target_docs=100_000, top_seconds=30, growth=2.8)
+    spent = ext.decide(big, [p[0] for p in ISSUE], spent_s=560, budget_s=600, max_docs=10**6,
+                       target_docs=1_000_000, top_seconds=30, growth=2.8)
     assert spent["stop"] == "budget"
     line = describe_step(spent)
     assert "budget" in line and "the next size 40,000 would cost about 84 s" in line and "build_time" in line
     # nor beyond the data
-    assert ext.decide(_forecasts(ISSUE), [p[0] for p in ISSUE], spent_s=0, budget_s=600, max_docs=30_000,
-                      target_docs=100_000, top_seconds=30, growth=2.8)["stop"] == "data"
+    assert ext.decide(big, [p[0] for p in ISSUE], spent_s=0, budget_s=600, max_docs=30_000,
+                      target_docs=1_000_000, top_seconds=30, growth=2.8)["stop"] == "data"
+
+
+def test_the_sweep_stops_at_a_fifth_of_the_target_and_points_at_chase():
+    # the issue's sweep, 2,500-20,000 for 100,000: 40,000 would be more than a fifth, whatever the budget
+    step = ext.decide(_forecasts(ISSUE), [p[0] for p in ISSUE], spent_s=60, budget_s=10**6, max_docs=10**6,
+                      target_docs=100_000, top_seconds=30, growth=2.8)
+    (g,) = step["undecided"]
+    assert g["quantity"] == "build_time" and g["spread"] > 0.15       # linear 41 s … power 80 s
+    assert step["stop"] == "fifth" and step["next"] == 40_000
+    line = describe_step(step)
+    assert line.startswith("the sweep stopped at a fifth of the target: the next size 40,000 is more than a fifth "
+                           "of the target (100,000 documents), the most a sweep builds; --chase decides the build "
+                           "time from one shard of the target; open: javascript build_time")
+    assert line.endswith("the next size, 40,000 documents, would cost about 84 s")
+    # a size of exactly a fifth is still built
+    assert ext.decide(_forecasts(ISSUE), [p[0] for p in ISSUE], spent_s=60, budget_s=10**6, max_docs=10**6,
+                      target_docs=200_000, top_seconds=30, growth=2.8)["stop"] is None
+    # the build time left to --chase: only the sizes hold it, and the line does not point at --chase
+    sizes = {"": {"javascript": {"quantities": {"index_compacted": fc.quantity_forecast(ISSUE, "index_compacted",
+                                                                                         100_000)}}}}
+    step = ext.decide(sizes, [p[0] for p in ISSUE], spent_s=60, budget_s=10**6, max_docs=10**6,
+                      target_docs=100_000, top_seconds=30, growth=2.8, settled=ext.BY_CHASE)
+    assert step["stop"] == "fifth" and "--chase" not in step["reason"]
 
 
 def test_a_sweep_whose_shapes_agree_is_decided():
@@ -114,8 +138,8 @@ def test_a_sweep_whose_shapes_agree_is_decided():
 
 
 def test_a_sweep_of_given_sizes_says_what_larger_sweep_would_decide(tmp_path):
-    step = ext.decide(_forecasts(ISSUE), [p[0] for p in ISSUE], spent_s=0, budget_s=float("inf"), max_docs=99_999,
-                      target_docs=100_000, top_seconds=30, growth=2.8)
+    step = ext.decide(_forecasts(ISSUE, 1_000_000), [p[0] for p in ISSUE], spent_s=0, budget_s=float("inf"),
+                      max_docs=999_999, target_docs=1_000_000, top_seconds=30, growth=2.8)
     given = ext.given_sizes(step)
     assert given["stop"] == "sizes" and given["next"] == 40_000
     line = describe_step(given)
@@ -131,12 +155,13 @@ def test_a_sweep_of_given_sizes_says_what_larger_sweep_would_decide(tmp_path):
     folder = Path(__file__).resolve().parent.parent / "docs" / "studies" / "forecast" / "bt32-small"
     out = fr.from_sweep(folder, fr.target_from_docs(50_000, "30541511", 8), out_dir=tmp_path)
     (rec,) = out["sweep_steps"]
-    assert rec["stop"] == "sizes" and rec["next"] == 20_000 and rec["budget_s"] is None
+    # 1,250-10,000 for 50,000: the next doubling would pass a fifth of the target
+    assert rec["stop"] == "fifth" and rec["next"] == 20_000 and rec["budget_s"] is None
     assert {(g["language"], g["quantity"]) for g in rec["undecided"]} >= {("javascript", "build_time")}
     from dragnet.report import forecast_report
     from dragnet.report.render import text
     shown = text.forecast(forecast_report.build(_schema.read_json(tmp_path / fc.SUMMARY)))
-    assert "would build 20,000 documents next" in shown
+    assert "the sweep stopped at a fifth of the target: the next size 20,000 is more than a fifth" in shown
 
 
 def _shares(f, per_size):
@@ -182,7 +207,8 @@ def test_builds_that_waited_for_a_cpu_leave_the_build_time_open():
     # within the goal (ready for 1.1× what they got): decided
     assert ext.decide(_waited(_forecasts(line), 0.1), [2500, 5000, 10000, 20000], **kw)["stop"] == "decided"
     # shapes that disagree as well: a larger size may still settle them, so the sweep goes on
-    both = ext.decide(_waited(_forecasts(ISSUE), 3.8), [p[0] for p in ISSUE], **{**kw, "top_seconds": 30})
+    both = ext.decide(_waited(_forecasts(ISSUE, 1_000_000), 3.8), [p[0] for p in ISSUE],
+                      **{**kw, "top_seconds": 30, "target_docs": 1_000_000})
     assert both["stop"] is None and both["next"] == 40_000 and not ext.load_only(both["undecided"][0])
 
 
@@ -199,7 +225,8 @@ def test_the_ninth_back_test_said_decided_and_now_is_not(tmp_path):
     assert 2.7 < g["slowed"] < 2.8
     # and the forecast by bytes is 23 % from it: not the load alone, so not "load" but undecided on its sizes
     assert 0.2 < g["by_bytes_apart"] < 0.25
-    assert step["stop"] == "sizes" and step["next"] == 8_000
+    # 500-4,000 for 20,000: the next doubling would pass a fifth of the target
+    assert step["stop"] == "fifth" and step["next"] == 8_000
 
 
 def test_the_twelfth_back_test_said_decided_on_a_steady_low_share_and_now_stops_at_the_load(tmp_path):

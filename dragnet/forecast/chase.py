@@ -25,6 +25,7 @@ import statistics
 from typing import Sequence
 
 from dragnet.errors import UsageError
+from dragnet.forecast import extend as ext
 
 FOLDER = "chase"          # beside the sweep's folders: chase/<mode>-<repeat>/, one one-shard size each
 RECORD = "chase.json"     # chase/chase.json: the builds in the order they ran, and what the model needs
@@ -35,7 +36,6 @@ HELD = ("smoosh.ratio_views/min_priority=1000000",
         "smoosh.upgrade_views/min_priority=1000000000000000")
 BACKTESTED = 0.15         # the interval's widening on each side (the back-tests' goal, all five within it)
 JS_REDUCE_LOW = 0.30      # the CPU the model missed at most on a JavaScript reduce (k: −28.6 %), rounded up
-FIFTH = 5                 # issue 49: no build of more than a fifth of the target
 
 
 def shard_docs(target_docs: int, q: int) -> int:
@@ -55,7 +55,7 @@ def check(target_docs: int, q: int | None, data_docs: int) -> list[str]:
         raise UsageError(f"--chase: one shard of the target is {n:,} documents, more than the data holds "
                          f"({data_docs:,}); give --data with at least {n:,}")
     warnings = []
-    if q < FIFTH:
+    if q < ext.FIFTH:
         warnings.append(f"--chase builds one shard of the target, {n:,} documents: with q={q} that is more than "
                         f"a fifth of the target")
     return warnings

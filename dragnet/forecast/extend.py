@@ -10,8 +10,9 @@ to have got the CPU their threads were ready for (a steady load holds the share 
 a core would "decide" where the target gets 1.07). Else the sweep builds the next size (twice its
 largest) when the budget allows it, and decides again. It stops when every goal is met ("decided"), when
 only the machine's load holds a goal open, which no larger size settles ("load"), when the next size does
-not fit the budget ("budget") or is more than the data holds or not below the target ("data"). Each stop
-says what the next size would cost.
+not fit the budget ("budget"), is more than the data holds or not below the target ("data"), or is more than
+a fifth of the target ("fifth": a sweep that builds most of the target is no forecast a team with millions
+of documents can afford). Each stop says what the next size would cost.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Sequence
 GOALS = {"build_time": 0.15, "index_compacted": 0.10, "peak_disk": 0.10}
 RATIO = 2
 BY_CHASE = ("build_time",)   # what `forecast --chase` decides from one shard of the target (forecast.chase)
+FIFTH = 5            # the sweep's largest size is at most the target's documents over this (issue 49)
 FIRST_SHARE = 0.5   # of --budget, what --sizes auto plans its first sizes with; the rest is for going on
 
 
@@ -102,6 +104,11 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
     return out
 
 
+def largest(target_docs: int) -> int:
+    """The largest size a sweep builds for a target of target_docs documents: a fifth of it."""
+    return target_docs // FIFTH
+
+
 def next_cost(top_seconds: float, growth: float) -> float:
     """What the next doubling costs the budget: the largest size's builds (both sweeps, every language and
     repeat, their compactions) times how much the build time grows from that size to the next."""
@@ -131,6 +138,11 @@ def decide(forecasts: dict, counts: Sequence[int], *, spent_s: float, budget_s: 
     if nxt > max_docs or nxt >= target_docs:
         return {**step, "stop": "data", "reason": f"the next size {nxt:,} is more than the data holds "
                                                   f"({max_docs:,}) or not below the target"}
+    if nxt > largest(target_docs):
+        chase = ("; --chase decides the build time from one shard of the target"
+                 if any(g["quantity"] == "build_time" for g in undecided) else "")
+        return {**step, "stop": "fifth", "reason": f"the next size {nxt:,} is more than a fifth of the target "
+                                                   f"({target_docs:,} documents), the most a sweep builds{chase}"}
     if spent_s + cost > budget_s:
         return {**step, "stop": "budget", "reason": f"the next size {nxt:,} would cost about {cost:,.0f} s, "
                                                     f"{spent_s:,.0f} s of the {budget_s:,.0f} s budget spent"}

@@ -137,8 +137,10 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     if sizes_text != "auto":
         counts = sz.parse_sizes(sizes_text)
         check_sizes(counts, data_docs, target_docs, config.repeat)
-    elif min(PROBE_DOCS, data_docs) >= target_docs:
-        raise UsageError(f"target {target_docs:,} documents is not larger than the first size {PROBE_DOCS:,}")
+    elif ext.largest(target_docs) < 2 * min(PROBE_DOCS, data_docs):
+        raise UsageError(f"--sizes auto: a fifth of the target's {target_docs:,} documents, the most a sweep builds, "
+                         f"is {ext.largest(target_docs):,}, too few for two sizes from a first build of "
+                         f"{min(PROBE_DOCS, data_docs):,}; give --sizes")
     on_event("distribution", {"sample": dist.as_dict(), "target": target})
     # the sample against the target (document size, rows per document of each view), before any build
     checks = shp.check(data, target, config.design, target_spec=target_spec, env=env)
@@ -158,7 +160,8 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         # the first sizes get part of the budget: the rest is for the sizes the sweep goes on to while it
         # cannot decide (next_step), which a sweep that decides early never spends
         counts = fc.auto_sizes(first_docs=probe, first_seconds=per_round * config.repeat * sweeps,
-                               budget_s=budget_s * ext.FIRST_SHARE, max_docs=min(data_docs, target_docs - 1))
+                               budget_s=budget_s * ext.FIRST_SHARE,
+                               max_docs=min(data_docs, ext.largest(target_docs)))
         if len(counts) < 2:
             raise UsageError(f"--budget {budget_s:.0f} s is too small for two sizes (one round of {probe:,} "
                              f"documents took {per_round:.0f} s)")
@@ -179,7 +182,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
                      shard=shard)
         steps.append(next_step(out, manifests, shard, spent_s=time.time() - t0, budget_s=budget_s,
-                               max_docs=min(data_docs, target_docs - 1), target_docs=target_docs,
+                               max_docs=data_docs, target_docs=target_docs,
                                chase=chase))
         on_event("step", steps[-1])
         if steps[-1]["stop"]:
@@ -204,7 +207,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
             on_event("note", {"message": f"--chase: {chased['skipped']}"})
             # the sweep stopped with the build time left to the chase: decide again on the same sizes without it
             steps[-1] = next_step(out, manifests, shard, spent_s=spent, budget_s=budget_s,
-                                  max_docs=min(data_docs, target_docs - 1), target_docs=target_docs)
+                                  max_docs=data_docs, target_docs=target_docs)
         else:
             chase_builds(config, n=ch.shard_docs(target_docs, shards), q=shards, data=data, folder=folder,
                          on_event=on_event, env=env, draw=draw)
@@ -214,8 +217,12 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     load1 = os.getloadavg()[0]
     out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
                  load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard, chase=chased)
-    if steps:
-        out["sweep_steps"] = steps
+    if not steps:
+        # given sizes: what a continuing sweep would do next on them, as a re-forecast of them says (from_sweep)
+        step = next_step(out, manifests, shard, spent_s=time.time() - t0, budget_s=float("inf"), max_docs=data_docs,
+                         target_docs=target_docs)
+        steps = [ext.given_sizes({**step, "budget_s": None})]
+    out["sweep_steps"] = steps
     out["sample_checks"] = checks
     _schema.write(folder / fc.SUMMARY, out)
     return out

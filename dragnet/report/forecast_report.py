@@ -206,7 +206,7 @@ def describe_step(step: dict) -> str:
                       + f" (goal {g['goal']:.0%})" for g in step.get("undecided") or [])
     head = {"decided": "the sweep decided", "budget": "the sweep stopped at its budget",
             "data": "the sweep stopped at its data", "sizes": "the sweep could not decide",
-            "load": "the sweep stopped at the machine's load"}.get(step.get("stop"), "the sweep goes on")
+            "load": "the sweep stopped at the machine's load", "fifth": "the sweep stopped at a fifth of the target"}.get(step.get("stop"), "the sweep goes on")
     tail = f"; the next size, {step['next']:,} documents, would cost about {step['next_cost_s']:,.0f} s"
     return f"{head}: {step['reason']}" + (f"; open: {open_}" if open_ else "") + \
-        (tail if step.get("stop") in ("data", "decided", "sizes", "load") else "")
+        (tail if step.get("stop") in ("data", "decided", "sizes", "load", "fifth") else "")
