@@ -280,3 +280,44 @@ def test_what_the_chase_would_cost_counts_the_chased_languages_only():
     assert chase_cost(out, 8, 1, ["javascript"]) == pytest.approx(2 * 800.0 / 8)
     assert chase_cost(out, 8, 2, ["javascript"]) == pytest.approx(4 * 800.0 / 8)
     assert chase_cost(out, None, 1, ["javascript"]) is None
+
+
+# ---- a recorded forecast: back-test o, frozen before its target was built
+
+def _unzipped(src: Path, dst: Path) -> Path:
+    """The committed forecast folder as the forecast wrote it (its results files are committed gzipped; the
+    addview results files are read gzipped as they are)."""
+    import gzip
+    import shutil
+    shutil.copytree(src, dst)
+    for gz in dst.rglob("*.gz"):
+        if gz.name in ("sizes.json.gz", "bench.json.gz", "chase.json.gz"):
+            gz.with_suffix("").write_bytes(gzip.decompress(gz.read_bytes()))
+            gz.unlink()
+    return dst
+
+
+def test_back_test_o_recomputes_from_its_results_files_and_keeps_the_chase_warnings(tmp_path):
+    from dragnet.forecast import run as fr
+    frozen = REPO / "benchmarks" / "forecast_growth" / "chase-product" / "backtest-o"
+    folder = _unzipped(frozen, tmp_path / "o")
+    was = json.loads((frozen / "forecast.json").read_text())["forecasts"][""]["javascript"]["chase"]
+    out = fr.from_sweep(folder, fr.target_from_docs(100_000, None, 8), out_dir=tmp_path / "again")
+    now = out["forecasts"][""]["javascript"]["chase"]
+    for q in ("build_cpu", "build_time"):
+        assert now[q]["value"] == pytest.approx(was[q]["value"], rel=1e-12), q
+        assert [now[q]["low"], now[q]["high"]] == pytest.approx([was[q]["low"], was[q]["high"]], rel=1e-12), q
+    assert now["build_cpu"]["value"] == pytest.approx(111.3, abs=0.05)        # the README's figure
+    # given sizes that reach a fifth of the target, the build time settled by the chase: the sizes decide it
+    (step,) = out["sweep_steps"]
+    assert "build_time" not in {g["quantity"] for g in step["undecided"]}
+    # a chase's warnings are in chase.json, so a re-forecast shows them as the run did
+    record = folder / "chase" / "chase.json"
+    rec = json.loads(record.read_text())
+    assert "warnings" not in rec and "warnings" not in out["chase"]
+    record.write_text(json.dumps({**rec, "warnings": ["one shard is more than a fifth of the target"]}))
+    again = fr.from_sweep(folder, fr.target_from_docs(100_000, None, 8), out_dir=tmp_path / "warned")
+    assert again["chase"]["warnings"] == ["one shard is more than a fifth of the target"]
+    # a target of another shard size: the chase is not its own, and none is used
+    other = fr.from_sweep(folder, fr.target_from_docs(200_000, None, 8), out_dir=tmp_path / "other")
+    assert other.get("chase") is None and "chase" not in other["forecasts"][""]["javascript"]

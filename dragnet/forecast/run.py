@@ -210,7 +210,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
                                   max_docs=data_docs, target_docs=target_docs)
         else:
             chase_builds(config, n=ch.shard_docs(target_docs, shards), q=shards, data=data, folder=folder,
-                         on_event=on_event, env=env, draw=draw)
+                         on_event=on_event, env=env, draw=draw, warnings=chase_warnings)
             chased = load_chase(folder)
         if chased is not None and chase_warnings:
             chased["warnings"] = chase_warnings
@@ -261,16 +261,19 @@ def chase_cost(out: dict, q: int | None, repeat: int, languages: Sequence[str]) 
 
 
 def chase_builds(config: b.BenchConfig, *, n: int, q: int, data: Path, folder: Path,
-                 on_event: Callable[[str, dict], None], env: dict | None, draw: str) -> Path:
+                 on_event: Callable[[str, dict], None], env: dict | None, draw: str,
+                 warnings: Sequence[str] = ()) -> Path:
     """Build one shard of the target (n documents, a one-shard database) per repeat with smoosh's view channels
     held on every node and free, alternating which goes first; the node's own values are put back after, also
     on Ctrl-C and SIGTERM. Only the languages asked are chased (no Erlang baseline, no ceiling). Writes
-    chase/chase.json as each build ends; returns the chase folder."""
+    chase/chase.json as each build ends, with the check's warnings (a re-forecast reads them there); returns
+    the chase folder."""
     root = folder / ch.FOLDER
     root.mkdir(parents=True, exist_ok=True)
     design = getattr(config.design, "doc", None)
     record = {"q": q, "shard_docs": n, "languages": list(config.languages), "held": list(ch.HELD),
-              "javascript_reduces": ch.javascript_reduces(design), "builds": []}
+              "javascript_reduces": ch.javascript_reduces(design), "builds": [],
+              **({"warnings": list(warnings)} if warnings else {})}
     held = [axis_config.parse(t) for t in ch.HELD]
     couch = connect(config.url, env=env)
     applied = axis_config.Applied()
@@ -328,7 +331,8 @@ def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:
         except ValueError as exc:
             why[lang] = str(exc)
     return {"dir": str(root), "q": record["q"], "shard_docs": record["shard_docs"], "held": record["held"],
-            "languages": models, **({"failed": why} if why else {})}
+            "languages": models, **({"failed": why} if why else {}),
+            **({"warnings": record["warnings"]} if record.get("warnings") else {})}
 
 
 def add_size(config: b.BenchConfig, n: int, **kw) -> tuple[dict, dict[int, dict]]:
