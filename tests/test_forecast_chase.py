@@ -226,6 +226,34 @@ def test_live_forecast_chase(live_url, tmp_path):
 
 @pytest.mark.live
 @pytest.mark.slow
+def test_live_auto_sizes_stay_within_a_fifth_and_the_chase_settles_the_build_time(live_url, tmp_path):
+    """--sizes auto with --chase, as a user would run it: no size past a fifth of the target, the sweep's last
+    step with the build time left to the chase, and the chase built at the target's shard size."""
+    from dragnet.couchdb.client import connect
+
+    couch = connect(live_url)
+    db = f"dragnet_test_chase_auto_{os.getpid()}"
+    try:
+        r = CliRunner().invoke(main, ["forecast", "--url", live_url, "--db", db, "--target-docs", "10000",
+                                      "--target-q", "8", "--q", "8", "--budget", "15m", "--no-baseline",
+                                      "--no-ceiling", "--no-shard-sweep", "--chase", "--results", str(tmp_path / "fc")])
+        assert r.exit_code == 0, r.output
+        out = json.loads((tmp_path / "fc" / "forecast.json").read_text())
+        assert max(out["sizes"]) <= 2000 and len(out["sizes"]) >= 2, out["sizes"]
+        step = out["sweep_steps"][-1]
+        assert step["settled"] == ["build_time"] and step["stop"] in ("decided", "fifth", "load"), step
+        assert "build_time" not in {g["quantity"] for g in step["undecided"]}
+        c = out["forecasts"][""]["javascript"]["chase"]
+        assert c["shard_docs"] == 1250 and c["build_time"]["value"] > 0
+        assert "  by chase" in r.output
+    finally:
+        for name in couch.get("/_all_dbs"):
+            if name.startswith(db):
+                couch.request("DELETE", f"/{name}", ok=(200, 202, 404))
+
+
+@pytest.mark.live
+@pytest.mark.slow
 def test_live_sigterm_during_the_held_build_puts_smoosh_back(live_url, tmp_path):
     from dragnet.couchdb.client import connect
 
