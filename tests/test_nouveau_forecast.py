@@ -122,6 +122,15 @@ def test_cli_refuses_what_does_not_combine_in_one_line(args, msg):
     assert r.exit_code != 0 and msg in r.output and len(r.output.strip().splitlines()) == 1
 
 
+def test_auto_sizes_stay_within_a_fifth_of_the_target(tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"_id": f"d{i}", "v": i}) + "\n" for i in range(5000)))
+    r = CliRunner().invoke(main, ["forecast", "--nouveau", str(INDEX), "--db", "x", "--url", "http://127.0.0.1:9",
+                                  "--target-docs", "9000", "--data", str(data)])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+    assert "a fifth of the target's 9,000 documents, the most a sweep builds, is 1,800" in r.output
+
+
 def test_build_target_goes_with_nouveau():
     r = CliRunner().invoke(main, ["forecast", "--db", "x", "--target-docs", "1000", "--build-target"])
     assert r.exit_code != 0 and "--build-target goes with --nouveau" in r.output

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from dragnet.errors import UsageError
+
 # the issue's goals: build time within ±15 %, the final index size and the peak disk within ±10 %
 GOALS = {"build_time": 0.15, "index_compacted": 0.10, "peak_disk": 0.10}
 RATIO = 2
@@ -107,6 +109,15 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
 def largest(target_docs: int) -> int:
     """The largest size a sweep builds for a target of target_docs documents: a fifth of it."""
     return target_docs // FIFTH
+
+
+def check_auto(target_docs: int, first_docs: int) -> None:
+    """--sizes auto, before any build: a one-line UsageError when a fifth of the target holds no two sizes
+    from the first build's."""
+    if largest(target_docs) < 2 * first_docs:
+        raise UsageError(f"--sizes auto: a fifth of the target's {target_docs:,} documents, the most a sweep "
+                         f"builds, is {largest(target_docs):,}, too few for two sizes from a first build of "
+                         f"{first_docs:,}; give --sizes")
 
 
 def next_cost(top_seconds: float, growth: float) -> float:

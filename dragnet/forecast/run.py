@@ -137,10 +137,8 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     if sizes_text != "auto":
         counts = sz.parse_sizes(sizes_text)
         check_sizes(counts, data_docs, target_docs, config.repeat)
-    elif ext.largest(target_docs) < 2 * min(PROBE_DOCS, data_docs):
-        raise UsageError(f"--sizes auto: a fifth of the target's {target_docs:,} documents, the most a sweep builds, "
-                         f"is {ext.largest(target_docs):,}, too few for two sizes from a first build of "
-                         f"{min(PROBE_DOCS, data_docs):,}; give --sizes")
+    else:
+        ext.check_auto(target_docs, min(PROBE_DOCS, data_docs))
     on_event("distribution", {"sample": dist.as_dict(), "target": target})
     # the sample against the target (document size, rows per document of each view), before any build
     checks = shp.check(data, target, config.design, target_spec=target_spec, env=env)

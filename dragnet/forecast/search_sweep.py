@@ -25,6 +25,7 @@ from dragnet.index import search_build as nv
 from dragnet.couchdb.client import Couch, mask_url
 from dragnet.data.ensure import ensure_data
 from dragnet.errors import DragnetError, UsageError
+from dragnet.forecast import extend as ext
 from dragnet.forecast import model as fc
 from dragnet.measure.machine import machine_info
 from dragnet.results import schema as _schema
@@ -180,8 +181,8 @@ def run(couch: Couch, *, db: str, index: nv.Index, data: Path, target: dict, lan
     data_docs = data_distribution(data).docs
     if sizes:
         check_sizes(sizes, data_docs, target_docs, repeat, build_target)
-    elif min(PROBE_DOCS, data_docs) >= target_docs:
-        raise UsageError(f"target {target_docs:,} documents is not larger than the first size {PROBE_DOCS:,}")
+    else:
+        ext.check_auto(target_docs, min(PROBE_DOCS, data_docs))
     nv.nouveau_config(couch)     # Nouveau off or down: one line before any import
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
@@ -197,7 +198,7 @@ def run(couch: Couch, *, db: str, index: nv.Index, data: Path, target: dict, lan
                         folder=folder / "sweep", rng=rng, on_event=on_event, stage="probe")
         seconds = sum(float(r["summary"]["wall_time_s"]) for r in probe) * repeat
         sizes = sizes_for(probe_docs=n, probe_seconds=seconds, budget_s=budget_s,
-                          max_docs=min(data_docs, target_docs - 1))
+                          max_docs=min(data_docs, ext.largest(target_docs)))
         if len(sizes) < 2:
             raise UsageError(f"--budget {budget_s:.0f} s is too small for two sizes (the first build of {n:,} "
                              f"documents took {seconds / repeat:.0f} s)")
