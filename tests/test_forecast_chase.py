@@ -60,6 +60,8 @@ def test_a_javascript_reduce_widens_the_cpus_upper_side_and_says_why():
     assert js["build_cpu"]["high"] > plain["build_cpu"]["high"]
     assert js["build_time"] == plain["build_time"]
     assert any("by_day" in x for x in js["limits"]) and not any("JavaScript" in x for x in plain["limits"])
+    # the line says the bound the interval has: 43 % above, for a model that missed up to 30 % low
+    assert any("widened to 43% above (the model missed by up to 30% low)" in x for x in js["limits"])
 
 
 def test_one_pair_says_its_spread_is_unmeasured():

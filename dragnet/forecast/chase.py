@@ -101,7 +101,8 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = ()) -> 
     if js_reduces:
         limits.append(f"JavaScript reduces ({', '.join(js_reduces)}): compaction reruns them for as long as the "
                       f"chase lasts, longer in the target; the CPU's upper bound is widened to "
-                      f"{JS_REDUCE_LOW:.0%} above")
+                      f"{JS_REDUCE_LOW / (1 - JS_REDUCE_LOW):.0%} above (the model missed by up to "
+                      f"{JS_REDUCE_LOW:.0%} low)")
     return {"q": q, "shard_docs": pairs[0][0].get("docs"), "repeats": len(pairs),
             "build_cpu": _range(cpu, BACKTESTED, JS_REDUCE_LOW / (1 - JS_REDUCE_LOW) if js_reduces else BACKTESTED),
             "build_time": _range(time_, BACKTESTED, BACKTESTED),
