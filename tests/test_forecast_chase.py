@@ -51,6 +51,17 @@ def test_repeats_are_averaged_and_their_range_widened_by_the_back_tests_goal():
     assert [b["repeat"] for b in m["builds"]] == [1, 1, 2, 2]     # the figures it came from, kept
 
 
+def test_the_build_time_is_over_the_cores_the_sweep_at_the_targets_q_got():
+    m = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0)], 8)      # chased build: 1.4 cores
+    swept = ch.over_sweep_cores(m, {"2500": 1.2, "20000": 1.75}, 8)
+    assert swept["build_time"]["value"] == pytest.approx(84.0 / 1.75)
+    assert swept["build_cpu"] == m["build_cpu"] and swept["cores"] == {"share": 1.75, "at_size": 20_000, "q": 8}
+    assert any("the sweep's 20,000 documents at q=8 got them (1.75)" in x for x in swept["limits"])
+    assert not any(x.startswith(ch.CORES_USED) for x in swept["limits"])
+    # a sweep at another q, or one without CPU figures: the chased build's cores stand in
+    assert ch.over_sweep_cores(m, {"20000": 1.75}, 4) is m and ch.over_sweep_cores(m, None, 8) is m
+
+
 def test_a_javascript_reduce_widens_the_cpus_upper_side_and_says_why():
     plain = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0)], 8)
     js = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0)], 8, js_reduces=["by_day"])
@@ -208,7 +219,11 @@ def test_live_forecast_chase(live_url, tmp_path):
             cpu[b["mode"]] = (fig["beam_s"] + fig["query_server_s"], run["wall_time_s"])
         want = 3 * cpu["held"][0] + cpu["free"][0]
         assert c["build_cpu"]["value"] == pytest.approx(want)
-        assert c["build_time"]["value"] == pytest.approx(want / (cpu["free"][0] / cpu["free"][1]))
+        # over the cores the sweep's largest size at the target's q got (its CPU-seconds over its wall time)
+        share = out["forecasts"][""]["javascript"]["quantities"]["build_time"]["cores_share"]["per_size"]["450"]
+        assert c["cores"]["at_size"] == 450 and c["cores"]["q"] == 4
+        assert c["build_time"]["value"] == pytest.approx(want / share)
+        assert c["cores_used"] == [pytest.approx(cpu["free"][0] / cpu["free"][1])]
         # a re-forecast of the recorded folder reads the same chase; for another target's shard size, none
         again = CliRunner().invoke(main, ["forecast", "--url", live_url, "--db", db, "--from-sweep",
                                           str(tmp_path / "fc"), "--target-docs", "2400", "--target-q", "4",
@@ -331,13 +346,19 @@ def test_back_test_o_recomputes_from_its_results_files_and_keeps_the_chase_warni
     from dragnet.forecast import run as fr
     frozen = REPO / "benchmarks" / "forecast_growth" / "chase-product" / "backtest-o"
     folder = _unzipped(frozen, tmp_path / "o")
-    was = json.loads((frozen / "forecast.json").read_text())["forecasts"][""]["javascript"]["chase"]
+    frozen_f = json.loads((frozen / "forecast.json").read_text())["forecasts"][""]["javascript"]
+    was = frozen_f["chase"]
     out = fr.from_sweep(folder, fr.target_from_docs(100_000, None, 8), out_dir=tmp_path / "again")
     now = out["forecasts"][""]["javascript"]["chase"]
-    for q in ("build_cpu", "build_time"):
-        assert now[q]["value"] == pytest.approx(was[q]["value"], rel=1e-12), q
-        assert [now[q]["low"], now[q]["high"]] == pytest.approx([was[q]["low"], was[q]["high"]], rel=1e-12), q
+    q = "build_cpu"
+    assert now[q]["value"] == pytest.approx(was[q]["value"], rel=1e-12)
+    assert [now[q]["low"], now[q]["high"]] == pytest.approx([was[q]["low"], was[q]["high"]], rel=1e-12)
     assert now["build_cpu"]["value"] == pytest.approx(111.3, abs=0.05)        # the README's figure
+    # the build time: that CPU over the share of the cores the sweep's 20,000 documents at q=8 got
+    share = frozen_f["quantities"]["build_time"]["cores_share"]["per_size"]["20000"]
+    assert now["cores"] == {"share": pytest.approx(share), "at_size": 20_000, "q": 8}
+    assert now["build_time"]["value"] == pytest.approx(was["build_cpu"]["value"] / share, rel=1e-12)
+    assert now["build_time"]["value"] == pytest.approx(69.8, abs=0.05)       # chase_cores' figure
     # given sizes that reach a fifth of the target, the build time settled by the chase: the sizes decide it
     (step,) = out["sweep_steps"]
     assert "build_time" not in {g["quantity"] for g in step["undecided"]}

@@ -367,6 +367,12 @@ def target_q(target: dict, config: b.BenchConfig | None = None, summary: dict | 
     return next((int(q) for q in qs if q), None)
 
 
+def sweep_q(summary: dict) -> int | None:
+    """The shards of the sweep's databases (sizes.json per_size), when they all had the same."""
+    qs = {p.get("q") for p in (summary.get("per_size") or {}).values()}
+    return int(qs.pop()) if len(qs) == 1 and None not in qs else None
+
+
 def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: Path, label: str = "",
            weighting: str = "ordinary", load: list[float] | None = None, seconds: float | None = None,
            sample: dict | None = None, shard: tuple[dict, dict[int, dict]] | None = None,
@@ -433,7 +439,8 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
             if by_bytes:
                 f["by_bytes"] = by_bytes
             if not name and lang in ((chase or {}).get("languages") or {}):
-                f["chase"] = chase["languages"][lang]
+                shares = ((f["quantities"].get("build_time") or {}).get("cores_share") or {}).get("per_size")
+                f["chase"] = ch.over_sweep_cores(chase["languages"][lang], shares, sweep_q(summary))
     folder.mkdir(parents=True, exist_ok=True)
     _schema.write(folder / fc.SUMMARY, out)
     return out

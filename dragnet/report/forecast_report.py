@@ -139,7 +139,10 @@ def _chase(name: str, f: dict) -> ByPart | None:
         return None
     how = (f"(q − 1) × held + free CPU-seconds of one shard ({c['shard_docs']:,} documents) built with compaction "
            f"held and free, {c['repeats']} time{'s' if c['repeats'] > 1 else ''}")
-    if name == "build_time":
+    if name == "build_time" and c.get("cores"):
+        k = c["cores"]
+        how += f", over {k['share']:.2f} of a core (what the sweep's {k['at_size']:,} documents at q={k['q']} got)"
+    elif name == "build_time":
         lo, hi = min(c["cores_used"]), max(c["cores_used"])
         cores = f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}"
         how += f", over {cores} of a core (what the chased build used)"
@@ -160,7 +163,9 @@ def chase_notes(out: dict) -> list[str]:
         return []
     if c.get("skipped"):
         return [f"--chase did not run: {c['skipped']}"]
-    limits = next((m["limits"] for m in (c.get("languages") or {}).values()), [])
+    # the limits as each language's forecast carries them (forecast.chase.over_sweep_cores rewrites one)
+    per_lang = [f["chase"] for f in (out.get("forecasts") or {}).get("", {}).values() if f.get("chase")]
+    limits = next((m["limits"] for m in [*per_lang, *(c.get("languages") or {}).values()]), [])
     failed = [f"{lang}: {why}" for lang, why in (c.get("failed") or {}).items()]
     return [*(f"chase: {w}" for w in c.get("warnings") or []), *(f"chase failed for {x}" for x in failed),
             *(f"chase limit: {x}" for x in limits)]
