@@ -359,6 +359,8 @@ def test_back_test_o_recomputes_from_its_results_files_and_keeps_the_chase_warni
     assert now["cores"] == {"share": pytest.approx(share), "at_size": 20_000, "q": 8}
     assert now["build_time"]["value"] == pytest.approx(was["build_cpu"]["value"] / share, rel=1e-12)
     assert now["build_time"]["value"] == pytest.approx(69.8, abs=0.05)       # chase_cores' figure
+    # forecast.json holds one model per language: the chase's record is the forecast's, not a second copy
+    assert out["chase"]["languages"]["javascript"] == now
     # given sizes that reach a fifth of the target, the build time settled by the chase: the sizes decide it
     (step,) = out["sweep_steps"]
     assert "build_time" not in {g["quantity"] for g in step["undecided"]}

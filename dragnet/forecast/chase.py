@@ -42,6 +42,7 @@ HELD = ("smoosh.ratio_views/min_priority=1000000",
         "smoosh.upgrade_views/min_priority=1000000000000000")
 BACKTESTED = 0.15         # the interval's widening on each side (the build time's goal)
 JS_REDUCE_LOW = 0.30      # the CPU the model missed at most on a JavaScript reduce (k: −28.6 %), rounded up
+CORES_USED = "the target's cores used as the chased one-shard build used them"   # a limit over_sweep_cores replaces
 
 
 def shard_docs(target_docs: int, q: int) -> int:
@@ -93,9 +94,6 @@ def over_sweep_cores(m: dict, shares: dict | None, sweep_q: int | None) -> dict:
                      "a target on more cores, or a machine under another load, builds in another time")
     return {**m, "build_time": _range(time_, BACKTESTED, BACKTESTED), "limits": limits,
             "cores": {"share": per[at], "at_size": at, "q": sweep_q}}
-
-
-CORES_USED = "the target's cores used as the chased one-shard build used them"
 
 
 def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = ()) -> dict:

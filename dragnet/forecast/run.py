@@ -201,7 +201,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         if cost is not None and spent + cost > budget_s:
             chased = {"skipped": f"one shard of the target held and free would cost about {cost:,.0f} s, "
                                  f"{spent:,.0f} s of the {budget_s:,.0f} s budget spent (a larger --budget runs it)",
-                      "cost_s": cost}
+                      "cost_s": cost, **({"warnings": chase_warnings} if chase_warnings else {})}
             on_event("note", {"message": f"--chase: {chased['skipped']}"})
             # the sweep stopped with the build time left to the chase: decide again on the same sizes without it
             steps[-1] = next_step(out, manifests, shard, spent_s=spent, budget_s=budget_s,
@@ -209,9 +209,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         else:
             chase_builds(config, n=ch.shard_docs(target_docs, shards), q=shards, data=data, folder=folder,
                          on_event=on_event, env=env, draw=draw, warnings=chase_warnings)
-            chased = load_chase(folder)
-        if chased is not None and chase_warnings:
-            chased["warnings"] = chase_warnings
+            chased = load_chase(folder)       # with the warnings chase.json keeps
     load1 = os.getloadavg()[0]
     out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
                  load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard, chase=chased)
@@ -441,6 +439,9 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
             if not name and lang in ((chase or {}).get("languages") or {}):
                 shares = ((f["quantities"].get("build_time") or {}).get("cores_share") or {}).get("per_size")
                 f["chase"] = ch.over_sweep_cores(chase["languages"][lang], shares, sweep_q(summary))
+    if (chase or {}).get("languages"):    # one model per language in forecast.json: the forecast's
+        out["chase"] = {**chase, "languages": {lang: (out["forecasts"].get("") or {}).get(lang, {}).get("chase", m)
+                                               for lang, m in chase["languages"].items()}}
     folder.mkdir(parents=True, exist_ok=True)
     _schema.write(folder / fc.SUMMARY, out)
     return out

@@ -163,9 +163,7 @@ def chase_notes(out: dict) -> list[str]:
         return []
     if c.get("skipped"):
         return [f"--chase did not run: {c['skipped']}"]
-    # the limits as each language's forecast carries them (forecast.chase.over_sweep_cores rewrites one)
-    per_lang = [f["chase"] for f in (out.get("forecasts") or {}).get("", {}).values() if f.get("chase")]
-    limits = next((m["limits"] for m in [*per_lang, *(c.get("languages") or {}).values()]), [])
+    limits = next((m["limits"] for m in (c.get("languages") or {}).values()), [])
     failed = [f"{lang}: {why}" for lang, why in (c.get("failed") or {}).items()]
     return [*(f"chase: {w}" for w in c.get("warnings") or []), *(f"chase failed for {x}" for x in failed),
             *(f"chase limit: {x}" for x in limits)]
@@ -214,4 +212,4 @@ def describe_step(step: dict) -> str:
             "load": "the sweep stopped at the machine's load", "fifth": "the sweep stopped at a fifth of the target"}.get(step.get("stop"), "the sweep goes on")
     tail = f"; the next size, {step['next']:,} documents, would cost about {step['next_cost_s']:,.0f} s"
     return f"{head}: {step['reason']}" + (f"; open: {open_}" if open_ else "") + \
-        (tail if step.get("stop") in ("data", "decided", "sizes", "load", "fifth") else "")
+        (tail if step.get("stop") not in (None, "budget") else "")     # a budget's reason says the cost
