@@ -55,8 +55,17 @@ def test_the_build_time_is_over_the_cores_the_sweep_at_the_targets_q_got():
     m = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0)], 8)      # chased build: 1.4 cores
     swept = ch.over_sweep_cores(m, {"2500": 1.2, "20000": 1.75}, 8)
     assert swept["build_time"]["value"] == pytest.approx(84.0 / 1.75)
-    assert swept["build_cpu"] == m["build_cpu"] and swept["cores"] == {"share": 1.75, "at_size": 20_000, "q": 8}
+    assert swept["build_cpu"] == m["build_cpu"]
+    assert swept["cores"] == {"share": 1.75, "at_size": 20_000, "q": 8, "low_factor": 1.0, "high_factor": 1.75 / 1.2}
+    # the interval also spans the shares the sweep's smaller sizes got: at 1.2 cores the build takes 84 / 1.2
+    assert swept["build_time"]["high"] == pytest.approx(84.0 / 1.2 * (1 + ch.BACKTESTED))
+    assert swept["build_time"]["low"] == pytest.approx(84.0 / 1.75 * (1 - ch.BACKTESTED))
     assert any("the sweep's 20,000 documents at q=8 got them (1.75)" in x for x in swept["limits"])
+    # a largest size that got fewer cores than a smaller one lowers the low side instead
+    down = ch.over_sweep_cores(m, {"2500": 1.9, "20000": 1.75}, 8, load=[1.0, 3.25])
+    assert down["build_time"]["high"] == pytest.approx(84.0 / 1.75 * (1 + ch.BACKTESTED))
+    assert down["build_time"]["low"] == pytest.approx(84.0 / 1.9 * (1 - ch.BACKTESTED))
+    assert any("(1.75 at a 1-minute load average of 1.0–3.2)" in x for x in down["limits"])
     assert not any(x.startswith(ch.CORES_USED) for x in swept["limits"])
     # a sweep at another q, or one without CPU figures: the chased build's cores stand in
     assert ch.over_sweep_cores(m, {"20000": 1.75}, 4) is m and ch.over_sweep_cores(m, None, 8) is m
@@ -356,7 +365,12 @@ def test_back_test_o_recomputes_from_its_results_files_and_keeps_the_chase_warni
     assert now["build_cpu"]["value"] == pytest.approx(111.3, abs=0.05)        # the README's figure
     # the build time: that CPU over the share of the cores the sweep's 20,000 documents at q=8 got
     share = frozen_f["quantities"]["build_time"]["cores_share"]["per_size"]["20000"]
-    assert now["cores"] == {"share": pytest.approx(share), "at_size": 20_000, "q": 8}
+    assert {k: now["cores"][k] for k in ("share", "at_size", "q")} == {"share": pytest.approx(share), "at_size": 20_000,
+                                                                     "q": 8}
+    # its interval spans the smallest share the sweep's sizes got
+    per = frozen_f["quantities"]["build_time"]["cores_share"]["per_size"]
+    assert now["build_time"]["high"] == pytest.approx(
+        max(was["build_cpu"]["per_repeat"]) / min(per.values()) * (1 + ch.BACKTESTED), rel=1e-12)
     assert now["build_time"]["value"] == pytest.approx(was["build_cpu"]["value"] / share, rel=1e-12)
     assert now["build_time"]["value"] == pytest.approx(69.8, abs=0.05)       # chase_cores' figure
     # forecast.json holds one model per language: the chase's record is the forecast's, not a second copy

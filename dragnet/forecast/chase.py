@@ -16,7 +16,8 @@ CPU), its target 1.59-1.68, the sweep at q=8 1.57. Where the sweep ran at anothe
 cores the chased (free) one-shard build used stand in.
 
 The forecast is the repeats' mean. Its interval is the repeats' range widened by BACKTESTED on each side, the
-build time's goal (the frozen back-tests: docs/studies/forecast-backtests.md, o to r); a design doc with
+build time's goal (the frozen back-tests: docs/studies/forecast-backtests.md, o to r), the build time's also
+by the shares of the cores the sweep's other sizes got (over_sweep_cores); a design doc with
 JavaScript reduces widens the CPU's upper side to JS_REDUCE_LOW, since
 compaction reruns them in couchjs as long as the chase lasts, which the one-shard builds see for less time
 than the target (back-tests k −28.6 %, m −12.3 %).
@@ -81,19 +82,29 @@ def _range(values: Sequence[float], low_share: float, high_share: float) -> dict
             "per_repeat": list(values)}
 
 
-def over_sweep_cores(m: dict, shares: dict | None, sweep_q: int | None) -> dict:
+def over_sweep_cores(m: dict, shares: dict | None, sweep_q: int | None,
+                     load: Sequence[float] | None = None) -> dict:
     """The model m (model()) with its build time over the share of the cores the sweep's largest size got,
-    when the sweep ran at the target's q (shares: forecast.json's build_time cores_share per_size); else m."""
+    when the sweep ran at the target's q (shares: forecast.json's build_time cores_share per_size; load: the
+    1-minute load average as the sweep began and ended); else m. The interval also spans the other shares
+    the sweep's sizes got, as model.widen_by_share does for the sweep's own build time: the target gets a
+    share of its own, which the sweep's moving shares bound no better than that."""
     per = {int(n): float(v) for n, v in (shares or {}).items() if v}
     if not per or sweep_q != m["q"]:
         return m
     at = max(per)
-    time_ = [c / per[at] for c in m["build_cpu"]["per_repeat"]]
+    top = per[at]
+    time_ = _range([c / top for c in m["build_cpu"]["per_repeat"]], BACKTESTED, BACKTESTED)
+    low_f, high_f = min(1.0, top / max(per.values())), max(1.0, top / min(per.values()))
+    time_["low"], time_["high"] = time_["low"] * low_f, time_["high"] * high_f
+    at_load = (f" at a 1-minute load average of {min(load):.1f}–{max(load):.1f}"
+               if load and all(isinstance(x, (int, float)) for x in load) else "")
     limits = [x for x in m["limits"] if not x.startswith(CORES_USED)]
-    limits.insert(1, f"the target's cores as the sweep's {at:,} documents at q={sweep_q} got them ({per[at]:.2f}): "
-                     "a target on more cores, or a machine under another load, builds in another time")
-    return {**m, "build_time": _range(time_, BACKTESTED, BACKTESTED), "limits": limits,
-            "cores": {"share": per[at], "at_size": at, "q": sweep_q}}
+    limits.insert(1, f"the target's cores as the sweep's {at:,} documents at q={sweep_q} got them ({top:.2f}"
+                     f"{at_load}): a target on more cores, or a machine under another load, builds in another "
+                     f"time (the CPU-seconds do not depend on it)")
+    return {**m, "build_time": time_, "limits": limits,
+            "cores": {"share": top, "at_size": at, "q": sweep_q, "low_factor": low_f, "high_factor": high_f}}
 
 
 def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = ()) -> dict:

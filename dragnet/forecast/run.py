@@ -438,7 +438,7 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
                 f["by_bytes"] = by_bytes
             if not name and lang in ((chase or {}).get("languages") or {}):
                 shares = ((f["quantities"].get("build_time") or {}).get("cores_share") or {}).get("per_size")
-                f["chase"] = ch.over_sweep_cores(chase["languages"][lang], shares, sweep_q(summary))
+                f["chase"] = ch.over_sweep_cores(chase["languages"][lang], shares, sweep_q(summary), load)
     if (chase or {}).get("languages"):    # one model per language in forecast.json: the forecast's
         out["chase"] = {**chase, "languages": {lang: (out["forecasts"].get("") or {}).get(lang, {}).get("chase", m)
                                                for lang, m in chase["languages"].items()}}
