@@ -212,6 +212,30 @@ def test_peak_disk_at_a_known_target_is_its_database_plus_the_growth():
     assert "disk_growth" in out["peak_disk"]["basis"]
 
 
+def test_a_target_given_as_a_document_count_gets_its_database_from_the_sweeps_curve():
+    # back-test o's sweep databases (2,500-20,000 documents at q=8): each doubling's file grew faster than a
+    # line through them foretells; its target's database was 225,027,783 bytes
+    sweep = {2500: 3577543, 5000: 7648971, 10000: 16557767, 20000: 36427463}
+    line = fc.db_line(sweep, 100_000)
+    assert line["shape"] == fc.POWER and line["k"] > 1
+    assert line["value"] == pytest.approx(225_027_783, rel=0.02)
+    assert fc.fit_linear(sweep.items()).value(100_000) < 0.85 * 225_027_783       # the line's 17 % low
+    assert line["low"] <= line["value"] * (1 - fc.DB_BACKTESTED) and line["high"] >= line["value"] * (1 + fc.DB_BACKTESTED)
+    assert "a + b·n^1.14" in line["basis"]
+    # a database that grew as a line stays one
+    flat = fc.db_line({n: 1000 + 600 * n for n in (2500, 5000, 10000, 20000)}, 100_000)
+    assert flat["k"] == 1.0 and flat["value"] == pytest.approx(1000 + 600 * 100_000)
+    assert fc.db_line({2500: 1, 5000: 2}, 100_000) is None
+    # the peak carries the database's interval beside the growth's
+    _, _, runs = _recorded()
+    lang = runs[0]["language"]
+    rs = [r for r in runs if r["language"] == lang]
+    out = fc.forecast_sweep(rs, 100_000, target_db_bytes=int(line["value"]), target_db_line=line)[lang]["quantities"]
+    g, pk = out["disk_growth"]["prediction"], out["peak_disk"]["prediction"]
+    assert (pk["low"], pk["high"]) == (pytest.approx(line["low"] + g["low"]), pytest.approx(line["high"] + g["high"]))
+    assert "a + b·n^1.14" in out["peak_disk"]["basis"]
+
+
 # ---- the one-shard sweep: index and disk sizes per shard of the target
 
 def test_shard_forecast_is_the_shards_times_one_shard_at_its_share():

@@ -373,6 +373,10 @@ def test_back_test_o_recomputes_from_its_results_files_and_keeps_the_chase_warni
         max(was["build_cpu"]["per_repeat"]) / min(per.values()) * (1 + ch.BACKTESTED), rel=1e-12)
     assert now["build_time"]["value"] == pytest.approx(was["build_cpu"]["value"] / share, rel=1e-12)
     assert now["build_time"]["value"] == pytest.approx(69.8, abs=0.05)       # chase_cores' figure
+    # its target (--target-docs) has its database from the sweep's databases' curve, and the peak within 2 %
+    result = json.loads((frozen.parent / "result.json").read_text())["quantities"]["javascript"]["peak_disk"]
+    peak = out["forecasts"][""]["javascript"]["quantities"]["peak_disk"]["prediction"]["value"]
+    assert out["target"]["db_line"]["k"] > 1 and peak == pytest.approx(result["target_mean"], rel=0.02)
     # forecast.json holds one model per language: the chase's record is the forecast's, not a second copy
     assert out["chase"]["languages"]["javascript"] == now
     # given sizes that reach a fifth of the target, the build time settled by the chase: the sizes decide it

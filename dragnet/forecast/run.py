@@ -386,9 +386,9 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     db_bytes = {n: v for n, v in db_bytes.items() if v}
     target_docs = int(target["doc_count"])
     target_db = (target.get("sizes") or {}).get("file")
-    if not target_db and len(db_bytes) >= 3:     # --target-docs: the database's own line
-        f = fc.fit_linear(db_bytes.items())
-        target_db = int(f.value(target_docs)) if f else None
+    line = None if target_db else fc.db_line(db_bytes, target_docs)     # --target-docs: the database's own line
+    if line:
+        target_db = int(line["value"])
     mem = (machine.get("mem_total_kb") or 0) * 1024
     limits = {sc["label"]: sc.get("memory_limit") for m in manifests.values() for sc in m.get("scenarios") or []}
     # the others' load: the load average just before the sweep (during it, the sweep's own CouchDB counts:
@@ -396,7 +396,8 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     per_cpu = load[0] / (machine.get("cpu_count") or 1) if load else None
     first = next(iter(manifests.values()), {})
     couchdb = _couchdb_of(Path(summary["dir"]), manifests)
-    out = {"schema": fc.SCHEMA, "target": {**target, "db_bytes": target_db}, "sample": sample,
+    out = {"schema": fc.SCHEMA, "target": {**target, "db_bytes": target_db, **({"db_line": line} if line else {})},
+           "sample": sample,
            "sweep_dir": summary["dir"], "sizes": sorted(int(n) for n in manifests), "weighting": weighting,
            "draw": summary.get("draw") or sz.draw_record("prefix"),
            "level": fc.LEVEL, "machine": machine, "load_average": load, "seconds": seconds,
@@ -421,7 +422,7 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
         limit = limits.get(rs[0].get("scenario") or "") or mem
         one = shard_variants.get(name, [])
         out["forecasts"][name] = fc.forecast_sweep(rs, target_docs, weighting=weighting, memory_bytes=limit,
-                                                   db_bytes=db_bytes, target_db_bytes=target_db,
+                                                   db_bytes=db_bytes, target_db_bytes=target_db, target_db_line=line,
                                                    other_load=per_cpu, shard_runs=one, shards=shards,
                                                    cores=machine.get("cpu_count"))
         # why the cost per document grows, from what the builds recorded (their results files hold the CPU)
