@@ -135,6 +135,8 @@ def test_a_sweep_whose_shapes_agree_is_decided():
     step = ext.decide(f, [2500, 5000, 10000, 20000], spent_s=10, budget_s=600, max_docs=100_000,
                       target_docs=100_000, top_seconds=5, growth=2.0)
     assert spread == [] and step["stop"] == "decided" and step["undecided"] == []
+    # nothing is open, so no next size is worth its cost: the line does not offer one
+    assert describe_step(step).startswith("the sweep decided") and "would cost" not in describe_step(step)
 
 
 def test_a_sweep_of_given_sizes_says_what_larger_sweep_would_decide(tmp_path):
