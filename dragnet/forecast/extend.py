@@ -26,6 +26,7 @@ GOALS = {"build_time": 0.15, "index_compacted": 0.10, "peak_disk": 0.10}
 RATIO = 2
 BY_CHASE = ("build_time",)   # what `forecast --chase` decides from one shard of the target (forecast.chase)
 FIFTH = 5            # the sweep's largest size is at most the target's documents over this (issue 49)
+PROBE_DOCS = 1000      # the first build of --sizes auto (views and Nouveau alike)
 FIRST_SHARE = 0.5   # of --budget, what --sizes auto plans its first sizes with; the rest is for going on
 
 

@@ -32,7 +32,6 @@ from dragnet.measure.machine import machine_info
 from dragnet.data.sample import SizeDistribution, split_db_url
 from dragnet.results import schema as _schema
 
-PROBE_DOCS = 1000      # the first build of --sizes auto
 SHARD_SWEEP = "shard-sweep"   # the one-shard sweep's folder beside "sweep"
 
 
@@ -138,14 +137,14 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         counts = sz.parse_sizes(sizes_text)
         check_sizes(counts, data_docs, target_docs, config.repeat)
     else:
-        ext.check_auto(target_docs, min(PROBE_DOCS, data_docs))
+        ext.check_auto(target_docs, min(ext.PROBE_DOCS, data_docs))
     on_event("distribution", {"sample": dist.as_dict(), "target": target})
     # the sample against the target (document size, rows per document of each view), before any build
     checks = shp.check(data, target, config.design, target_spec=target_spec, env=env)
     on_event("sample_checks", checks)
     load0, t0 = os.getloadavg()[0], time.time()
     if sizes_text == "auto":
-        probe = min(PROBE_DOCS, data_docs)
+        probe = min(ext.PROBE_DOCS, data_docs)
         on_event("probe", {"docs": probe})
         summary = sz.run_sweep(replace(config, data=str(data), results_dir=str(folder / "probe")), [probe],
                                on_event=on_event, env=env, build=build, draw=draw)

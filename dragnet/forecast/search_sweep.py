@@ -32,7 +32,6 @@ from dragnet.results import schema as _schema
 
 SCHEMA = _schema.schema(_schema.NOUVEAU_FORECAST)
 SUMMARY = "forecast.json"
-PROBE_DOCS = 1000     # the first build of --sizes auto
 # builds per engine at the smallest size before the sweep, recorded but not fitted: the first builds after
 # the JVM starts run its code unoptimised (a first build of 400 documents took 9.7 s, the next of 200 1.9 s)
 WARMUP = 1
@@ -182,13 +181,13 @@ def run(couch: Couch, *, db: str, index: nv.Index, data: Path, target: dict, lan
     if sizes:
         check_sizes(sizes, data_docs, target_docs, repeat, build_target)
     else:
-        ext.check_auto(target_docs, min(PROBE_DOCS, data_docs))
+        ext.check_auto(target_docs, min(ext.PROBE_DOCS, data_docs))
     nv.nouveau_config(couch)     # Nouveau off or down: one line before any import
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     load0, t0 = os.getloadavg()[0], time.time()
     probe: list[dict] = []
-    first_size = min(sizes) if sizes else min(PROBE_DOCS, data_docs)
+    first_size = min(sizes) if sizes else min(ext.PROBE_DOCS, data_docs)
     _import(couch, db, sz.write_prefixes(data, [first_size], folder / "data"), q, on_event)
     warm = _builds(couch, db=db, index=index, sizes=[first_size], languages=languages, rounds=warmup,
                    folder=folder / "warmup", rng=rng, on_event=on_event, stage="warm-up") if warmup else []
