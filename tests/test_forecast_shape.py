@@ -30,7 +30,8 @@ def test_a_view_the_target_never_emits_is_infinitely_off():
 
 def test_target_docs_alone_says_what_it_could_not_check():
     got = s.unchecked({"url": None, "db": None, "doc_count": 10, "sizes": {}, "q": None}, has_design=True)
-    assert any("database size" in g for g in got) and any("document sizes" in g for g in got)
+    assert any("database size" in g and "forecast from the sweep's databases (±13%)" in g for g in got)
+    assert any("document sizes" in g for g in got)
     assert any("rows per document" in g for g in got) and any("--target-q" in g for g in got)
     given = s.unchecked({"url": None, "db": None, "doc_count": 10, "sizes": {"file": 5}, "q": 8}, has_design=False)
     assert len(given) == 1 and "document sizes" in given[0]

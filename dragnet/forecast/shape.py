@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from dragnet.forecast.model import DB_BACKTESTED
+
 GOAL = 0.10            # as the sizes' goal: a sample further off than this is a different workload
 SHAPE_DOCS = 500       # documents mapped on each side: seconds of couchjs, and a mean steady to a few %
 SEED = 49
@@ -83,7 +85,8 @@ def unchecked(target: dict, has_design: bool) -> list[str]:
         return []
     out = []
     if not (target.get("sizes") or {}).get("file"):
-        out.append("the target's database size (no --target-bytes): the peak disk is the sweep's own line")
+        out.append(f"the target's database size (no --target-bytes): its file is forecast from the sweep's databases "
+                   f"(±{DB_BACKTESTED:.0%})")
     out.append("the target's document sizes against the sample's (no target database to read)")
     if has_design:
         out.append("the target's rows per document of each view against the sample's (no target database to map)")
