@@ -84,6 +84,25 @@ def test_a_javascript_reduce_widens_the_cpus_upper_side_and_says_why():
     assert any("widened to 43% above (the model missed by up to 30% low)" in x for x in js["limits"])
 
 
+def test_free_builds_the_compaction_daemon_never_reached_are_named_in_the_limits():
+    def pair(polls_free):
+        return [{**_b("held", 1, 10.0, 8.0), "compaction_polls": 0},
+                {**_b("free", 1, 10.5, 6.4), "compaction_polls": polls_free}]
+    unchased = ch.model(pair(0), 16)
+    assert any("the free builds saw no view compaction (6 s each at most" in x for x in unchased["limits"])
+    # one poll that saw it, or a record without polls (older results files): nothing said
+    assert not any("no view compaction" in x for x in ch.model(pair(1), 16)["limits"])
+    assert not any("no view compaction" in x for x in ch.model(pair(None), 16)["limits"])
+
+
+def test_back_test_t_says_its_chase_saw_no_compaction(tmp_path):
+    from dragnet.forecast import run as fr
+    folder = _unzipped(REPO / "benchmarks" / "forecast_growth" / "chase-t" / "backtest-t", tmp_path / "t")
+    m = fr.load_chase(folder)["languages"]["javascript"]
+    assert [b["compaction_polls"] for b in m["builds"] if b["mode"] == "free"] == [0, 0]
+    assert any("saw no view compaction" in x for x in m["limits"])
+
+
 def test_one_pair_says_its_spread_is_unmeasured():
     one = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0)], 8)
     two = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0),
@@ -238,8 +257,11 @@ def test_live_forecast_chase(live_url, tmp_path):
                                           str(tmp_path / "fc"), "--target-docs", "2400", "--target-q", "4",
                                           "--results", str(tmp_path / "re"), "--json"])
         assert again.exit_code == 0, again.output
-        re_c = json.loads(again.output.strip().splitlines()[-1])["forecasts"][""]["javascript"]["chase"]
+        re_out = json.loads(again.output.strip().splitlines()[-1])
+        re_c = re_out["forecasts"][""]["javascript"]["chase"]
         assert re_c["build_cpu"]["value"] == pytest.approx(want)
+        # the run and its re-forecast say alike that the chase settled the build time
+        assert out["sweep_steps"][0].get("settled") == re_out["sweep_steps"][0].get("settled") == ["build_time"]
         other = CliRunner().invoke(main, ["forecast", "--url", live_url, "--db", db, "--from-sweep",
                                           str(tmp_path / "fc"), "--target-docs", "4000", "--target-q", "4",
                                           "--results", str(tmp_path / "other"), "--json"])

@@ -124,8 +124,14 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = ()) -> 
     cores = [f["cpu_s"] / f["wall_s"] for _, f in pairs]
     time_ = [c / k for c, k in zip(cpu, cores)]
     limits = ["one shard chased at a time, as smoosh on CouchDB 3.5 does with its default channels; back-tested "
-              "on CouchDB 3.5.0 and 3.5.2 at q=8 and 16 (docs/studies/forecast-backtests.md)",
+              "on CouchDB 3.5.0 at q=8 and 16 and 3.5.2 at q=8 (CPU-seconds within 11 %), and on 3.5.2 at q=16 "
+              "once, 30 % low (docs/studies/forecast-backtests.md)",
               f"{CORES_USED}: a target on more cores, or a machine under another load, builds in another time"]
+    frees = [f for _, f in pairs]
+    if all(f.get("compaction_polls") == 0 for f in frees):
+        limits.append(f"the free builds saw no view compaction ({max(f['wall_s'] for f in frees):.0f} s each at "
+                      f"most: smoosh had not begun), so the CPU the target's chased shard spends on compaction is "
+                      f"not in the forecast")
     if len(pairs) == 1:
         limits.append("one held and one free build: the same one-shard build used up to 26 % more or fewer "
                       "CPU-seconds minutes apart on a shared machine, which one pair cannot show (--repeat 2 "

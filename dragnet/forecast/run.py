@@ -25,7 +25,7 @@ from dragnet.forecast import parts as pt
 from dragnet.forecast import shape as shp
 from dragnet.bench import sizes as sz
 from dragnet.couchdb.client import CouchError, connect, db_path, mask_url
-from dragnet.measure.disk_peak import watched_build
+from dragnet.measure.disk_peak import compaction_polls, watched_build
 from dragnet.errors import DragnetError, UsageError
 from dragnet.couchdb.storage import parse_size
 from dragnet.measure.machine import machine_info
@@ -215,7 +215,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     if not steps:
         # given sizes: what a continuing sweep would do next on them, as a re-forecast of them says (from_sweep)
         step = next_step(out, manifests, shard, spent_s=time.time() - t0, budget_s=float("inf"), max_docs=data_docs,
-                         target_docs=target_docs)
+                         target_docs=target_docs, chase=chased_model(chased))
         steps = [ext.given_sizes({**step, "budget_s": None})]
     out["sweep_steps"] = steps
     out["sample_checks"] = checks
@@ -298,6 +298,11 @@ def chase_builds(config: b.BenchConfig, *, n: int, q: int, data: Path, folder: P
     return root
 
 
+def chased_model(chased: dict | None) -> bool:
+    """Whether the chase left a model that settles the build time (load_chase's record, or a skipped one)."""
+    return bool((chased or {}).get("languages"))
+
+
 def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:
     """A forecast folder's chase builds (chase/chase.json and each build's results file): the model per
     language (forecast.chase.model), or None when the forecast ran none, or ran them for a target of another
@@ -318,7 +323,8 @@ def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:
             per_lang.setdefault(r["language"], []).append(
                 {"mode": entry["mode"], "repeat": entry["repeat"], "docs": r.get("size"), "cpu_s": r.get("cpu_s"),
                  "cpu_beam_s": r.get("cpu_beam_s"), "cpu_query_servers_s": r.get("cpu_query_servers_s"),
-                 "wall_s": r.get("wall_time_s"), "results_file": f"{entry['dir']}/size-{r['size']}/{r['result_file']}"})
+                 "wall_s": r.get("wall_time_s"), "results_file": f"{entry['dir']}/size-{r['size']}/{r['result_file']}",
+                 "compaction_polls": _compaction_polls(sub, r)})
     models, why = {}, {}
     for lang, builds in per_lang.items():
         try:
@@ -475,6 +481,12 @@ def runs_with_cpu(folder: Path, manifests: dict[int, dict]) -> list[dict]:
     return out
 
 
+def _compaction_polls(folder: Path, run: dict) -> int | None:
+    """The polls of a build that saw a view compaction (None where its results file kept no polls)."""
+    polls = (_result_of(folder, run) or {}).get("polls")
+    return None if polls is None else compaction_polls(polls)
+
+
 def _result_of(folder: Path, run: dict) -> dict | None:
     """A sweep run's results file (kept as is, or gzipped as the back-tests in docs/ keep theirs)."""
     if not run.get("result_file"):
@@ -516,7 +528,7 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
     # larger size it would build and what that costs (the recorded sweep's sizes were given, not chosen)
     shard_used = (shard[0], {k: m for k, m in shard[1].items() if k in used}) if shard else None
     step = next_step(out, used, shard_used, spent_s=0.0, budget_s=float("inf"), max_docs=n - 1, target_docs=n,
-                     chase=chase is not None)
+                     chase=chased_model(chase))
     out["sweep_steps"] = [ext.given_sizes({**step, "budget_s": None})]     # no budget: none was given
     _schema.write(Path(out_dir or folder) / fc.SUMMARY, out)
     if held is not None:

@@ -186,6 +186,12 @@ def compactions_at_once(polls: list[dict], ddoc: str) -> int:
                     and t.get("design_document") == ddoc) for p in polls), default=0)
 
 
+def compaction_polls(polls: list[dict]) -> int:
+    """How many of the _active_tasks polls saw a view_compaction task (any index): 0 for a build the
+    compaction daemon never reached."""
+    return sum(1 for p in polls if any(t.get("type") == "view_compaction" for t in p.get("tasks") or []))
+
+
 def filesystem(path: Path) -> tuple[str, int]:
     """(mount point, free bytes) of the filesystem holding path."""
     p = Path(path).resolve()
