@@ -33,6 +33,7 @@ from typing import Sequence
 
 from dragnet.errors import UsageError
 from dragnet.forecast import extend as ext
+from dragnet.forecast.model import share_factors
 
 FOLDER = "chase"          # beside the sweep's folders: chase/<mode>-<repeat>/, one one-shard size each
 RECORD = "chase.json"     # chase/chase.json: the builds in the order they ran, and what the model needs
@@ -95,7 +96,7 @@ def over_sweep_cores(m: dict, shares: dict | None, sweep_q: int | None,
     at = max(per)
     top = per[at]
     time_ = _range([c / top for c in m["build_cpu"]["per_repeat"]], BACKTESTED, BACKTESTED)
-    low_f, high_f = min(1.0, top / max(per.values())), max(1.0, top / min(per.values()))
+    low_f, high_f = share_factors(per)
     time_["low"], time_["high"] = time_["low"] * low_f, time_["high"] * high_f
     at_load = (f" at a 1-minute load average of {min(load):.1f}–{max(load):.1f}"
                if load and all(isinstance(x, (int, float)) for x in load) else "")

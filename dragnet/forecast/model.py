@@ -358,6 +358,13 @@ def cores_share(wall: Sequence[tuple[int, float]], cpu: Sequence[tuple[int, floa
     return {n: mean(cpu, n) / mean(wall, n) for n in sizes if mean(wall, n) > 0}
 
 
+def share_factors(shares: dict[int, float]) -> tuple[float, float]:
+    """(low, high): what a wall time taken over the largest size's share of the cores is scaled by at the
+    largest share seen (low, at most 1) and at the smallest (high, at least 1)."""
+    top = shares[max(shares)]
+    return min(1.0, top / max(shares.values())), max(1.0, top / min(shares.values()))
+
+
 def widen_by_share(entry: dict, cpu_entry: dict) -> None:
     """Widen the build time's interval by how much the share of the cores the sweep's builds got varied from
     size to size. A build's wall time is its CPU-seconds over that share; on a loaded machine the share moves
@@ -371,7 +378,7 @@ def widen_by_share(entry: dict, cpu_entry: dict) -> None:
     if not p or len(shares) < 2:
         return
     top = shares[max(shares)]
-    low, high = min(1.0, top / max(shares.values())), max(1.0, top / min(shares.values()))
+    low, high = share_factors(shares)
     p["low"], p["high"] = p["low"] * low, p["high"] * high
     entry["cores_share"] = {"per_size": {str(n): v for n, v in shares.items()}, "largest_size": top,
                             "low_factor": low, "high_factor": high}

@@ -324,7 +324,7 @@ def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:
                 {"mode": entry["mode"], "repeat": entry["repeat"], "docs": r.get("size"), "cpu_s": r.get("cpu_s"),
                  "cpu_beam_s": r.get("cpu_beam_s"), "cpu_query_servers_s": r.get("cpu_query_servers_s"),
                  "wall_s": r.get("wall_time_s"), "results_file": f"{entry['dir']}/size-{r['size']}/{r['result_file']}",
-                 "compaction_polls": _compaction_polls(sub, r)})
+                 "compaction_polls": r.get("compaction_polls")})
     models, why = {}, {}
     for lang, builds in per_lang.items():
         try:
@@ -469,22 +469,20 @@ def runs_with_cpu(folder: Path, manifests: dict[int, dict]) -> list[dict]:
     """A sweep's runs, each with "cpu_s": the CPU-seconds of beam and the query servers from its results file
     (dragnet.forecast.growth.row), where it recorded them, and its threads' run, run-queue wait and interval
     ("cpu_run_s", "cpu_wait_s", "cpu_interval_s": how much it waited for a CPU, model.contention), and beam's
-    and the query servers' apart ("cpu_beam_s", "cpu_query_servers_s": the forecast by part, forecast.parts)."""
+    and the query servers' apart ("cpu_beam_s", "cpu_query_servers_s": the forecast by part, forecast.parts),
+    and how many of its polls saw a view compaction ("compaction_polls": the chase's free builds, chase.model)."""
     out = []
     for r in sz.sweep_runs(manifests):
-        row = gr.row(r.get("size") or 0, r, _result_of(folder, r)) if r.get("status") == "ok" else {}
+        result = _result_of(folder, r) if r.get("status") == "ok" else None
+        row = gr.row(r.get("size") or 0, r, result) if r.get("status") == "ok" else {}
         cpu = [v for v in (row.get("beam_s"), row.get("query_server_s")) if v is not None]
         sched = {f"cpu_{k}": row[k] for k in ("run_s", "wait_s", "interval_s") if row.get(k) is not None}
         parts = {k: row[f] for k, f in (("cpu_beam_s", "beam_s"), ("cpu_query_servers_s", "query_server_s"))
                  if row.get(f) is not None}
-        out.append({**r, "cpu_s": sum(cpu), **parts, **sched} if cpu else {**r, **sched})
+        polls = (result or {}).get("polls")
+        seen = {"compaction_polls": compaction_polls(polls)} if polls is not None else {}
+        out.append({**r, "cpu_s": sum(cpu), **parts, **sched, **seen} if cpu else {**r, **sched, **seen})
     return out
-
-
-def _compaction_polls(folder: Path, run: dict) -> int | None:
-    """The polls of a build that saw a view compaction (None where its results file kept no polls)."""
-    polls = (_result_of(folder, run) or {}).get("polls")
-    return None if polls is None else compaction_polls(polls)
 
 
 def _result_of(folder: Path, run: dict) -> dict | None:

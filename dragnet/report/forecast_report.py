@@ -212,4 +212,5 @@ def describe_step(step: dict) -> str:
             "load": "the sweep stopped at the machine's load", "fifth": "the sweep stopped at a fifth of the target"}.get(step.get("stop"), "the sweep goes on")
     tail = f"; the next size, {step['next']:,} documents, would cost about {step['next_cost_s']:,.0f} s"
     return f"{head}: {step['reason']}" + (f"; open: {open_}" if open_ else "") + \
-        (tail if step.get("stop") not in (None, "budget", "decided") else "")     # a budget's reason says the cost
+        (tail if step.get("stop") not in (None, "budget", "decided") else "")     # a budget's reason says the cost;
+    # a decided sweep has nothing a next size would settle
