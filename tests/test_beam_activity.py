@@ -154,6 +154,25 @@ def test_a_paused_probe_records_why():
     assert rec == beam.absent("paused here")
 
 
+def test_an_interrupt_while_a_probe_starts_leaves_abort_clean(monkeypatch):
+    # SIGTERM inside Popen: the probe is bound but has no process; the build's cleanup must still run
+    from dragnet.signals import Terminated
+
+    def interrupted(*_args, **_kwargs):
+        raise Terminated(15)
+
+    monkeypatch.setattr(beam_probe, "release_erl", lambda home: ("/bin/false", "start_clean"))
+    monkeypatch.setattr(beam_probe.subprocess, "Popen", interrupted)
+    bb = beam_probe.BuildBeam("http://127.0.0.1:1", paused="x")
+    bb.targets, bb.why = [beam_probe.Target("local", (NODE,), home="/nowhere")], None
+    with pytest.raises(Terminated):
+        bb.start()
+    assert len(bb.probes) == 1 and bb.probes[0].proc is None
+    bb.abort()
+    with pytest.raises(beam_probe.ProbeFailed, match="did not start"):
+        bb.probes[0].stop()
+
+
 def test_memory_limit_scenarios_pause_the_probe():
     from dragnet.axes.scenario import Scenario
     from dragnet.axes.scenario_axis import PAUSED, ScenarioAxis

@@ -736,20 +736,19 @@ def run_benchmark(couch: Couch, cfg: Config, *, on_poll: PollCallback | None = N
     except BaseException:
         # interrupted (Ctrl-C, SIGTERM, SIGHUP) or crashed mid-build: the load stops first, then pidstat and
         # the fresh design doc go too
-        if cfg.beside is not None:
+        # each step on its own: one that fails (a tool caught half-started) never skips the rest, nor hides
+        # the interrupt; the load's documents are named by their id prefix
+        steps = [cfg.beside.abort if cfg.beside is not None else None,
+                 (lambda: runner.stop(first_report=False)) if runner is not None else None,
+                 (lambda: io.stop(first_report=False)) if io is not None else None,
+                 beam.abort if beam is not None else None,
+                 prof.abort if prof is not None else None,
+                 lambda: _delete_ddoc(couch, cfg.db, ident, saved.rev)]
+        for step in filter(None, steps):
             try:
-                cfg.beside.abort()
-            except Exception:      # never hiding the interrupt; its documents are named by their id prefix
+                step()
+            except Exception:      # noqa: BLE001
                 pass
-        if runner is not None:
-            runner.stop(first_report=False)
-        if io is not None:
-            io.stop(first_report=False)
-        if beam is not None:
-            beam.abort()
-        if prof is not None:
-            prof.abort()
-        _delete_ddoc(couch, cfg.db, ident, saved.rev)
         raise
     out = _results.write_results(res, cfg.results_dir) if cfg.results_dir else None
     if error:

@@ -242,6 +242,9 @@ class Probe:
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> str:
         """Ask the probe for its figures and wait for them; its text (raises ProbeFailed if it ends without)."""
+        if self.proc is None and self.sock is None:
+            # an interrupt during its start (inside Popen or the exec): nothing to ask, nothing to wait for
+            raise ProbeFailed("the probe did not start")
         if self.proc is not None and self.cpu_at_stop is None:
             self.cpu_at_stop = process_cpu_s(self.proc.pid)
         try:
