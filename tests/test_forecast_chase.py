@@ -18,6 +18,7 @@ from dragnet.cli import main
 from dragnet.errors import UsageError
 from dragnet.forecast import chase as ch
 from dragnet.forecast import extend as ext
+from dragnet.forecast import side_by_side as sbs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -244,8 +245,16 @@ def test_live_forecast_chase(live_url, tmp_path):
             manifest = read_json(folder / "bench.json")
             [run] = [x for x in manifest["runs"] if x.get("status") == "ok"]
             fig = row(600, run, read_json(folder / run["result_file"]))
-            cpu[b["mode"]] = (fig["beam_s"] + fig["query_server_s"], run["wall_time_s"])
-        want = 3 * cpu["held"][0] + cpu["free"][0]
+            cpu[b["mode"]] = (fig["beam_s"] + fig["query_server_s"], run["wall_time_s"], fig["query_server_s"])
+        # the query servers' part scaled by 4 couchjs side by side over one alone, each on 120 documents
+        # (a fifth of the target over q), recomputed from the processes' CPU the record keeps
+        side = record["side_by_side"]["javascript"]
+        assert side["q"] == 4 and side["docs_each"] == 120 and side["server"] == "couchjs"
+        assert [(r["repeat"], r["procs"]) for r in side["runs"]] == [(1, 4), (1, 1), (2, 1), (2, 4), (3, 4), (3, 1)]
+        ratio = sbs.factor(side)["value"]
+        assert ratio == pytest.approx(sum(sbs.per_doc_ms(side["runs"][i]) / sbs.per_doc_ms(side["runs"][j])
+                                          for i, j in ((0, 1), (3, 2), (4, 5))) / 3)
+        want = 3 * cpu["held"][0] + cpu["free"][0] + (ratio - 1) * (3 * cpu["held"][2] + cpu["free"][2])
         assert c["build_cpu"]["value"] == pytest.approx(want)
         # over the cores the sweep's largest size at the target's q got (its CPU-seconds over its wall time)
         share = out["forecasts"][""]["javascript"]["quantities"]["build_time"]["cores_share"]["per_size"]["450"]

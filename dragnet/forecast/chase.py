@@ -33,6 +33,7 @@ from typing import Sequence
 
 from dragnet.errors import UsageError
 from dragnet.forecast import extend as ext
+from dragnet.forecast import side_by_side as _sbs
 from dragnet.forecast.model import share_factors
 
 FOLDER = "chase"          # beside the sweep's folders: chase/<mode>-<repeat>/, one one-shard size each
@@ -96,6 +97,9 @@ def over_sweep_cores(m: dict, shares: dict | None, sweep_q: int | None,
     at = max(per)
     top = per[at]
     time_ = _range([c / top for c in m["build_cpu"]["per_repeat"]], BACKTESTED, BACKTESTED)
+    if m.get("side_by_side"):     # the factor's own range, as model() spans it
+        time_["low"] = min(m["side_by_side"]["cpu_s_low"]) / top * (1 - BACKTESTED)
+        time_["high"] = max(m["side_by_side"]["cpu_s_high"]) / top * (1 + BACKTESTED)
     low_f, high_f = share_factors(per)
     time_["low"], time_["high"] = time_["low"] * low_f, time_["high"] * high_f
     at_load = (f" at a 1-minute load average of {min(load):.1f}–{max(load):.1f}"
@@ -108,9 +112,36 @@ def over_sweep_cores(m: dict, shares: dict | None, sweep_q: int | None,
             "cores": {"share": top, "at_size": at, "q": sweep_q, "low_factor": low_f, "high_factor": high_f}}
 
 
-def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = ()) -> dict:
+def _scaled(cpu: Sequence[float], qs: Sequence[float] | None, f: float) -> list[float]:
+    """Each repeat's CPU-seconds with its query servers' part scaled by f (side by side over alone)."""
+    return list(cpu) if qs is None else [c + (f - 1) * p for c, p in zip(cpu, qs)]
+
+
+def side_by_side_part(pairs: Sequence[tuple[dict, dict]], q: int, record: dict | None) -> tuple[dict | None, str | None]:
+    """(the factor and what it scales, or None; the limit line) for the chase's query-server part, from the
+    record side_by_side.measure wrote (None: a chase from before it, no line; {"absent": why}: not measured)."""
+    if record is None:
+        return None, None
+    parts = [(q - 1) * h.get("cpu_query_servers_s") + f.get("cpu_query_servers_s")
+             if h.get("cpu_query_servers_s") is not None and f.get("cpu_query_servers_s") is not None else None
+             for h, f in pairs]
+    got = None if record.get("absent") else _sbs.factor(record)
+    if got is None or None in parts:
+        why = record.get("absent") or ("a build recorded no query-server CPU" if None in parts
+                                       else "no repeat measured both")
+        return None, (f"the query servers' CPU as one process alone spends it, not {q} side by side ({why}): on 2 "
+                      f"cores 16 couchjs spent 1.4–1.8× as much a document as one alone, so the CPU and the build "
+                      f"time may be low")
+    line = (f"the query servers' CPU as {q} processes side by side spend it: the chase's one-shard builds' × "
+            f"{got['value']:.2f} ({got['low']:.2f}–{got['high']:.2f}), measured with {record['server']} on this "
+            f"machine, {record['docs_each']:,} documents each, against one alone")
+    return {**got, "query_servers_cpu_s": parts, "server": record["server"], "docs_each": record["docs_each"]}, line
+
+
+def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), side_by_side: dict | None = None) -> dict:
     """The forecast from one language's chase builds (each {"mode", "repeat", "cpu_s", "wall_s", …}): JSON-ready,
-    with the builds themselves, so every figure is recomputable from them."""
+    with the builds themselves, so every figure is recomputable from them. side_by_side: the record of the query
+    servers side by side (side_by_side.measure), which scales the builds' query-server part."""
     by_rep: dict[int, dict[str, dict]] = {}
     for b in builds:
         by_rep.setdefault(int(b["repeat"]), {})[b["mode"]] = b
@@ -121,13 +152,20 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = ()) -> 
         for b in (held, free):
             if not b.get("cpu_s") or not b.get("wall_s"):
                 raise ValueError(f"the {b['mode']} build of repeat {b['repeat']} recorded no CPU or wall time")
-    cpu = [(q - 1) * h["cpu_s"] + f["cpu_s"] for h, f in pairs]
+    lone = [(q - 1) * h["cpu_s"] + f["cpu_s"] for h, f in pairs]
+    sbs, sbs_line = side_by_side_part(pairs, q, side_by_side)
+    qs = sbs["query_servers_cpu_s"] if sbs else None
+    cpu = _scaled(lone, qs, sbs["value"] if sbs else 1.0)
+    cpu_low = _scaled(lone, qs, sbs["low"] if sbs else 1.0)
+    cpu_high = _scaled(lone, qs, sbs["high"] if sbs else 1.0)
     cores = [f["cpu_s"] / f["wall_s"] for _, f in pairs]
     time_ = [c / k for c, k in zip(cpu, cores)]
     limits = ["one shard chased at a time, as smoosh on CouchDB 3.5 does with its default channels; back-tested "
               "on CouchDB 3.5.0 at q=8 and 16 and 3.5.2 at q=8 (CPU-seconds within 11 %), and on 3.5.2 at q=16 "
               "once, 30 % low (docs/studies/forecast-backtests.md)",
               f"{CORES_USED}: a target on more cores, or a machine under another load, builds in another time"]
+    if sbs_line:
+        limits.append(sbs_line)
     frees = [f for _, f in pairs]
     if all(f.get("compaction_polls") == 0 for f in frees):
         limits.append(f"the free builds saw no view compaction ({max(f['wall_s'] for f in frees):.0f} s each at "
@@ -142,8 +180,15 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = ()) -> 
                       f"chase lasts, longer in the target; the CPU's upper bound is widened to "
                       f"{JS_REDUCE_LOW / (1 - JS_REDUCE_LOW):.0%} above (the model missed by up to "
                       f"{JS_REDUCE_LOW:.0%} low)")
+    build_cpu = _range(cpu, BACKTESTED, JS_REDUCE_LOW / (1 - JS_REDUCE_LOW) if js_reduces else BACKTESTED)
+    build_time = _range(time_, BACKTESTED, BACKTESTED)
+    if sbs:      # the factor's own range on top of the goal's
+        build_cpu["low"] *= min(cpu_low) / min(cpu)
+        build_cpu["high"] *= max(cpu_high) / max(cpu)
+        build_time["low"] = min(c / k for c, k in zip(cpu_low, cores)) * (1 - BACKTESTED)
+        build_time["high"] = max(c / k for c, k in zip(cpu_high, cores)) * (1 + BACKTESTED)
     return {"q": q, "shard_docs": pairs[0][0].get("docs"), "repeats": len(pairs),
-            "build_cpu": _range(cpu, BACKTESTED, JS_REDUCE_LOW / (1 - JS_REDUCE_LOW) if js_reduces else BACKTESTED),
-            "build_time": _range(time_, BACKTESTED, BACKTESTED),
+            "build_cpu": build_cpu, "build_time": build_time,
             "cores_used": cores, "javascript_reduces": list(js_reduces), "limits": limits,
+            **({"side_by_side": {**sbs, "cpu_s_low": cpu_low, "cpu_s_high": cpu_high}} if sbs else {}),
             "builds": [dict(b) for pair in pairs for b in pair]}

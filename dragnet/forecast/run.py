@@ -23,6 +23,7 @@ from dragnet.forecast import growth as gr
 from dragnet.forecast import model as fc
 from dragnet.forecast import parts as pt
 from dragnet.forecast import shape as shp
+from dragnet.forecast import side_by_side as sbs
 from dragnet.bench import sizes as sz
 from dragnet.couchdb.client import CouchError, connect, db_path, mask_url
 from dragnet.measure.disk_peak import compaction_polls, watched_build
@@ -295,7 +296,46 @@ def chase_builds(config: b.BenchConfig, *, n: int, q: int, data: Path, folder: P
                 _schema.write(root / ch.RECORD, record)
     finally:
         applied.restore(couch)
+    record["side_by_side"] = query_servers_side_by_side(config, q=q, target_docs=n * q, data=data, root=root,
+                                                        on_event=on_event, env=env)
+    _schema.write(root / ch.RECORD, record)
     return root
+
+
+def query_servers_side_by_side(config: b.BenchConfig, *, q: int, target_docs: int, data: Path, root: Path,
+                               on_event: Callable[[str, dict], None], env: dict | None) -> dict:
+    """Each chased language's query servers, q side by side and one alone (forecast.side_by_side), on a spread
+    draw of a fifth of the target's documents: {language: record}, or {language: {"absent": why}}."""
+    from dragnet.data.sample import write_spread
+    from dragnet.index.design import Design
+    from dragnet.qsbench.run import prepare_docs, read_jsonl
+
+    out: dict = {}
+    lines = None
+    each = sbs.docs_each(target_docs, q)
+    for spec in b.resolve_languages(config.languages, config.views, design=config.design is not None):
+        if spec.language == "erlang":
+            out[spec.name] = {"absent": "Erlang map functions run inside CouchDB, in no query-server process"}
+            continue
+        if config.design is not None:
+            design = Design({**config.design.doc, "language": spec.language}, config.design.source)
+        else:
+            design = Design({"_id": "_design/side-by-side", "language": spec.language,
+                             "views": {"v": {"map": spec.path(config.views).read_text()}}}, str(spec.path(config.views)))
+        try:
+            if lines is None:
+                drawn = write_spread(data, [each * q], root / "side-by-side" / "data")[each * q]
+                lines = prepare_docs((dict(d, _id=str(d.get("_id") or f"side-{i}"))
+                                      for i, d in enumerate(read_jsonl(drawn))), where=str(drawn)).lines
+            out[spec.name] = sbs.measure(design, lines, q, max(sbs.REPEATS, config.repeat), env=env,
+                                          on_event=on_event)
+        except DragnetError as exc:      # no query server of the language on this machine
+            why = str(exc).splitlines()[0][:300]
+            if "no query server" in why:
+                why = (f"no {spec.language} query server on this machine to run side by side (a CouchDB release, "
+                       f"or DRAGNET_COUCHJS)")
+            out[spec.name] = {"absent": why}
+    return out
 
 
 def chased_model(chased: dict | None) -> bool:
@@ -328,7 +368,8 @@ def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:
     models, why = {}, {}
     for lang, builds in per_lang.items():
         try:
-            models[lang] = ch.model(builds, int(record["q"]), js_reduces=record.get("javascript_reduces") or ())
+            models[lang] = ch.model(builds, int(record["q"]), js_reduces=record.get("javascript_reduces") or (),
+                                    side_by_side=(record.get("side_by_side") or {}).get(lang))
         except ValueError as exc:
             why[lang] = str(exc)
     return {"dir": str(root), "q": record["q"], "shard_docs": record["shard_docs"], "held": record["held"],

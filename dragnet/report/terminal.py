@@ -284,6 +284,11 @@ def forecast_progress(console, quiet: bool = False):
                           f"daemon's view channels held and free, {d['repeat']} time(s) …", highlight=False)
         elif kind == "chase_build":
             console.print(f"  compaction {d['mode']}, repeat {d['repeat']} …", highlight=False)
+        elif kind == "side_by_side":
+            console.print(f"  query servers: {d['procs']} side by side, {d['docs_each']:,} documents each, repeat "
+                          f"{d['repeat']} …" if d["procs"] > 1 else
+                          f"  query servers: one alone, {d['docs_each']:,} documents, repeat {d['repeat']} …",
+                          highlight=False)
         elif kind == "step":
             from dragnet.report.forecast_report import describe_step
             console.print(describe_step(d), highlight=False)
