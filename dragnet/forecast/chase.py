@@ -161,8 +161,9 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     cores = [f["cpu_s"] / f["wall_s"] for _, f in pairs]
     time_ = [c / k for c, k in zip(cpu, cores)]
     limits = ["one shard chased at a time, as smoosh on CouchDB 3.5 does with its default channels; back-tested "
-              "on CouchDB 3.5.0 at q=8 and 16 and 3.5.2 at q=8 (CPU-seconds within 11 %), and on 3.5.2 at q=16 "
-              "once, 30 % low (docs/studies/forecast-backtests.md)",
+              "on CouchDB 3.5.0 at q=8 and 16 (CPU-seconds within 12 %, once frozen with the query servers side by "
+              "side, the others in hindsight) and 3.5.2 at q=8 (+13 %) and q=16 (once, 19 % low, in hindsight) "
+              "(docs/studies/forecast-backtests.md)",
               f"{CORES_USED}: a target on more cores, or a machine under another load, builds in another time"]
     if sbs_line:
         limits.append(sbs_line)
