@@ -365,6 +365,12 @@ def test_what_the_chase_would_cost_counts_the_chased_languages_only():
     assert chase_cost(out, 8, 1, ["javascript"]) == pytest.approx(2 * 800.0 / 8)
     assert chase_cost(out, 8, 2, ["javascript"]) == pytest.approx(4 * 800.0 / 8)
     assert chase_cost(out, None, 1, ["javascript"]) is None
+    # with the sweep's query-server CPU by part: 4 CPU-s at 20,000, so 20 at a fifth of 500,000 documents,
+    # side by side on 2 cores (10 s) and one alone (20 / 8 s), three times
+    out["target"] = {"doc_count": 500_000}
+    out["forecasts"][""]["javascript"]["by_part"] = {"parts": {"query_servers": {"points": [[10_000, 1.0],
+                                                                                        [20_000, 3.9], [20_000, 4.1]]}}}
+    assert chase_cost(out, 8, 1, ["javascript"]) == pytest.approx(2 * 800.0 / 8 + 3 * (10 + 20 / 8))
 
 
 # ---- a recorded forecast: back-test o, frozen before its target was built

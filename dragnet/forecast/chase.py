@@ -132,9 +132,10 @@ def side_by_side_part(pairs: Sequence[tuple[dict, dict]], q: int, record: dict |
         return None, (f"the query servers' CPU as one process alone spends it, not {q} side by side ({why}): on 2 "
                       f"cores 16 couchjs spent 1.4–1.8× as much a document as one alone, so the CPU and the build "
                       f"time may be low")
+    where = record.get("where") or "this machine's"
     line = (f"the query servers' CPU as {q} processes side by side spend it: the chase's one-shard builds' × "
-            f"{got['value']:.2f} ({got['low']:.2f}–{got['high']:.2f}), measured with {record['server']} on this "
-            f"machine, {record['docs_each']:,} documents each, against one alone")
+            f"{got['value']:.2f} ({got['low']:.2f}–{got['high']:.2f}), measured with {where} {record['server']}, "
+            f"{record['docs_each']:,} documents each, against one alone")
     return {**got, "query_servers_cpu_s": parts, "server": record["server"], "docs_each": record["docs_each"]}, line
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import statistics
 import time
 from dataclasses import replace
 from functools import partial
@@ -199,8 +200,9 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         cost = chase_cost(out, shards, config.repeat, config.languages) if sizes_text == "auto" else None
         spent = time.time() - t0
         if cost is not None and spent + cost > budget_s:
-            chased = {"skipped": f"one shard of the target held and free would cost about {cost:,.0f} s, "
-                                 f"{spent:,.0f} s of the {budget_s:,.0f} s budget spent (a larger --budget runs it)",
+            chased = {"skipped": f"one shard of the target held and free, and its query servers side by side, "
+                                 f"would cost about {cost:,.0f} s, {spent:,.0f} s of the {budget_s:,.0f} s budget "
+                                 f"spent (a larger --budget runs it)",
                       "cost_s": cost, **({"warnings": chase_warnings} if chase_warnings else {})}
             on_event("note", {"message": f"--chase: {chased['skipped']}"})
             # the sweep stopped with the build time left to the chase: decide again on the same sizes without it
@@ -246,14 +248,29 @@ def next_step(out: dict, manifests: dict[int, dict], shard: tuple[dict, dict[int
 # ---------------------------------------------------------------- --chase: one shard, compaction held and free
 
 def chase_cost(out: dict, q: int | None, repeat: int, languages: Sequence[str]) -> float | None:
-    """About what the chase builds cost: per chased language, a held and a free build of one shard per repeat,
-    each taken as one q-th of the target's forecast CPU-seconds (a one-shard build uses about one core)."""
+    """About what the chase costs: per chased language, a held and a free build of one shard per repeat, each
+    taken as one q-th of the target's forecast CPU-seconds (a one-shard build uses about one core), and the
+    query servers side by side (forecast.side_by_side_cost)."""
     if not q:
         return None
-    cpus = [((f["quantities"].get("build_cpu") or {}).get("prediction") or {}).get("value")
-            for lang, f in (out["forecasts"].get("") or {}).items() if lang in languages]
+    chased = [f for lang, f in (out["forecasts"].get("") or {}).items() if lang in languages]
+    cpus = [((f["quantities"].get("build_cpu") or {}).get("prediction") or {}).get("value") for f in chased]
     cpus = [c for c in cpus if c]
-    return 2 * repeat * sum(cpus) / q if cpus else None
+    if not cpus:
+        return None
+    target = int((out.get("target") or {}).get("doc_count") or 0)
+    return 2 * repeat * sum(cpus) / q + sum(side_by_side_cost(f, target, q, repeat) for f in chased)
+
+
+def side_by_side_cost(f: dict, target_docs: int, q: int, repeat: int) -> float:
+    """About what the query servers side by side cost: the sweep's query-server CPU-seconds (by part) at its
+    largest size, scaled to a fifth of the target, over both cores side by side and one core alone, per repeat."""
+    points = (((f.get("by_part") or {}).get("parts") or {}).get("query_servers") or {}).get("points") or []
+    if not points or not target_docs:
+        return 0.0
+    top = max(n for n, _ in points)
+    cpu = statistics.fmean(v for n, v in points if n == top) * (target_docs / sbs.SHARE) / top
+    return max(sbs.REPEATS, repeat) * (cpu / 2 + cpu / q)
 
 
 def chase_builds(config: b.BenchConfig, *, n: int, q: int, data: Path, folder: Path,
@@ -313,6 +330,7 @@ def query_servers_side_by_side(config: b.BenchConfig, *, q: int, target_docs: in
     out: dict = {}
     lines = None
     each = sbs.docs_each(target_docs, q)
+    in_container = couchdb_backend(config.url, env) == "docker"
     for spec in b.resolve_languages(config.languages, config.views, design=config.design is not None):
         if spec.language == "erlang":
             out[spec.name] = {"absent": "Erlang map functions run inside CouchDB, in no query-server process"}
@@ -329,6 +347,8 @@ def query_servers_side_by_side(config: b.BenchConfig, *, q: int, target_docs: in
                                       for i, d in enumerate(read_jsonl(drawn))), where=str(drawn)).lines
             out[spec.name] = sbs.measure(design, lines, q, max(sbs.REPEATS, config.repeat), env=env,
                                           on_event=on_event)
+            if in_container:
+                out[spec.name]["where"] = "this machine's, not the container's the CouchDB runs"
         except DragnetError as exc:      # no query server of the language on this machine
             why = str(exc).splitlines()[0][:300]
             if "no query server" in why:
@@ -336,6 +356,19 @@ def query_servers_side_by_side(config: b.BenchConfig, *, q: int, target_docs: in
                        f"or DRAGNET_COUCHJS)")
             out[spec.name] = {"absent": why}
     return out
+
+
+def couchdb_backend(url: str, env: dict | None) -> str | None:
+    """The backend dragnet started the CouchDB at url with ("local", "docker"), or None (not dragnet's)."""
+    from urllib.parse import urlsplit
+
+    from dragnet.couchdb import control as ctl
+
+    try:
+        inst = ctl.load_state(urlsplit(url).port or 5984, env)
+    except (OSError, DragnetError):      # an unreadable state file: not known to be dragnet's
+        return None
+    return inst.backend if inst is not None else None
 
 
 def chased_model(chased: dict | None) -> bool:
