@@ -55,11 +55,11 @@ def test_the_chases_query_server_part_is_scaled_by_the_factor():
     assert scaled["build_cpu"]["high"] == pytest.approx((84.0 + 0.8 * qs) * (1 + ch.BACKTESTED))
     assert scaled["build_time"]["value"] == pytest.approx(scaled["build_cpu"]["value"] / 1.4)
     assert scaled["side_by_side"]["query_servers_cpu_s"] == [qs]
-    assert any("8 processes side by side" in x and "× 1.65 (1.50–1.80), measured with this machine's couchjs" in x
+    assert any("8 processes side by side" in x and "× 1.65 (1.50–1.80), measured with couchjs on this machine," in x
                for x in scaled["limits"])
     # a CouchDB in a container: the line says whose query server it measured
-    inside = ch.model(builds, 8, side_by_side={**_record([(0.15, 0.10)]), "where": "this machine's, not the container's"})
-    assert any("measured with this machine's, not the container's couchjs" in x for x in inside["limits"])
+    inside = ch.model(builds, 8, side_by_side={**_record([(0.15, 0.10)]), "where": "not the one in the CouchDB's container"})
+    assert any("couchjs on this machine (not the one in the CouchDB's container)" in x for x in inside["limits"])
     # the sweep's cores keep the factor's range
     swept = ch.over_sweep_cores(scaled, {"20000": 1.75}, 8)
     assert swept["build_time"]["high"] == pytest.approx((84.0 + 0.8 * qs) / 1.75 * (1 + ch.BACKTESTED))

@@ -348,7 +348,7 @@ def query_servers_side_by_side(config: b.BenchConfig, *, q: int, target_docs: in
             out[spec.name] = sbs.measure(design, lines, q, max(sbs.REPEATS, config.repeat), env=env,
                                           on_event=on_event)
             if in_container:
-                out[spec.name]["where"] = "this machine's, not the container's the CouchDB runs"
+                out[spec.name]["where"] = "not the one in the CouchDB's container"
         except DragnetError as exc:      # no query server of the language on this machine
             why = str(exc).splitlines()[0][:300]
             if "no query server" in why:
