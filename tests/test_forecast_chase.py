@@ -370,7 +370,7 @@ def test_what_the_chase_would_cost_counts_the_chased_languages_only():
     out["target"] = {"doc_count": 500_000}
     out["forecasts"][""]["javascript"]["by_part"] = {"parts": {"query_servers": {"points": [[10_000, 1.0],
                                                                                         [20_000, 3.9], [20_000, 4.1]]}}}
-    assert chase_cost(out, 8, 1, ["javascript"]) == pytest.approx(2 * 800.0 / 8 + 3 * (10 + 20 / 8))
+    assert chase_cost(out, 8, 1, ["javascript"], cores=2) == pytest.approx(2 * 800.0 / 8 + 3 * (10 + 20 / 8))
 
 
 # ---- a recorded forecast: back-test o, frozen before its target was built

@@ -89,3 +89,19 @@ def test_real_query_servers_measured_side_by_side():
         assert [p["docs"] for p in run["processes"]] == [100] * run["procs"]
         assert all(p["cpu_after_s"] >= p["cpu_before_s"] > 0 for p in run["processes"])
     assert len(sbs.factor(rec)["per_repeat"]) == 2
+
+
+def test_no_query_server_of_the_language_here_is_recorded_why(tmp_path):
+    from dragnet.bench.run import BenchConfig
+    from dragnet.forecast.run import query_servers_side_by_side
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(f'{{"_id":"d{i}","n":{i}}}\n' for i in range(40)))
+    design = Design({"_id": "_design/t", "language": "javascript",
+                     "views": {"v": {"map": "function (doc) { emit(doc.n, null); }"}}}, "test")
+    config = BenchConfig(url="http://127.0.0.1:1", db="x", languages=["javascript"], design=design)
+    env = {"PATH": "/usr/bin:/bin", "DRAGNET_COUCHDB_HOME": str(tmp_path / "no-release")}
+    got = query_servers_side_by_side(config, q=4, target_docs=40, data=data, root=tmp_path, on_event=lambda *_: None,
+                                     env=env)
+    assert got == {"javascript": {"absent": "no javascript query server on this machine to run side by side "
+                                            "(a CouchDB release, or DRAGNET_COUCHJS)"}}

@@ -247,7 +247,8 @@ def next_step(out: dict, manifests: dict[int, dict], shard: tuple[dict, dict[int
 
 # ---------------------------------------------------------------- --chase: one shard, compaction held and free
 
-def chase_cost(out: dict, q: int | None, repeat: int, languages: Sequence[str]) -> float | None:
+def chase_cost(out: dict, q: int | None, repeat: int, languages: Sequence[str],
+               cores: int | None = None) -> float | None:
     """About what the chase costs: per chased language, a held and a free build of one shard per repeat, each
     taken as one q-th of the target's forecast CPU-seconds (a one-shard build uses about one core), and the
     query servers side by side (forecast.side_by_side_cost)."""
@@ -259,18 +260,20 @@ def chase_cost(out: dict, q: int | None, repeat: int, languages: Sequence[str]) 
     if not cpus:
         return None
     target = int((out.get("target") or {}).get("doc_count") or 0)
-    return 2 * repeat * sum(cpus) / q + sum(side_by_side_cost(f, target, q, repeat) for f in chased)
+    return 2 * repeat * sum(cpus) / q + sum(side_by_side_cost(f, target, q, repeat, cores) for f in chased)
 
 
-def side_by_side_cost(f: dict, target_docs: int, q: int, repeat: int) -> float:
+def side_by_side_cost(f: dict, target_docs: int, q: int, repeat: int, cores: int | None = None) -> float:
     """About what the query servers side by side cost: the sweep's query-server CPU-seconds (by part) at its
-    largest size, scaled to a fifth of the target, over both cores side by side and one core alone, per repeat."""
+    largest size, scaled to a fifth of the target, over the machine's cores (at most q) side by side and one
+    core alone, per repeat."""
     points = (((f.get("by_part") or {}).get("parts") or {}).get("query_servers") or {}).get("points") or []
     if not points or not target_docs:
         return 0.0
     top = max(n for n, _ in points)
     cpu = statistics.fmean(v for n, v in points if n == top) * (target_docs / sbs.SHARE) / top
-    return max(sbs.REPEATS, repeat) * (cpu / 2 + cpu / q)
+    side = min(q, cores or os.cpu_count() or 1)
+    return max(sbs.REPEATS, repeat) * (cpu / side + cpu / q)
 
 
 def chase_builds(config: b.BenchConfig, *, n: int, q: int, data: Path, folder: Path,
@@ -325,6 +328,7 @@ def query_servers_side_by_side(config: b.BenchConfig, *, q: int, target_docs: in
     draw of a fifth of the target's documents: {language: record}, or {language: {"absent": why}}."""
     from dragnet.data.sample import write_spread
     from dragnet.index.design import Design
+    from dragnet.qsbench.instructions import NoQueryServer
     from dragnet.qsbench.run import prepare_docs, read_jsonl
 
     out: dict = {}
@@ -349,12 +353,11 @@ def query_servers_side_by_side(config: b.BenchConfig, *, q: int, target_docs: in
                                           on_event=on_event)
             if in_container:
                 out[spec.name]["where"] = "not the one in the CouchDB's container"
-        except DragnetError as exc:      # no query server of the language on this machine
-            why = str(exc).splitlines()[0][:300]
-            if "no query server" in why:
-                why = (f"no {spec.language} query server on this machine to run side by side (a CouchDB release, "
-                       f"or DRAGNET_COUCHJS)")
-            out[spec.name] = {"absent": why}
+        except NoQueryServer:
+            out[spec.name] = {"absent": f"no {spec.language} query server on this machine to run side by side "
+                                        f"(a CouchDB release, or DRAGNET_COUCHJS)"}
+        except DragnetError as exc:      # a query server that failed: the forecast goes on without the factor
+            out[spec.name] = {"absent": str(exc).splitlines()[0][:300]}
     return out
 
 

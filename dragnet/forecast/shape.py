@@ -178,6 +178,7 @@ def check(data: Path, target: dict, design=None, target_spec: str | None = None,
     """The sample against the target before any build: both shapes, the warnings (compare) and what could not
     be checked and why (forecast.json's "sample_checks")."""
     from dragnet.errors import DragnetError
+    from dragnet.qsbench.instructions import NoQueryServer
 
     out: dict = {"goal": goal, "sample": None, "target": None, "warnings": [],
                  "not_checked": unchecked(target, design is not None)}
@@ -185,7 +186,7 @@ def check(data: Path, target: dict, design=None, target_spec: str | None = None,
         sample = data_shape(data, design, env=env)
     except DragnetError as exc:      # no query server of the language here: sizes only
         why = (f"no {design.language} query server on this machine to map them with (a CouchDB release, "
-               f"or DRAGNET_COUCHJS)" if "no query server" in str(exc) else str(exc))
+               f"or DRAGNET_COUCHJS)" if isinstance(exc, NoQueryServer) else str(exc))
         out["not_checked"].append(f"rows per document of each view: {why}")
         design = None
         sample = data_shape(data, None, env=env)

@@ -21,7 +21,6 @@ import os
 import statistics
 import threading
 import time
-from pathlib import Path
 from typing import Callable, Sequence
 
 SHARE = 5                 # the processes side by side map a fifth of the target's documents in all
@@ -55,11 +54,11 @@ def factor(record: dict) -> dict | None:
 
 
 def _cpu_s(pid: int) -> float:
-    """The process's CPU so far, every thread's time on a CPU by the scheduler (ns; stat's ticks are 10 ms,
+    """The live process's CPU so far, its threads' time on a CPU by the scheduler (stat's ticks are 10 ms,
     coarse for a small target's few documents a process)."""
-    from dragnet.measure.cpu import parse_schedstat
+    from dragnet.measure.cpu import schedstat_of
 
-    return sum(parse_schedstat(t.read_text())[0] for t in Path(f"/proc/{pid}/task").glob("*/schedstat")) / 1e9
+    return schedstat_of(pid)[0]
 
 
 def _run(spec, lib, groups, slices: Sequence[Sequence[bytes]], timeout: float) -> dict:

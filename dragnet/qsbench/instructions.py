@@ -118,14 +118,19 @@ def valgrind() -> str | None:
     return shutil.which("valgrind")
 
 
+class NoQueryServer(UsageError):
+    """No query server on this machine runs the language (server_for); callers that can go on without one
+    catch this, not the message."""
+
+
 def server_for(language: str, env: dict | None = None) -> ServerSpec:
     """The query server on this machine that runs `language` (its first one: CouchDB's own where the
-    release is found), or a one-line UsageError saying why there is none."""
+    release is found), or a one-line NoQueryServer saying why there is none."""
     specs, skipped = discover(env)
     spec = next((s for s in specs if s.language == language and qsbench.reads_documents(s)), None)
     if spec is None:
         why = "; ".join(f"{k.name}: {k.reason}" for k in skipped if k.name == language or language in k.name)
-        raise UsageError(f"--metric instructions: no query server for {language} on this machine"
+        raise NoQueryServer(f"--metric instructions: no query server for {language} on this machine"
                          + (f" ({why})" if why else "") + "; it counts the map functions in one here "
                          "(--metric qs decides on the CouchDB's own query servers' CPU instead)")
     return spec
