@@ -43,7 +43,8 @@ def _perf_of_ours(parent: int | None = None) -> list[int]:
 
 @pytest.mark.live
 def test_live_profile_names_erlang_frames_and_leaves_nothing_running(live_url, perf_allowed, tmp_path):
-    with generated_db(live_url, "dragnet_profile", 300, seed=5) as (_couch, db, _docs):
+    # 1,500 documents: ~1,100 beam samples. At 300 (~200) a busy machine once left no couch_ frame among them.
+    with generated_db(live_url, "dragnet_profile", 1500, seed=5) as (_couch, db, _docs):
         r = CliRunner().invoke(main, ["addview", str(REPO / "views" / "income" / "map.js"), "--url", live_url,
                                       "--db", db, "--benchmark", "--profile", "--json", "--results", str(tmp_path)])
     assert r.exit_code == 0, r.output
