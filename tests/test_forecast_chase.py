@@ -260,6 +260,13 @@ def test_live_forecast_chase(live_url, tmp_path):
         share = out["forecasts"][""]["javascript"]["quantities"]["build_time"]["cores_share"]["per_size"]["450"]
         assert c["cores"]["at_size"] == 450 and c["cores"]["q"] == 4
         assert c["build_time"]["value"] == pytest.approx(want / share)
+        # paced: side by side at the target's time between a shard's documents (the model without the factor,
+        # its CPU over the sweep's cores, over a shard's 600), alone at the chase's builds' (their wall over 600)
+        lone = 3 * cpu["held"][0] + cpu["free"][0]
+        assert side["paced"]["side_s"] == pytest.approx(lone / share / 600)
+        assert side["paced"]["alone_s"] == pytest.approx((cpu["held"][1] + cpu["free"][1]) / 2 / 600)
+        assert {r["procs"]: r["gap_ms"] for r in side["runs"]} == {4: pytest.approx(1000 * side["paced"]["side_s"], abs=1e-3),
+                                                                   1: pytest.approx(1000 * side["paced"]["alone_s"], abs=1e-3)}
         assert c["cores_used"] == [pytest.approx(cpu["free"][0] / cpu["free"][1])]
         # a re-forecast of the recorded folder reads the same chase; for another target's shard size, none
         again = CliRunner().invoke(main, ["forecast", "--url", live_url, "--db", db, "--from-sweep",
@@ -371,6 +378,9 @@ def test_what_the_chase_would_cost_counts_the_chased_languages_only():
     out["forecasts"][""]["javascript"]["by_part"] = {"parts": {"query_servers": {"points": [[10_000, 1.0],
                                                                                         [20_000, 3.9], [20_000, 4.1]]}}}
     assert chase_cost(out, 8, 1, ["javascript"], cores=2) == pytest.approx(2 * 800.0 / 8 + 3 * (10 + 20 / 8))
+    # paced at the target's time between a shard's documents: side by side lasts a fifth of its build time
+    out["forecasts"][""]["javascript"]["quantities"]["build_time"] = {"prediction": {"value": 400.0}}
+    assert chase_cost(out, 8, 1, ["javascript"], cores=2) == pytest.approx(2 * 800.0 / 8 + 3 * (80 + 20 / 8))
 
 
 # ---- a recorded forecast: back-test o, frozen before its target was built

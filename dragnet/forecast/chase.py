@@ -132,10 +132,13 @@ def side_by_side_part(pairs: Sequence[tuple[dict, dict]], q: int, record: dict |
         return None, (f"the query servers' CPU as one process alone spends it, not {q} side by side ({why}): on 2 "
                       f"cores 16 couchjs spent 1.4–1.8× as much a document as one alone, so the CPU and the build "
                       f"time may be low")
-    where = f" ({record['where']})" if record.get("where") else ""
+    if record.get("container"):
+        where = f" in the CouchDB's container ({record['container']})"
+    else:      # "where": an earlier chase's, measured on this machine for a CouchDB in a container
+        where = " on this machine" + (f" ({record['where']})" if record.get("where") else "")
     line = (f"the query servers' CPU as {q} processes side by side spend it: the chase's one-shard builds' × "
-            f"{got['value']:.2f} ({got['low']:.2f}–{got['high']:.2f}), measured with {record['server']} on this "
-            f"machine{where}, {record['docs_each']:,} documents each, against one alone")
+            f"{got['value']:.2f} ({got['low']:.2f}–{got['high']:.2f}), measured with {record['server']}{where}, "
+            f"{record['docs_each']:,} documents each, against one alone")
     return {**got, "query_servers_cpu_s": parts, "server": record["server"], "docs_each": record["docs_each"]}, line
 
 
@@ -163,8 +166,8 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     time_ = [c / k for c, k in zip(cpu, cores)]
     limits = ["one shard chased at a time, as smoosh on CouchDB 3.5 does with its default channels; back-tested "
               "on CouchDB 3.5.0 at q=8 and 16 (CPU-seconds within 12 %, once frozen with the query servers side by "
-              "side, the others in hindsight) and 3.5.2 in a container at q=8 (+13 %) and q=16 (18–19 % low: its "
-              "couchjs side by side cost more than this machine's) (docs/studies/forecast-backtests.md)",
+              "side, the others in hindsight) and 3.5.2 in a container at q=8 (+13 %) and q=16 (14 % low in hindsight "
+              "with the container's query servers paced, 18–19 % low without) (docs/studies/forecast-backtests.md)",
               f"{CORES_USED}: a target on more cores, or a machine under another load, builds in another time"]
     if sbs_line:
         limits.append(sbs_line)

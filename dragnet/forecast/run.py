@@ -196,6 +196,9 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
             _stop_if_full(*shard)
     chased = None
     if chase:
+        if sizes_text != "auto":      # the sweep's forecast: the cores its sizes got pace the query servers
+            out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
+                         shard=shard)
         # --sizes auto: the loop's last forecast (of the sizes built) says what the chase would cost
         cost = chase_cost(out, shards, config.repeat, config.languages) if sizes_text == "auto" else None
         spent = time.time() - t0
@@ -209,8 +212,11 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
             steps[-1] = next_step(out, manifests, shard, spent_s=spent, budget_s=budget_s,
                                   max_docs=data_docs, target_docs=target_docs)
         else:
+            shares = {lang: ((f["quantities"].get("build_time") or {}).get("cores_share") or {}).get("per_size")
+                      for lang, f in (out["forecasts"].get("") or {}).items()}
             chase_builds(config, n=ch.shard_docs(target_docs, shards), q=shards, data=data, folder=folder,
-                         on_event=on_event, env=env, draw=draw, warnings=chase_warnings)
+                         on_event=on_event, env=env, draw=draw, warnings=chase_warnings, shares=shares,
+                         sweep_q=sweep_q(summary))
             chased = load_chase(folder)       # with the warnings chase.json keeps
     load1 = os.getloadavg()[0]
     out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
@@ -266,24 +272,27 @@ def chase_cost(out: dict, q: int | None, repeat: int, languages: Sequence[str],
 def side_by_side_cost(f: dict, target_docs: int, q: int, repeat: int, cores: int | None = None) -> float:
     """About what the query servers side by side cost: the sweep's query-server CPU-seconds (by part) at its
     largest size, scaled to a fifth of the target, over the machine's cores (at most q) side by side and one
-    core alone, per repeat."""
+    core alone, per repeat; paced at the target's time between a shard's documents, the processes side by side
+    take at least a fifth of the target's forecast build time."""
     points = (((f.get("by_part") or {}).get("parts") or {}).get("query_servers") or {}).get("points") or []
     if not points or not target_docs:
         return 0.0
     top = max(n for n, _ in points)
     cpu = statistics.fmean(v for n, v in points if n == top) * (target_docs / sbs.SHARE) / top
     side = min(q, cores or os.cpu_count() or 1)
-    return max(sbs.REPEATS, repeat) * (cpu / side + cpu / q)
+    paced = ((f["quantities"].get("build_time") or {}).get("prediction") or {}).get("value") or 0.0
+    return max(sbs.REPEATS, repeat) * (max(cpu / side, paced / sbs.SHARE) + cpu / q)
 
 
 def chase_builds(config: b.BenchConfig, *, n: int, q: int, data: Path, folder: Path,
                  on_event: Callable[[str, dict], None], env: dict | None, draw: str,
-                 warnings: Sequence[str] = ()) -> Path:
+                 warnings: Sequence[str] = (), shares: dict | None = None, sweep_q: int | None = None) -> Path:
     """Build one shard of the target (n documents, a one-shard database) per repeat with smoosh's view channels
     held on every node and free, alternating which goes first; the node's own values are put back after, also
     on Ctrl-C and SIGTERM. Only the languages asked are chased (no Erlang baseline, no ceiling). Writes
     chase/chase.json as each build ends, with the check's warnings (a re-forecast reads them there); returns
-    the chase folder."""
+    the chase folder. shares (per language, the sweep's cores per size) and sweep_q pace the query servers side
+    by side at the target's time between a shard's documents."""
     root = folder / ch.FOLDER
     root.mkdir(parents=True, exist_ok=True)
     design = getattr(config.design, "doc", None)
@@ -316,14 +325,19 @@ def chase_builds(config: b.BenchConfig, *, n: int, q: int, data: Path, folder: P
                 _schema.write(root / ch.RECORD, record)
     finally:
         applied.restore(couch)
+    # the model without the factor (chase.json has none yet): the target's time between a shard's documents
+    paces = {}
+    for lang, m in ((load_chase(folder) or {}).get("languages") or {}).items():
+        paces[lang] = sbs.gaps(ch.over_sweep_cores(m, (shares or {}).get(lang), sweep_q))
     record["side_by_side"] = query_servers_side_by_side(config, q=q, target_docs=n * q, data=data, root=root,
-                                                        on_event=on_event, env=env)
+                                                        on_event=on_event, env=env, paces=paces)
     _schema.write(root / ch.RECORD, record)
     return root
 
 
 def query_servers_side_by_side(config: b.BenchConfig, *, q: int, target_docs: int, data: Path, root: Path,
-                               on_event: Callable[[str, dict], None], env: dict | None) -> dict:
+                               on_event: Callable[[str, dict], None], env: dict | None,
+                               paces: dict | None = None) -> dict:
     """Each chased language's query servers, q side by side and one alone (forecast.side_by_side), on a spread
     draw of a fifth of the target's documents: {language: record}, or {language: {"absent": why}}."""
     from dragnet.data.sample import write_spread
@@ -334,7 +348,7 @@ def query_servers_side_by_side(config: b.BenchConfig, *, q: int, target_docs: in
     out: dict = {}
     lines = None
     each = sbs.docs_each(target_docs, q)
-    in_container = couchdb_backend(config.url, env) == "docker"
+    container = couchdb_container(config.url, env)
     for spec in b.resolve_languages(config.languages, config.views, design=config.design is not None):
         if spec.language == "erlang":
             out[spec.name] = {"absent": "Erlang map functions run inside CouchDB, in no query-server process"}
@@ -350,19 +364,20 @@ def query_servers_side_by_side(config: b.BenchConfig, *, q: int, target_docs: in
                 lines = prepare_docs((dict(d, _id=str(d.get("_id") or f"side-{i}"))
                                       for i, d in enumerate(read_jsonl(drawn))), where=str(drawn)).lines
             out[spec.name] = sbs.measure(design, lines, q, max(sbs.REPEATS, config.repeat), env=env,
-                                          on_event=on_event)
-            if in_container:
-                out[spec.name]["where"] = "not the one in the CouchDB's container"
-        except NoQueryServer:
-            out[spec.name] = {"absent": f"no {spec.language} query server on this machine to run side by side "
-                                        f"(a CouchDB release, or DRAGNET_COUCHJS)"}
+                                          on_event=on_event, container=container,
+                                          paced=(paces or {}).get(spec.name))
+        except NoQueryServer as exc:
+            out[spec.name] = {"absent": str(exc) if container else
+                              f"no {spec.language} query server on this machine to run side by side "
+                              f"(a CouchDB release, or DRAGNET_COUCHJS)"}
         except DragnetError as exc:      # a query server that failed: the forecast goes on without the factor
             out[spec.name] = {"absent": str(exc).splitlines()[0][:300]}
     return out
 
 
-def couchdb_backend(url: str, env: dict | None) -> str | None:
-    """The backend dragnet started the CouchDB at url with ("local", "docker"), or None (not dragnet's)."""
+def couchdb_container(url: str, env: dict | None) -> str | None:
+    """The container of the CouchDB at url when dragnet runs it in one (its query servers are that container's,
+    not this machine's), else None."""
     from urllib.parse import urlsplit
 
     from dragnet.couchdb import control as ctl
@@ -371,7 +386,9 @@ def couchdb_backend(url: str, env: dict | None) -> str | None:
         inst = ctl.load_state(urlsplit(url).port or 5984, env)
     except (OSError, DragnetError):      # an unreadable state file: not known to be dragnet's
         return None
-    return inst.backend if inst is not None else None
+    if inst is None or inst.backend != "docker":
+        return None
+    return inst.container or inst.container_name
 
 
 def chased_model(chased: dict | None) -> bool:

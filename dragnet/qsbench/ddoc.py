@@ -151,23 +151,30 @@ class DdocShardRun(qsbench.ShardRun):
 def start_design(spec: ServerSpec, lib: dict | None, groups: Sequence[MapGroup], timeout: float) -> tuple[QueryServerProcess, int]:
     """A server started as CouchDB starts a shard's indexer: reset, the library, one add_fun per index."""
     qs = QueryServerProcess(spec.argv, env=dict(spec.env) or None, timeout=timeout, name=spec.name)
+    return qs, load_design(qs, lib, groups)
+
+
+def load_design(qs, lib: dict | None, groups: Sequence[MapGroup]) -> int:
+    """What CouchDB sends a started server (a QueryServerProcess, or one in a container) before a shard's first
+    document: reset, the library, one add_fun per index. Returns the ns from its start to its answer to reset;
+    kills and closes it on any failure."""
     try:
         reset = qs.prompt_raw(qsbench.RESET_LINE)
         startup_ns = time.perf_counter_ns() - qs.started_ns
         if reset.strip() != b"true":
-            raise ProtocolError(f"query server {spec.name} answered {reset[:200]!r} to reset", spec.name)
+            raise ProtocolError(f"query server {qs.name} answered {reset[:200]!r} to reset", qs.name)
         if lib:
             qsbench._expect_true(qs, ["add_lib", lib], "add_lib")
         for g in groups:
             try:
                 qsbench._expect_true(qs, ["add_fun", g.map_source], f"add_fun of view {g.label}")
             except ProtocolError as exc:  # name the view: the engine may not know its syntax
-                raise ProtocolError(f"add_fun of view {g.label}: {exc}", spec.name) from None
+                raise ProtocolError(f"add_fun of view {g.label}: {exc}", qs.name) from None
     except BaseException:
         qs.kill()
         qs.close()
         raise
-    return qs, startup_ns
+    return startup_ns
 
 
 def group_rows(answers: Sequence[bytes], ids: Sequence[str], n_groups: int, name: str) -> list[list[tuple]]:
