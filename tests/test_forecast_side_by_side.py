@@ -206,12 +206,13 @@ def test_a_couchdb_in_a_container_has_its_own_query_servers_measured_side_by_sid
     # every exec'd server ended with its input; none left in the container
     assert _query_servers_in(container) == []
     # a language the container's CouchDB has no query server for: said, with the container's name
-    python = Design({**design.doc, "language": "python"}, "test")
-    got = query_servers_side_by_side(BenchConfig(url=config.url, db="x", languages=["python"], design=python),
-                                     q=2, target_docs=20, data=data, root=tmp_path / "py", on_event=lambda *_: None,
-                                     env=env)
-    assert got["python"] == {"absent": f"no python query server in the CouchDB's container {container.name} "
-                                       f"(no COUCHDB_QUERY_SERVER_PYTHON in its environment)"}
+    from dragnet.qsbench.instructions import NoQueryServer
+
+    coffee = Design({**design.doc, "language": "coffeescript"}, "test")
+    with pytest.raises(NoQueryServer) as got:
+        sbs.measure(coffee, [b'["map_doc",{"_id":"a"}]\n'], 1, 1, env=env, container=container.name)
+    assert str(got.value) == (f"no coffeescript query server in the CouchDB's container {container.name} "
+                              f"(no COUCHDB_QUERY_SERVER_COFFEESCRIPT in its environment)")
 
 
 @pytest.mark.docker
