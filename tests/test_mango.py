@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import time
 
 import pytest
 
@@ -166,7 +167,16 @@ def test_live_selectors_match_couchdbs_own_find(live_url, live_db):
         assert {d["_id"] for d in found} == ids, selector
     couch.post(f"/{db}/_index", {"index": {"fields": ["a"], "partial_filter_selector": {"t": {"$gt": 3}}},
                                  "name": "a-gt3", "ddoc": "idx"})
-    [ix] = mango.load(f"{live_url}/{db}/_index")
+    # CouchDB lists indexes from its design-doc cache, which a new index reaches a moment after _index answers
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            [ix] = mango.load(f"{live_url}/{db}/_index")
+            break
+        except UsageError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
     assert (ix.name, ix.fields, ix.partial_filter_selector) == ("a-gt3", ("a",), {"t": {"$gt": 3}})
 
 
