@@ -167,7 +167,7 @@ def test_live_selectors_match_couchdbs_own_find(live_url, live_db):
         assert {d["_id"] for d in found} == ids, selector
     couch.post(f"/{db}/_index", {"index": {"fields": ["a"], "partial_filter_selector": {"t": {"$gt": 3}}},
                                  "name": "a-gt3", "ddoc": "idx"})
-    # CouchDB lists indexes from its design-doc cache, which a new index reaches a moment after _index answers
+    # GET _index once listed none right after POST _index answered (CouchDB caches the list): wait for it
     deadline = time.monotonic() + 30
     while True:
         try:
