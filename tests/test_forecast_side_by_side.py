@@ -64,6 +64,10 @@ def test_the_chases_query_server_part_is_scaled_by_the_factor():
     boxed = ch.model(builds, 8, side_by_side={**_record([(0.15, 0.10)]), "container": "dragnet-couch-5984"})
     assert any("measured with couchjs in the CouchDB's container (dragnet-couch-5984), 100 documents each" in x
                for x in boxed["limits"])
+    # paced: the line says at which gaps
+    paced = ch.model(builds, 8, side_by_side={**_record([(0.15, 0.10)]), "paced": {"side_s": 0.0128, "alone_s": 0.001}})
+    assert any(x.endswith("100 documents each, fed a document every 12.8 ms (as the target's shards will) against "
+                          "one alone every 1.0 ms (as the chase's builds did)") for x in paced["limits"])
     # the sweep's cores keep the factor's range
     swept = ch.over_sweep_cores(scaled, {"20000": 1.75}, 8)
     assert swept["build_time"]["high"] == pytest.approx((84.0 + 0.8 * qs) / 1.75 * (1 + ch.BACKTESTED))

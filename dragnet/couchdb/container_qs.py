@@ -17,8 +17,7 @@ import socket
 import time
 from typing import Any, Sequence
 
-from dragnet.errors import DragnetError
-from dragnet.servers.protocol import (QueryServerDied, QueryServerError, QueryServerTimeout, encode)
+from dragnet.servers.protocol import BadAnswer, QueryServerDied, QueryServerError, QueryServerTimeout, encode
 
 HOME = "/opt/couchdb"              # the release in the images, and CouchDB's working directory
 JAVASCRIPT = "./bin/couchjs ./share/server/main.js"    # bin/couchdb's default for COUCHDB_QUERY_SERVER_JAVASCRIPT
@@ -156,7 +155,7 @@ class ContainerQueryServer:
         try:
             return json.loads(answer)
         except ValueError:
-            raise DragnetError(f"query server {self.name} answered with invalid JSON: {answer[:200]!r}") from None
+            raise BadAnswer(f"query server {self.name} answered with invalid JSON: {answer[:200]!r}", self.name) from None
 
     # -- the end
     def _running(self) -> bool:

@@ -136,9 +136,12 @@ def side_by_side_part(pairs: Sequence[tuple[dict, dict]], q: int, record: dict |
         where = f" in the CouchDB's container ({record['container']})"
     else:      # "where": an earlier chase's, measured on this machine for a CouchDB in a container
         where = " on this machine" + (f" ({record['where']})" if record.get("where") else "")
+    paced = record.get("paced")
+    fed = (f", fed a document every {1000 * paced['side_s']:.1f} ms (as the target's shards will) against one alone "
+           f"every {1000 * paced['alone_s']:.1f} ms (as the chase's builds did)" if paced else ", against one alone")
     line = (f"the query servers' CPU as {q} processes side by side spend it: the chase's one-shard builds' × "
             f"{got['value']:.2f} ({got['low']:.2f}–{got['high']:.2f}), measured with {record['server']}{where}, "
-            f"{record['docs_each']:,} documents each, against one alone")
+            f"{record['docs_each']:,} documents each{fed}")
     return {**got, "query_servers_cpu_s": parts, "server": record["server"], "docs_each": record["docs_each"]}, line
 
 
