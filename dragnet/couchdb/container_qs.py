@@ -9,15 +9,14 @@ process still there after that is killed by its host pid, checked by its start t
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
 import socket
 import time
-from typing import Any, Sequence
+from typing import Sequence
 
-from dragnet.servers.protocol import BadAnswer, QueryServerDied, QueryServerError, QueryServerTimeout, encode
+from dragnet.servers.protocol import LineProtocol, QueryServerDied, QueryServerTimeout
 
 HOME = "/opt/couchdb"              # the release in the images, and CouchDB's working directory
 JAVASCRIPT = "./bin/couchjs ./share/server/main.js"    # bin/couchdb's default for COUCHDB_QUERY_SERVER_JAVASCRIPT
@@ -47,13 +46,14 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
-class ContainerQueryServer:
-    """One query-server process in a container (see the module's doc)."""
+class ContainerQueryServer(LineProtocol):
+    """One query-server process in a container (see the module's doc); its answers read as a local one's."""
 
     def __init__(self, api, container: str, argv: Sequence[str], *, name: str, timeout: float = 60.0,
                  user: str = "couchdb", workdir: str = HOME):
         self.api, self.argv, self.name, self.timeout = api, list(argv), name, timeout
         self.logs: list[str] = []
+        self.log_count, self._keep_logs, self._seq, self._busy = 0, 1000, 0, False
         self._out = b""
         self._err = bytearray()
         self.pid: int | None = None
@@ -131,31 +131,7 @@ class ContainerQueryServer:
             tail = self.stderr_tail()
             raise QueryServerDied(f"query server {self.name} in the container is gone (writing)"
                                   + (f"; stderr: {tail[-500:]}" if tail else ""), self.name, None, tail) from None
-        while True:
-            answer = self._readline()
-            if not answer.lstrip().startswith(b'["'):
-                return answer
-            try:
-                msg = json.loads(answer)
-            except ValueError:
-                return answer
-            if msg[0] == "log":
-                self.logs.append(msg[1] if len(msg) > 1 and isinstance(msg[1], str) else json.dumps(msg[1:]))
-                continue
-            if msg[0] in ("error", "fatal"):
-                raise QueryServerError(f"query server {self.name} answered {msg[0]} "
-                                       f"{msg[1] if len(msg) > 1 else 'unknown_error'}: "
-                                       f"{msg[2] if len(msg) > 2 else None}", self.name,
-                                       str(msg[1] if len(msg) > 1 else "unknown_error"),
-                                       msg[2] if len(msg) > 2 else None, msg[0] == "fatal")
-            return answer
-
-    def prompt(self, message: Any) -> Any:
-        answer = self.prompt_raw(encode(message))
-        try:
-            return json.loads(answer)
-        except ValueError:
-            raise BadAnswer(f"query server {self.name} answered with invalid JSON: {answer[:200]!r}", self.name) from None
+        return self._answered(self._readline())
 
     # -- the end
     def _running(self) -> bool:

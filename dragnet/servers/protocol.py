@@ -135,7 +135,55 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-class QueryServerProcess:
+class LineProtocol:
+    """What a query server's answers mean, whatever carries its lines: log lines collected, error and fatal
+    answers raised. A subclass gives name, logs, log_count, _keep_logs, _seq, _busy, _readline(), kill() and
+    prompt_raw(), which hands its answer line to _answered()."""
+
+    def _answered(self, answer: bytes) -> bytes:
+        """The answer to a request, after any log lines before it (an error or fatal answer raises)."""
+        return self._command(answer) if _COMMAND.match(answer) else answer
+
+    def _command(self, answer: bytes) -> bytes:
+        """A log/error/fatal line: log and read on, or raise."""
+        while True:
+            try:
+                msg = json.loads(answer)
+            except ValueError:
+                return answer  # starts like a command but is not JSON: hand it back as an answer
+            if msg[0] == "log" and len(msg) >= 2:
+                self.log_count += 1
+                self._seq += 1
+                if len(self.logs) < self._keep_logs:
+                    self.logs.append(msg[1] if isinstance(msg[1], str) else json.dumps(msg[1]))
+            elif msg[0] in ("error", "fatal"):
+                error_id = msg[1] if len(msg) > 1 else "unknown_error"
+                reason = msg[2] if len(msg) > 2 else None
+                fatal = msg[0] == "fatal"
+                self._busy = False
+                if fatal:
+                    self.kill()
+                raise QueryServerError(f"query server {self.name} answered {msg[0]} {error_id}: {reason}",
+                                       self.name, str(error_id), reason, fatal)
+            else:
+                return answer
+            answer = self._readline()
+            if not _COMMAND.match(answer):
+                return answer
+
+    # -- convenience --------------------------------------------------------------------------
+
+    def prompt(self, message: Any) -> Any:
+        """Send a message (any JSON value) and return the parsed answer."""
+        answer = self.prompt_raw(encode(message))
+        try:
+            return json.loads(answer)
+        except ValueError:
+            raise BadAnswer(f"query server {self.name} answered with invalid JSON: {_short(answer)!r}",
+                            self.name) from None
+
+
+class QueryServerProcess(LineProtocol):
     """One running query server.
 
     >>> with QueryServerProcess(["couchpy"]) as qs:
@@ -255,44 +303,6 @@ class QueryServerProcess:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-
-    def _command(self, answer: bytes) -> bytes:
-        """A log/error/fatal line: log and read on, or raise."""
-        while True:
-            try:
-                msg = json.loads(answer)
-            except ValueError:
-                return answer  # starts like a command but is not JSON: hand it back as an answer
-            if msg[0] == "log" and len(msg) >= 2:
-                self.log_count += 1
-                self._seq += 1
-                if len(self.logs) < self._keep_logs:
-                    self.logs.append(msg[1] if isinstance(msg[1], str) else json.dumps(msg[1]))
-            elif msg[0] in ("error", "fatal"):
-                error_id = msg[1] if len(msg) > 1 else "unknown_error"
-                reason = msg[2] if len(msg) > 2 else None
-                fatal = msg[0] == "fatal"
-                self._busy = False
-                if fatal:
-                    self.kill()
-                raise QueryServerError(f"query server {self.name} answered {msg[0]} {error_id}: {reason}",
-                                       self.name, str(error_id), reason, fatal)
-            else:
-                return answer
-            answer = self._readline()
-            if not _COMMAND.match(answer):
-                return answer
-
-    # -- convenience --------------------------------------------------------------------------
-
-    def prompt(self, message: Any) -> Any:
-        """Send a message (any JSON value) and return the parsed answer."""
-        answer = self.prompt_raw(encode(message))
-        try:
-            return json.loads(answer)
-        except ValueError:
-            raise BadAnswer(f"query server {self.name} answered with invalid JSON: {_short(answer)!r}",
-                            self.name) from None
 
     # -- failure paths ------------------------------------------------------------------------
 
