@@ -3,6 +3,8 @@ part scaled by it, and real query-server processes measured side by side (couchp
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dragnet.forecast import chase as ch
@@ -241,3 +243,27 @@ def test_a_container_query_server_reports_its_error_and_its_death(couch_in_conta
                                      timeout=30) as qs:
             qs.prompt(["reset", {}])
     assert _query_servers_in(container) == []
+
+
+@pytest.mark.docker
+def test_the_sample_check_maps_rows_with_the_containers_own_query_server(couch_in_container, tmp_path):
+    from dragnet.forecast import shape as shp
+
+    env, _port, container = couch_in_container
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"_id": f"d{i}", "body": " ".join(["w"] * 3)}) + "\n" for i in range(120)))
+    design = Design({"_id": "_design/t", "language": "javascript", "views": {
+        "words": {"map": "function (doc) { doc.body.split(' ').forEach(function (w) { emit(w, null); }); }"},
+        "one": {"map": "function (doc) { emit(doc._id, 1); }", "reduce": "_count"}}}, "test")
+    target = {"doc_count": 1000, "sizes": {}, "q": None}
+    got = shp.check(data, target, design, env=env, container=container.name)
+    assert got["container"] == container.name
+    assert got["sample"]["rows_per_doc"] == {"words": 3.0, "one": 1.0}
+    assert not any(n.startswith("rows per document") for n in got["not_checked"]), got["not_checked"]
+    assert _query_servers_in(container) == []
+    # a language the container has no query server for: sizes only, and the container named as the reason
+    coffee = Design({**design.doc, "language": "coffeescript"}, "test")
+    got = shp.check(data, target, coffee, env=env, container=container.name)
+    assert got["sample"]["rows_per_doc"] == {}
+    assert (f"rows per document of each view: no coffeescript query server in the CouchDB's container "
+            f"{container.name} (no COUCHDB_QUERY_SERVER_COFFEESCRIPT in its environment)") in got["not_checked"]

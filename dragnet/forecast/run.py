@@ -142,7 +142,8 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         ext.check_auto(target_docs, min(ext.PROBE_DOCS, data_docs))
     on_event("distribution", {"sample": dist.as_dict(), "target": target})
     # the sample against the target (document size, rows per document of each view), before any build
-    checks = shp.check(data, target, config.design, target_spec=target_spec, env=env)
+    checks = shp.check(data, target, config.design, target_spec=target_spec, env=env,
+                       container=couchdb_container(config.url, env))
     on_event("sample_checks", checks)
     load0, t0 = os.getloadavg()[0], time.time()
     if sizes_text == "auto":

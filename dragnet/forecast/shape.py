@@ -121,30 +121,34 @@ def _file_docs(path: Path) -> Iterable[dict]:
                 yield json.loads(line)
 
 
-def map_rows(design, docs: Sequence[dict], env: dict | None = None) -> dict[str, float]:
-    """Rows each view of the design emits per document, mapped by a query server of its language."""
+def map_rows(design, docs: Sequence[dict], env: dict | None = None,
+             container: str | None = None) -> dict[str, float]:
+    """Rows each view of the design emits per document, mapped by a query server of its language: this
+    machine's, or with `container` the CouchDB's container's own (qsbench.instructions.starter)."""
     from dragnet.qsbench import ddoc as qd
     from dragnet.qsbench import instructions
     from dragnet.qsbench import run as qsbench
 
     if not docs:
         return {}
-    spec = instructions.server_for(design.language, env)
     groups = qd.map_groups(design)
+    start, name, _ = instructions.starter(design.language, design.doc["views"].get("lib"), groups, 30.0, env,
+                                          container)
     ready = qsbench.prepare_docs([dict(d, _id=str(d.get("_id") or f"shape-{i}")) for i, d in enumerate(docs)],
                                  where="shape")
-    qs, _ = qd.start_design(spec, design.doc["views"].get("lib"), groups, 30.0)
+    qs = start()
     try:
         answers = [qs.prompt_raw(line) for line in ready.lines]
     finally:
         qs.close()
-    rows = qd.group_rows(answers, ready.ids, len(groups), spec.name)
+    rows = qd.group_rows(answers, ready.ids, len(groups), name)
     counts = [[len(rows[g][i][1]) for g in range(len(groups))] for i in range(len(ready.ids))]
     per_group = mean_rows(counts, [g.label for g in groups])
     return {v: per_group[g.label] for g in groups for v in g.views}
 
 
-def data_shape(path: Path, design=None, count: int = SHAPE_DOCS, env: dict | None = None) -> Shape:
+def data_shape(path: Path, design=None, count: int = SHAPE_DOCS, env: dict | None = None,
+               container: str | None = None) -> Shape:
     """The sample file's shape: every document's size; `count` spread documents mapped."""
     sizes = []
 
@@ -154,11 +158,12 @@ def data_shape(path: Path, design=None, count: int = SHAPE_DOCS, env: dict | Non
             yield d
     picked = lowest_scored(sized(), count)
     return Shape(len(sizes), sum(sizes) / len(sizes) if sizes else None,
-                 map_rows(design, picked, env) if design is not None else {},
+                 map_rows(design, picked, env, container) if design is not None else {},
                  f"{path.name}: every document's size, {len(picked):,} mapped")
 
 
-def target_shape(spec: str, design=None, count: int = SHAPE_DOCS, env: dict | None = None) -> Shape:
+def target_shape(spec: str, design=None, count: int = SHAPE_DOCS, env: dict | None = None,
+                 container: str | None = None) -> Shape:
     """The target database's shape: `count` spread documents (qsbench.instructions' sample), sized and mapped."""
     from dragnet.couchdb.client import connect
     from dragnet.data.sample import split_db_url
@@ -169,31 +174,34 @@ def target_shape(spec: str, design=None, count: int = SHAPE_DOCS, env: dict | No
     docs = [json.loads(line)[1] for line in got.lines]
     sizes = [doc_bytes(d) for d in docs]
     return Shape(len(docs), sum(sizes) / len(sizes) if sizes else None,
-                 map_rows(design, docs, env) if design is not None else {},
+                 map_rows(design, docs, env, container) if design is not None else {},
                  f"{len(docs):,} documents of the target, spread by their _id")
 
 
 def check(data: Path, target: dict, design=None, target_spec: str | None = None, env: dict | None = None,
-          goal: float = GOAL) -> dict:
+          goal: float = GOAL, container: str | None = None) -> dict:
     """The sample against the target before any build: both shapes, the warnings (compare) and what could not
-    be checked and why (forecast.json's "sample_checks")."""
+    be checked and why (forecast.json's "sample_checks"). With `container` (the CouchDB's, when it runs in
+    one) the rows are mapped by that container's own query server, as its builds map them."""
     from dragnet.errors import DragnetError
     from dragnet.qsbench.instructions import NoQueryServer
 
     out: dict = {"goal": goal, "sample": None, "target": None, "warnings": [],
-                 "not_checked": unchecked(target, design is not None)}
+                 "not_checked": unchecked(target, design is not None),
+                 **({"container": container} if container else {})}
     try:
-        sample = data_shape(data, design, env=env)
+        sample = data_shape(data, design, env=env, container=container)
     except DragnetError as exc:      # no query server of the language here: sizes only
         why = (f"no {design.language} query server on this machine to map them with (a CouchDB release, "
-               f"or DRAGNET_COUCHJS)" if isinstance(exc, NoQueryServer) else str(exc))
+               f"or DRAGNET_COUCHJS)" if isinstance(exc, NoQueryServer) and container is None
+               else str(exc).splitlines()[0])
         out["not_checked"].append(f"rows per document of each view: {why}")
         design = None
         sample = data_shape(data, None, env=env)
     out["sample"] = sample.as_dict()
     if target_spec and (target.get("url") or target.get("db")):
         try:
-            tshape = target_shape(target_spec, design, env=env)
+            tshape = target_shape(target_spec, design, env=env, container=container)
         except DragnetError as exc:
             out["not_checked"].append(f"the target's documents ({exc})")
             return out

@@ -120,42 +120,6 @@ def _run(start: Callable[[], object], slices: Sequence[Sequence[bytes]], gap_s: 
                           for s, b, a in zip(slices, before, after)]}
 
 
-def _here(language: str, lib, groups, timeout: float, env: dict | None):
-    """(start a server of this machine, its name, what the record says of it)."""
-    from dragnet.qsbench import ddoc as qd
-    from dragnet.qsbench import instructions
-
-    spec = instructions.server_for(language, env)
-    return (lambda: qd.start_design(spec, lib, groups, timeout)[0]), spec.name, {}
-
-
-def _in_container(container: str, language: str, lib, groups, timeout: float, env: dict | None):
-    """(start a server in the CouchDB's container, as its CouchDB would, its name, what the record says of it)."""
-    from dragnet.couchdb import container_qs as cq
-    from dragnet.couchdb import docker as dk
-    from dragnet.qsbench import ddoc as qd
-    from dragnet.qsbench.instructions import NoQueryServer
-
-    from dragnet.errors import DragnetError
-
-    c = dk.client(env)
-    try:
-        box = c.containers.get(container)
-    except Exception as exc:      # noqa: BLE001 - the engine's NotFound or APIError, in one line
-        raise DragnetError(f"the CouchDB's container {container}: {str(exc).splitlines()[0][:200]}") from None
-    argv = cq.command_for(box.attrs, language)
-    if argv is None:
-        raise NoQueryServer(f"no {language} query server in the CouchDB's container {box.name} "
-                            f"(no {cq.ENV_PREFIX}{language.upper()} in its environment)")
-
-    def start():
-        qs = cq.ContainerQueryServer(c.api, box.id, argv, name=language, timeout=timeout)
-        qd.load_design(qs, lib, groups)
-        return qs
-
-    return start, os.path.basename(argv[0]), {"container": box.name, "argv": argv}
-
-
 def measure(design, lines: Sequence[bytes], q: int, repeat: int, *, env: dict | None = None,
             on_event: Callable[[str, dict], None] = lambda *_: None, timeout: float = 60.0,
             container: str | None = None, paced: dict | None = None) -> dict:
@@ -166,11 +130,11 @@ def measure(design, lines: Sequence[bytes], q: int, repeat: int, *, env: dict | 
     no more often than its build would give it one. A DragnetError (no query server of the language) is the
     caller's to report."""
     from dragnet.qsbench import ddoc as qd
+    from dragnet.qsbench import instructions
 
     groups = qd.map_groups(design)
     lib = design.doc["views"].get("lib")
-    where = _here if container is None else (lambda *a: _in_container(container, *a))
-    start, server, about = where(design.language, lib, groups, timeout, env)
+    start, server, about = instructions.starter(design.language, lib, groups, timeout, env, container)
     slices = [list(lines[i::q]) for i in range(q)]
     record = {"q": q, "server": server, "language": design.language, "docs_each": len(slices[0]),
               "share": f"a fifth of the target's documents over q (1/{SHARE})", **about,

@@ -53,7 +53,7 @@ from dragnet.data import sample as sampling
 from dragnet.errors import UsageError
 from dragnet.index.reduce_batches import Call, btree_rows, plan_and_reduce
 from dragnet.qsbench import run as qsbench
-from dragnet.qsbench.ddoc import MapGroup, group_rows, map_groups, start_design
+from dragnet.qsbench.ddoc import MapGroup, group_rows, load_design, map_groups, start_design
 from dragnet.results.record import instructions_per_1000_docs
 from dragnet.servers.available import discover
 from dragnet.servers.discovery import ServerSpec
@@ -328,3 +328,34 @@ def count(spec: ServerSpec, design: Design, docs: qsbench.DocSet, env: dict | No
         tmp_path.write_text(json.dumps(_COUNTS[whole].as_dict()))
         tmp_path.replace(Path(folder) / f"{whole}.json")
     return _COUNTS[whole]
+
+
+def starter(language: str, lib: dict | None, groups: Sequence[MapGroup], timeout: float, env: dict | None,
+            container: str | None = None):
+    """(a callable starting a server of the language with the design loaded (load_design), the server's name,
+    what a record says of where it ran). The server is this machine's, or with `container` (a CouchDB's
+    container, by name or id) that container's own, as its CouchDB would start it, by a Docker exec: its query
+    server may be another build than this machine's. A language with no server raises NoQueryServer."""
+    if container is None:
+        spec = server_for(language, env)
+        return (lambda: start_design(spec, lib, groups, timeout)[0]), spec.name, {}
+    from dragnet.couchdb import container_qs as cq
+    from dragnet.couchdb import docker as dk
+    from dragnet.errors import DragnetError
+
+    c = dk.client(env)
+    try:
+        box = c.containers.get(container)
+    except Exception as exc:      # noqa: BLE001 - the engine's NotFound or APIError, in one line
+        raise DragnetError(f"the CouchDB's container {container}: {str(exc).splitlines()[0][:200]}") from None
+    argv = cq.command_for(box.attrs, language)
+    if argv is None:
+        raise NoQueryServer(f"no {language} query server in the CouchDB's container {box.name} "
+                            f"(no {cq.ENV_PREFIX}{language.upper()} in its environment)")
+
+    def start():
+        qs = cq.ContainerQueryServer(c.api, box.id, argv, name=language, timeout=timeout)
+        load_design(qs, lib, groups)
+        return qs
+
+    return start, os.path.basename(argv[0]), {"container": box.name, "argv": argv}
