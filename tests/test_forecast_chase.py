@@ -104,6 +104,42 @@ def test_back_test_t_says_its_chase_saw_no_compaction(tmp_path):
     assert any("saw no view compaction" in x for x in m["limits"])
 
 
+def test_the_writers_tail_is_the_wall_after_the_last_indexer_task():
+    def result(indexer_at, wall, t0=1000.0):
+        polls = [{"t": t0 + i, "tasks": [{"type": "indexer"}] if i in indexer_at else
+                  [{"type": "view_compaction"}]} for i in range(int(wall) + 1)]
+        return {"trigger": {"t_trigger": t0}, "summary": {"wall_time_s": wall}, "polls": polls}
+    # listed at 0–2 s: from 3 s on the writer alone, to the answer at 5.8 s
+    assert ch.writer_tail(result({0, 1, 2}, 5.8)) == pytest.approx(2.8)
+    # listed until the answer: no tail
+    assert ch.writer_tail(result(set(range(7)), 6.5)) == 0.0
+    # no indexer task seen, or no polls recorded: unknown, not zero
+    assert ch.writer_tail(result(set(), 5.0)) is None
+    assert ch.writer_tail({"trigger": {"t_trigger": 1.0}, "summary": {"wall_time_s": 3.0}}) is None
+
+
+def test_held_builds_waiting_for_the_writer_say_one_shard_prices_one_writer():
+    def pair(tail_s):
+        return [{**_b("held", 1, 10.0, 8.0), "writer_tail_s": tail_s}, {**_b("free", 1, 10.5, 6.4)}]
+    line = next(x for x in ch.model(pair(4.0), 16)["limits"] if "view writer" in x)
+    assert line.startswith("the held builds spent 50%–50% of their wall time after their indexer task had left")
+    assert "erred -21% to +23%" in line
+    # under a tenth of the wall (3.5.0's builds), or not recorded: nothing said
+    assert not any("view writer" in x for x in ch.model(pair(0.7), 16)["limits"])
+    assert not any("view writer" in x for x in ch.model(pair(None), 16)["limits"])
+
+
+@pytest.mark.parametrize("backtest, said", [("w", True), ("v", True), ("u", False), ("s", False)])
+def test_back_tests_on_352_say_their_held_builds_waited_for_the_writer(tmp_path, backtest, said):
+    from dragnet.forecast import run as fr
+    folder = _unzipped(REPO / "benchmarks" / "forecast_growth" / f"chase-{backtest}" / f"backtest-{backtest}",
+                       tmp_path / backtest)
+    m = fr.load_chase(folder)["languages"]["javascript"]
+    held = [b for b in m["builds"] if b["mode"] == "held"]
+    assert all(b["writer_tail_s"] is not None for b in held)
+    assert any("view writer" in x for x in m["limits"]) is said
+
+
 def test_one_pair_says_its_spread_is_unmeasured():
     one = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0)], 8)
     two = ch.model([_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 10.0),

@@ -46,6 +46,11 @@ HELD = ("smoosh.ratio_views/min_priority=1000000",
 BACKTESTED = 0.15         # the interval's widening on each side (the build time's goal)
 JS_REDUCE_LOW = 0.30      # the CPU the model missed at most on a JavaScript reduce (k: −28.6 %), rounded up
 CORES_USED = "the target's cores used as the chased one-shard build used them"   # a limit over_sweep_cores replaces
+# a held build that spends this share of its wall after its indexer task has left is waiting for CouchDB's view
+# writer (couch_mrview_updater:write_results) to finish the rows queued for it: 0-5 % on 3.5.0, 6-55 % on 3.5.2
+WRITER_TAIL = 0.10
+# the chase's beam part on the back-tests on 3.5.2, whose builds showed that tail (q, t, v, w): its error range
+WRITER_TAIL_ERRORS = (-0.207, 0.233)
 
 
 def shard_docs(target_docs: int, q: int) -> int:
@@ -145,6 +150,20 @@ def side_by_side_part(pairs: Sequence[tuple[dict, dict]], q: int, record: dict |
     return {**got, "query_servers_cpu_s": parts, "server": record["server"], "docs_each": record["docs_each"]}, line
 
 
+def writer_tail(result: dict) -> float | None:
+    """The wall seconds of a build after its last indexer task left `_active_tasks`, counted from the first
+    whole second after the last poll that listed one (polls are a second apart), or None without polls. On
+    CouchDB 3.5.2 the updater's task leaves while its writer still sorts and writes the rows the mapper queued
+    (benchmarks/forecast_growth/writer_probe); the view answers when the writer is done."""
+    polls = result.get("polls")
+    t0 = (result.get("trigger") or {}).get("t_trigger")
+    wall = (result.get("summary") or {}).get("wall_time_s")
+    if not polls or t0 is None or wall is None:
+        return None
+    seen = [p["t"] - t0 for p in polls if any(t.get("type") == "indexer" for t in p.get("tasks") or ())]
+    return max(0.0, wall - (max(seen) + 1)) if seen else None
+
+
 def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), side_by_side: dict | None = None) -> dict:
     """The forecast from one language's chase builds (each {"mode", "repeat", "cpu_s", "wall_s", …}): JSON-ready,
     with the builds themselves, so every figure is recomputable from them. side_by_side: the record of the query
@@ -175,6 +194,13 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
               f"{CORES_USED}: a target on more cores, or a machine under another load, builds in another time"]
     if sbs_line:
         limits.append(sbs_line)
+    tails = [h["writer_tail_s"] / h["wall_s"] for h, _ in pairs if h.get("writer_tail_s") is not None]
+    if tails and min(tails) >= WRITER_TAIL:
+        low, high = WRITER_TAIL_ERRORS
+        limits.append(f"the held builds spent {min(tails):.0%}–{max(tails):.0%} of their wall time after their "
+                      f"indexer task had left, waiting for CouchDB's view writer to finish the rows queued for it: "
+                      f"one shard alone prices one writer, not q of them sharing the cores; on the four back-tests on "
+                      f"3.5.2, whose builds did this, the chase's beam CPU erred {low:+.0%} to {high:+.0%}")
     frees = [f for _, f in pairs]
     if all(f.get("compaction_polls") == 0 for f in frees):
         limits.append(f"the free builds saw no view compaction ({max(f['wall_s'] for f in frees):.0f} s each at "
