@@ -202,6 +202,35 @@ def test_an_open_build_time_is_settled_by_a_chase_planned_or_built():
     assert step["stop"] is None and "settled" not in step
 
 
+def test_a_chase_whose_held_builds_waited_for_the_writer_leaves_the_build_time_open():
+    from dragnet.report.forecast_report import describe_step
+
+    tail = {"share": [0.46, 0.48], "threshold": ch.WRITER_TAIL, "beam_errors": [-0.207, 0.233]}
+    f = _forecast_with_open_build_time({"build_time": {"value": 90.0}, "writer_tail": tail})
+    (g,) = ext.open_goals(f, ext.BY_CHASE)
+    assert g["quantity"] == "build_time" and g["chase_writer_tail"] == tail and g["spread"] == pytest.approx(0.233)
+    # open for the chase's own reason, which a larger size would not settle: no "--chase decides" hint
+    step = ext.decide({"": f}, [1000, 2000], spent_s=1, budget_s=10**6, max_docs=10**6, target_docs=5_000,
+                      top_seconds=1, growth=1, settled=ext.BY_CHASE)
+    assert step["stop"] == "fifth" and "--chase" not in step["reason"]
+    assert not ext.load_only(g)
+    assert ("javascript build_time: by chase, its held builds spent 46%–48% of their wall waiting for CouchDB's view "
+            "writer, where the chase's beam CPU erred -21% to +23% on the back-tests (goal 15%)") in describe_step(step)
+    # errors the back-tests kept within the goal would not hold it open
+    inside = {**tail, "beam_errors": [-0.10, 0.12]}
+    assert ext.open_goals(_forecast_with_open_build_time({"build_time": {"value": 90.0}, "writer_tail": inside})) == []
+
+
+def test_back_test_w_re_forecast_says_its_build_time_is_open_for_the_writer(tmp_path):
+    from dragnet.forecast import run as fr
+    folder = _unzipped(REPO / "benchmarks" / "forecast_growth" / "chase-w" / "backtest-w", tmp_path / "w")
+    out = fr.from_sweep(folder, fr.target_from_docs(100_000, None, 16), out_dir=tmp_path / "again")
+    (step,) = out["sweep_steps"]
+    (g,) = [g for g in step["undecided"] if g["quantity"] == "build_time"]
+    assert g["chase_writer_tail"]["share"] == pytest.approx([0.46, 0.48], abs=0.01)
+    assert step["stop"] != "decided"
+
+
 # ---- the report
 
 def test_the_report_shows_the_chase_beside_the_fit_and_why_it_did_not_run():

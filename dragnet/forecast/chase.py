@@ -195,8 +195,10 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     if sbs_line:
         limits.append(sbs_line)
     tails = [h["writer_tail_s"] / h["wall_s"] for h, _ in pairs if h.get("writer_tail_s") is not None]
+    writer = None
     if tails and min(tails) >= WRITER_TAIL:
         low, high = WRITER_TAIL_ERRORS
+        writer = {"share": [min(tails), max(tails)], "threshold": WRITER_TAIL, "beam_errors": [low, high]}
         limits.append(f"the held builds spent {min(tails):.0%}–{max(tails):.0%} of their wall time after their "
                       f"indexer task had left, waiting for CouchDB's view writer to finish the rows queued for it: "
                       f"one shard alone prices one writer, not q of them sharing the cores; on the four back-tests on "
@@ -225,5 +227,6 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     return {"q": q, "shard_docs": pairs[0][0].get("docs"), "repeats": len(pairs),
             "build_cpu": build_cpu, "build_time": build_time,
             "cores_used": cores, "javascript_reduces": list(js_reduces), "limits": limits,
+            **({"writer_tail": writer} if writer else {}),
             **({"side_by_side": {**sbs, "cpu_s_low": cpu_low, "cpu_s_high": cpu_high}} if sbs else {}),
             "builds": [dict(b) for pair in pairs for b in pair]}

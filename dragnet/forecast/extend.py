@@ -77,7 +77,12 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
     for lang, f in sorted(per_lang.items()):
         qs = f.get("quantities") or {}
         for q, goal in GOALS.items():
-            if q in settled or (q in BY_CHASE and f.get("chase")):
+            if q in BY_CHASE and f.get("chase"):
+                tail = writer_bound(f["chase"], goal)
+                if tail:
+                    out.append({"language": lang, "quantity": q, "goal": goal, "held_out": None, **tail})
+                continue
+            if q in settled:
                 continue
             entry = qs.get("disk_growth") if q == "peak_disk" else qs.get(q)
             if not entry or not entry.get("prediction"):
@@ -105,6 +110,17 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
                     g.update(slowed=waited)
                 out.append(g)
     return out
+
+
+def writer_bound(chase: dict, goal: float) -> dict | None:
+    """A built chase that cannot vouch for the build time: its held builds waited for CouchDB's view writer
+    (forecast.chase.writer_tail), a regime where the chase's beam part erred beyond the goal on the back-tests.
+    {"spread": that error, "chase_writer_tail": the model's record}, or None."""
+    tail = chase.get("writer_tail")
+    if not tail:
+        return None
+    worst = max(abs(e) for e in tail["beam_errors"])
+    return {"spread": worst, "chase_writer_tail": tail} if worst > goal else None
 
 
 def largest(target_docs: int) -> int:
@@ -152,7 +168,8 @@ def decide(forecasts: dict, counts: Sequence[int], *, spent_s: float, budget_s: 
                                                   f"({max_docs:,}) or not below the target"}
     if nxt > largest(target_docs):
         chase = ("; --chase decides the build time from one shard of the target"
-                 if any(g["quantity"] == "build_time" for g in undecided) else "")
+                 if any(g["quantity"] == "build_time" and not g.get("chase_writer_tail") for g in undecided)
+                 else "")
         return {**step, "stop": "fifth", "reason": f"the next size {nxt:,} is more than a fifth of the target "
                                                    f"({target_docs:,} documents), the most a sweep builds{chase}"}
     if spent_s + cost > budget_s:

@@ -195,9 +195,19 @@ def build(out: dict) -> ForecastReport:
         not_checked=list((out.get("sample_checks") or {}).get("not_checked") or []), chase_notes=chase_notes(out))
 
 
+def _writer_bound(g: dict) -> str:
+    """An open build time whose chase was writer-bound (forecast.extend.writer_bound)."""
+    t = g["chase_writer_tail"]
+    low, high = t["beam_errors"]
+    return (f"{g['language']} {g['quantity']}: by chase, its held builds spent {t['share'][0]:.0%}–"
+            f"{t['share'][1]:.0%} of their wall waiting for CouchDB's view writer, where the chase's beam CPU "
+            f"erred {low:+.0%} to {high:+.0%} on the back-tests (goal {g['goal']:.0%})")
+
+
 def describe_step(step: dict) -> str:
     """One line for the forecast's output: why the sweep stopped, what is open, what the next size costs."""
-    open_ = "; ".join(f"{g['language']} {g['quantity']}: shapes spread {g['spread']:.0%}"
+    open_ = "; ".join(_writer_bound(g) if g.get("chase_writer_tail") else
+                      f"{g['language']} {g['quantity']}: shapes spread {g['spread']:.0%}"
                       + (f", held-out error {g['held_out']:.0%}" if g.get("held_out") is not None else "")
                       + (f", the builds' share of the cores moved {g['cores_share_moved']:.0%} "
                          f"({g['cores_share'][0]:.2f}–{g['cores_share'][1]:.2f} of a core: the wall time follows "
