@@ -19,6 +19,7 @@ from dragnet.errors import UsageError
 from dragnet.forecast import chase as ch
 from dragnet.forecast import extend as ext
 from dragnet.forecast import side_by_side as sbs
+from dragnet.results import schema as _schema
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -98,7 +99,7 @@ def test_free_builds_the_compaction_daemon_never_reached_are_named_in_the_limits
 
 def test_back_test_t_says_its_chase_saw_no_compaction(tmp_path):
     from dragnet.forecast import run as fr
-    folder = _unzipped(REPO / "benchmarks" / "forecast_growth" / "chase-t" / "backtest-t", tmp_path / "t")
+    folder = _copied(REPO / "benchmarks" / "forecast_growth" / "chase-t" / "backtest-t", tmp_path / "t")
     m = fr.load_chase(folder)["languages"]["javascript"]
     assert [b["compaction_polls"] for b in m["builds"] if b["mode"] == "free"] == [0, 0]
     assert any("saw no view compaction" in x for x in m["limits"])
@@ -132,7 +133,7 @@ def test_held_builds_waiting_for_the_writer_say_one_shard_prices_one_writer():
 @pytest.mark.parametrize("backtest, said", [("w", True), ("v", True), ("u", False), ("s", False)])
 def test_back_tests_on_352_say_their_held_builds_waited_for_the_writer(tmp_path, backtest, said):
     from dragnet.forecast import run as fr
-    folder = _unzipped(REPO / "benchmarks" / "forecast_growth" / f"chase-{backtest}" / f"backtest-{backtest}",
+    folder = _copied(REPO / "benchmarks" / "forecast_growth" / f"chase-{backtest}" / f"backtest-{backtest}",
                        tmp_path / backtest)
     m = fr.load_chase(folder)["languages"]["javascript"]
     held = [b for b in m["builds"] if b["mode"] == "held"]
@@ -223,7 +224,7 @@ def test_a_chase_whose_held_builds_waited_for_the_writer_leaves_the_build_time_o
 
 def test_back_test_w_re_forecast_says_its_build_time_is_open_for_the_writer(tmp_path):
     from dragnet.forecast import run as fr
-    folder = _unzipped(REPO / "benchmarks" / "forecast_growth" / "chase-w" / "backtest-w", tmp_path / "w")
+    folder = _copied(REPO / "benchmarks" / "forecast_growth" / "chase-w" / "backtest-w", tmp_path / "w")
     out = fr.from_sweep(folder, fr.target_from_docs(100_000, None, 16), out_dir=tmp_path / "again")
     (step,) = out["sweep_steps"]
     (g,) = [g for g in step["undecided"] if g["quantity"] == "build_time"]
@@ -450,23 +451,17 @@ def test_what_the_chase_would_cost_counts_the_chased_languages_only():
 
 # ---- a recorded forecast: back-test o, frozen before its target was built
 
-def _unzipped(src: Path, dst: Path) -> Path:
-    """The committed forecast folder as the forecast wrote it (its results files are committed gzipped; the
-    addview results files are read gzipped as they are)."""
-    import gzip
+def _copied(src: Path, dst: Path) -> Path:
+    """A committed back-test's forecast folder, copied: a re-forecast writes beside it (its summaries and results
+    files stay gzipped, as committed; the library reads them so)."""
     import shutil
-    shutil.copytree(src, dst)
-    for gz in dst.rglob("*.gz"):
-        if gz.name in ("sizes.json.gz", "bench.json.gz", "chase.json.gz"):
-            gz.with_suffix("").write_bytes(gzip.decompress(gz.read_bytes()))
-            gz.unlink()
-    return dst
+    return Path(shutil.copytree(src, dst))
 
 
 def test_back_test_o_recomputes_from_its_results_files_and_keeps_the_chase_warnings(tmp_path):
     from dragnet.forecast import run as fr
     frozen = REPO / "benchmarks" / "forecast_growth" / "chase-product" / "backtest-o"
-    folder = _unzipped(frozen, tmp_path / "o")
+    folder = _copied(frozen, tmp_path / "o")
     frozen_f = json.loads((frozen / "forecast.json").read_text())["forecasts"][""]["javascript"]
     was = frozen_f["chase"]
     out = fr.from_sweep(folder, fr.target_from_docs(100_000, None, 8), out_dir=tmp_path / "again")
@@ -496,7 +491,7 @@ def test_back_test_o_recomputes_from_its_results_files_and_keeps_the_chase_warni
     assert "build_time" not in {g["quantity"] for g in step["undecided"]}
     # a chase's warnings are in chase.json, so a re-forecast shows them as the run did
     record = folder / "chase" / "chase.json"
-    rec = json.loads(record.read_text())
+    rec = _schema.read_json(_schema.kept(record))
     assert "warnings" not in rec and "warnings" not in out["chase"]
     record.write_text(json.dumps({**rec, "warnings": ["one shard is more than a fifth of the target"]}))
     again = fr.from_sweep(folder, fr.target_from_docs(100_000, None, 8), out_dir=tmp_path / "warned")

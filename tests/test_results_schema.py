@@ -142,3 +142,16 @@ def test_couchdb_versions_read_from_either_recorded_shape():
     assert rs.couchdb_versions(raw) == {"couchdb": "3.5.0", "erlang": "25.2.3", "javascript_engine": "spidermonkey 102"}
     assert rs.couchdb_versions(flat) == {"couchdb": "3.5.2", "erlang": "27.3", "javascript_engine": "spidermonkey 128"}
     assert rs.couchdb_versions({}) == {"couchdb": None, "erlang": None, "javascript_engine": None}
+
+
+def test_kept_is_the_file_or_its_gzipped_twin_where_only_that_exists(tmp_path):
+    import gzip
+
+    from dragnet.results import schema
+
+    plain, gz = tmp_path / "sizes.json", tmp_path / "sizes.json.gz"
+    assert schema.kept(plain) == plain                     # neither: the name asked for, for its error
+    gz.write_bytes(gzip.compress(b'{"a": 1}'))
+    assert schema.kept(plain) == gz and schema.read_json(schema.kept(plain)) == {"a": 1}
+    plain.write_text('{"a": 2}')                            # written back plain: that one is read
+    assert schema.kept(plain) == plain and schema.read_json(schema.kept(plain)) == {"a": 2}

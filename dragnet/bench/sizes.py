@@ -272,8 +272,9 @@ def save(folder: str | Path, summary: dict, manifests: dict[int, dict]) -> None:
 def load(folder: str | Path) -> tuple[dict, dict[int, dict]]:
     """sizes.json and every size's bench.json from a sweep's folder."""
     folder = Path(folder)
-    if not (folder / SUMMARY).is_file():
+    if not _schema.kept(folder / SUMMARY).is_file():
         raise DragnetError(f"{folder}: no {SUMMARY}")
-    summary = _schema.read(folder / SUMMARY, _schema.SIZES)
-    manifests = {int(n): _schema.read(folder / rel, _schema.BENCH) for n, rel in summary["manifests"].items()}
+    summary = _schema.read(_schema.kept(folder / SUMMARY), _schema.SIZES)
+    manifests = {int(n): _schema.read(_schema.kept(folder / rel), _schema.BENCH)
+                 for n, rel in summary["manifests"].items()}
     return summary, manifests

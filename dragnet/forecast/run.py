@@ -402,9 +402,9 @@ def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:
     language (forecast.chase.model), or None when the forecast ran none, or ran them for a target of another
     size per shard than target_docs (a re-forecast for another target)."""
     root = folder / ch.FOLDER
-    if not (root / ch.RECORD).is_file():
+    if not _schema.kept(root / ch.RECORD).is_file():
         return None
-    record = _schema.read_json(root / ch.RECORD)
+    record = _schema.read_json(_schema.kept(root / ch.RECORD))
     if target_docs is not None and ch.shard_docs(target_docs, int(record["q"])) != int(record["shard_docs"]):
         return None
     per_lang: dict[str, list[dict]] = {}
@@ -603,8 +603,8 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
     the target size itself, each prediction is compared with those builds (the back-test)."""
     shard = None
     chase = load_chase(folder, int(target["doc_count"]))
-    if (folder / "sweep" / sz.SUMMARY).is_file():
-        if (folder / SHARD_SWEEP / sz.SUMMARY).is_file():
+    if _schema.kept(folder / "sweep" / sz.SUMMARY).is_file():
+        if _schema.kept(folder / SHARD_SWEEP / sz.SUMMARY).is_file():
             s_summary, s_manifests = sz.load(folder / SHARD_SWEEP)
             shard = ({**s_summary, "dir": str(folder / SHARD_SWEEP)}, s_manifests)
         folder = folder / "sweep"

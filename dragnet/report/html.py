@@ -26,7 +26,7 @@ from dragnet.report.render import cells as cell_text
 from dragnet.report.html_page import Chart, Section, build_page
 from dragnet.report.ranking import TEST
 from dragnet.forecast.model import SCALE, entry_curve, entry_points, entry_value
-from dragnet.results.schema import couchdb_versions
+from dragnet.results.schema import couchdb_versions, kept
 from dragnet.results.record import Build
 
 PAGE = "index.html"
@@ -452,7 +452,7 @@ def load_sizes(paths: Sequence[str | Path]) -> list[dict]:
 
     out = []
     for p in paths:
-        if Path(p).is_dir() and (Path(p) / sz.SUMMARY).is_file():
+        if Path(p).is_dir() and kept(Path(p) / sz.SUMMARY).is_file():
             summary, manifests = sz.load(p)
             analysis = sz.analyse(summary, manifests)
             out.append({"folder": str(p), "summary": summary, "manifests": manifests, "analysis": analysis,

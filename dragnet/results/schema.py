@@ -102,6 +102,14 @@ def read_json(path: str | os.PathLike) -> Any:
                                f"({exc.msg})") from None
 
 
+def kept(path: str | os.PathLike) -> Path:
+    """path, or its gzipped twin where only that exists: back-tests keep their summaries gzipped in the repository,
+    and every reader (read_json) reads them as they are."""
+    p = Path(path)
+    gz = p.with_name(p.name + ".gz")
+    return gz if not p.is_file() and gz.is_file() else p
+
+
 def read(path: str | os.PathLike, *kinds: str) -> dict:
     """A results file of one of `kinds` (all kinds when none given), checked (see check_schema)."""
     data = read_json(path)
