@@ -16,14 +16,14 @@ from dragnet.forecast import chase as ch  # noqa: E402
 
 
 @contextlib.contextmanager
-def held(url: str) -> Iterator[Couch]:
+def held(url: str, extra: tuple[str, ...] = ()) -> Iterator[Couch]:
     """A client of the CouchDB at url (credentials from the URL or COUCHDB_USER/COUCHDB_PASSWORD) with the
-    chase's held settings applied on every node for the block."""
+    chase's held settings, and `extra` ones ("section/key=value"), applied on every node for the block."""
     couch = connect(url, timeout=3600)
     applied = axis_config.Applied()
     try:
         nodes = axis_config.nodes(couch)
-        for s in (axis_config.parse(t) for t in ch.HELD):
+        for s in (axis_config.parse(t) for t in (*ch.HELD, *extra)):
             for node in nodes:
                 applied.set(couch, s, s.values[0], node)
         yield couch
