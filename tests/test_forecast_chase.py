@@ -230,6 +230,18 @@ def test_back_test_w_re_forecast_says_its_build_time_is_open_for_the_writer(tmp_
     (g,) = [g for g in step["undecided"] if g["quantity"] == "build_time"]
     assert g["chase_writer_tail"]["share"] == pytest.approx([0.46, 0.48], abs=0.01)
     assert step["stop"] != "decided"
+    # the sample checks the frozen forecast made, shown as recorded (a re-forecast maps nothing)
+    frozen = json.loads((folder / "forecast.json").read_text())["sample_checks"]
+    assert {k: v for k, v in out["sample_checks"].items() if k != "recorded"} == frozen
+    assert out["sample_checks"]["recorded"] == str(folder / "forecast.json")
+    from dragnet.report import forecast_report
+    from dragnet.report.render import text as render_text
+    text = render_text.forecast(forecast_report.build(out))
+    assert f"the sample checks as the forecast that built the sweep made them ({folder / 'forecast.json'}):" in text
+    assert "not checked: the target's document sizes against the sample's (no target database to read)" in text
+    # for another target they compared nothing: none shown
+    other = fr.from_sweep(folder, fr.target_from_docs(200_000, None, 16), out_dir=tmp_path / "other")
+    assert "sample_checks" not in other
 
 
 # ---- the report

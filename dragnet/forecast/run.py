@@ -597,12 +597,30 @@ def _result_of(folder: Path, run: dict) -> dict | None:
     return None
 
 
+def recorded_checks(folder: Path, target_docs: int) -> dict | None:
+    """The sample checks the forecast that built this folder's sweep made (its forecast.json's "sample_checks"),
+    marked as recorded, for the same target: a re-forecast builds nothing and maps nothing, so it shows them as
+    they were."""
+    path = _schema.kept(folder / fc.SUMMARY)
+    if not path.is_file():
+        return None
+    try:
+        recorded = _schema.read_json(path)
+    except _schema.ResultsFileError:
+        return None
+    checks = recorded.get("sample_checks")
+    # against another target than the one they compared the sample with, they do not hold
+    same = (recorded.get("target") or {}).get("doc_count") == target_docs
+    return {**checks, "recorded": str(path)} if checks and same else None
+
+
 def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weighting: str = "ordinary") -> dict:
     """Re-forecast a recorded sweep (no builds): a sweep folder (sizes.json), or a forecast's results folder
     (sweep/ and, when it ran, shard-sweep/). Sizes at or above the target are held out; when the sweep built
     the target size itself, each prediction is compared with those builds (the back-test)."""
     shard = None
     chase = load_chase(folder, int(target["doc_count"]))
+    checks = recorded_checks(folder, int(target["doc_count"]))
     if _schema.kept(folder / "sweep" / sz.SUMMARY).is_file():
         if _schema.kept(folder / SHARD_SWEEP / sz.SUMMARY).is_file():
             s_summary, s_manifests = sz.load(folder / SHARD_SWEEP)
@@ -627,6 +645,8 @@ def from_sweep(folder: Path, target: dict, *, out_dir: Path | None = None, weigh
     step = next_step(out, used, shard_used, spent_s=0.0, budget_s=float("inf"), max_docs=n - 1, target_docs=n,
                      chase=chased_model(chase))
     out["sweep_steps"] = [ext.given_sizes({**step, "budget_s": None})]     # no budget: none was given
+    if checks is not None:
+        out["sample_checks"] = checks
     _schema.write(Path(out_dir or folder) / fc.SUMMARY, out)
     if held is not None:
         actual = [r for r in runs_with_cpu(folder, {held: manifests[held]}) if r.get("status") == "ok"]

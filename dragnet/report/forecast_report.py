@@ -86,6 +86,7 @@ class ForecastReport:
     sample_warnings: list[str] = field(default_factory=list)      # the sample not the target in small (issue 49)
     not_checked: list[str] = field(default_factory=list)          # what a --target-docs target could not check
     chase_notes: list[str] = field(default_factory=list)          # --chase: why it did not run, its limits
+    checks_recorded: str | None = None                            # a re-forecast: whose sample checks it shows
 
 
 def _quantity(name: str, e: dict) -> Quantity:
@@ -192,7 +193,8 @@ def build(out: dict) -> ForecastReport:
         sweep_dir=str(out["sweep_dir"]), charts=list((out.get("charts") or {}).values()),
         draw=(out.get("draw") or {}).get("how"),
         sample_warnings=[w["message"] for w in (out.get("sample_checks") or {}).get("warnings") or []],
-        not_checked=list((out.get("sample_checks") or {}).get("not_checked") or []), chase_notes=chase_notes(out))
+        not_checked=list((out.get("sample_checks") or {}).get("not_checked") or []), chase_notes=chase_notes(out),
+        checks_recorded=(out.get("sample_checks") or {}).get("recorded"))
 
 
 def _writer_bound(g: dict) -> str:

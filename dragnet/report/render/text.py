@@ -71,6 +71,8 @@ def forecast(rep) -> str:
         if e.why:
             lines.append(f"  why: {e.why}")
         lines += [f"  warning: {w}" for w in e.warnings]
+    if rep.checks_recorded and (rep.sample_warnings or rep.not_checked):
+        lines.append(f"the sample checks as the forecast that built the sweep made them ({rep.checks_recorded}):")
     lines += [f"warning: {w}" for w in rep.sample_warnings]
     lines += [f"not checked: {w}" for w in rep.not_checked]
     lines += rep.chase_notes
