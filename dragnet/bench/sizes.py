@@ -272,9 +272,10 @@ def save(folder: str | Path, summary: dict, manifests: dict[int, dict]) -> None:
 def load(folder: str | Path) -> tuple[dict, dict[int, dict]]:
     """sizes.json and every size's bench.json from a sweep's folder."""
     folder = Path(folder)
-    if not _schema.kept(folder / SUMMARY).is_file():
+    path = _schema.kept(folder / SUMMARY)
+    if not path.is_file():
         raise DragnetError(f"{folder}: no {SUMMARY}")
-    summary = _schema.read(_schema.kept(folder / SUMMARY), _schema.SIZES)
+    summary = _schema.read(path, _schema.SIZES)
     manifests = {int(n): _schema.read(_schema.kept(folder / rel), _schema.BENCH)
                  for n, rel in summary["manifests"].items()}
     return summary, manifests

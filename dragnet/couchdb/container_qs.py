@@ -51,9 +51,8 @@ class ContainerQueryServer(LineProtocol):
 
     def __init__(self, api, container: str, argv: Sequence[str], *, name: str, timeout: float = 60.0,
                  user: str = "couchdb", workdir: str = HOME):
-        self.api, self.argv, self.name, self.timeout = api, list(argv), name, timeout
-        self.logs: list[str] = []
-        self.log_count, self._keep_logs, self._seq, self._busy = 0, 1000, 0, False
+        super().__init__(name)
+        self.api, self.argv, self.timeout = api, list(argv), timeout
         self._out = b""
         self._err = bytearray()
         self.pid: int | None = None

@@ -150,18 +150,25 @@ def side_by_side_part(pairs: Sequence[tuple[dict, dict]], q: int, record: dict |
     return {**got, "query_servers_cpu_s": parts, "server": record["server"], "docs_each": record["docs_each"]}, line
 
 
+def last_indexer_s(result: dict) -> float | None:
+    """When a build's last poll that listed an indexer task came, in seconds from its trigger; None without
+    polls or without one that listed an indexer task."""
+    polls = result.get("polls")
+    t0 = (result.get("trigger") or {}).get("t_trigger")
+    if not polls or t0 is None:
+        return None
+    seen = [p["t"] - t0 for p in polls if any(t.get("type") == "indexer" for t in p.get("tasks") or ())]
+    return max(seen) if seen else None
+
+
 def writer_tail(result: dict) -> float | None:
     """The wall seconds of a build after its last indexer task left `_active_tasks`, counted from the first
     whole second after the last poll that listed one (polls are a second apart), or None without polls. On
     CouchDB 3.5.2 the updater's task leaves while its writer still sorts and writes the rows the mapper queued
     (benchmarks/forecast_growth/writer_probe); the view answers when the writer is done."""
-    polls = result.get("polls")
-    t0 = (result.get("trigger") or {}).get("t_trigger")
+    last = last_indexer_s(result)
     wall = (result.get("summary") or {}).get("wall_time_s")
-    if not polls or t0 is None or wall is None:
-        return None
-    seen = [p["t"] - t0 for p in polls if any(t.get("type") == "indexer" for t in p.get("tasks") or ())]
-    return max(0.0, wall - (max(seen) + 1)) if seen else None
+    return None if last is None or wall is None else max(0.0, wall - (last + 1))
 
 
 def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), side_by_side: dict | None = None) -> dict:

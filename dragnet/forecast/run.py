@@ -402,9 +402,10 @@ def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:
     language (forecast.chase.model), or None when the forecast ran none, or ran them for a target of another
     size per shard than target_docs (a re-forecast for another target)."""
     root = folder / ch.FOLDER
-    if not _schema.kept(root / ch.RECORD).is_file():
+    path = _schema.kept(root / ch.RECORD)
+    if not path.is_file():
         return None
-    record = _schema.read_json(_schema.kept(root / ch.RECORD))
+    record = _schema.read_json(path)
     if target_docs is not None and ch.shard_docs(target_docs, int(record["q"])) != int(record["shard_docs"]):
         return None
     per_lang: dict[str, list[dict]] = {}

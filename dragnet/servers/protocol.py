@@ -137,8 +137,16 @@ def _descendants(pid: int) -> list[int]:
 
 class LineProtocol:
     """What a query server's answers mean, whatever carries its lines: log lines collected, error and fatal
-    answers raised. A subclass gives name, logs, log_count, _keep_logs, _seq, _busy, _readline(), kill() and
-    prompt_raw(), which hands its answer line to _answered()."""
+    answers raised. A subclass gives _readline(), kill() and prompt_raw(), which hands its answer line to
+    _answered()."""
+
+    def __init__(self, name: str, keep_logs: int = 1000):
+        self.name = name
+        self.logs: list[str] = []
+        self.log_count = 0
+        self._keep_logs = keep_logs
+        self._seq = 0          # bumped by every request and every log line (progress)
+        self._busy = False     # a request is outstanding
 
     def _answered(self, answer: bytes) -> bytes:
         """The answer to a request, after any log lines before it (an error or fatal answer raises)."""
@@ -196,11 +204,8 @@ class QueryServerProcess(LineProtocol):
         if not argv:
             raise ValueError("empty command")
         self.argv = list(argv)
-        self.name = name or os.path.basename(self.argv[0])
+        super().__init__(name or os.path.basename(self.argv[0]), keep_logs)
         self.timeout = timeout
-        self.logs: list[str] = []
-        self.log_count = 0
-        self._keep_logs = keep_logs
         self._rest = b""
         self._stats: ProcessStats | None = None
         self._stderr = tempfile.TemporaryFile(prefix="dragnet-qs-stderr-")
@@ -221,9 +226,7 @@ class QueryServerProcess(LineProtocol):
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
         # Timeouts: a watchdog thread kills a server that leaves a request unanswered too long, which
-        # unblocks our read or write; the hot path then needs no poll() per message.
-        self._seq = 0          # bumped by every request and every log line (progress)
-        self._busy = False     # a request is outstanding
+        # unblocks our read or write; the hot path then needs no poll() per message (_seq, _busy).
         self._expired = False  # the watchdog killed the process
         self._closed = threading.Event()
         self._lock = threading.Lock()  # orders signalling against reaping
