@@ -244,6 +244,20 @@ def test_back_test_w_re_forecast_says_its_build_time_is_open_for_the_writer(tmp_
     assert "sample_checks" not in other
 
 
+def test_back_test_t_re_forecast_leaves_its_disk_growth_open(tmp_path):
+    # t's disk growth missed by +18.8 % (power k=1.12 at 294 MiB; a line said 250, the target grew 248), its
+    # peak within 0.5 %: the shapes were 15 % apart, so the sweep cannot vouch for it
+    from dragnet.forecast import run as fr
+    folder = _copied(REPO / "benchmarks" / "forecast_growth" / "chase-t" / "backtest-t", tmp_path / "t")
+    out = fr.from_sweep(folder, fr.target_from_docs(100_000, None, 16), out_dir=tmp_path / "again")
+    (step,) = out["sweep_steps"]
+    (d,) = [g for g in step["undecided"] if g["quantity"] == "disk_growth"]
+    assert 0.15 < d["spread"] < 0.16 and d["goal"] == 0.10
+    assert "peak_disk" not in {g["quantity"] for g in step["undecided"]} and step["stop"] != "decided"
+    from dragnet.report.forecast_report import describe_step
+    assert "javascript disk_growth: shapes spread 15%" in describe_step(step)
+
+
 # ---- the report
 
 def test_the_report_shows_the_chase_beside_the_fit_and_why_it_did_not_run():

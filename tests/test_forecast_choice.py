@@ -240,9 +240,14 @@ def test_the_twelfth_back_test_said_decided_on_a_steady_low_share_and_now_stops_
     assert not was["backtest"]["javascript"]["build_time"]["inside"]
     out = fr.from_sweep(folder, fr.target_from_docs(50_000, str(was["target"]["db_bytes"]), 8), out_dir=tmp_path)
     (step,) = out["sweep_steps"]
-    (g,) = step["undecided"]
-    assert g["quantity"] == "build_time" and g["spread"] < 0.15 and (g["cores_share_moved"] or 0) < 0.15
-    assert 3.5 < g["slowed"] < 4.5 and step["stop"] == "load"
+    (g,) = [g for g in step["undecided"] if g["quantity"] == "build_time"]
+    assert g["spread"] < 0.15 and (g["cores_share_moved"] or 0) < 0.15 and 3.5 < g["slowed"] < 4.5
+    # the disk the build adds missed by 22 % (its peak held): its shapes 21 % apart, their held-out error 50 %,
+    # so it is open too, and the sweep stops at a fifth, not at the load alone
+    (d,) = [g for g in step["undecided"] if g["quantity"] == "disk_growth"]
+    assert 0.2 < d["spread"] < 0.22 and d["held_out"] > 0.4 and step["stop"] == "fifth"
+    assert out["backtest"]["javascript"]["disk_growth"]["error"] == pytest.approx(-0.22, abs=0.005)
+    assert abs(out["backtest"]["javascript"]["peak_disk"]["error"]) < 0.10
     bt = out["forecasts"][""]["javascript"]["quantities"]["build_time"]
     assert {c["ready"] for c in bt["contention"]["per_size"].values()} == {2}
     assert any("waited for a CPU" in w for w in bt["warnings"])
@@ -253,12 +258,16 @@ def test_the_twelfth_back_test_said_decided_on_a_steady_low_share_and_now_stops_
         out["forecasts"][""]["javascript"]["quantities"]["build_cpu"]["prediction"]["low"] / 2)
 
 
-def test_the_fourteenth_back_test_on_a_quiet_machine_stays_decided(tmp_path):
+def test_the_fourteenth_back_test_on_a_quiet_machine_decides_its_build_time_not_its_disk_growth(tmp_path):
     # recorded on a quiet machine: every build at q=8 got 1.92-1.93 of the 2 cores its threads were ready for
     folder = Path(__file__).resolve().parent.parent / "docs" / "studies" / "forecast" / "bt32-large100k"
     out = fr.from_sweep(folder, fr.target_from_docs(100_000, "3435632327", 8), out_dir=tmp_path)
     (step,) = out["sweep_steps"]
-    assert step["stop"] == "decided" and step["undecided"] == []
+    # the disk the build adds came within 6.3 %, but its shapes were 19 % apart and held out 23 % off: the
+    # sweep could not vouch for it
+    (d,) = step["undecided"]
+    assert d["quantity"] == "disk_growth" and 0.18 < d["spread"] < 0.19 and 0.22 < d["held_out"] < 0.23
+    assert step["stop"] == "fifth" and "--chase" not in step["reason"]
     bt = out["forecasts"][""]["javascript"]["quantities"]["build_time"]
     assert 0.03 < bt["contention"]["slowed"] < 0.05
     assert not any("waited for a CPU" in w or "loaded machine" in w

@@ -22,7 +22,7 @@ from typing import Sequence
 from dragnet.errors import UsageError
 
 # the issue's goals: build time within ±15 %, the final index size and the peak disk within ±10 %
-GOALS = {"build_time": 0.15, "index_compacted": 0.10, "peak_disk": 0.10}
+GOALS = {"build_time": 0.15, "index_compacted": 0.10, "peak_disk": 0.10, "disk_growth": 0.10}
 RATIO = 2
 BY_CHASE = ("build_time",)   # what `forecast --chase` decides from one shard of the target (forecast.chase)
 FIFTH = 5            # the sweep's largest size is at most the target's documents over this (issue 49)
@@ -41,6 +41,13 @@ def _spread(entry: dict) -> tuple[float | None, float | None]:
         return None, None
     held = ((chosen.get("held_out") or {}).get(chosen.get("chosen")) or {}).get("error")
     return (max(values) - min(values)) / abs(main), held
+
+
+def _shaped(entry: dict) -> float:
+    """The bytes of the disk a build adds that its shapes forecast (its index files' part where it has parts):
+    what _spread's shares are shares of."""
+    part = (entry.get("parts") or {}).get("index_files") or entry
+    return abs((part.get("prediction") or {}).get("value") or 0.0)
 
 
 def share_moved(entry: dict) -> float | None:
@@ -70,7 +77,9 @@ def apart(f: dict, q: str) -> float | None:
 
 def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
     """The goal quantities a forecast (one variant: language -> forecast) cannot vouch for, each with its
-    spread and held-out error; the peak disk through the disk a build adds, as a share of the peak; the build
+    spread and held-out error; the peak disk through the disk a build adds, as a share of the peak, and that
+    disk on its own, as a share of it (the issue's goals name both: a peak can hold while the growth does not,
+    back-test t: peak +0.5 %, growth +18.8 %, its shapes 15 % apart); the build
     time also where the forecast by bytes is further from it than the goal. settled: goals decided another
     way (the build time by --chase: BY_CHASE), or by a chase already built for that language."""
     out = []
@@ -95,6 +104,9 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
                 grown = entry["prediction"]["value"]
                 if peak:
                     spread, held = spread * grown / peak, (held or 0) * grown / peak
+            elif q == "disk_growth" and entry["prediction"]["value"]:   # the shaped part against the whole growth
+                share = _shaped(entry) / abs(entry["prediction"]["value"])
+                spread, held = spread * share, None if held is None else held * share
             moved = share_moved(entry) if q == "build_time" else None
             waited = slowed(entry) if q == "build_time" else None
             differ = apart(f, q) if q == "build_time" else None
