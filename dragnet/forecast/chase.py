@@ -49,7 +49,8 @@ CORES_USED = "the target's cores used as the chased one-shard build used them"  
 # a held build that spends this share of its wall after its indexer task has left is waiting for CouchDB's view
 # writer (couch_mrview_updater:write_results) to finish the rows queued for it: 0-5 % on 3.5.0, 6-55 % on 3.5.2
 WRITER_TAIL = 0.10
-# the chase's beam part on the back-tests on 3.5.2, whose builds showed that tail (q, t, v, w): its error range
+# the chase's beam part on the back-tests on 3.5.2, whose builds showed that tail (q, t, v, w; x frozen, +7.3 %):
+# its error range
 WRITER_TAIL_ERRORS = (-0.207, 0.233)
 
 
@@ -195,8 +196,9 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     time_ = [c / k for c, k in zip(cpu, cores)]
     limits = ["one shard chased at a time, as smoosh on CouchDB 3.5 does with its default channels; back-tested "
               "on CouchDB 3.5.0 at q=8 and 16 (CPU-seconds within 12 %, once frozen with the query servers side by "
-              "side, the others in hindsight) and 3.5.2 in a container at q=8 (+13 %) and q=16 (18–19 % low unpaced; "
-              "paced, 14 % low in hindsight and 20 % high frozen: its one shard's beam, not each of the q shards') "
+              "side, the others in hindsight) and 3.5.2 in a container at q=8 (+13 %; +1 % frozen on big "
+              "documents) and q=16 (18–19 % low unpaced; paced, 14 % low in hindsight and 20 % high frozen: its one "
+              "shard's beam, not each of the q shards') "
               "(docs/studies/forecast-backtests.md)",
               f"{CORES_USED}: a target on more cores, or a machine under another load, builds in another time"]
     if sbs_line:
@@ -208,7 +210,7 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
         writer = {"share": [min(tails), max(tails)], "threshold": WRITER_TAIL, "beam_errors": [low, high]}
         limits.append(f"the held builds spent {min(tails):.0%}–{max(tails):.0%} of their wall time after their "
                       f"indexer task had left, waiting for CouchDB's view writer to finish the rows queued for it: "
-                      f"one shard alone prices one writer, not q of them sharing the cores; on the four back-tests on "
+                      f"one shard alone prices one writer, not q of them sharing the cores; on the five back-tests on "
                       f"3.5.2, whose builds did this, the chase's beam CPU erred {low:+.0%} to {high:+.0%}")
     frees = [f for _, f in pairs]
     if all(f.get("compaction_polls") == 0 for f in frees):
