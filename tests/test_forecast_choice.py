@@ -319,3 +319,24 @@ def test_a_size_where_the_quantity_had_not_begun_is_not_held_out():
     assert e["prediction"]["high"] < 10 * 98269409.0                    # 1.4 TB with it
     # a quantity that grows from small values keeps every fold
     assert ch.folds([(n, 1e-3 * n) for n in (2500, 5000, 10000, 20000)]) == [20000, 10000, 5000]
+
+
+def test_the_disk_a_build_adds_is_a_goal_of_its_own_its_shaped_part_against_the_whole():
+    # a growth whose shapes disagree at the target (a line against a power through a sweep that bends)
+    bent = [(n, 2e4 * n ** 1.15) for n in (2500, 5000, 10000, 20000)]
+    growth = fc.quantity_forecast(bent, "disk_growth", 100_000)
+    spread, _ = ext._spread(growth)
+    assert spread > ext.GOALS["disk_growth"]
+    grown = growth["prediction"]["value"]
+    # against a peak that holds a database four times its size the same bytes are inside the peak's goal
+    peak = {"prediction": {"value": 5 * grown}}
+    open_ = {g["quantity"]: g for g in ext.open_goals({"javascript": {"quantities": {"disk_growth": growth,
+                                                                                    "peak_disk": peak}}})}
+    assert set(open_) == {"disk_growth"} and open_["disk_growth"]["spread"] == pytest.approx(spread)
+    # where the growth has parts, the shapes forecast its index files only: the spread is a share of the whole
+    assert spread / 4 < ext.GOALS["disk_growth"] < spread / 1.5
+    for whole, opened in ((4 * grown, []), (1.5 * grown, ["disk_growth"])):
+        parts = {"parts": {"index_files": growth}, "prediction": {**growth["prediction"], "value": whole}}
+        got = ext.open_goals({"javascript": {"quantities": {"disk_growth": parts, "peak_disk": peak}}})
+        assert [g["quantity"] for g in got] == opened
+        assert all(g["spread"] == pytest.approx(spread * grown / whole) for g in got)
