@@ -206,8 +206,16 @@ class Applied:
 
     def set(self, couch: Couch, s: Setting, value: str, node: str = "_local") -> None:
         before = read(couch, s, node)
-        put(couch, s, value, node)         # refused: nothing changed, nothing to put back
-        self.original.setdefault((node, s.name), (s, before))
+        key = (node, s.name)
+        first = key not in self.original
+        # kept before the PUT: a Ctrl-C or SIGTERM between the node taking it and the next line would leave it set
+        self.original.setdefault(key, (s, before))
+        try:
+            put(couch, s, value, node)
+        except DragnetError:               # refused: nothing changed, nothing to put back
+            if first:
+                del self.original[key]
+            raise
         now = read(couch, s, node)
         if now != value:
             raise DragnetError(f"--config {s.label(value)}: the node reads back {now!r}")
