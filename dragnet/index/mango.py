@@ -370,8 +370,9 @@ def validated_design(couch: Couch, index: Index) -> Design:
     a scratch database (deleted afterwards), so a definition CouchDB rejects ends here with its error and
     the index's name, before any build; the stored views are what a fresh benchmark copy gets."""
     scratch = f"dragnet_mango_check_{int(time.time() * 1000)}"
-    couch.request("PUT", db_path(scratch), ok=(201, 202))
     try:
+        # inside the try: a signal right after CouchDB made the database still deletes it
+        couch.request("PUT", db_path(scratch), ok=(201, 202))
         try:
             made = couch.post(f"{db_path(scratch)}/_index", index.body())
         except CouchError as exc:
