@@ -212,6 +212,28 @@ def test_peak_disk_at_a_known_target_is_its_database_plus_the_growth():
     assert "disk_growth" in out["peak_disk"]["basis"]
 
 
+def test_a_target_database_due_for_compaction_puts_its_copy_in_the_peaks_high_end():
+    # smoosh compacts a database at 2× its live data or 512 MiB of slack (CouchDB 3.5's defaults); if it does
+    # so while the views rebuild, the copy is on disk beside them (back-test y's first target build)
+    mib = 1024 ** 2
+    assert fc.db_compaction_due(300 * mib, 100 * mib).startswith("its file is 3.0× its live data")
+    assert "slack_dbs" in fc.db_compaction_due(3000 * mib, 2000 * mib)
+    assert fc.db_compaction_due(150 * mib, 100 * mib) is None
+    assert fc.db_compaction_due(300 * mib, None) is None and fc.db_compaction_due(None, 100 * mib) is None
+    _, _, runs = _recorded()
+    lang = runs[0]["language"]
+    rs = [r for r in runs if r["language"] == lang]
+    settled = fc.forecast_sweep(rs, 100_000, target_db_bytes=10 ** 9, target_db_active=8 * 10 ** 8)[lang]
+    due = fc.forecast_sweep(rs, 100_000, target_db_bytes=10 ** 9, target_db_active=4 * 10 ** 8)[lang]
+    a, b = settled["quantities"]["peak_disk"], due["quantities"]["peak_disk"]
+    assert "db_compaction" not in a and not any("due for compaction" in w for w in a["warnings"])
+    assert b["prediction"]["value"] == a["prediction"]["value"] and b["prediction"]["low"] == a["prediction"]["low"]
+    assert b["prediction"]["high"] == pytest.approx(a["prediction"]["high"] + 4 * 10 ** 8)
+    assert b["db_compaction"]["copy"] == 4 * 10 ** 8
+    (w,) = [w for w in b["warnings"] if "due for compaction" in w]
+    assert "2.5× its live data" in w and "up to 381 MiB more" in w
+
+
 def test_a_target_given_as_a_document_count_gets_its_database_from_the_sweeps_curve():
     # back-test o's sweep databases (2,500-20,000 documents at q=8): each doubling's file grew faster than a
     # line through them foretells; its target's database was 225,027,783 bytes

@@ -240,6 +240,26 @@ def _mib(n: float) -> str:
     return f"{n / 1024 ** 2:,.0f} MiB"
 
 
+# CouchDB's compaction daemon compacts a database whose file is this many times its live data (smoosh.ratio_dbs)
+# or holds this much more than it (smoosh.slack_dbs): CouchDB 3.5's defaults
+DB_RATIO, DB_SLACK = 2.0, 512 * 1024 ** 2
+
+
+def db_compaction_due(file_bytes: float | None, active_bytes: float | None) -> str | None:
+    """Why smoosh would compact the target's database, None if it would not (or its sizes are not known). If
+    it does so while the views rebuild, the peak holds the database's compacted copy too (back-test y: its
+    first target build began while smoosh compacted the fresh database, 154 MiB of files against 54)."""
+    if not file_bytes or not active_bytes:
+        return None
+    if file_bytes >= DB_RATIO * active_bytes:
+        return (f"its file is {file_bytes / active_bytes:.1f}× its live data (smoosh's ratio_dbs compacts at "
+                f"{DB_RATIO:g}×)")
+    if file_bytes - active_bytes >= DB_SLACK:
+        return (f"its file holds {_mib(file_bytes - active_bytes)} more than its live data (smoosh's slack_dbs "
+                f"compacts at {_mib(DB_SLACK)})")
+    return None
+
+
 # ---------------------------------------------------------------- the forecast of one sweep
 
 DB_BACKTESTED = 0.13    # db_line's worst miss on the recorded sweeps (12.6 %), rounded up
@@ -265,14 +285,15 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
                    memory_bytes: int | None = None, db_bytes: dict[int, int] | None = None,
                    target_db_bytes: int | None = None, other_load: float | None = None,
                    shard_runs: Sequence[dict] = (), shards: int | None = None, cores: int | None = None,
-                   target_db_line: dict | None = None) -> dict:
+                   target_db_line: dict | None = None, target_db_active: int | None = None) -> dict:
     """Per language: every quantity's fit and prediction at target_docs, with the warnings; JSON-ready.
     cores: the machine's, for how much the builds waited for a CPU (contention; a run's cpus axis narrows it).
     runs: the sweep's manifest runs, each with "size" and "language" (dragnet.bench.sizes.sweep_runs).
     shard_runs: the same sweep on one-shard databases; with the target's shards, the SHARDED quantities are
     forecast from them (shard_forecast), the whole-database forecast kept beside as "whole_database".
     target_db_line: where the target's database size is itself forecast (db_line), its low and high widen
-    the peak's interval."""
+    the peak's interval; target_db_active: the target database's live data, where smoosh would compact it
+    (db_compaction_due), the peak's high end holds its copy."""
     langs: dict[str, list[dict]] = {}
     for r in runs:
         langs.setdefault(r.get("language") or "?", []).append(r)
@@ -317,6 +338,14 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
             # its own shapes no longer make the forecast: disk_growth's warnings speak for it
             qs["peak_disk"]["warnings"] = [w for w in qs["peak_disk"].get("warnings") or []
                                            if "models disagree" not in w]
+            due = db_compaction_due(target_db_bytes, target_db_active)
+            if due:
+                qs["peak_disk"]["prediction"]["high"] += target_db_active
+                qs["peak_disk"]["db_compaction"] = {"due": due, "copy": target_db_active}
+                qs["peak_disk"]["warnings"].append(
+                    f"peak_disk: the target's database is due for compaction: {due}; if CouchDB compacts it "
+                    f"while the views rebuild, the peak also holds its copy, up to {_mib(target_db_active)} more "
+                    f"(in the interval's high end; compact it first to leave it out)")
         size, grown = qs["index_size"].get("prediction"), qs["disk_growth"].get("prediction")
         live = (qs.get("index_compacted") or {}).get("prediction") or (qs.get("index_active") or {}).get("prediction")
         if size and live and grown:

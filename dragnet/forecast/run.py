@@ -524,6 +524,7 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
         one = shard_variants.get(name, [])
         out["forecasts"][name] = fc.forecast_sweep(rs, target_docs, weighting=weighting, memory_bytes=limit,
                                                    db_bytes=db_bytes, target_db_bytes=target_db, target_db_line=line,
+                                                   target_db_active=(target.get("sizes") or {}).get("active"),
                                                    other_load=per_cpu, shard_runs=one, shards=shards,
                                                    cores=machine.get("cpu_count"))
         # why the cost per document grows, from what the builds recorded (their results files hold the CPU)
