@@ -232,6 +232,18 @@ def test_a_target_database_due_for_compaction_puts_its_copy_in_the_peaks_high_en
     assert b["db_compaction"]["copy"] == 4 * 10 ** 8
     (w,) = [w for w in b["warnings"] if "due for compaction" in w]
     assert "2.5× its live data" in w and "up to 381 MiB more" in w
+    # a copy beyond the peak's goal leaves the peak open, and the sweep's line says why
+    from dragnet.forecast import extend as ext
+    from dragnet.report.forecast_report import describe_step
+    share = 4 * 10 ** 8 / b["prediction"]["value"]
+    assert share > ext.GOALS["peak_disk"]
+    assert not [g for g in ext.open_goals({lang: settled}) if g["quantity"] == "peak_disk"]
+    (g,) = [g for g in ext.open_goals({lang: due}) if g["quantity"] == "peak_disk"]
+    assert g["db_compaction"] == pytest.approx(share)
+    step = ext.decide({"": {lang: due}}, [1000, 2000], spent_s=0, budget_s=1e6, max_docs=10 ** 6,
+                      target_docs=100_000, top_seconds=1, growth=2)
+    assert f"the target's database is due for compaction: its copy would add up to {share:.0%} to the peak" \
+        in describe_step(step)
 
 
 def test_a_target_given_as_a_document_count_gets_its_database_from_the_sweeps_curve():

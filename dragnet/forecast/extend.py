@@ -109,9 +109,12 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
             moved = share_moved(entry) if q == "build_time" else None
             waited = slowed(entry) if q == "build_time" else None
             differ = apart(f, q) if q == "build_time" else None
+            copy = compaction_copy(qs) if q == "peak_disk" else None
             if spread > goal or (held or 0) > goal or (moved or 0) > goal or (waited or 0) > goal \
-                    or (differ or 0) > goal:
+                    or (differ or 0) > goal or (copy or 0) > goal:
                 g = {"language": lang, "quantity": q, "goal": goal, "spread": spread, "held_out": held}
+                if copy is not None:
+                    g.update(db_compaction=copy)
                 if differ is not None:
                     g.update(by_bytes_apart=differ)
                 if moved is not None:
@@ -121,6 +124,14 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
                     g.update(slowed=waited)
                 out.append(g)
     return out
+
+
+def compaction_copy(qs: dict) -> float | None:
+    """The copy of the target's database that smoosh would make if it compacted it during the rebuild
+    (forecast.model.db_compaction_due), as a share of the peak; None where it is not due."""
+    peak = qs.get("peak_disk") or {}
+    copy, value = (peak.get("db_compaction") or {}).get("copy"), (peak.get("prediction") or {}).get("value")
+    return copy / value if copy and value else None
 
 
 def writer_bound(chase: dict, goal: float) -> dict | None:

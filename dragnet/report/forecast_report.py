@@ -218,6 +218,9 @@ def describe_step(step: dict) -> str:
                          f"waited for other processes)" if (g.get("slowed") or 0) > g["goal"] else "")
                       + (f", the forecast by bytes {g['by_bytes_apart']:.0%} away from it"
                          if (g.get("by_bytes_apart") or 0) > g["goal"] else "")
+                      + (f", the target's database is due for compaction: its copy would add up to "
+                         f"{g['db_compaction']:.0%} to the peak (compact it first)"
+                         if (g.get("db_compaction") or 0) > g["goal"] else "")
                       + f" (goal {g['goal']:.0%})" for g in step.get("undecided") or [])
     head = {"decided": "the sweep decided", "budget": "the sweep stopped at its budget",
             "data": "the sweep stopped at its data", "sizes": "the sweep could not decide",
