@@ -30,9 +30,10 @@ PROBE_DOCS = 1000      # the first build of --sizes auto (views and Nouveau alik
 FIRST_SHARE = 0.5   # of --budget, what --sizes auto plans its first sizes with; the rest is for going on
 
 
-def _spread(entry: dict) -> tuple[float | None, float | None]:
+def _spread(entry: dict, whole: float | None = None) -> tuple[float | None, float | None]:
     """(spread of the shapes' forecasts at the target, the chosen shape's held-out error), each as a share of
-    the forecast; the disk a build adds through its index files' part (the rest is measured, not shaped)."""
+    whole (the forecast itself when not given); the disk a build adds through its index files' part (the rest
+    is measured, not shaped)."""
     part = (entry.get("parts") or {}).get("index_files") or entry
     models, chosen = part.get("models") or {}, part.get("choice") or {}
     values = [m["prediction"]["value"] for m in models.values() if m.get("prediction")]
@@ -40,14 +41,8 @@ def _spread(entry: dict) -> tuple[float | None, float | None]:
     if not values or not main:
         return None, None
     held = ((chosen.get("held_out") or {}).get(chosen.get("chosen")) or {}).get("error")
-    return (max(values) - min(values)) / abs(main), held
-
-
-def _shaped(entry: dict) -> float:
-    """The bytes of the disk a build adds that its shapes forecast (its index files' part where it has parts):
-    what _spread's shares are shares of."""
-    part = (entry.get("parts") or {}).get("index_files") or entry
-    return abs((part.get("prediction") or {}).get("value") or 0.0)
+    base = abs(whole or main)
+    return (max(values) - min(values)) / base, None if held is None else held * abs(main) / base
 
 
 def share_moved(entry: dict) -> float | None:
@@ -97,15 +92,12 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
             entry = qs.get("disk_growth") if q == "peak_disk" else qs.get(q)
             if not entry or not entry.get("prediction"):
                 continue
-            spread, held = _spread(entry)
-            if spread is None:
-                continue
-            # the shapes' spread in bytes (of the growth's shaped part), against the whole peak or growth
+            # the growth's shapes' spread in bytes (of its shaped part), against the whole peak or growth
             whole = (((qs.get("peak_disk") or {}).get("prediction") or {}).get("value") if q == "peak_disk"
                      else entry["prediction"]["value"] if q == "disk_growth" else None)
-            if whole:
-                share = _shaped(entry) / abs(whole)
-                spread, held = spread * share, None if held is None else held * share
+            spread, held = _spread(entry, whole)
+            if spread is None:
+                continue
             moved = share_moved(entry) if q == "build_time" else None
             waited = slowed(entry) if q == "build_time" else None
             differ = apart(f, q) if q == "build_time" else None
