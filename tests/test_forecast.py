@@ -440,52 +440,6 @@ def test_disk_growth_without_compaction_or_excess():
     assert fc.growth_forecast(runs, [], 200_000, 8) == {}
 
 
-def test_disk_growth_that_stopped_rising_per_document_is_carried_from_the_largest_size():
-    # CouchDB 3.5.2, back-test x's sweep (KiB a document): a power through all of it carried the early rise on
-    # to the target (+11.4 %); the largest size's growth per document times the target came within 8.2 %
-    kib = 1024
-    per = {2500: (2.03, 2.25), 5000: (2.60, 2.72), 10000: (2.94, 3.06), 20000: (2.78, 2.93)}
-    pts = [(n, v * kib * n) for n, vs in per.items() for v in vs]
-    e = fc.plateau_forecast(pts, 100_000)
-    p = e["prediction"]
-    assert p["value"] == pytest.approx((2.78 + 2.93) / 2 * kib * 100_000) and p["model"] == fc.PLATEAU_MODEL
-    # its held-out error: the size before the largest carried to the largest
-    assert e["choice"]["held_out"][fc.PLATEAU_MODEL]["error"] == pytest.approx(1 - 2.855 / 3.0)
-    # the interval: every build at the two largest sizes, widened by the most two builds of one size differed
-    scatter = 2.25 / 2.03 - 1
-    assert e["plateau"]["scatter"] == pytest.approx(scatter)
-    assert p["low"] == pytest.approx(2.78 * kib * 100_000 * (1 - scatter))
-    assert p["high"] == pytest.approx(3.06 * kib * 100_000 * (1 + scatter))
-    assert fc.entry_value(e, 100_000) == pytest.approx(p["value"])
-    # a rise under the threshold: the high end carries it on over the doublings to the target
-    rising = fc.plateau_forecast([(10000, 2.31 * kib * 10000), (20000, 2.49 * kib * 20000)], 100_000)
-    assert rising["plateau"]["rise_per_doubling"] == pytest.approx(2.49 / 2.31 - 1)
-    assert rising["prediction"]["high"] == pytest.approx(2.49 * kib * 100_000 * (2.49 / 2.31) ** math.log2(5))
-    # still rising (CouchDB 3.5.0, back-test u: +24 % over its last doubling), one size, or a target the sweep
-    # reached: nothing to carry
-    assert fc.plateau_forecast([(10000, 4.15 * kib * 10000), (20000, 5.16 * kib * 20000)], 100_000) == {}
-    assert fc.plateau_forecast([(20000, 1.0), (20000, 2.0)], 100_000) == {}
-    assert fc.plateau_forecast(pts, 20_000) == {}
-
-
-def test_the_sweep_takes_the_plateau_where_its_growth_has_no_parts():
-    kib = 1024
-    flat = [_grown(n, 3.0 * kib * n * f, 0) for n in (2500, 5000, 10000, 20000) for f in (0.98, 1.02)]
-    out = fc.forecast_sweep(flat, 100_000)["javascript"]["quantities"]["disk_growth"]
-    assert out["prediction"]["model"] == fc.PLATEAU_MODEL
-    assert out["prediction"]["value"] == pytest.approx(3.0 * kib * 100_000)
-    assert out["shapes"]["prediction"]["model"] in fc.GROWING     # the shapes' forecast kept beside it
-    rising = [_grown(n, 3.0 * kib * n * (n / 2500) ** 0.3, 0) for n in (2500, 5000, 10000, 20000)]
-    assert fc.forecast_sweep(rising, 100_000)["javascript"]["quantities"]["disk_growth"]["prediction"]["model"] \
-        != fc.PLATEAU_MODEL
-    # a growth forecast from its parts keeps them, flat or not
-    mib = 1024 ** 2
-    one = [_grown(n, 2 * mib * n / 1000, 0) for n in (5000, 10000, 20000, 40000)]
-    runs = [_grown(n, 8 * 2 * mib * n / 8000, 0) for n in (20000, 40000)]
-    parts = fc.forecast_sweep(runs, 200_000, shard_runs=one, shards=8)["javascript"]["quantities"]["disk_growth"]
-    assert parts["prediction"]["model"] == "parts" and "shapes" not in parts
-
-
 def test_peak_memory_interval_reaches_down_to_the_largest_size():
     # levels off: every curve through it still rises, and their intervals lie above the real plateau
     pts = [(5000, 600.0), (5000, 650.0), (10000, 770.0), (10000, 780.0), (20000, 1090.0), (20000, 1130.0),

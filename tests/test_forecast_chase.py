@@ -244,35 +244,29 @@ def test_back_test_w_re_forecast_says_its_build_time_is_open_for_the_writer(tmp_
     assert "sample_checks" not in other
 
 
-def test_back_test_t_re_forecast_decides_its_disk_growth_where_it_stopped_rising(tmp_path):
-    # t's disk growth missed by +18.8 % (a power through the whole sweep, k=1.12, its shapes 15 % apart); its
-    # growth per document rose 7.8 % over the last doubling, so the plateau carries the largest size's on
+@pytest.mark.parametrize("name,spread", [
+    # t missed by +18.8 % (power k=1.12 at 294 MiB; a line said 250, the target grew 248), its peak within 0.5 %
+    ("t", 15),
+    # z (frozen on the plateau rule, 32ff07d5, since withdrawn): the shapes say +12.7 %, the plateau said +10.1 %
+    ("z", 13),
+])
+def test_a_back_test_whose_disk_growth_missed_leaves_it_open_on_re_forecast(tmp_path, name, spread):
+    # the shapes were further apart than the goal, so the sweep cannot vouch for the growth; the peak, which
+    # holds the database as well, stays decided
     from dragnet.forecast import run as fr
-    from dragnet.forecast import model as fc
-    bt = REPO / "benchmarks" / "forecast_growth" / "chase-t"
-    folder = _copied(bt / "backtest-t", tmp_path / "t")
+    bt = REPO / "benchmarks" / "forecast_growth" / f"chase-{name}"
+    folder = _copied(bt / f"backtest-{name}", tmp_path / name)
     out = fr.from_sweep(folder, fr.target_from_docs(100_000, None, 16), out_dir=tmp_path / "again")
     (step,) = out["sweep_steps"]
-    assert "disk_growth" not in {g["quantity"] for g in step["undecided"]}
-    e = out["forecasts"][""]["javascript"]["quantities"]["disk_growth"]
-    assert e["prediction"]["model"] == fc.PLATEAU_MODEL and e["plateau"]["rise_per_doubling"] < fc.PLATEAU
-    target = json.loads((bt / "result.json").read_text())["quantities"]["javascript"]["disk_growth"]
-    assert abs(e["prediction"]["value"] / target["target_mean"] - 1) < 0.10
-    assert all(e["prediction"]["low"] <= t <= e["prediction"]["high"] for t in target["target"])
-    # the shapes it replaced, kept beside it, had said +18.8 %
-    assert e["shapes"]["prediction"]["value"] / target["target_mean"] - 1 == pytest.approx(0.188, abs=0.001)
-
-
-def test_back_test_w_re_forecast_leaves_a_plateau_that_fell_open(tmp_path):
-    # w's growth per document fell 13 % over its last doubling: the plateau's own held-out error, past the goal
-    from dragnet.forecast import run as fr
-    folder = _copied(REPO / "benchmarks" / "forecast_growth" / "chase-w" / "backtest-w", tmp_path / "w")
-    out = fr.from_sweep(folder, fr.target_from_docs(100_000, None, 16), out_dir=tmp_path / "again")
-    (d,) = [g for g in out["sweep_steps"][0]["undecided"] if g["quantity"] == "disk_growth"]
-    assert d["spread"] == 0 and 0.13 < d["held_out"] < 0.14
+    (d,) = [g for g in step["undecided"] if g["quantity"] == "disk_growth"]
+    assert spread / 100 < d["spread"] < (spread + 1) / 100 and d["goal"] == 0.10
+    assert "peak_disk" not in {g["quantity"] for g in step["undecided"]} and step["stop"] != "decided"
     from dragnet.report.forecast_report import describe_step
-    assert ("javascript disk_growth: its growth per document moved -13% over the sweep's last doubling, held-out "
-            "error 13% (goal 10%)") in describe_step(out["sweep_steps"][0])
+    assert f"javascript disk_growth: shapes spread {spread}%" in describe_step(step)
+    # and it would have missed: the target's builds grew more than the goal away from it
+    target = json.loads((bt / "result.json").read_text())["quantities"]["javascript"]["disk_growth"]
+    grown = out["forecasts"][""]["javascript"]["quantities"]["disk_growth"]["prediction"]["value"]
+    assert abs(grown / target["target_mean"] - 1) > 0.10
 
 
 # ---- the report

@@ -105,8 +105,6 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
             if spread > goal or (held or 0) > goal or (moved or 0) > goal or (waited or 0) > goal \
                     or (differ or 0) > goal or (copy or 0) > goal:
                 g = {"language": lang, "quantity": q, "goal": goal, "spread": spread, "held_out": held}
-                if entry.get("plateau"):
-                    g.update(plateau_moved=entry["plateau"]["rise_per_doubling"])
                 if copy is not None:
                     g.update(db_compaction=copy)
                 if differ is not None:

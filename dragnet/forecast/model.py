@@ -15,7 +15,6 @@ Pure: the points come from the sweep's manifests (dragnet.bench.sizes), nothing 
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 from typing import Callable, Iterable, Sequence
 
@@ -168,9 +167,6 @@ GROWING = (LINEAR, NLOGN, POWER)
 SHARE_MOVED = 0.15    # the cores' share of the sweep's builds moved by more than the build time's goal: say so
 SLOWED = 0.15         # a sweep's builds' threads were ready for this much more CPU than they got: say so
 DISAGREE = 0.25       # the models' forecasts spread by more than this share of the forecast: say so
-# the disk a build adds per document rising less than this over the sweep's last doubling has stopped rising
-# (CouchDB 3.5.2: -13 to +8 % on six back-tests; 3.5.0, where the compaction daemon chases the build: +24 to +51 %)
-PLATEAU, PLATEAU_MODEL = 0.10, "plateau"
 # Quantities that add up over a database's shards: each shard's index is its own set of B-trees built by its
 # own updater, so a target of D documents in q shards holds q indexes of D/q documents. From a one-shard sweep
 # they are forecast as q × one shard at D/q, which the one-shard sizes can bracket (see shard_forecast). The
@@ -330,11 +326,6 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
             if entry.get("prediction"):
                 entry["whole_database"] = qs["disk_growth"].get("prediction")
                 qs["disk_growth"] = entry
-        if not qs["disk_growth"].get("parts"):
-            flat = plateau_forecast(points(rs, "disk_growth"), target_docs, level=level)
-            if flat:
-                flat["shapes"] = qs["disk_growth"]
-                qs["disk_growth"] = flat
         growth = qs["disk_growth"].get("prediction")
         if target_db_bytes and growth:
             # the rebuild starts from the target's database: its file plus the disk the build adds
@@ -531,52 +522,6 @@ def one_shard_at(pts: Sequence[tuple[int, float]], fit: dict, n: float) -> float
         return fit_value(fit, n)
     lo, hi = max(below), min(above)
     return means[lo] + (means[hi] - means[lo]) * (n - lo) / (hi - lo)
-
-
-def plateau_forecast(pts: Sequence[tuple[int, float]], target_docs: int, *, level: float = LEVEL) -> dict:
-    """The disk a build adds where its growth per document has stopped rising: the sweep's largest size's
-    growth per document times the target's documents. On CouchDB 3.5.2 the growth per document rises through
-    a sweep's small sizes, then stops (2.94-3.06 KiB at 10,000, 2.78-2.93 at 20,000, 2.64 at 100,000), and
-    a power through the whole sweep carries the early rise to the target (+18.8 % on back-test t). Stopped:
-    it rose less than PLATEAU over the last doubling. Its held-out error is the rule's own, carrying the
-    size before the largest to the largest. The interval: every build at the two largest sizes per document,
-    times the target's documents, widened by the most two builds of one size differed (a target's build
-    scatters as the sweep's did), and where it still rose, its high end carries that rise per doubling on
-    to the target. JSON-ready; {} where the growth still rises or the sweep has fewer than two sizes."""
-    per: dict[int, list[float]] = {}
-    for n, v in pts:
-        per.setdefault(n, []).append(v / n)
-    if len(per) < 2:
-        return {}
-    prev, top = sorted(per)[-2:]
-    mean = {n: sum(vs) / len(vs) for n, vs in per.items()}
-    doublings = math.log2(top / prev)
-    rise = (mean[top] / mean[prev]) ** (1 / doublings) if mean[prev] > 0 and doublings > 0 else None
-    if rise is None or rise - 1 >= PLATEAU or target_docs <= top:
-        return {}
-    held = abs(mean[top] / mean[prev] - 1)
-    scatter = max((max(vs) / min(vs) - 1 for vs in per.values() if len(vs) > 1 and min(vs) > 0), default=0.0)
-    near = per[prev] + per[top]
-    value = mean[top] * target_docs
-    low = min(min(near) * target_docs * (1 - scatter), value * (1 - held))
-    high = max(max(near) * target_docs * (1 + scatter) * max(1.0, rise) ** math.log2(target_docs / top),
-               value * (1 + held))
-    fit = {"fixed": 0.0, "per_doc": mean[top], "r2": None, "points": len(per[top]), "sizes": 1, "resid_sd": 0.0,
-           "mean_x": float(top), "sxx": 0.0, "sum_w": float(len(per[top])), "weighting": "ordinary",
-           "model": LINEAR, "k": 1.0}
-    pred = {"docs": target_docs, "value": value, "low": max(0.0, low), "high": high, "level": level,
-            "model": PLATEAU_MODEL}
-    return {"unit": "bytes", "points": [list(p) for p in pts], "fit": fit, "prediction": pred,
-            "models": {PLATEAU_MODEL: {"fit": fit, "prediction": pred}},
-            "choice": {"chosen": PLATEAU_MODEL, "told_apart": False,
-                       "held_out": {PLATEAU_MODEL: {"docs": top, "error": held}},
-                       "reason": f"the growth per document rose {rise - 1:+.1%} over the sweep's last doubling "
-                                 f"(under {PLATEAU:.0%}: it has stopped rising)"},
-            "warnings": [],
-            "basis": f"the growth per document at {top:,} documents ({mean[top] / 1024:,.2f} KiB; "
-                     f"{rise - 1:+.1%} over the last doubling) × {target_docs:,} documents",
-            "plateau": {"per_doc": {str(n): vs for n, vs in sorted(per.items())}, "rise_per_doubling": rise - 1,
-                        "held_out": held, "scatter": scatter}}
 
 
 def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int, shards: int, *,

@@ -209,9 +209,7 @@ def _writer_bound(g: dict) -> str:
 def describe_step(step: dict) -> str:
     """One line for the forecast's output: why the sweep stopped, what is open, what the next size costs."""
     open_ = "; ".join(_writer_bound(g) if g.get("chase_writer_tail") else
-                      f"{g['language']} {g['quantity']}: "
-                      + (f"its growth per document moved {g['plateau_moved']:+.0%} over the sweep's last doubling"
-                         if g.get("plateau_moved") is not None else f"shapes spread {g['spread']:.0%}")
+                      f"{g['language']} {g['quantity']}: shapes spread {g['spread']:.0%}"
                       + (f", held-out error {g['held_out']:.0%}" if g.get("held_out") is not None else "")
                       + (f", the builds' share of the cores moved {g['cores_share_moved']:.0%} "
                          f"({g['cores_share'][0]:.2f}–{g['cores_share'][1]:.2f} of a core: the wall time follows "
