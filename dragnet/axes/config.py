@@ -209,7 +209,8 @@ class Applied:
         key = (node, s.name)
         first = key not in self.original
         # kept before the PUT: a Ctrl-C or SIGTERM between the node taking it and the next line would leave it set
-        self.original.setdefault(key, (s, before))
+        if first:
+            self.original[key] = (s, before)
         try:
             put(couch, s, value, node)
         except DragnetError:               # refused: nothing changed, nothing to put back
