@@ -440,6 +440,43 @@ def test_disk_growth_without_compaction_or_excess():
     assert fc.growth_forecast(runs, [], 200_000, 8) == {}
 
 
+def _written(size: int, growth: float, final: float) -> dict:
+    """A build's run: the disk it added (no compaction file: CouchDB 3.5.2 in a container) and its final index."""
+    return {"status": "ok", "size": size, "language": "javascript",
+            "sizes": {"peak_disk": {"growth": growth, "other_indexes": 0, "compaction": 0},
+                      "compacted": {"settled": True, "sizes": {"file": final}}}}
+
+
+def test_disk_growth_floor_is_the_final_index_low_plus_the_least_excess_a_size_wrote():
+    kib = 1024
+    # final index 1 KiB a document; beyond it the builds wrote 0.6, 0.9 and 0.8 KiB a document
+    runs = [_written(n, n * (1 + x) * kib, n * kib) for n, x in ((2500, 0.6), (2500, 0.6), (5000, 0.9),
+                                                                  (10000, 0.8))]
+    f = fc.growth_floor(runs, {"value": 100_000 * kib, "low": 90_000 * kib}, 100_000)
+    assert f["at_size"] == 2500 and f["extra_per_doc"] == pytest.approx(0.6 * kib)
+    assert f["value"] == pytest.approx(90_000 * kib + 100_000 * 0.6 * kib)
+    # a size whose builds wrote less than their final index (a compaction between) adds nothing below zero
+    assert fc.growth_floor([_written(5000, 4000 * kib, 5000 * kib)], {"low": 7.0}, 10)["value"] == 7.0
+    assert fc.growth_floor(runs, None, 100_000) is None
+    assert fc.growth_floor([_grown(5000, 9e6, 0)], {"low": 7.0}, 10) is None     # no final index recorded
+
+
+def test_disk_growth_interval_reaches_down_to_its_floor_where_its_shapes_all_grow():
+    kib = 1024
+    # the excess a document rises through the sweep (0.4 → 0.8 KiB), so every shape grows at least linearly
+    # from the largest size: their low lies above a target where it fell back (z: −9 %, below every shape)
+    runs = [_written(n, n * (1 + x) * kib, n * kib) for n, x in ((2500, 0.4), (5000, 0.6), (10000, 0.75),
+                                                                  (20000, 0.8)) for _ in range(2)]
+    q = fc.forecast_sweep(runs, 100_000)["javascript"]["quantities"]
+    g, final = q["disk_growth"], q["index_compacted"]["prediction"]
+    assert g["floor"]["value"] == pytest.approx(final["low"] + 100_000 * 0.4 * kib)
+    assert g["prediction"]["low"] == pytest.approx(g["floor"]["value"])
+    assert g["prediction"]["low"] < 100_000 * 1.7 * kib < min(m["prediction"]["low"] for m in g["models"].values())
+    # the peak, the target's database plus the growth, follows it down
+    p = fc.forecast_sweep(runs, 100_000, target_db_bytes=50 * 1024 ** 2)["javascript"]["quantities"]["peak_disk"]
+    assert p["prediction"]["low"] == pytest.approx(50 * 1024 ** 2 + g["floor"]["value"])
+
+
 def test_peak_memory_interval_reaches_down_to_the_largest_size():
     # levels off: every curve through it still rises, and their intervals lie above the real plateau
     pts = [(5000, 600.0), (5000, 650.0), (10000, 770.0), (10000, 780.0), (20000, 1090.0), (20000, 1130.0),
