@@ -130,6 +130,40 @@ def test_held_builds_waiting_for_the_writer_say_one_shard_prices_one_writer():
     assert not any("view writer" in x for x in ch.model(pair(None), 16)["limits"])
 
 
+def test_held_builds_waiting_for_the_writer_widen_the_interval_by_the_beam_errors_the_limit_quotes():
+    def pair(tail_s):
+        return [{**_b("held", 1, 10.0, 8.0), "writer_tail_s": tail_s, "cpu_query_servers_s": 4.0},
+                {**_b("free", 1, 10.5, 6.4), "cpu_query_servers_s": 4.0}]
+    m = ch.model(pair(4.0), 16)
+    low, high = ch.WRITER_TAIL_ERRORS
+    beam = 15 * 6.0 + 6.5          # each build's CPU less its query servers' 4 CPU-s
+    w = m["writer_tail"]
+    assert w["cpu_s_low"] == pytest.approx([beam / (1 + high) + 16 * 4.0])
+    assert w["cpu_s_high"] == pytest.approx([beam / (1 + low) + 16 * 4.0])
+    # beam's part 22 % low is past the goal's 15 % on the whole: the interval reaches it
+    assert w["cpu_s_high"][0] > 160.5 * 1.15 and m["build_cpu"]["high"] == pytest.approx(w["cpu_s_high"][0])
+    assert m["build_time"]["high"] == pytest.approx(w["cpu_s_high"][0] / (10.5 / 6.4))
+    assert next(x for x in m["limits"] if "view writer" in x).endswith("which the interval holds")
+    # no writer's tail: the goal's 15 % alone
+    assert ch.model(pair(0.7), 16)["build_cpu"]["high"] == pytest.approx(160.5 * 1.15)
+
+
+@pytest.mark.parametrize("name,q", [("aa", 8), ("q", 8)])
+def test_a_352_back_test_whose_build_time_passed_the_chase_interval_is_inside_it_with_the_writers_range(
+        tmp_path, name, q):
+    # aa's first target build was 73.1 s, under the chase's interval (75.5 s); q's second 194.9 s, over it (188.4)
+    from dragnet.forecast import run as fr
+    bt = REPO / "benchmarks" / "forecast_growth" / f"chase-{name}"
+    folder = _copied(bt / f"backtest-{name}", tmp_path / name)
+    out = fr.from_sweep(folder, fr.target_from_docs(100_000, None, q), out_dir=tmp_path / "again")
+    c = out["forecasts"][""]["javascript"]["chase"]
+    built = json.loads((bt / "result.json").read_text())["quantities"]["javascript"]["build_time"]["target"]
+    assert c["build_time"]["low"] <= min(built) <= max(built) <= c["build_time"]["high"]
+    w, top = c["writer_tail"], c["cores"]["share"]
+    assert (c["build_time"]["low"] == pytest.approx(min(w["cpu_s_low"]) / top * c["cores"]["low_factor"])
+            or c["build_time"]["high"] == pytest.approx(max(w["cpu_s_high"]) / top * c["cores"]["high_factor"]))
+
+
 @pytest.mark.parametrize("backtest, said", [("w", True), ("v", True), ("u", False), ("s", False)])
 def test_back_tests_on_352_say_their_held_builds_waited_for_the_writer(tmp_path, backtest, said):
     from dragnet.forecast import run as fr

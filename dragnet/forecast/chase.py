@@ -108,6 +108,10 @@ def over_sweep_cores(m: dict, shares: dict | None, sweep_q: int | None,
         time_["high"] = max(m["side_by_side"]["cpu_s_high"]) / top * (1 + BACKTESTED)
     low_f, high_f = share_factors(per)
     time_["low"], time_["high"] = time_["low"] * low_f, time_["high"] * high_f
+    w = m.get("writer_tail") or {}
+    if w.get("cpu_s_low"):      # the writer's range, as model() holds it
+        time_["low"] = min(time_["low"], min(w["cpu_s_low"]) / top * low_f)
+        time_["high"] = max(time_["high"], max(w["cpu_s_high"]) / top * high_f)
     at_load = (f" at a 1-minute load average of {min(load):.1f}–{max(load):.1f}"
                if load and all(isinstance(x, (int, float)) for x in load) else "")
     limits = [x for x in m["limits"] if not x.startswith(CORES_USED)]
@@ -172,6 +176,25 @@ def writer_tail(result: dict) -> float | None:
     return None if last is None or wall is None else max(0.0, wall - (last + 1))
 
 
+def writer_range(pairs: Sequence[tuple[dict, dict]], q: int, cpu_low: Sequence[float],
+                 cpu_high: Sequence[float]) -> dict:
+    """Each repeat's CPU-seconds were the chase's beam part off by as much as WRITER_TAIL_ERRORS: its beam
+    over (1 + the highest error) and over (1 + the lowest), plus its query servers' part at the side-by-side
+    factor's low and high (cpu_low, cpu_high: the whole at each); where the builds recorded no query-server
+    part, all of it is taken for beam's. {"cpu_s_low": [...], "cpu_s_high": [...]}."""
+    low, high = WRITER_TAIL_ERRORS
+    beam = [(q - 1) * (h["cpu_s"] - (h.get("cpu_query_servers_s") or 0.0)) + f["cpu_s"]
+            - (f.get("cpu_query_servers_s") or 0.0) for h, f in pairs]
+    return {"cpu_s_low": [b / (1 + high) + c - b for b, c in zip(beam, cpu_low)],
+            "cpu_s_high": [b / (1 + low) + c - b for b, c in zip(beam, cpu_high)]}
+
+
+def _hold_writer(r: dict, writer: dict, cores: Sequence[float]) -> None:
+    """Widen a range (_range) to hold each repeat's writer range over its cores."""
+    r["low"] = min(r["low"], min(c / k for c, k in zip(writer["cpu_s_low"], cores)))
+    r["high"] = max(r["high"], max(c / k for c, k in zip(writer["cpu_s_high"], cores)))
+
+
 def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), side_by_side: dict | None = None) -> dict:
     """The forecast from one language's chase builds (each {"mode", "repeat", "cpu_s", "wall_s", …}): JSON-ready,
     with the builds themselves, so every figure is recomputable from them. side_by_side: the record of the query
@@ -207,11 +230,13 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     writer = None
     if tails and min(tails) >= WRITER_TAIL:
         low, high = WRITER_TAIL_ERRORS
-        writer = {"share": [min(tails), max(tails)], "threshold": WRITER_TAIL, "beam_errors": [low, high]}
+        writer = {"share": [min(tails), max(tails)], "threshold": WRITER_TAIL, "beam_errors": [low, high],
+                  **writer_range(pairs, q, cpu_low, cpu_high)}
         limits.append(f"the held builds spent {min(tails):.0%}–{max(tails):.0%} of their wall time after their "
                       f"indexer task had left, waiting for CouchDB's view writer to finish the rows queued for it: "
                       f"one shard alone prices one writer, not q of them sharing the cores; on the eight back-tests on "
-                      f"3.5.2, whose builds did this, the chase's beam CPU erred {low:+.0%} to {high:+.0%}")
+                      f"3.5.2, whose builds did this, the chase's beam CPU erred {low:+.0%} to {high:+.0%}, which "
+                      f"the interval holds")
     frees = [f for _, f in pairs]
     if all(f.get("compaction_polls") == 0 for f in frees):
         limits.append(f"the free builds saw no view compaction ({max(f['wall_s'] for f in frees):.0f} s each at "
@@ -233,6 +258,9 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
         build_cpu["high"] *= max(cpu_high) / max(cpu)
         build_time["low"] = min(c / k for c, k in zip(cpu_low, cores)) * (1 - BACKTESTED)
         build_time["high"] = max(c / k for c, k in zip(cpu_high, cores)) * (1 + BACKTESTED)
+    if writer:
+        _hold_writer(build_cpu, writer, [1.0] * len(cores))
+        _hold_writer(build_time, writer, cores)
     return {"q": q, "shard_docs": pairs[0][0].get("docs"), "repeats": len(pairs),
             "build_cpu": build_cpu, "build_time": build_time,
             "cores_used": cores, "javascript_reduces": list(js_reduces), "limits": limits,
