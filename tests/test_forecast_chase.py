@@ -317,6 +317,10 @@ def test_a_3_5_2_back_test_whose_growth_fell_below_every_shape_is_inside_its_int
     assert len(built) == 2
     assert min(built) < min(m["prediction"]["low"] for m in g["models"].values())
     assert g["prediction"]["low"] == g["floor"]["value"] <= min(built) <= max(built) <= g["prediction"]["high"]
+    # the index file right after the build holds at least the final index (z's shapes reached down to 11 MiB)
+    qs = out["forecasts"][""]["javascript"]["quantities"]
+    size = qs["index_size"]["prediction"]
+    assert size["low"] == min(qs["index_compacted"]["prediction"]["low"], size["value"])
 
 
 # ---- the report

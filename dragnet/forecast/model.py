@@ -362,7 +362,7 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
             # the file right after the build holds at least the index's live data and at most every byte the
             # build appended; where between depends on whether the compaction daemon ran during the build (two
             # builds of one 200,000-document index ended at 164 and 312 MiB here), which no sweep foretells
-            size["low"], size["high"] = min(size["low"], live["low"]), max(size["high"], grown["high"])
+            size["low"], size["high"] = min(live["low"], size["value"]), max(size["high"], grown["high"])
             qs["index_size"]["bounds"] = "from the final index size's (or live data's) low to the disk growth's high"
         out[lang] = {"measured_sizes": measured, "quantities": qs, "warnings": common}
     return out
