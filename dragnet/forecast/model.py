@@ -387,14 +387,19 @@ def shard_forecast(pts: Sequence[tuple[int, float]], quantity: str, target_docs:
     return entry
 
 
+def _means(pts: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Per size, the mean of its builds' values."""
+    by: dict[int, list[float]] = {}
+    for n, v in pts:
+        by.setdefault(n, []).append(v)
+    return {n: sum(vs) / len(vs) for n, vs in by.items()}
+
+
 def cores_share(wall: Sequence[tuple[int, float]], cpu: Sequence[tuple[int, float]]) -> dict[int, float]:
     """Per size: the build's CPU-seconds over its wall seconds (means of the builds), the cores its processes
     kept busy on average."""
-    def mean(pts: Sequence[tuple[int, float]], n: int) -> float:
-        vs = [v for m, v in pts if m == n]
-        return sum(vs) / len(vs)
-    sizes = sorted({n for n, _ in wall} & {n for n, _ in cpu})
-    return {n: mean(cpu, n) / mean(wall, n) for n in sizes if mean(wall, n) > 0}
+    c, w = _means(cpu), _means(wall)
+    return {n: c[n] / w[n] for n in sorted(c.keys() & w.keys()) if w[n] > 0}
 
 
 def share_factors(shares: dict[int, float]) -> tuple[float, float]:
@@ -524,7 +529,7 @@ def side_by_side(pts: Sequence[tuple[int, float]], one_shard_fit: dict, shards: 
 def one_shard_at(pts: Sequence[tuple[int, float]], fit: dict, n: float) -> float:
     """One shard's value at n documents: the mean measured at n, the line between the measured sizes around
     it, else (outside them) the fit."""
-    means = {m: sum(v for x, v in pts if x == m) / sum(1 for x, _ in pts if x == m) for m in {x for x, _ in pts}}
+    means = _means(pts)
     if n in means:
         return means[n]
     below, above = [m for m in means if m < n], [m for m in means if m > n]
@@ -553,13 +558,6 @@ def growth_floor(runs: Sequence[dict], live: dict | None, target_docs: int) -> d
     return {"value": max(0.0, live["low"]) + per * target_docs, "live_low": live["low"], "extra_per_doc": per,
             "at_size": at, "basis": f"the final index's low + {per / 1024:,.2f} KiB per document, the least a "
                                     f"size of the sweep wrote beyond its final index ({at:,} documents)"}
-
-
-def _means(pts: Sequence[tuple[int, float]]) -> dict[int, float]:
-    by: dict[int, list[float]] = {}
-    for n, v in pts:
-        by.setdefault(n, []).append(v)
-    return {n: sum(vs) / len(vs) for n, vs in by.items()}
 
 
 def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int, shards: int, *,
