@@ -327,10 +327,10 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
                 entry["whole_database"] = qs["disk_growth"].get("prediction")
                 qs["disk_growth"] = entry
         growth = qs["disk_growth"].get("prediction")
+        live = (qs.get("index_compacted") or {}).get("prediction") or (qs.get("index_active") or {}).get("prediction")
         # where the growth is not forecast by parts (whose low is one shard alone, without the side-by-side
         # excess), its shapes' low can lie above what the build adds: bring it down to the floor
-        floor = None if qs["disk_growth"].get("parts") else growth_floor(rs, (qs.get("index_compacted") or {}).get("prediction")
-                             or (qs.get("index_active") or {}).get("prediction"), target_docs)
+        floor = None if qs["disk_growth"].get("parts") else growth_floor(rs, live, target_docs)
         if growth and floor and floor["value"] < growth["low"]:
             growth["low"] = floor["value"]
             qs["disk_growth"]["floor"] = floor
@@ -356,13 +356,12 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
                     f"peak_disk: the target's database is due for compaction: {due}; if CouchDB compacts it "
                     f"while the views rebuild, the peak also holds its copy, up to {_mib(target_db_active)} more "
                     f"(in the interval's high end; compact it first to leave it out)")
-        size, grown = qs["index_size"].get("prediction"), qs["disk_growth"].get("prediction")
-        live = (qs.get("index_compacted") or {}).get("prediction") or (qs.get("index_active") or {}).get("prediction")
-        if size and live and grown:
+        size = qs["index_size"].get("prediction")
+        if size and live and growth:
             # the file right after the build holds at least the index's live data and at most every byte the
             # build appended; where between depends on whether the compaction daemon ran during the build (two
             # builds of one 200,000-document index ended at 164 and 312 MiB here), which no sweep foretells
-            size["low"], size["high"] = min(live["low"], size["value"]), max(size["high"], grown["high"])
+            size["low"], size["high"] = min(live["low"], size["value"]), max(size["high"], growth["high"])
             qs["index_size"]["bounds"] = "from the final index size's (or live data's) low to the disk growth's high"
         out[lang] = {"measured_sizes": measured, "quantities": qs, "warnings": common}
     return out
