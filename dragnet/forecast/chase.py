@@ -176,15 +176,15 @@ def writer_tail(result: dict) -> float | None:
     return None if last is None or wall is None else max(0.0, wall - (last + 1))
 
 
-def writer_range(pairs: Sequence[tuple[dict, dict]], q: int, cpu_low: Sequence[float],
+def writer_range(pairs: Sequence[tuple[dict, dict]], q: int, lone: Sequence[float], cpu_low: Sequence[float],
                  cpu_high: Sequence[float]) -> dict:
     """Each repeat's CPU-seconds were the chase's beam part off by as much as WRITER_TAIL_ERRORS: its beam
     over (1 + the highest error) and over (1 + the lowest), plus its query servers' part at the side-by-side
-    factor's low and high (cpu_low, cpu_high: the whole at each); where the builds recorded no query-server
-    part, all of it is taken for beam's. {"cpu_s_low": [...], "cpu_s_high": [...]}."""
+    factor's low and high (cpu_low, cpu_high: the whole at each; lone: the whole alone, model()'s); where the
+    builds recorded no query-server part, all of it is taken for beam's. {"cpu_s_low": [...], "cpu_s_high": [...]}."""
     low, high = WRITER_TAIL_ERRORS
-    beam = [(q - 1) * (h["cpu_s"] - (h.get("cpu_query_servers_s") or 0.0)) + f["cpu_s"]
-            - (f.get("cpu_query_servers_s") or 0.0) for h, f in pairs]
+    beam = [c - (q - 1) * (h.get("cpu_query_servers_s") or 0.0) - (f.get("cpu_query_servers_s") or 0.0)
+            for c, (h, f) in zip(lone, pairs)]
     return {"cpu_s_low": [b / (1 + high) + c - b for b, c in zip(beam, cpu_low)],
             "cpu_s_high": [b / (1 + low) + c - b for b, c in zip(beam, cpu_high)]}
 
@@ -231,7 +231,7 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     if tails and min(tails) >= WRITER_TAIL:
         low, high = WRITER_TAIL_ERRORS
         writer = {"share": [min(tails), max(tails)], "threshold": WRITER_TAIL, "beam_errors": [low, high],
-                  **writer_range(pairs, q, cpu_low, cpu_high)}
+                  **writer_range(pairs, q, lone, cpu_low, cpu_high)}
         limits.append(f"the held builds spent {min(tails):.0%}–{max(tails):.0%} of their wall time after their "
                       f"indexer task had left, waiting for CouchDB's view writer to finish the rows queued for it: "
                       f"one shard alone prices one writer, not q of them sharing the cores; on the ten back-tests on "
