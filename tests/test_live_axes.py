@@ -262,3 +262,26 @@ def test_couchdb_axis_without_config_warns_of_no_config_keys(live_url, tmp_path)
         assert [r["status"] for r in m["runs"]] == ["ok"] and "config_keys" not in m
     finally:
         _drop(connect(live_url), db)
+
+
+def test_the_nodes_view_updater_settings_are_recorded_with_its_version(live_url):
+    # the writer's queue cap bounds how far a sweep's disk growth carries (forecast.writer_queue): the
+    # version record holds what the node was given, the version's default where it was given nothing
+    from dragnet.forecast import writer_queue as wq
+
+    couch = connect(live_url)
+    path = "/_node/_local/_config/view_updater/queue_memory_cap"
+    before = couch.request("GET", path, ok=(200, 404))
+    try:
+        couch.put(path, "12345678")
+        info = couch.version()
+        assert info["view_updater"]["queue_memory_cap"] == "12345678"
+        assert wq.queue_cap(info) == (12_345_678, "set on the node")
+    finally:
+        if before.status_code == 200:
+            couch.put(path, before.json())
+        else:
+            couch.request("DELETE", path, ok=(200, 404))
+    info = couch.version()
+    assert isinstance(info["view_updater"], dict)
+    assert info["view_updater"].get("queue_memory_cap") == (before.json() if before.status_code == 200 else None)

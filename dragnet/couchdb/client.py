@@ -138,8 +138,14 @@ class Couch:
         return self.request("DELETE", path, **kw).json()
 
     def version(self) -> dict:
-        """GET / plus /_node/_local/_versions (JS engine etc.) where the server has it."""
+        """GET / plus /_node/_local/_versions (JS engine etc.) where the server has it, and the view updater's
+        settings this node was given ("view_updater": {} where it runs on its defaults; None where it would not
+        say): its queue cap sets how large the writer's batches can grow (forecast.writer_queue)."""
         info = self.get("/")
+        try:
+            info["view_updater"] = self.get("/_node/_local/_config/view_updater")
+        except CouchError:
+            info["view_updater"] = None
         try:
             nodes = self.get("/_membership").get("all_nodes") or []
         except CouchError:

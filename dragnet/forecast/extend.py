@@ -33,7 +33,11 @@ FIRST_SHARE = 0.5   # of --budget, what --sizes auto plans its first sizes with;
 def _spread(entry: dict, whole: float | None = None) -> tuple[float | None, float | None]:
     """(spread of the shapes' forecasts at the target, the chosen shape's held-out error), each as a share of
     whole (the forecast itself when not given); the disk a build adds through its index files' part (the rest
-    is measured, not shaped)."""
+    is measured, not shaped), or, where it was carried by the final index (writer_queue.by_final), the spread
+    of its ratios and no held-out error."""
+    by = entry.get("by_final") or {}
+    if by.get("value") and by.get("open") is None:   # carried by the final index: its ratios' spread
+        return by["spread"] * by["value"] / abs(whole or by["value"]), None
     part = (entry.get("parts") or {}).get("index_files") or entry
     models, chosen = part.get("models") or {}, part.get("choice") or {}
     values = [m["prediction"]["value"] for m in models.values() if m.get("prediction")]

@@ -21,7 +21,9 @@ from typing import Callable, Iterable, Sequence
 from dragnet.axes.cpus import KIND as _CORES
 from dragnet.bench.sizes import peak_memory
 from dragnet.results import schema as _schema
+from dragnet.forecast import writer_queue as wq
 from dragnet.forecast.choice import choose
+from dragnet.forecast.extend import GOALS
 from dragnet.forecast.fit import (LEVEL, LINEAR, LOG, NLOGN, POWER, POWERS, WEIGHTS, LinearFit,  # noqa: F401
                                   Prediction, fit_linear, fit_models, fit_power, power_fits, predict, t_quantile,
                                   transform)
@@ -285,7 +287,8 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
                    memory_bytes: int | None = None, db_bytes: dict[int, int] | None = None,
                    target_db_bytes: int | None = None, other_load: float | None = None,
                    shard_runs: Sequence[dict] = (), shards: int | None = None, cores: int | None = None,
-                   target_db_line: dict | None = None, target_db_active: int | None = None) -> dict:
+                   target_db_line: dict | None = None, target_db_active: int | None = None,
+                   target_q: int | None = None, couchdb: dict | None = None) -> dict:
     """Per language: every quantity's fit and prediction at target_docs, with the warnings; JSON-ready.
     cores: the machine's, for how much the builds waited for a CPU (contention; a run's cpus axis narrows it).
     runs: the sweep's manifest runs, each with "size" and "language" (dragnet.bench.sizes.sweep_runs).
@@ -293,7 +296,9 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
     forecast from them (shard_forecast), the whole-database forecast kept beside as "whole_database".
     target_db_line: where the target's database size is itself forecast (db_line), its low and high widen
     the peak's interval; target_db_active: the target database's live data, where smoosh would compact it
-    (db_compaction_due), the peak's high end holds its copy."""
+    (db_compaction_due), the peak's high end holds its copy. target_q and couchdb (its version and view updater
+    settings): where the disk growth is not forecast by parts, whether the target's shards outgrow the view
+    writer's batches (writer_queue.by_final)."""
     langs: dict[str, list[dict]] = {}
     for r in runs:
         langs.setdefault(r.get("language") or "?", []).append(r)
@@ -337,6 +342,9 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
             qs["disk_growth"].setdefault("warnings", []).append(
                 f"disk_growth: the interval's low is {_mib(floor['value'])}, {floor['basis']}: every shape grows "
                 f"at least linearly, and the disk a build adds a document can still fall beyond the sweep")
+        if growth and not qs["disk_growth"].get("parts"):
+            carry_by_final(qs["disk_growth"], rs, (qs.get("index_compacted") or {}).get("prediction"), target_docs,
+                           target_q, couchdb)
         if target_db_bytes and growth:
             # the rebuild starts from the target's database: its file plus the disk the build adds
             db_low, db_high = ((target_db_line["low"], target_db_line["high"]) if target_db_line
@@ -536,6 +544,32 @@ def one_shard_at(pts: Sequence[tuple[int, float]], fit: dict, n: float) -> float
         return fit_value(fit, n)
     lo, hi = max(below), min(above)
     return means[lo] + (means[hi] - means[lo]) * (n - lo) / (hi - lo)
+
+
+def _external(run: dict) -> float | None:
+    return (((run.get("sizes") or {}).get("after") or {}).get("index") or {}).get("external")
+
+
+def carry_by_final(entry: dict, runs: Sequence[dict], final: dict | None, target_docs: int, shards: int | None,
+                   couchdb: dict | None) -> None:
+    """The disk growth by the final index (writer_queue.by_final), where the growth is not forecast by parts:
+    recorded as "by_final"; where it is decided, it makes the forecast's value and widens its interval (the
+    shapes' interval and the floor stay within it); where it is open, a warning says why. In place."""
+    builds = [wq.Build(int(r["size"]), g, f, _external(r)) for r in runs
+              if r.get("status") == "ok" and r.get("size") for g, f in [(_disk_growth(r), _index_compacted(r))]
+              if g is not None and f]
+    axes = [(r.get("axes") or {}).get("config") if isinstance(r.get("axes"), dict) else None for r in runs]
+    by = wq.by_final(builds, final, target_docs, shards, wq.queue_cap(couchdb, axes), GOALS["disk_growth"])
+    if not by:
+        return
+    entry["by_final"] = by
+    p = entry["prediction"]
+    if by["open"] is None:
+        p.update(value=by["value"], low=min(p["low"], by["low"]), high=max(p["high"], by["high"]), model="by_final")
+        entry["basis"] = (f"the final index × {by['ratio']:.2f}, the growth over it at the sweep's largest size "
+                          f"(the view writer's batches still grow at the target's shards)")
+    else:
+        entry.setdefault("warnings", []).append(f"disk_growth: not carried by the final index: {by['open']}")
 
 
 def growth_floor(runs: Sequence[dict], live: dict | None, target_docs: int) -> dict | None:

@@ -526,7 +526,8 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
                                                    db_bytes=db_bytes, target_db_bytes=target_db, target_db_line=line,
                                                    target_db_active=(target.get("sizes") or {}).get("active"),
                                                    other_load=per_cpu, shard_runs=one, shards=shards,
-                                                   cores=machine.get("cpu_count"))
+                                                   cores=machine.get("cpu_count"),
+                                                   target_q=target_q(target, summary=summary), couchdb=couchdb)
         # why the cost per document grows, from what the builds recorded (their results files hold the CPU)
         for lang, f in out["forecasts"][name].items():
             f["growth"] = gr.explain([gr.row(r["size"], r, _result_of(Path(summary["dir"]), r)) for r in rs
