@@ -45,11 +45,18 @@ LEVERS: tuple[Lever, ...] = (
           "one prompt per document: its round trip and full GC are per document (apache/couchdb#1514); "
           "no CouchDB setting batches it yet, the ceiling's share of the round trip bounds the gain",
           None),
-    Lever(("queues",), "[view_updater] queue_memory_cap / min_writer_items",
-          "the loader, mapper and writer hand batches through couch_work_queue; larger batches mean fewer "
-          "hand-overs and fewer, larger B-tree writes",
+    Lever(("queues", "write"), "[view_updater] queue_memory_cap",
+          "the mapper stops when the writer's queue holds this many bytes (100 KB before 3.5.2, 10 MiB since), "
+          "so a shard's batches stop growing there and each later batch rewrites its index again: one shard of "
+          "12,500 documents with 5 KB of rows took 2.9-3.3x the beam CPU and left a 2.9x larger file at 100 KB than at "
+          "10 MiB (docs/studies/forecast-backtests.md, the writer's queue)",
+          "dragnet bench --db {db} --languages {language} "
+          "--config view_updater/queue_memory_cap=100000,10485760,104857600 --q 1 --repeat 2",
+          setting=("view_updater", "queue_memory_cap")),
+    Lever(("queues",), "[view_updater] min_writer_items",
+          "the writer waits for this many documents' rows before it writes a batch",
           "dragnet bench --db {db} --languages {language} --config view_updater/min_writer_items=100,1000,10000 "
-          "--config view_updater/queue_memory_cap=100000,1000000 --repeat 3",
+          "--repeat 3",
           setting=("view_updater", "min_writer_items")),
     Lever(("read", "write"), "q (shards)",
           "each shard has its own updater (loader, mapper, writer): more shards build in parallel on more "
