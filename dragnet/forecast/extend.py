@@ -111,6 +111,9 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
                 g = {"language": lang, "quantity": q, "goal": goal, "spread": spread, "held_out": held}
                 if copy is not None:
                     g.update(db_compaction=copy)
+                queue = (entry.get("by_final") or {}).get("queue") or {}
+                if queue and queue["target_shard_docs"] > queue["batch_docs"]:
+                    g.update(writer_queue={k: queue[k] for k in ("target_shard_docs", "batch_docs")})
                 if differ is not None:
                     g.update(by_bytes_apart=differ)
                 if moved is not None:
