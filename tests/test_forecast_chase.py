@@ -632,8 +632,8 @@ def test_a_back_test_whose_shards_outgrow_the_writers_queue_leaves_the_growth_op
     (d,) = [x for x in out["sweep_steps"][0]["undecided"] if x["quantity"] == "disk_growth"]
     from dragnet.report.forecast_report import describe_step
     assert (f"javascript disk_growth: shapes spread" in describe_step(out["sweep_steps"][0])
-            and f"not carried by the final index: a target shard's 12,500 documents outgrow the "
-                f"{d['writer_queue']['batch_docs']:,.0f} the view writer's queue holds" in describe_step(out["sweep_steps"][0]))
+            and f"not carried by the final index: a target shard's 12,500 documents outgrow "
+                f"twice the {d['writer_queue']['batch_docs']:,.0f} the view writer's queue holds" in describe_step(out["sweep_steps"][0]))
     if name == "aa":
         target = json.loads((bt / "result.json").read_text())["quantities"]["javascript"]["disk_growth"]
         assert by["value"] / target["target_mean"] - 1 < -0.15

@@ -47,9 +47,12 @@ def test_by_final_is_open_where_the_targets_shards_hold_more_than_the_writers_qu
     b = _builds({10000: [1.6, 1.6], 20000: [1.65, 1.65]}, row_bytes=5120)
     by = wq.by_final(b, FINAL, 100_000, 8, (10_485_760, "CouchDB 3.5.2's default"), 0.10)
     assert by["queue"]["batch_docs"] == pytest.approx(2048)
-    assert by["open"].startswith("a shard of the target holds 12,500 documents, more than the 2,048 the view "
+    assert by["open"].startswith("a shard of the target holds 12,500 documents, more than 2 × the 2,048 the view "
                                  "writer's queue holds (queue_memory_cap 10,485,760 bytes, CouchDB 3.5.2's default, "
                                  "over 5,120 bytes of rows a document)")
+    # up to twice what the queue holds a shard's file stayed within the goal (queue-cap/aa352-k, w352-k)
+    assert wq.by_final(b, FINAL, 4096 * 8, 8, (10_485_760, "x"), 0.10)["open"] is None
+    assert wq.by_final(b, FINAL, 4097 * 8, 8, (10_485_760, "x"), 0.10)["open"] is not None
     # at 3.5.0's 100 KB the queue holds 20 such documents: a sweep never carries there
     assert wq.by_final(b, FINAL, 100_000, 8, (100_000, "x"), 0.10)["queue"]["batch_docs"] < 20
     # no cap known, no rows recorded: open, and says why

@@ -219,7 +219,7 @@ def describe_step(step: dict) -> str:
                       + (f", the forecast by bytes {g['by_bytes_apart']:.0%} away from it"
                          if (g.get("by_bytes_apart") or 0) > g["goal"] else "")
                       + (f", not carried by the final index: a target shard's {g['writer_queue']['target_shard_docs']:,.0f} "
-                         f"documents outgrow the {g['writer_queue']['batch_docs']:,.0f} the view writer's queue holds"
+                         f"documents outgrow twice the {g['writer_queue']['batch_docs']:,.0f} the view writer's queue holds"
                          if g.get("writer_queue") else "")
                       + (f", the target's database is due for compaction: its copy would add up to "
                          f"{g['db_compaction']:.0%} to the peak (compact it first)"
