@@ -246,6 +246,29 @@ def test_a_target_database_due_for_compaction_puts_its_copy_in_the_peaks_high_en
         in describe_step(step)
 
 
+def test_a_forecast_target_database_due_for_compaction_spans_the_peak_with_and_without_its_file():
+    # back-test ae (--target-docs): the imported target database was 2.09x its live data; smoosh compacted it
+    # during the first target build, and the second began from the compacted file (+7.6 and +39.0 % against a
+    # peak called decided). A database that is only forecast can be compacted before the rebuild too.
+    assert fc.db_active_at({10_000: 9_166_912, 20_000: 18_376_888}, 100_000) == 91_884_440
+    assert fc.db_active_at({}, 100_000) is None
+    _, _, runs = _recorded()
+    lang = runs[0]["language"]
+    rs = [r for r in runs if r["language"] == lang]
+    line = {"value": 10 ** 9, "low": 9 * 10 ** 8, "high": 1.1 * 10 ** 9, "basis": "x"}
+    due = fc.forecast_sweep(rs, 100_000, target_db_bytes=10 ** 9, target_db_line=line,
+                            target_db_active=4 * 10 ** 8)[lang]["quantities"]
+    pk, g = due["peak_disk"], due["disk_growth"]["prediction"]
+    assert pk["prediction"]["low"] == pytest.approx(min(9 * 10 ** 8, 4 * 10 ** 8) + g["low"])
+    assert pk["prediction"]["high"] == pytest.approx(1.1 * 10 ** 9 + g["high"] + 4 * 10 ** 8)
+    assert pk["db_compaction"]["forecast"] is True
+    (w,) = [w for w in pk["warnings"] if "due for compaction" in w]
+    assert w.startswith("peak_disk: the target's database, as forecast, will be due for compaction once imported: "
+                        "its file is 2.5× its live data")
+    from dragnet.forecast import extend as ext
+    assert [x for x in ext.open_goals({lang: {"quantities": due}}) if x["quantity"] == "peak_disk"]
+
+
 def test_a_target_given_as_a_document_count_gets_its_database_from_the_sweeps_curve():
     # back-test o's sweep databases (2,500-20,000 documents at q=8): each doubling's file grew faster than a
     # line through them foretells; its target's database was 225,027,783 bytes

@@ -267,6 +267,16 @@ def db_compaction_due(file_bytes: float | None, active_bytes: float | None) -> s
 DB_BACKTESTED = 0.13    # db_line's worst miss on the recorded sweeps (12.6 %), rounded up
 
 
+def db_active_at(db_active: dict[int, int], target_docs: int) -> int | None:
+    """The live data of a target database of target_docs documents, as the sweep's largest database holds a
+    document (its documents and their B-trees' live nodes grow with them; the file, written in batches,
+    grows faster: db_line). None without the sweep's live data."""
+    if not db_active:
+        return None
+    top = max(db_active)
+    return round(db_active[top] / top * target_docs)
+
+
 def db_line(db_bytes: dict[int, int], target_docs: int, level: float = LEVEL) -> dict | None:
     """The target's database file forecast from the sweep's databases (a target given only as a document
     count): a + b·n^k, since each batch an import writes rewrites a path through every shard's b-trees, longer
@@ -358,12 +368,24 @@ def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "
                                            if "models disagree" not in w]
             due = db_compaction_due(target_db_bytes, target_db_active)
             if due:
-                qs["peak_disk"]["prediction"]["high"] += target_db_active
+                peak = qs["peak_disk"]["prediction"]
+                peak["high"] += target_db_active
                 qs["peak_disk"]["db_compaction"] = {"due": due, "copy": target_db_active}
-                qs["peak_disk"]["warnings"].append(
-                    f"peak_disk: the target's database is due for compaction: {due}; if CouchDB compacts it "
-                    f"while the views rebuild, the peak also holds its copy, up to {_mib(target_db_active)} more "
-                    f"(in the interval's high end; compact it first to leave it out)")
+                if target_db_line:
+                    # a database not imported yet: smoosh can compact it before the rebuild as well as during
+                    # it (ae: the first target build held the copy, the second began from the compacted file)
+                    peak["low"] = min(peak["low"], target_db_active + growth["low"])
+                    qs["peak_disk"]["db_compaction"]["forecast"] = True
+                    qs["peak_disk"]["warnings"].append(
+                        f"peak_disk: the target's database, as forecast, will be due for compaction once imported: "
+                        f"{due}; if CouchDB compacts it before the rebuild, the peak is its live data "
+                        f"({_mib(target_db_active)}) + disk_growth, while the views rebuild it also holds the copy "
+                        f"(the interval spans both; compact it before the rebuild to leave the copy out)")
+                else:
+                    qs["peak_disk"]["warnings"].append(
+                        f"peak_disk: the target's database is due for compaction: {due}; if CouchDB compacts it "
+                        f"while the views rebuild, the peak also holds its copy, up to {_mib(target_db_active)} "
+                        f"more (in the interval's high end; compact it first to leave it out)")
         size = qs["index_size"].get("prediction")
         if size and live and growth:
             # the file right after the build holds at least the index's live data and at most every byte the

@@ -488,8 +488,12 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     target_docs = int(target["doc_count"])
     target_db = (target.get("sizes") or {}).get("file")
     line = None if target_db else fc.db_line(db_bytes, target_docs)     # --target-docs: the database's own line
+    target_active = (target.get("sizes") or {}).get("active")
     if line:
         target_db = int(line["value"])
+        target_active = fc.db_active_at({int(n): (p.get("db_sizes") or {}).get("active")
+                                         for n, p in summary["per_size"].items()
+                                         if (p.get("db_sizes") or {}).get("active")}, target_docs)
     mem = (machine.get("mem_total_kb") or 0) * 1024
     limits = {sc["label"]: sc.get("memory_limit") for m in manifests.values() for sc in m.get("scenarios") or []}
     # the others' load: the load average just before the sweep (during it, the sweep's own CouchDB counts:
@@ -524,7 +528,7 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
         one = shard_variants.get(name, [])
         out["forecasts"][name] = fc.forecast_sweep(rs, target_docs, weighting=weighting, memory_bytes=limit,
                                                    db_bytes=db_bytes, target_db_bytes=target_db, target_db_line=line,
-                                                   target_db_active=(target.get("sizes") or {}).get("active"),
+                                                   target_db_active=target_active,
                                                    other_load=per_cpu, shard_runs=one, shards=shards,
                                                    cores=machine.get("cpu_count"),
                                                    target_q=target_q(target, summary=summary), couchdb=couchdb)
