@@ -570,3 +570,11 @@ def test_a_signal_just_after_the_node_took_a_setting_still_puts_it_back(live_url
     finally:
         applied.restore(couch)
         axis_config.put(couch, s, before)
+
+
+def test_settings_of_reads_back_what_value_label_recorded():
+    axes = {"config:view_updater/queue_memory_cap": "10485760", "config:smoosh.ratio_views/min_priority": "1000000",
+            "language": "javascript"}
+    assert axis_config.settings_of(axis_config.value_label(axes)) == {
+        "view_updater/queue_memory_cap": "10485760", "smoosh.ratio_views/min_priority": "1000000"}
+    assert axis_config.settings_of(None) == {} and axis_config.settings_of("") == {}

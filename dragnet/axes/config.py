@@ -357,6 +357,16 @@ def value_label(axes: dict) -> str:
     return ",".join(f"{k[len('config:'):]}={v}" for k, v in axes.items() if k.startswith("config:"))
 
 
+def settings_of(label: str | None) -> dict[str, str]:
+    """{"view_updater/gc_interval_docs": "1000", …} from a recorded "config" axis (value_label's inverse)."""
+    out = {}
+    for part in str(label or "").split(","):
+        name, eq, value = part.partition("=")
+        if eq:
+            out[name] = value
+    return out
+
+
 def recorded(run_axes: dict) -> dict:
     """A run's axes as bench.axes records them: the settings joined under "config"."""
     out = {k: v for k, v in run_axes.items() if not k.startswith("config:")}

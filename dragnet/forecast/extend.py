@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Sequence
 
 from dragnet.errors import UsageError
-from dragnet.forecast import writer_queue as wq
 
 # the goals: build time within ±15 %; the final index size, the peak disk and the disk a build adds within ±10 %
 GOALS = {"build_time": 0.15, "index_compacted": 0.10, "peak_disk": 0.10, "disk_growth": 0.10}
@@ -113,7 +112,7 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
                 if copy is not None:
                     g.update(db_compaction=copy)
                 queue = (entry.get("by_final") or {}).get("queue") or {}
-                if queue and queue["target_shard_docs"] > wq.OUTGROWN * queue["batch_docs"]:
+                if queue.get("outgrown"):
                     g.update(writer_queue={k: queue[k] for k in ("target_shard_docs", "batch_docs")})
                 if differ is not None:
                     g.update(by_bytes_apart=differ)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Iterable, Sequence
 
+from dragnet.axes import config as axis_config
+
 CAP_KEY = "queue_memory_cap"
 # how many times the documents the queue holds a shard may hold with its file still within the goal of an
 # unbounded queue's: one shard's builds at 2x came within 6 % (aa's rows) and 1 % (w's), at 3x 11 % and 2 %, at
@@ -26,7 +28,6 @@ CAP_KEY = "queue_memory_cap"
 OUTGROWN = 2.0
 CAP_352 = 10_485_760      # couch_mrview_updater's default from 3.5.2
 CAP_OLD = 100_000         # before
-_AXIS = re.compile(r"view_updater/queue_memory_cap=(\d+)")
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def queue_cap(couchdb: dict | None, axes_config: Iterable[str | None] = ()) -> t
     """(bytes, where it came from): the queue cap the sweep's builds ran with. A --config axis value every build
     shared, else what the node was given (its [view_updater] section, recorded by Couch.version), else the
     version's default; None where neither the setting nor the version is known."""
-    found = {m.group(1) for c in axes_config for m in [_AXIS.search(c or "")] if m}
+    found = {v for c in axes_config if (v := axis_config.settings_of(c).get(f"view_updater/{CAP_KEY}") or "").isdigit()}
     if len(found) == 1:
         return int(found.pop()), "the sweep's --config"
     given = ((couchdb or {}).get("view_updater") or {}).get(CAP_KEY)
@@ -90,8 +91,8 @@ def by_final(builds: Sequence[Build], final: dict | None, target_docs: int, shar
         batch = cap[0] / per_doc
         entry["queue"] = {"cap_bytes": cap[0], "cap_source": cap[1], "row_bytes_per_doc": per_doc,
                           "batch_docs": batch, "target_shard_docs": shard_docs,
-                          "sweep_shard_docs": top[-1] / shards}
-        if shard_docs > OUTGROWN * batch:
+                          "sweep_shard_docs": top[-1] / shards, "outgrown": shard_docs > OUTGROWN * batch}
+        if entry["queue"]["outgrown"]:
             reasons.append(f"a shard of the target holds {shard_docs:,.0f} documents, more than {OUTGROWN:g} × the "
                            f"{batch:,.0f} the view writer's queue holds ({CAP_KEY} {cap[0]:,} bytes, {cap[1]}, over "
                            f"{per_doc:,.0f} bytes of rows a document): its batches stop growing there and every "

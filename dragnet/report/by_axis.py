@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from dragnet.axes import config as axis_config
 from dragnet.measure import stats as stats
 from dragnet.errors import UsageError
 from dragnet.results.load import is_nouveau, nouveau_axes
@@ -36,10 +37,8 @@ def result_axes(result: dict) -> dict:
     axes.setdefault("scenario", bench.get("scenario") or "")
     axes.setdefault("size", bench.get("size"))
     # "config": "a/b=1,c/d=2" -> "config:a/b": "1", "config:c/d": "2", so --by can take one setting
-    for part in str(axes.pop("config", "") or "").split(","):
-        name, eq, value = part.partition("=")
-        if eq:
-            axes[f"config:{name}"] = value
+    for name, value in axis_config.settings_of(axes.pop("config", "")).items():
+        axes[f"config:{name}"] = value
     return {k: v for k, v in axes.items() if v not in (None, "")}
 
 
