@@ -1,7 +1,7 @@
 
 import pytest
 
-from dragnet.couchdb.client import CouchError, CouchUnreachable, connect, db_path, mask_url, split_credentials
+from dragnet.couchdb.client import CouchError, CouchUnreachable, connect, db_path, mask_url, release, split_credentials
 from dragnet.measure.stats import percentile, summarize
 from conftest import free_port, serve_json
 
@@ -29,6 +29,15 @@ def test_connect_prefers_url_then_env():
     c = connect("http://h:1", env={"COUCHDB_USER": "e", "COUCHDB_PASSWORD": "ep"})
     assert (c.session.auth.user, c.session.auth.password) == ("e", "ep")
     assert "ep" not in repr(c) and "ep" not in repr(c.session.auth)
+
+
+def test_release_reads_a_version_as_get_root_gives_it():
+    assert release("3.5.2") == (3, 5, 2)
+    assert release("3.5.0-6525b6b") == (3, 5, 0)
+    assert release("3.5") == (3, 5, 0)
+    assert release("3.10.1") > release("3.5.2")          # compared as numbers, not text
+    for bad in (None, "", "main", "3", "3.x.1", "v3.5.2"):
+        assert release(bad) is None
 
 
 def test_db_path_escapes_slashes():

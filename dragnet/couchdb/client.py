@@ -71,6 +71,13 @@ def mask_urls_in(text: str) -> str:
     return _USERINFO.sub(lambda m: f"{m[1]}{m[2]}:***@", text)
 
 
+def release(version: str | None) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a CouchDB version as GET / gives it ("3.5.2", "3.5.0-6525b6b"; "3.5" is 3.5.0),
+    or None for anything else: which defaults and code paths a node has follows from it."""
+    m = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?", (version or "").strip())
+    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
+
+
 def db_path(db: str) -> str:
     """URL path of a database; names may hold '/' and '+' which must be escaped."""
     return "/" + quote(db, safe="")

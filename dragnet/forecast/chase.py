@@ -31,6 +31,7 @@ import math
 import statistics
 from typing import Sequence
 
+from dragnet.couchdb.client import release
 from dragnet.errors import UsageError
 from dragnet.forecast import extend as ext
 from dragnet.forecast import side_by_side as _sbs
@@ -52,6 +53,12 @@ WRITER_TAIL = 0.10
 # the chase's beam part on the back-tests on 3.5.2, whose builds showed that tail (q, t, v, w; frozen: x +7.3 %,
 # y +23.0 %, z -22.3 %, aa +26.5 %, ab -3.4 %, ac -11.9 %): its error range
 WRITER_TAIL_ERRORS = (-0.2228, 0.2652)
+# from 3.5.2 the loader collects its garbage every gc_interval_docs documents, not after each, and the writer's
+# queue holds 10 MiB, not 100 KB: the mapper runs ahead and the writer is the slower stage. How far it falls
+# behind with q shards sharing the cores, one shard alone need not show: back-test t's held builds kept up (no
+# beam CPU after their indexer task, 1-10 % of their wall at 1 s polls) while its target's writers did not (13 %
+# of beam's CPU after), and its chase's beam part erred -20.7 %
+WRITER_AHEAD = (3, 5, 2)
 
 
 def shard_docs(target_docs: int, q: int) -> int:
@@ -195,10 +202,34 @@ def _hold_writer(r: dict, writer: dict, cores: Sequence[float]) -> None:
     r["high"] = max(r["high"], max(c / k for c, k in zip(writer["cpu_s_high"], cores)))
 
 
-def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), side_by_side: dict | None = None) -> dict:
+def writer_ahead(couchdb: dict | None) -> str | None:
+    """The CouchDB version a chase ran on where its view writer is the slower stage (WRITER_AHEAD), else None."""
+    version = (couchdb or {}).get("version")
+    v = release(version)
+    return version if v is not None and v >= WRITER_AHEAD else None
+
+
+def _writer_line(writer: dict) -> str:
+    low, high = writer["beam_errors"]
+    share = writer.get("share")
+    spent = (f"the held builds spent {share[0]:.0%}–{share[1]:.0%} of their wall time after their indexer task "
+             f"had left" if share else "the held builds recorded no indexer tasks")
+    if share and share[0] >= writer["threshold"]:
+        head = f"{spent}, waiting for CouchDB's view writer to finish the rows queued for it"
+    else:
+        head = (f"on CouchDB {writer['couchdb']} the view writer is the slower stage, and how far it falls behind "
+                f"with q shards sharing the cores one shard alone need not show ({spent}; back-test t's held "
+                f"builds kept up and its target's writers did not)")
+    return (f"{head}: one shard alone prices one writer, not q of them sharing the cores; on the ten back-tests on "
+            f"3.5.2 the chase's beam CPU erred {low:+.0%} to {high:+.0%}, which the interval holds")
+
+
+def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), side_by_side: dict | None = None,
+          couchdb: dict | None = None) -> dict:
     """The forecast from one language's chase builds (each {"mode", "repeat", "cpu_s", "wall_s", …}): JSON-ready,
     with the builds themselves, so every figure is recomputable from them. side_by_side: the record of the query
-    servers side by side (side_by_side.measure), which scales the builds' query-server part."""
+    servers side by side (side_by_side.measure), which scales the builds' query-server part; couchdb: the node's
+    record (Couch.version) the builds ran on, whose version says whether its writer is the slower stage."""
     by_rep: dict[int, dict[str, dict]] = {}
     for b in builds:
         by_rep.setdefault(int(b["repeat"]), {})[b["mode"]] = b
@@ -227,16 +258,13 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     if sbs_line:
         limits.append(sbs_line)
     tails = [h["writer_tail_s"] / h["wall_s"] for h, _ in pairs if h.get("writer_tail_s") is not None]
+    ahead = writer_ahead(couchdb)
     writer = None
-    if tails and min(tails) >= WRITER_TAIL:
-        low, high = WRITER_TAIL_ERRORS
-        writer = {"share": [min(tails), max(tails)], "threshold": WRITER_TAIL, "beam_errors": [low, high],
+    if (tails and min(tails) >= WRITER_TAIL) or ahead:
+        writer = {"share": [min(tails), max(tails)] if tails else None, "threshold": WRITER_TAIL,
+                  "beam_errors": list(WRITER_TAIL_ERRORS), **({"couchdb": ahead} if ahead else {}),
                   **writer_range(pairs, q, lone, cpu_low, cpu_high)}
-        limits.append(f"the held builds spent {min(tails):.0%}–{max(tails):.0%} of their wall time after their "
-                      f"indexer task had left, waiting for CouchDB's view writer to finish the rows queued for it: "
-                      f"one shard alone prices one writer, not q of them sharing the cores; on the ten back-tests on "
-                      f"3.5.2, whose builds did this, the chase's beam CPU erred {low:+.0%} to {high:+.0%}, which "
-                      f"the interval holds")
+        limits.append(_writer_line(writer))
     frees = [f for _, f in pairs]
     if all(f.get("compaction_polls") == 0 for f in frees):
         limits.append(f"the free builds saw no view compaction ({max(f['wall_s'] for f in frees):.0f} s each at "

@@ -409,9 +409,11 @@ def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:
     if target_docs is not None and ch.shard_docs(target_docs, int(record["q"])) != int(record["shard_docs"]):
         return None
     per_lang: dict[str, list[dict]] = {}
+    couchdb = None
     for entry in record["builds"]:
         sub = root / entry["dir"]
         _, manifests = sz.load(sub)
+        couchdb = couchdb or _couchdb_of(sub, manifests)
         for r in runs_with_cpu(sub, manifests):
             if r.get("status") != "ok":
                 continue
@@ -424,7 +426,7 @@ def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:
     for lang, builds in per_lang.items():
         try:
             models[lang] = ch.model(builds, int(record["q"]), js_reduces=record.get("javascript_reduces") or (),
-                                    side_by_side=(record.get("side_by_side") or {}).get(lang))
+                                    side_by_side=(record.get("side_by_side") or {}).get(lang), couchdb=couchdb)
         except ValueError as exc:
             why[lang] = str(exc)
     return {"dir": str(root), "q": record["q"], "shard_docs": record["shard_docs"], "held": record["held"],

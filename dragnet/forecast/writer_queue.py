@@ -14,12 +14,12 @@ up to about twice the documents the queue holds, it stays within the goal (OUTGR
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Iterable, Sequence
 
 from dragnet.axes import config as axis_config
+from dragnet.couchdb.client import release
 
 CAP_KEY = "queue_memory_cap"
 # how many times the documents the queue holds a shard may hold with its file still within the goal of an
@@ -40,11 +40,6 @@ class Build:
     external: float | None = None
 
 
-def _version(text: str | None) -> tuple[int, ...] | None:
-    m = re.match(r"(\d+)\.(\d+)\.(\d+)", text or "")
-    return tuple(int(x) for x in m.groups()) if m else None
-
-
 def queue_cap(couchdb: dict | None, axes_config: Iterable[str | None] = ()) -> tuple[int, str] | None:
     """(bytes, where it came from): the queue cap the sweep's builds ran with. A --config axis value every build
     shared, else what the node was given (its [view_updater] section, recorded by Couch.version), else the
@@ -58,7 +53,7 @@ def queue_cap(couchdb: dict | None, axes_config: Iterable[str | None] = ()) -> t
             return int(given), "set on the node"
         except (TypeError, ValueError):
             return None
-    v = _version((couchdb or {}).get("version"))
+    v = release((couchdb or {}).get("version"))
     if v is None:
         return None
     return (CAP_352, f"CouchDB {'.'.join(map(str, v))}'s default") if v >= (3, 5, 2) else \

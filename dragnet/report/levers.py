@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from dragnet.axes import config as _config
+from dragnet.couchdb.client import release
 
 LARGE = 0.10        # a stage with at least this share of the profiled CPU gets its levers named
 UPGRADE_TO = "3.5.2"
@@ -81,18 +82,11 @@ LEVERS: tuple[Lever, ...] = (
 )
 
 
-def _version_tuple(v: str | None) -> tuple[int, ...] | None:
-    try:
-        return tuple(int(x) for x in (v or "").split("-")[0].split(".")[:3])
-    except ValueError:
-        return None
-
-
 def applies(lever: Lever, version: str | None) -> bool:
     """Whether the lever exists for this CouchDB version (an unknown version keeps every lever but the
     setting ones, which need a catalogue)."""
     if lever.below is not None:
-        have, below = _version_tuple(version), _version_tuple(lever.below)
+        have, below = release(version), release(lever.below)
         if have is not None and below is not None and have >= below:
             return False
     if lever.setting is not None:
