@@ -56,7 +56,7 @@ WRITER_TAIL_ERRORS = (-0.2228, 0.2652)
 # from 3.5.2 the loader collects its garbage every gc_interval_docs documents, not after each, and the writer's
 # queue holds 10 MiB, not 100 KB: the mapper runs ahead and the writer is the slower stage. How far it falls
 # behind with q shards sharing the cores, one shard alone need not show: back-test t's held builds kept up (no
-# beam CPU after their indexer task, 1-10 % of their wall at 1 s polls) while its target's writers did not (13 %
+# beam CPU after their indexer task, 2-10 % of their wall at 1 s polls) while its target's writers did not (13 %
 # of beam's CPU after), and its chase's beam part erred -20.7 %
 WRITER_AHEAD = (3, 5, 2)
 
