@@ -269,6 +269,32 @@ def test_a_forecast_target_database_due_for_compaction_spans_the_peak_with_and_w
     assert [x for x in ext.open_goals({lang: {"quantities": due}}) if x["quantity"] == "peak_disk"]
 
 
+def test_the_databases_smoosh_compacted_during_a_build_are_named_from_its_polls():
+    from dragnet.measure.disk_peak import databases_compacted
+
+    def task(kind, db):
+        return {"type": kind, "database": f"shards/e0000000-efffffff/{db}.1796039077"}
+    polls = [{"tasks": [task("database_compaction", "bty-20000"), task("view_compaction", "bty-10000")]},
+             {"tasks": [task("database_compaction", "bty-20000"), task("database_compaction", "a.b-1")]},
+             {"tasks": []}, {}]
+    assert databases_compacted(polls) == ["a.b-1", "bty-20000"]
+    assert databases_compacted([{"tasks": [task("indexer", "bty-20000")]}]) == []
+
+
+def test_a_database_smoosh_compacted_during_the_sweep_is_left_out_of_the_databases_curve():
+    # back-test y's sweep: smoosh compacted its 20,000 documents' database during their first build, so that
+    # file (1.2x its live data) is not what an import leaves (the smaller sizes' 1.5-1.7x)
+    sweep = {2500: 2051239, 5000: 4259127, 10000: 9473335, 20000: 12463496}
+    line = fc.db_line(sweep, 100_000, left_out=[20000])
+    assert line["left_out"] == [20000] and line["value"] == pytest.approx(fc.db_line(
+        {n: v for n, v in sweep.items() if n != 20000}, 100_000)["value"])
+    assert line["value"] > 1.4 * fc.db_line(sweep, 100_000)["value"]
+    assert "the sweep's databases but 20,000's (smoosh compacted it during the sweep)" in line["basis"]
+    # a size not in the sweep changes nothing; too few left, no line
+    assert "left_out" not in fc.db_line(sweep, 100_000, left_out=[40000])
+    assert fc.db_line(sweep, 100_000, left_out=[5000, 20000]) is None
+
+
 def test_a_target_given_as_a_document_count_gets_its_database_from_the_sweeps_curve():
     # back-test o's sweep databases (2,500-20,000 documents at q=8): each doubling's file grew faster than a
     # line through them foretells; its target's database was 225,027,783 bytes

@@ -688,3 +688,18 @@ def test_back_test_aes_peak_is_open_as_its_forecast_database_will_be_due_for_com
     assert "peak_disk" in {g["quantity"] for g in out["sweep_steps"][0]["undecided"]}
     built = json.loads((bt / "result.json").read_text())["quantities"]["javascript"]["peak_disk"]["target"]
     assert all(pk["prediction"]["low"] <= v <= pk["prediction"]["high"] for v in built)
+
+
+def test_back_test_ys_peak_is_open_as_its_sweep_saw_its_database_compacted(tmp_path):
+    # y's peak was called decided when frozen and missed by -16.2 %: its sweep's 20,000 documents' database was
+    # compacted during their first build, so the database line foretold a compacted target file
+    from dragnet.forecast import run as fr
+    bt = REPO / "benchmarks" / "forecast_growth" / "chase-y"
+    out = fr.from_sweep(_copied(bt / "backtest-y", tmp_path / "y"), fr.target_from_docs(100_000, None, 16),
+                        out_dir=tmp_path / "again")
+    assert out["target"]["db_line"]["left_out"] == [20000]
+    pk = out["forecasts"][""]["javascript"]["quantities"]["peak_disk"]
+    assert pk["db_compaction"]["forecast"] is True and "live data (smoosh's ratio_dbs" in pk["db_compaction"]["due"]
+    assert "peak_disk" in {g["quantity"] for g in out["sweep_steps"][0]["undecided"]}
+    built = json.loads((bt / "result.json").read_text())["quantities"]["javascript"]["peak_disk"]["target"]
+    assert all(pk["prediction"]["low"] <= v <= pk["prediction"]["high"] for v in built)

@@ -277,20 +277,26 @@ def db_active_at(db_active: dict[int, int], target_docs: int) -> int | None:
     return round(db_active[top] / top * target_docs)
 
 
-def db_line(db_bytes: dict[int, int], target_docs: int, level: float = LEVEL) -> dict | None:
+def db_line(db_bytes: dict[int, int], target_docs: int, level: float = LEVEL,
+            left_out: Sequence[int] = ()) -> dict | None:
     """The target's database file forecast from the sweep's databases (a target given only as a document
     count): a + b·n^k, since each batch an import writes rewrites a path through every shard's b-trees, longer
     as they grow (on back-tests o to r the files grew 7-10 % a document per doubling and a line forecast the
     targets' 10-19 % low; benchmarks/forecast_backtest/db_line). The files grow so smoothly that the fit's own
-    interval is narrower than its misses were: it is widened to DB_BACKTESTED each side. None without three
-    sizes."""
-    f = fit_power(sorted(db_bytes.items()))
+    interval is narrower than its misses were: it is widened to DB_BACKTESTED each side. left_out: sizes whose
+    database smoosh compacted during the sweep, whose file is not what an import leaves (back-test y: its
+    20,000 documents' file 1.2× its live data, the smaller sizes' 1.5-1.7×, its target's 2.8×). None without
+    three sizes."""
+    f = fit_power(sorted((n, v) for n, v in db_bytes.items() if n not in set(left_out)))
     if f is None:
         return None
     p = predict(f, target_docs, level)
+    out = [n for n in sorted(set(left_out)) if n in db_bytes]
+    but = (f" but {', '.join(f'{n:,}' for n in out)}'s (smoosh compacted {'it' if len(out) == 1 else 'them'} during "
+           f"the sweep)" if out else "")
     return {"value": p.value, "low": max(0.0, min(p.low, p.value * (1 - DB_BACKTESTED))),
             "high": max(p.high, p.value * (1 + DB_BACKTESTED)), "shape": POWER, "k": f.k,
-            "basis": f"the sweep's databases, a + b·n^{f.k:g}"}
+            "basis": f"the sweep's databases{but}, a + b·n^{f.k:g}", **({"left_out": out} if out else {})}
 
 
 def forecast_sweep(runs: Sequence[dict], target_docs: int, *, weighting: str = "ordinary", level: float = LEVEL,

@@ -27,7 +27,7 @@ from dragnet.forecast import shape as shp
 from dragnet.forecast import side_by_side as sbs
 from dragnet.bench import sizes as sz
 from dragnet.couchdb.client import CouchError, connect, db_path, mask_url
-from dragnet.measure.disk_peak import compaction_polls, watched_build
+from dragnet.measure.disk_peak import compaction_polls, databases_compacted, watched_build
 from dragnet.errors import DragnetError, UsageError
 from dragnet.couchdb.storage import parse_size
 from dragnet.measure.machine import machine_info
@@ -489,7 +489,10 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     db_bytes = {n: v for n, v in db_bytes.items() if v}
     target_docs = int(target["doc_count"])
     target_db = (target.get("sizes") or {}).get("file")
-    line = None if target_db else fc.db_line(db_bytes, target_docs)     # --target-docs: the database's own line
+    # --target-docs: the database's own line, through the files as the sweep's imports left them
+    compacted = sorted({int(r["size"]) for r in runs
+                        if (summary["per_size"].get(str(r.get("size"))) or {}).get("db") in (r.get("dbs_compacted") or ())})
+    line = None if target_db else fc.db_line(db_bytes, target_docs, left_out=compacted)
     target_active = (target.get("sizes") or {}).get("active")
     if line:
         target_db = int(line["value"])
@@ -574,8 +577,9 @@ def runs_with_cpu(folder: Path, manifests: dict[int, dict]) -> list[dict]:
     (dragnet.forecast.growth.row), where it recorded them, and its threads' run, run-queue wait and interval
     ("cpu_run_s", "cpu_wait_s", "cpu_interval_s": how much it waited for a CPU, model.contention), and beam's
     and the query servers' apart ("cpu_beam_s", "cpu_query_servers_s": the forecast by part, forecast.parts),
-    how many of its polls saw a view compaction ("compaction_polls": the chase's free builds, chase.model) and
-    its wall after the last indexer task ("writer_tail_s", chase.writer_tail)."""
+    how many of its polls saw a view compaction ("compaction_polls": the chase's free builds, chase.model), the
+    databases smoosh compacted meanwhile ("dbs_compacted": db_line leaves their sizes out) and its wall after
+    the last indexer task ("writer_tail_s", chase.writer_tail)."""
     out = []
     for r in sz.sweep_runs(manifests):
         result = _result_of(folder, r) if r.get("status") == "ok" else None
@@ -585,7 +589,8 @@ def runs_with_cpu(folder: Path, manifests: dict[int, dict]) -> list[dict]:
         parts = {k: row[f] for k, f in (("cpu_beam_s", "beam_s"), ("cpu_query_servers_s", "query_server_s"))
                  if row.get(f) is not None}
         polls = (result or {}).get("polls")
-        seen = {"compaction_polls": compaction_polls(polls)} if polls is not None else {}
+        seen = ({"compaction_polls": compaction_polls(polls), "dbs_compacted": databases_compacted(polls)}
+                if polls is not None else {})
         tail = ch.writer_tail(result) if result else None
         if tail is not None:
             seen["writer_tail_s"] = tail

@@ -186,6 +186,14 @@ def compactions_at_once(polls: list[dict], ddoc: str) -> int:
                     and t.get("design_document") == ddoc) for p in polls), default=0)
 
 
+def databases_compacted(polls: list[dict]) -> list[str]:
+    """The databases smoosh compacted while a build ran (database_compaction tasks in the _active_tasks polls),
+    by name: a task names one shard's file, shards/<range>/<name>.<created>."""
+    names = {str(t.get("database") or "").split("/")[-1].rsplit(".", 1)[0]
+             for p in polls for t in p.get("tasks") or [] if t.get("type") == "database_compaction"}
+    return sorted(n for n in names if n)
+
+
 def compaction_polls(polls: list[dict]) -> int:
     """How many of the _active_tasks polls saw a view_compaction task (any index): 0 for a build the
     compaction daemon never reached."""
