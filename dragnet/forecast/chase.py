@@ -117,8 +117,7 @@ def over_sweep_cores(m: dict, shares: dict | None, sweep_q: int | None,
     time_["low"], time_["high"] = time_["low"] * low_f, time_["high"] * high_f
     w = m.get("writer_tail") or {}
     if w.get("cpu_s_low"):      # the writer's range, as model() holds it
-        time_["low"] = min(time_["low"], min(w["cpu_s_low"]) / top * low_f)
-        time_["high"] = max(time_["high"], max(w["cpu_s_high"]) / top * high_f)
+        _hold_writer(time_, w, [top] * len(w["cpu_s_low"]), low_f, high_f)
     at_load = (f" at a 1-minute load average of {min(load):.1f}–{max(load):.1f}"
                if load and all(isinstance(x, (int, float)) for x in load) else "")
     limits = [x for x in m["limits"] if not x.startswith(CORES_USED)]
@@ -196,10 +195,11 @@ def writer_range(pairs: Sequence[tuple[dict, dict]], q: int, lone: Sequence[floa
             "cpu_s_high": [b / (1 + low) + c - b for b, c in zip(beam, cpu_high)]}
 
 
-def _hold_writer(r: dict, writer: dict, cores: Sequence[float]) -> None:
-    """Widen a range (_range) to hold each repeat's writer range over its cores."""
-    r["low"] = min(r["low"], min(c / k for c, k in zip(writer["cpu_s_low"], cores)))
-    r["high"] = max(r["high"], max(c / k for c, k in zip(writer["cpu_s_high"], cores)))
+def _hold_writer(r: dict, writer: dict, cores: Sequence[float], low_f: float = 1.0, high_f: float = 1.0) -> None:
+    """Widen a range (_range) to hold each repeat's writer range over its cores, its ends times low_f and high_f
+    (the shares of the cores the sweep's sizes got: over_sweep_cores)."""
+    r["low"] = min(r["low"], min(c / k for c, k in zip(writer["cpu_s_low"], cores)) * low_f)
+    r["high"] = max(r["high"], max(c / k for c, k in zip(writer["cpu_s_high"], cores)) * high_f)
 
 
 def writer_ahead(couchdb: dict | None) -> str | None:
