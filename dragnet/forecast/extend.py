@@ -81,15 +81,21 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
     (the issue's goals name both: a peak can hold while the growth does not, back-test t: peak +0.5 %, growth
     +18.8 %, its shapes 15 % apart); the build
     time also where the forecast by bytes is further from it than the goal. settled: goals decided another
-    way (the build time by --chase: BY_CHASE), or by a chase already built for that language."""
+    way (the build time by --chase: BY_CHASE), or by a chase already built for that language, whose build
+    time is open where it waited for the writer (writer_bound) or its own measurements spread beyond the goal
+    (chase.spread)."""
     out = []
     for lang, f in sorted(per_lang.items()):
         qs = f.get("quantities") or {}
         for q, goal in GOALS.items():
             if q in BY_CHASE and f.get("chase"):
                 tail = writer_bound(f["chase"], goal)
+                measured = (f["chase"].get(q) or {}).get("spread")
                 if tail:
                     out.append({"language": lang, "quantity": q, "goal": goal, "held_out": None, **tail})
+                elif measured is not None and measured > goal:
+                    out.append({"language": lang, "quantity": q, "goal": goal, "held_out": None, "spread": measured,
+                                "chase_spread": measured})
                 continue
             if q in settled:
                 continue
@@ -189,7 +195,8 @@ def decide(forecasts: dict, counts: Sequence[int], *, spent_s: float, budget_s: 
                                                   f"({max_docs:,}) or not below the target"}
     if nxt > largest(target_docs):
         chase = ("; --chase decides the build time from one shard of the target"
-                 if any(g["quantity"] == "build_time" and not g.get("chase_writer_tail") for g in undecided)
+                 if any(g["quantity"] == "build_time" and not g.get("chase_writer_tail") and not g.get("chase_spread")
+                        for g in undecided)
                  else "")
         return {**step, "stop": "fifth", "reason": f"the next size {nxt:,} is more than a fifth of the target "
                                                    f"({target_docs:,} documents), the most a sweep builds{chase}"}

@@ -213,6 +213,9 @@ def _writer_bound(g: dict) -> str:
 def describe_step(step: dict) -> str:
     """One line for the forecast's output: why the sweep stopped, what is open, what the next size costs."""
     open_ = "; ".join(_writer_bound(g) if g.get("chase_writer_tail") else
+                      f"{g['language']} {g['quantity']}: by chase, its own measurements spread {g['chase_spread']:.0%} "
+                      f"(its repeats, the query servers side by side, the shares of the cores the sweep's sizes got)"
+                      if g.get("chase_spread") else
                       f"{g['language']} {g['quantity']}: shapes spread {g['spread']:.0%}"
                       + (f", held-out error {g['held_out']:.0%}" if g.get("held_out") is not None else "")
                       + (f", the builds' share of the cores moved {g['cores_share_moved']:.0%} "
