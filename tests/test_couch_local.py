@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import stat
 import time
@@ -505,6 +506,52 @@ def test_stop_removes_the_jits_perf_maps_of_its_processes(tmp_path):
     local.remove_perf_maps([101, 102], tmp=str(tmp_path))
     assert not (tmp_path / "perf-101.map").exists() and (tmp_path / "perf-999.map").exists()
     assert not (tmp_path / "jit-102.dump").exists()
+
+
+def test_epmd_names_reads_the_registered_nodes():
+    up = "epmd: up and running on port 4369 with data:\nname dragnet5984 at port 41235\nname x at port 7\n"
+    assert local.epmd_names(up) == ["dragnet5984", "x"]
+    assert local.epmd_names("epmd: up and running on port 4369 with data:\n") == []
+
+
+def _epmd_up(env) -> str | None:
+    import subprocess
+    out = subprocess.run(["epmd", "-names"], capture_output=True, text=True, env=env, timeout=5)
+    return out.stdout if out.returncode == 0 else None
+
+
+@pytest.mark.skipif(not (shutil.which("epmd") and shutil.which("erl")), reason="no Erlang (epmd, erl) on PATH")
+def test_stop_leaves_no_idle_epmd_but_keeps_one_another_node_uses(tmp_path):
+    import subprocess
+    home = tmp_path / "couchdb"
+    (home / "erts-1" / "bin").mkdir(parents=True)
+    (home / "erts-1" / "bin" / "epmd").symlink_to(shutil.which("epmd"))
+    # an epmd of its own on a free port, so the host's (another CouchDB's) is never touched
+    env = {**os.environ, "ERL_EPMD_PORT": str(free_port()), "ERL_EPMD_ADDRESS": "127.0.0.1"}
+    node = subprocess.Popen(["erl", "-name", "dragnettest@127.0.0.1", "-noshell", "-setcookie", "x"], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while "dragnettest" not in (_epmd_up(env) or "") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "dragnettest" in (_epmd_up(env) or "")
+        # a node still registered: it stays
+        assert local.stop_idle_epmd(str(home), env) is False and _epmd_up(env) is not None
+    finally:
+        node.kill()
+        node.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while "dragnettest" in (_epmd_up(env) or "") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    # none left: stopped
+    assert local.stop_idle_epmd(str(home), env) is True
+    deadline = time.monotonic() + 5
+    while _epmd_up(env) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _epmd_up(env) is None
+    # nothing running, or no release: nothing to do
+    assert local.stop_idle_epmd(str(home), env) is False
+    assert local.stop_idle_epmd(None, env) is False
 
 
 def test_a_server_that_ended_elsewhere_is_reaped_not_left_a_zombie():

@@ -412,6 +412,7 @@ def stop(inst: ctl.Instance, *, timeout: float = STOP_TIMEOUT, env: dict | None 
         if proc is not None:
             proc.wait(timeout=5)
         remove_perf_maps([pid, *kids])
+        stop_idle_epmd(inst.home, env)
     reap_finished()
     if inst.cpuset_group:
         limits.remove_group(inst.cpuset_group)
@@ -421,6 +422,28 @@ def stop(inst: ctl.Instance, *, timeout: float = STOP_TIMEOUT, env: dict | None 
         purge_data(inst, env)
     ctl.remove_state(inst.port, env)
     return was_running
+
+
+def epmd_names(output: str) -> list[str]:
+    """The node names `epmd -names` lists (its output once epmd is up: a header, then "name N at port P")."""
+    return re.findall(r"^name (\S+) at port \d+", output, re.M)
+
+
+def stop_idle_epmd(home: str | None, env: dict | None = None) -> bool:
+    """Stop the Erlang port mapper a stopped node leaves behind (beam starts it as a daemon, outside the group
+    the stop signals), only while no node is registered with it: another CouchDB on this host keeps it.
+    Whether it was stopped."""
+    epmd = next(Path(home).glob("erts-*/bin/epmd"), None) if home else None
+    if epmd is None:
+        return False
+    run_env = {**(os.environ if env is None else env), "ERL_EPMD_ADDRESS": "127.0.0.1"}
+    try:
+        names = subprocess.run([str(epmd), "-names"], capture_output=True, text=True, timeout=5, env=run_env)
+        if names.returncode != 0 or epmd_names(names.stdout):     # not running, or still in use
+            return False
+        return subprocess.run([str(epmd), "-kill"], capture_output=True, timeout=5, env=run_env).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def remove_perf_maps(pids, tmp: str = "/tmp") -> None:
