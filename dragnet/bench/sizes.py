@@ -238,14 +238,17 @@ def run_sweep(config: b.BenchConfig, counts: Sequence[int], *, on_event: Callabl
     return summary
 
 
-def _db_bytes(summary: dict) -> dict[int, int | None]:
-    return {int(n): (p.get("db_sizes") or {}).get("file") for n, p in summary["per_size"].items()}
+def db_sizes(summary: dict, kind: str = "file") -> dict[int, int]:
+    """Each size's database as the sweep recorded it after its builds (GET /db "sizes": "file", "active"), where
+    it was recorded."""
+    got = {int(n): (p.get("db_sizes") or {}).get(kind) for n, p in summary["per_size"].items()}
+    return {n: v for n, v in got.items() if v}
 
 
 def analyse(summary: dict, manifests: dict[int, dict]) -> dict:
     """Rows, fits and memory marks from the raw per-size runs (also what `--json` prints)."""
     runs = sweep_runs(manifests)
-    db_bytes = _db_bytes(summary)
+    db_bytes = db_sizes(summary)
     limits_by_sc = {}
     for m in manifests.values():
         for sc in m.get("scenarios") or []:

@@ -436,7 +436,8 @@ def stop_idle_epmd(home: str | None, env: dict | None = None) -> bool:
     epmd = next(Path(home).glob("erts-*/bin/epmd"), None) if home else None
     if epmd is None:
         return False
-    run_env = {**(os.environ if env is None else env), "ERL_EPMD_ADDRESS": "127.0.0.1"}
+    # the address as build_env gives the node's own, unless the environment names one
+    run_env = {"ERL_EPMD_ADDRESS": "127.0.0.1", **(os.environ if env is None else env)}
     try:
         names = subprocess.run([str(epmd), "-names"], capture_output=True, text=True, timeout=5, env=run_env)
         if names.returncode != 0 or epmd_names(names.stdout):     # not running, or still in use

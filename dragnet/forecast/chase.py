@@ -219,12 +219,19 @@ def writer_ahead(couchdb: dict | None) -> str | None:
     return version if v is not None and v >= WRITER_AHEAD else None
 
 
+def waited(writer: dict) -> bool:
+    """Whether a chase's held builds themselves spent WRITER_TAIL of their wall waiting for the view writer (the
+    writer record's "share" against its "threshold"); a chase writer-bound otherwise is so by its version."""
+    share = writer.get("share")
+    return bool(share) and share[0] >= writer["threshold"]
+
+
 def _writer_line(writer: dict) -> str:
     low, high = writer["beam_errors"]
     share = writer.get("share")
     spent = (f"the held builds spent {share[0]:.0%}–{share[1]:.0%} of their wall time after their indexer task "
              f"had left" if share else "the held builds recorded no indexer tasks")
-    if share and share[0] >= writer["threshold"]:
+    if waited(writer):
         head = f"{spent}, waiting for CouchDB's view writer to finish the rows queued for it"
     else:
         head = (f"on CouchDB {writer['couchdb']} the view writer is the slower stage, and how far it falls behind "
@@ -269,12 +276,13 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
         limits.append(sbs_line)
     tails = [h["writer_tail_s"] / h["wall_s"] for h, _ in pairs if h.get("writer_tail_s") is not None]
     ahead = writer_ahead(couchdb)
-    writer = None
-    if (tails and min(tails) >= WRITER_TAIL) or ahead:
-        writer = {"share": [min(tails), max(tails)] if tails else None, "threshold": WRITER_TAIL,
-                  "beam_errors": list(WRITER_TAIL_ERRORS), **({"couchdb": ahead} if ahead else {}),
-                  **writer_range(pairs, q, lone, cpu_low, cpu_high)}
+    writer = {"share": [min(tails), max(tails)] if tails else None, "threshold": WRITER_TAIL,
+              "beam_errors": list(WRITER_TAIL_ERRORS), **({"couchdb": ahead} if ahead else {})}
+    if waited(writer) or ahead:
+        writer.update(writer_range(pairs, q, lone, cpu_low, cpu_high))
         limits.append(_writer_line(writer))
+    else:
+        writer = None
     frees = [f for _, f in pairs]
     if all(f.get("compaction_polls") == 0 for f in frees):
         limits.append(f"the free builds saw no view compaction ({max(f['wall_s'] for f in frees):.0f} s each at "

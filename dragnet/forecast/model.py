@@ -287,11 +287,11 @@ def db_line(db_bytes: dict[int, int], target_docs: int, level: float = LEVEL,
     database smoosh compacted during the sweep, whose file is not what an import leaves (back-test y: its
     20,000 documents' file 1.2× its live data, the smaller sizes' 1.5-1.7×, its target's 2.8×). None without
     three sizes."""
-    f = fit_power(sorted((n, v) for n, v in db_bytes.items() if n not in set(left_out)))
+    out = sorted(set(left_out) & db_bytes.keys())
+    f = fit_power(sorted((n, v) for n, v in db_bytes.items() if n not in out))
     if f is None:
         return None
     p = predict(f, target_docs, level)
-    out = [n for n in sorted(set(left_out)) if n in db_bytes]
     but = (f" but {', '.join(f'{n:,}' for n in out)}'s (smoosh compacted {'it' if len(out) == 1 else 'them'} during "
            f"the sweep)" if out else "")
     return {"value": p.value, "low": max(0.0, min(p.low, p.value * (1 - DB_BACKTESTED))),

@@ -485,8 +485,7 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     runs = runs_with_cpu(Path(summary["dir"]), manifests)
     shard_runs = runs_with_cpu(Path(shard[0]["dir"]), shard[1]) if shard else []
     shards = target_q(target, summary=summary) if shard_runs else None
-    db_bytes = {int(n): (p.get("db_sizes") or {}).get("file") for n, p in summary["per_size"].items()}
-    db_bytes = {n: v for n, v in db_bytes.items() if v}
+    db_bytes = sz.db_sizes(summary)
     target_docs = int(target["doc_count"])
     target_db = (target.get("sizes") or {}).get("file")
     # --target-docs: the database's own line, through the files as the sweep's imports left them
@@ -496,9 +495,7 @@ def finish(summary: dict, manifests: dict[int, dict], *, target: dict, folder: P
     target_active = (target.get("sizes") or {}).get("active")
     if line:
         target_db = int(line["value"])
-        target_active = fc.db_active_at({int(n): (p.get("db_sizes") or {}).get("active")
-                                         for n, p in summary["per_size"].items()
-                                         if (p.get("db_sizes") or {}).get("active")}, target_docs)
+        target_active = fc.db_active_at(sz.db_sizes(summary, "active"), target_docs)
     mem = (machine.get("mem_total_kb") or 0) * 1024
     limits = {sc["label"]: sc.get("memory_limit") for m in manifests.values() for sc in m.get("scenarios") or []}
     # the others' load: the load average just before the sweep (during it, the sweep's own CouchDB counts:

@@ -201,9 +201,10 @@ def _writer_bound(g: dict) -> str:
     """An open build time whose chase was writer-bound (forecast.extend.writer_bound)."""
     t = g["chase_writer_tail"]
     low, high = t["beam_errors"]
+    from dragnet.forecast.chase import waited
     share = t.get("share")
     why = (f"its held builds spent {share[0]:.0%}–{share[1]:.0%} of their wall waiting for CouchDB's view writer"
-           if share and share[0] >= t["threshold"] else
+           if waited(t) else
            f"on CouchDB {t.get('couchdb')} the view writer falls behind as q shards share the cores, which one "
            f"shard alone need not show")
     return (f"{g['language']} {g['quantity']}: by chase, {why}, where the chase's beam CPU erred {low:+.0%} to "
