@@ -394,9 +394,12 @@ def test_disk_growth_is_index_files_side_by_side_plus_the_shards_compacted_at_on
     side = parts["side_by_side"]
     assert side["alone"] == pytest.approx(80 * mib) and side["ratio"] == pytest.approx(1.5)
     assert side["extra_per_doc"] == pytest.approx(40 * mib / 40000)
-    # 8 shards of 25,000: 8 × 50 MiB alone + the excess per document + one compaction file of 50 MiB
-    assert p["value"] == pytest.approx(400 * mib + 200_000 * 40 * mib / 40000 + 50 * mib, rel=1e-6)
-    assert p["low"] <= 450 * mib + 1 and p["high"] >= 400 * mib * 1.5 + 50 * mib - 1
+    # 8 shards of 25,000: 8 × 50 MiB alone + the excess per document, and one compaction file as big as one
+    # of those 8 shards' index files
+    files = 400 * mib + 200_000 * 40 * mib / 40000
+    assert p["value"] == pytest.approx(files + files / 8, rel=1e-6)
+    assert parts["compaction"]["prediction"]["value"] == pytest.approx(files / 8, rel=1e-6)
+    assert p["low"] <= 450 * mib + 1 and p["high"] >= 400 * mib * 1.5 * 9 / 8 - 1
     assert fc.entry_value(e, 200_000) == pytest.approx(p["value"])
     # the old reading, 8 × a one-shard build's growth, counts 8 compactions where CouchDB ran one
     assert 8 * 100 * mib > p["value"]
@@ -404,7 +407,23 @@ def test_disk_growth_is_index_files_side_by_side_plus_the_shards_compacted_at_on
     two = fc.growth_forecast([{**runs[0], "sizes": {"peak_disk": {**runs[0]["sizes"]["peak_disk"],
                                                                  "compactions_at_once": 2}}}, runs[1]],
                              one, 200_000, 8)
-    assert two["prediction"]["value"] == pytest.approx(p["value"] + 50 * mib, rel=1e-6)
+    assert two["prediction"]["value"] == pytest.approx(files + 2 * files / 8, rel=1e-6)
+
+
+def test_compaction_files_follow_the_shards_index_not_a_one_shard_build_the_daemon_reached_late():
+    mib = 1024 ** 2
+    # one shard alone, built quickly: the daemon reached only the largest size, and late (a third of its
+    # index files); a fit through those would give the target's shard of 12,500 next to nothing
+    one = [_grown(n, 2 * mib * n / 1000 + c, c) for n, c in
+           ((2500, 0), (5000, 0), (10000, 0), (20000, 40 * mib / 3))]
+    runs = [_grown(20000, 8 * 5 * mib, 0, at_once=1)]
+    e = fc.growth_forecast(runs, one, 100_000, 8)
+    comp = e["parts"]["compaction"]
+    # a shard of the target is built for the whole build: compacted through it, its file grows as the index
+    assert comp["prediction"]["value"] == pytest.approx(2 * mib * 12.5, rel=1e-6)
+    assert comp["prediction"]["low"] <= comp["prediction"]["value"] <= comp["prediction"]["high"]
+    assert comp["shards"] == 1 and comp["points"][-1] == [20000, 40 * mib / 3]
+    assert e["prediction"]["value"] == pytest.approx(8 * 25 * mib + 25 * mib, rel=1e-6)
 
 
 def test_side_by_side_reads_one_shard_alone_where_it_was_measured_not_at_the_fits_end():

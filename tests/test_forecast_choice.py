@@ -242,11 +242,12 @@ def test_the_twelfth_back_test_said_decided_on_a_steady_low_share_and_now_stops_
     (step,) = out["sweep_steps"]
     (g,) = [g for g in step["undecided"] if g["quantity"] == "build_time"]
     assert g["spread"] < 0.15 and (g["cores_share_moved"] or 0) < 0.15 and 3.5 < g["slowed"] < 4.5
-    # the disk the build adds missed by 22 % (its peak held): its shapes 21 % apart, their held-out error 50 %,
-    # so it is open too, and the sweep stops at a fifth, not at the load alone
+    # the disk the build adds misses by 12 % (its peak held; 22 % while the compaction files were fitted through
+    # the one-shard builds): its shapes 18 % apart, their held-out error over 40 %, so it is open too, and the
+    # sweep stops at a fifth, not at the load alone
     (d,) = [g for g in step["undecided"] if g["quantity"] == "disk_growth"]
-    assert 0.2 < d["spread"] < 0.22 and d["held_out"] > 0.4 and step["stop"] == "fifth"
-    assert out["backtest"]["javascript"]["disk_growth"]["error"] == pytest.approx(-0.22, abs=0.005)
+    assert 0.17 < d["spread"] < 0.2 and d["held_out"] > 0.4 and step["stop"] == "fifth"
+    assert out["backtest"]["javascript"]["disk_growth"]["error"] == pytest.approx(-0.123, abs=0.005)
     assert abs(out["backtest"]["javascript"]["peak_disk"]["error"]) < 0.10
     bt = out["forecasts"][""]["javascript"]["quantities"]["build_time"]
     assert {c["ready"] for c in bt["contention"]["per_size"].values()} == {2}

@@ -53,9 +53,9 @@ def entry_value(entry: dict, n: float) -> float:
     sum of its parts for the disk a build adds, growth_forecast)."""
     parts = entry.get("parts")
     if parts:
-        q, comp = parts["q"], (parts.get("compaction") or {}).get("fit")
-        return (q * fit_value(parts["index_files"]["fit"], n / q) + parts["side_by_side"]["extra_per_doc"] * n
-                + (parts["compacted_at_once"] * fit_value(comp, n / q) if comp else 0.0))
+        q = parts["q"]
+        files = q * fit_value(parts["index_files"]["fit"], n / q) + parts["side_by_side"]["extra_per_doc"] * n
+        return files + parts["compacted_at_once"] * files / q
     q = (entry.get("shards") or {}).get("q") or 1
     return q * fit_value(entry["fit"], n / q)
 
@@ -160,8 +160,7 @@ SCALE = {"s": (1.0, "s"), "bytes": (1024 ** 2, "MiB")}
 # them: linear (each doubling of a one-shard sweep doubled it, 1.98-2.01×, where n log n would be 2.14-2.16×).
 PRIMARY = {"build_time": NLOGN, "build_cpu": NLOGN, "index_compacted": LINEAR, "index_size": POWER,
            "index_active": NLOGN, "peak_disk": POWER,
-           "disk_growth": POWER, "bytes_written": NLOGN, "peak_memory": LOG, "index_growth": POWER,
-           "compaction": POWER}
+           "disk_growth": POWER, "bytes_written": NLOGN, "peak_memory": LOG, "index_growth": POWER}
 # the shapes a quantity's interval spans: memory levels off (the line fell far above it at 200,000), the rest
 # grow at least linearly
 SHAPES = {"peak_memory": (LOG, LINEAR)}
@@ -633,12 +632,17 @@ def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int,
       excess per document is carried to the target (a smaller batch rewrites a path of the tree: the excess
       grows with the batches, so with the documents);
     - the compaction's files: CouchDB's compaction daemon compacts an index while it is built, but only so many
-      shards at once (one here, with 8 building), each file as big as its shard's index: k × the one-shard
-      sweep's compaction files at D/q, k the most shards the sweep at the target's q saw compacted at once
-      (one when it saw none but the one-shard builds were compacted).
+      shards at once (one here, with 8 building): k × one shard's index files (the part above over q), k the
+      most shards the sweep at the target's q saw compacted at once (one when it saw none but the one-shard
+      builds were compacted). A shard of a q-shard build is built for the whole build, so the daemon takes it
+      early, and the compactor catches up by running the view updater on its own file over every change
+      since it began (couch_mrview_compactor:recompact): that file grows as the shard's own index does. On
+      eight 3.5.0 targets it was 0.94-1.07× the shard's index file at the peak, where a one-shard build,
+      short, is taken late or not at all (its compaction files, fitted, came out at 0-61 % of the targets':
+      docs/studies/forecast-backtests.md).
 
     The interval runs from no excess (the index files' low, one shard alone) to the excess as a ratio (their
-    high × the ratio at N/q, where it is largest), each plus the compaction's interval. JSON-ready; {} when
+    high × the ratio at N/q, where it is largest), the compaction's files with them. JSON-ready; {} when
     the one-shard sweep cannot be split (no compaction recorded)."""
     idx = shard_forecast(points(one, "index_growth"), "index_growth", target_docs, shards, weighting=weighting,
                          level=level)
@@ -649,21 +653,26 @@ def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int,
     per = max(2, round(target_docs / shards))
     seen = [int(((r.get("sizes") or {}).get("peak_disk") or {}).get("compactions_at_once") or 0) for r in runs]
     k = min(shards, max([*seen, 1 if any(v > 0 for _, v in comp_pts) else 0]))
-    comp = quantity_forecast(comp_pts, "compaction", per, weighting=weighting, level=level, scale=k) if k else {}
     top, measured, alone = side_by_side(grown, idx["fit"], shards, points(one, "index_growth"))
     extra = max(0.0, measured - alone) / top
     ratio = max(1.0, measured / alone) if alone > 0 else 1.0
-    ip, cp = idx["prediction"], comp.get("prediction") or {"value": 0.0, "low": 0.0, "high": 0.0}
+    ip = idx["prediction"]
     # the bytes the q index files take: low without the side-by-side excess, high with it as a ratio
     files = {"value": ip["value"] + extra * target_docs, "low": ip["low"], "high": ip["high"] * ratio}
+    cp = {b: k * files[b] / shards for b in ("value", "low", "high")}
+    # the one-shard builds' own compaction files are kept as measured, not fitted: how late the daemon reached
+    # a short build, which a target's shard is not
+    comp = {"unit": "bytes", "points": [list(p) for p in comp_pts], "shards": k,
+            "prediction": {"docs": per, **cp, "level": level, "model": "index_files"}} if k else {}
     value = files["value"] + cp["value"]
     entry = {"unit": "bytes", "points": [list(p) for p in points(runs, "disk_growth")], "fit": idx["fit"],
              "prediction": {"docs": target_docs, "value": value, "low": max(0.0, files["low"] + cp["low"]),
                             "high": max(value, files["high"] + cp["high"]), "level": level, "model": "parts"},
-             "warnings": [*idx.get("warnings", []), *comp.get("warnings", [])],
+             "warnings": list(idx.get("warnings", [])),
              "basis": f"{shards} shards' index files ({shards} × one shard of {per:,} documents alone + "
                       f"{extra / 1024:,.2f} KiB per document for {shards} updaters side by side) + the compaction "
-                      f"files of {k} shard{'s' if k != 1 else ''} compacted at once",
+                      f"files of {k} shard{'s' if k != 1 else ''} compacted at once, each as big as a shard's "
+                      f"index files",
              "parts": {"q": shards, "index_files": idx, "index_bytes": files, "compaction": comp,
                        "compacted_at_once": k,
                        "side_by_side": {"docs": top, "measured": measured, "alone": alone,
