@@ -653,7 +653,8 @@ def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int,
     per = max(2, round(target_docs / shards))
     seen = [int(((r.get("sizes") or {}).get("peak_disk") or {}).get("compactions_at_once") or 0) for r in runs]
     k = min(shards, max([*seen, 1 if any(v > 0 for _, v in comp_pts) else 0]))
-    top, measured, alone = side_by_side(grown, idx["fit"], shards, points(one, "index_growth"))
+    one_pts = points(one, "index_growth")
+    top, measured, alone = side_by_side(grown, idx["fit"], shards, one_pts)
     extra = max(0.0, measured - alone) / top
     ratio = max(1.0, measured / alone) if alone > 0 else 1.0
     ip = idx["prediction"]
@@ -676,7 +677,10 @@ def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int,
              "parts": {"q": shards, "index_files": idx, "index_bytes": files, "compaction": comp,
                        "compacted_at_once": k,
                        "side_by_side": {"docs": top, "measured": measured, "alone": alone,
-                                        "extra_per_doc": extra, "ratio": ratio}}}
+                                        "extra_per_doc": extra, "ratio": ratio,
+                                        # one shard alone at N/q from the one-shard sweep's sizes, not its fit
+                                        "alone_measured": min(n for n, _ in one_pts) <= top / shards
+                                        <= max(n for n, _ in one_pts)}}}
     return entry
 
 

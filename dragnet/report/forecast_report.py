@@ -229,6 +229,9 @@ def describe_step(step: dict) -> str:
                       + (f", not carried by the final index: a target shard's {g['writer_queue']['target_shard_docs']:,.0f} "
                          f"documents outgrow twice the {g['writer_queue']['batch_docs']:,.0f} the view writer's queue holds"
                          if g.get("writer_queue") else "")
+                      + (f", {g['side_by_side_apart']:.0%} apart by how q updaters side by side grow the index "
+                         f"files from the sweep's shards to the target's (an excess per document or a ratio)"
+                         if (g.get("side_by_side_apart") or 0) > g["goal"] else "")
                       + (f", the target's database is due for compaction: its copy would add up to "
                          f"{g['db_compaction']:.0%} to the peak (compact it first)"
                          if (g.get("db_compaction") or 0) > g["goal"] else "")
