@@ -637,8 +637,8 @@ def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int,
       builds were compacted). A shard of a q-shard build is built for the whole build, so the daemon takes it
       early, and the compactor catches up by running the view updater on its own file over every change
       since it began (couch_mrview_compactor:recompact): that file grows as the shard's own index does. On
-      eight 3.5.0 targets it was 0.94-1.07× the shard's index file at the peak, where a one-shard build,
-      short, is taken late or not at all (its compaction files, fitted, came out at 0-61 % of the targets':
+      ten 3.5.0 targets it was 0.94-1.08× the shard's index file at the peak, where a one-shard build,
+      short, is taken late or not at all (its compaction files, fitted, came out at 0-85 % of the targets':
       docs/studies/forecast-backtests.md).
 
     The interval runs from no excess (the index files' low, one shard alone) to the excess as a ratio (their
