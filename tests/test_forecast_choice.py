@@ -355,6 +355,7 @@ def test_the_disk_growth_is_open_where_the_two_readings_of_updaters_side_by_side
         return {"prediction": {**line["prediction"], "value": files * 9 / 8},
                 "parts": {"q": 8, "compacted_at_once": 1, "index_files": line,
                           "side_by_side": {"extra_per_doc": extra_per_doc, "ratio": ratio,
+                                           "readings": {"per_doc": files * 9 / 8, "ratio": alone * ratio * 9 / 8},
                                            "alone_measured": measured}}}
 
     def opened(g: dict) -> dict:

@@ -59,13 +59,11 @@ def side_by_side_apart(entry: dict, whole: float | None) -> float | None:
     N/q came from the one-shard sweep's fit below its smallest size (N/q under it, as at q=16 for a fifth of
     100,000): a ratio through that overshot by 20-26 % (r, ai, ak), where the excess per document came within
     6.4 % (r, u, ak; ai's is open by its shapes)."""
-    parts = entry.get("parts") or {}
-    sbs, idx = parts.get("side_by_side"), (parts.get("index_files") or {}).get("prediction")
-    if not sbs or not idx or not whole or not sbs.get("alone_measured"):
+    sbs = (entry.get("parts") or {}).get("side_by_side") or {}
+    readings = sbs.get("readings")
+    if not readings or not whole or not sbs.get("alone_measured"):
         return None
-    by_doc = idx["value"] + sbs["extra_per_doc"] * idx["docs"]
-    by_ratio = idx["value"] * sbs["ratio"]
-    return abs(by_ratio - by_doc) * (1 + (parts.get("compacted_at_once") or 0) / parts["q"]) / abs(whole)
+    return abs(readings["ratio"] - readings["per_doc"]) / abs(whole)
 
 
 def share_moved(entry: dict) -> float | None:

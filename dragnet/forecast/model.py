@@ -560,16 +560,20 @@ def side_by_side(pts: Sequence[tuple[int, float]], one_shard_fit: dict, shards: 
     return top, sum(at_top) / len(at_top), shards * one_shard_at(one_pts, one_shard_fit, top / shards)
 
 
+def within(pts: Sequence[tuple[int, float]], n: float) -> bool:
+    """Whether n lies within the measured sizes (one_shard_at reads them there, else the fit)."""
+    return bool(pts) and min(m for m, _ in pts) <= n <= max(m for m, _ in pts)
+
+
 def one_shard_at(pts: Sequence[tuple[int, float]], fit: dict, n: float) -> float:
     """One shard's value at n documents: the mean measured at n, the line between the measured sizes around
     it, else (outside them) the fit."""
     means = _means(pts)
     if n in means:
         return means[n]
-    below, above = [m for m in means if m < n], [m for m in means if m > n]
-    if not below or not above:
+    if not within(pts, n):
         return fit_value(fit, n)
-    lo, hi = max(below), min(above)
+    lo, hi = max(m for m in means if m < n), min(m for m in means if m > n)
     return means[lo] + (means[hi] - means[lo]) * (n - lo) / (hi - lo)
 
 
@@ -666,6 +670,8 @@ def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int,
     comp = {"unit": "bytes", "points": [list(p) for p in comp_pts], "shards": k,
             "prediction": {"docs": per, **cp, "level": level, "model": "index_files"}} if k else {}
     value = files["value"] + cp["value"]
+    # the growth as the excess reads carried per document (the value) and as a ratio (extend.side_by_side_apart)
+    readings = {"per_doc": value, "ratio": ip["value"] * ratio * (1 + k / shards)}
     entry = {"unit": "bytes", "points": [list(p) for p in points(runs, "disk_growth")], "fit": idx["fit"],
              "prediction": {"docs": target_docs, "value": value, "low": max(0.0, files["low"] + cp["low"]),
                             "high": max(value, files["high"] + cp["high"]), "level": level, "model": "parts"},
@@ -677,10 +683,9 @@ def growth_forecast(runs: Sequence[dict], one: Sequence[dict], target_docs: int,
              "parts": {"q": shards, "index_files": idx, "index_bytes": files, "compaction": comp,
                        "compacted_at_once": k,
                        "side_by_side": {"docs": top, "measured": measured, "alone": alone,
-                                        "extra_per_doc": extra, "ratio": ratio,
+                                        "extra_per_doc": extra, "ratio": ratio, "readings": readings,
                                         # one shard alone at N/q from the one-shard sweep's sizes, not its fit
-                                        "alone_measured": min(n for n, _ in one_pts) <= top / shards
-                                        <= max(n for n, _ in one_pts)}}}
+                                        "alone_measured": within(one_pts, top / shards)}}}
     return entry
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dragnet.forecast.chase import waited
+
 
 @dataclass
 class Quantity:
@@ -201,7 +203,6 @@ def _writer_bound(g: dict) -> str:
     """An open build time whose chase was writer-bound (forecast.extend.writer_bound)."""
     t = g["chase_writer_tail"]
     low, high = t["beam_errors"]
-    from dragnet.forecast.chase import waited
     share = t.get("share")
     why = (f"its held builds spent {share[0]:.0%}–{share[1]:.0%} of their wall waiting for CouchDB's view writer"
            if waited(t) else
