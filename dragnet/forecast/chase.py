@@ -267,11 +267,10 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     cores = [f["cpu_s"] / f["wall_s"] for _, f in pairs]
     time_ = [c / k for c, k in zip(cpu, cores)]
     limits = ["one shard chased at a time, as smoosh on CouchDB 3.5 does with its default channels; back-tested "
-              "on CouchDB 3.5.0 at q=8 and 16 (CPU-seconds within 12 %, once frozen with the query servers side by "
-              "side, the others in hindsight) and 3.5.2 in a container at q=8 (+13 %; +1 % frozen on big "
-              "documents) and q=16 (18–19 % low unpaced; paced, 14 % low in hindsight and 20 % high frozen: its one "
-              "shard's beam, not each of the q shards') "
-              "(docs/studies/forecast-backtests.md)",
+              "on CouchDB 3.5.0 at q=8 and 16 twelve times and 3.5.2 in a container fifteen times, the chase's beam "
+              "part ((q − 1) × held + free) erred −7 to +26 % on 3.5.0, where more than half of it is the local "
+              "release's busy wait (+sbwt), which one shard alone spins otherwise than q shards sharing the cores, "
+              "and −22 to +27 % on 3.5.2 (docs/studies/forecast-backtests.md)",
               f"{CORES_USED}: a target on more cores, or a machine under another load, builds in another time"]
     if sbs_line:
         limits.append(sbs_line)
