@@ -267,10 +267,10 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     cores = [f["cpu_s"] / f["wall_s"] for _, f in pairs]
     time_ = [c / k for c, k in zip(cpu, cores)]
     limits = ["one shard chased at a time, as smoosh on CouchDB 3.5 does with its default channels; back-tested "
-              "on CouchDB 3.5.0 at q=8 and 16 twelve times and 3.5.2 in a container fifteen times, the chase's beam "
-              "part ((q − 1) × held + free) erred −7 to +26 % on 3.5.0, where more than half of it is the local "
-              "release's busy wait (+sbwt), which one shard alone spins otherwise than q shards sharing the cores, "
-              "and −22 to +27 % on 3.5.2 (docs/studies/forecast-backtests.md)",
+              "on CouchDB 3.5.0 at q=8 and 16 thirteen times and 3.5.2 in a container fifteen times, the chase's "
+              "beam part ((q − 1) × held + free) erred −7 to +34 % on 3.5.0 and −22 to +27 % on 3.5.2: one shard "
+              "alone can cost beam more a document than q shards sharing the cores "
+              "(docs/studies/forecast-backtests.md)",
               f"{CORES_USED}: a target on more cores, or a machine under another load, builds in another time"]
     if sbs_line:
         limits.append(sbs_line)
