@@ -60,6 +60,10 @@ WRITER_TAIL_ERRORS = (-0.2228, 0.2652)
 # beam CPU after their indexer task, 2-10 % of their wall at 1 s polls) while its target's writers did not (13 %
 # of beam's CPU after), and its chase's beam part erred -20.7 %
 WRITER_AHEAD = (3, 5, 2)
+# before 3.5.2, one shard alone cost beam more or less a document than the target's q shards sharing the cores, by
+# this much on the thirteen back-tests there (p, o, s, u, r, af, ah, ai, aj, ak, am, ao, ap: chase_parts), busy
+# wait or not (chase_spin): the interval holds it, and the build time is open where it would move it past the goal
+ALONE_ERRORS = (-0.068, 0.342)
 
 
 def shard_docs(target_docs: int, q: int) -> int:
@@ -126,9 +130,10 @@ def over_sweep_cores(m: dict, shares: dict | None, sweep_q: int | None,
     low_f, high_f = share_factors(per)
     time_["low"], time_["high"] = time_["low"] * low_f, time_["high"] * high_f
     time_["spread"] = spread(time_)
-    w = m.get("writer_tail") or {}
-    if w.get("cpu_s_low"):      # the writer's range, as model() holds it
-        _hold_writer(time_, w, [top] * len(w["cpu_s_low"]), low_f, high_f)
+    for key in ("writer_tail", "beam_alone"):     # the beam part's range, as model() holds it
+        w = m.get(key) or {}
+        if w.get("cpu_s_low"):
+            _hold_writer(time_, w, [top] * len(w["cpu_s_low"]), low_f, high_f)
     at_load = (f" at a 1-minute load average of {min(load):.1f}–{max(load):.1f}"
                if load and all(isinstance(x, (int, float)) for x in load) else "")
     limits = [x for x in m["limits"] if not x.startswith(CORES_USED)]
@@ -193,17 +198,31 @@ def writer_tail(result: dict) -> float | None:
     return None if last is None or wall is None else max(0.0, wall - (last + 1))
 
 
-def writer_range(pairs: Sequence[tuple[dict, dict]], q: int, lone: Sequence[float], cpu_low: Sequence[float],
-                 cpu_high: Sequence[float]) -> dict:
-    """Each repeat's CPU-seconds were the chase's beam part off by as much as WRITER_TAIL_ERRORS: its beam
-    over (1 + the highest error) and over (1 + the lowest), plus its query servers' part at the side-by-side
-    factor's low and high (cpu_low, cpu_high: the whole at each; lone: the whole alone, model()'s); where the
-    builds recorded no query-server part, all of it is taken for beam's. {"cpu_s_low": [...], "cpu_s_high": [...]}."""
-    low, high = WRITER_TAIL_ERRORS
-    beam = [c - (q - 1) * (h.get("cpu_query_servers_s") or 0.0) - (f.get("cpu_query_servers_s") or 0.0)
+def _beam(pairs: Sequence[tuple[dict, dict]], q: int, lone: Sequence[float]) -> list[float]:
+    """Each repeat's beam part of the whole alone (lone): less its query servers' part, where the builds
+    recorded one (else all of it is taken for beam's)."""
+    return [c - (q - 1) * (h.get("cpu_query_servers_s") or 0.0) - (f.get("cpu_query_servers_s") or 0.0)
             for c, (h, f) in zip(lone, pairs)]
+
+
+def writer_range(pairs: Sequence[tuple[dict, dict]], q: int, lone: Sequence[float], cpu_low: Sequence[float],
+                 cpu_high: Sequence[float], errors: Sequence[float] = WRITER_TAIL_ERRORS) -> dict:
+    """Each repeat's CPU-seconds were the chase's beam part off by as much as errors: its beam over (1 + the
+    highest error) and over (1 + the lowest), plus its query servers' part at the side-by-side factor's low and
+    high (cpu_low, cpu_high: the whole at each; lone: the whole alone, model()'s).
+    {"cpu_s_low": [...], "cpu_s_high": [...]}."""
+    low, high = errors
+    beam = _beam(pairs, q, lone)
     return {"cpu_s_low": [b / (1 + high) + c - b for b, c in zip(beam, cpu_low)],
             "cpu_s_high": [b / (1 + low) + c - b for b, c in zip(beam, cpu_high)]}
+
+
+def alone_spread(share: float, errors: Sequence[float] = ALONE_ERRORS) -> float:
+    """How far the build time moves, as a share of its value, where beam's part (share of the CPU) was off by
+    as much as errors: its beam over (1 + the highest error) takes the whole down, over (1 + the lowest) up."""
+    low, high = errors
+    down = share * (1 - 1 / (1 + high))
+    return max(1 / (1 - down) - 1, share * (1 / (1 + low) - 1))
 
 
 def _hold_writer(r: dict, writer: dict, cores: Sequence[float], low_f: float = 1.0, high_f: float = 1.0) -> None:
@@ -242,6 +261,14 @@ def _writer_line(writer: dict) -> str:
             f"on 3.5.2 the chase's beam CPU erred {low:+.0%} to {high:+.0%}, which the interval holds")
 
 
+def _alone_line(alone: dict, version: str | None) -> str:
+    low, high = alone["beam_errors"]
+    on = f"CouchDB {version}" if version else "a CouchDB whose version is not known"
+    return (f"on {on} one shard alone prices beam's part {low:+.0%} to {high:+.0%} off the target's, as on the "
+            f"thirteen back-tests before 3.5.2: beam is {alone['beam_share']:.0%} of this chase's CPU, so the build "
+            f"time may be {alone['spread']:.0%} off, which the interval holds")
+
+
 def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), side_by_side: dict | None = None,
           couchdb: dict | None = None) -> dict:
     """The forecast from one language's chase builds (each {"mode", "repeat", "cpu_s", "wall_s", …}): JSON-ready,
@@ -278,11 +305,16 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     ahead = writer_ahead(couchdb)
     writer = {"share": [min(tails), max(tails)] if tails else None, "threshold": WRITER_TAIL,
               "beam_errors": list(WRITER_TAIL_ERRORS), **({"couchdb": ahead} if ahead else {})}
+    alone = None
     if waited(writer) or ahead:
         writer.update(writer_range(pairs, q, lone, cpu_low, cpu_high))
         limits.append(_writer_line(writer))
     else:
         writer = None
+        share = statistics.fmean(_beam(pairs, q, lone)) / statistics.fmean(cpu)
+        alone = {"beam_errors": list(ALONE_ERRORS), "beam_share": share, "spread": alone_spread(share),
+                 **writer_range(pairs, q, lone, cpu_low, cpu_high, ALONE_ERRORS)}
+        limits.append(_alone_line(alone, (couchdb or {}).get("version")))
     frees = [f for _, f in pairs]
     if all(f.get("compaction_polls") == 0 for f in frees):
         limits.append(f"the free builds saw no view compaction ({max(f['wall_s'] for f in frees):.0f} s each at "
@@ -305,12 +337,13 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
         build_time["low"] = min(c / k for c, k in zip(cpu_low, cores)) * (1 - BACKTESTED)
         build_time["high"] = max(c / k for c, k in zip(cpu_high, cores)) * (1 + BACKTESTED)
     build_time["spread"] = spread(build_time)
-    if writer:
-        _hold_writer(build_cpu, writer, [1.0] * len(cores))
-        _hold_writer(build_time, writer, cores)
+    for held in (writer, alone):
+        if held:
+            _hold_writer(build_cpu, held, [1.0] * len(cores))
+            _hold_writer(build_time, held, cores)
     return {"q": q, "shard_docs": pairs[0][0].get("docs"), "repeats": len(pairs),
             "build_cpu": build_cpu, "build_time": build_time,
             "cores_used": cores, "javascript_reduces": list(js_reduces), "limits": limits,
-            **({"writer_tail": writer} if writer else {}),
+            **({"writer_tail": writer} if writer else {}), **({"beam_alone": alone} if alone else {}),
             **({"side_by_side": {**sbs, "cpu_s_low": cpu_low, "cpu_s_high": cpu_high}} if sbs else {}),
             "builds": [dict(b) for pair in pairs for b in pair]}

@@ -99,14 +99,14 @@ def open_goals(per_lang: dict, settled: Sequence[str] = ()) -> list[dict]:
     +18.8 %, its shapes 15 % apart); the build
     time also where the forecast by bytes is further from it than the goal. settled: goals decided another
     way (the build time by --chase: BY_CHASE), or by a chase already built for that language, whose build
-    time is open where it waited for the writer (writer_bound) or its own measurements spread beyond the goal
-    (chase.spread)."""
+    time is open where it waited for the writer (writer_bound), its beam part as one shard alone priced it
+    moves it past the goal (alone_bound) or its own measurements spread beyond the goal (chase.spread)."""
     out = []
     for lang, f in sorted(per_lang.items()):
         qs = f.get("quantities") or {}
         for q, goal in GOALS.items():
             if q in BY_CHASE and f.get("chase"):
-                tail = writer_bound(f["chase"], goal)
+                tail = writer_bound(f["chase"], goal) or alone_bound(f["chase"], goal)
                 measured = (f["chase"].get(q) or {}).get("spread")
                 if tail:
                     out.append({"language": lang, "quantity": q, "goal": goal, "held_out": None, **tail})
@@ -170,6 +170,14 @@ def writer_bound(chase: dict, goal: float) -> dict | None:
     return {"spread": worst, "chase_writer_tail": tail} if worst > goal else None
 
 
+def alone_bound(chase: dict, goal: float) -> dict | None:
+    """A built chase before 3.5.2 whose beam part, off by as much as one shard alone priced it on the back-tests
+    (forecast.chase.ALONE_ERRORS), moves the build time past the goal: {"spread": how far,
+    "chase_beam_alone": the model's record}, or None."""
+    alone = chase.get("beam_alone")
+    return {"spread": alone["spread"], "chase_beam_alone": alone} if alone and alone["spread"] > goal else None
+
+
 def largest(target_docs: int) -> int:
     """The largest size a sweep builds for a target of target_docs documents: a fifth of it."""
     return target_docs // FIFTH
@@ -202,9 +210,9 @@ def decide(forecasts: dict, counts: Sequence[int], *, spent_s: float, budget_s: 
     step = {"sizes": sorted(counts), "undecided": undecided, "next": nxt, "next_cost_s": cost, "spent_s": spent_s,
             "budget_s": budget_s, **({"settled": list(settled)} if settled else {})}
     if not undecided:
-        by_chase = f" ({', '.join(settled)} by the one-shard builds of --chase)" if settled else ""
+        chased = f" ({', '.join(settled)} by the one-shard builds of --chase)" if settled else ""
         return {**step, "stop": "decided", "reason": "every goal's shapes agree at the target and predicted their "
-                                                     f"held-out sizes within it{by_chase}"}
+                                                     f"held-out sizes within it{chased}"}
     if all(load_only(g) for g in undecided):
         return {**step, "stop": "load", "reason": "only the machine's load holds the build time open (the builds "
                                                   "waited for a CPU or got a moving share of the cores): a larger "
@@ -215,16 +223,22 @@ def decide(forecasts: dict, counts: Sequence[int], *, spent_s: float, budget_s: 
                                                   f"({max_docs:,}) or not below the target"}
     if nxt > largest(target_docs):
         chase = ("; --chase decides the build time from one shard of the target"
-                 if any(g["quantity"] == "build_time" and not g.get("chase_writer_tail") and not g.get("chase_spread")
-                        for g in undecided)
-                 else "")
+                 if any(g["quantity"] == "build_time" and not by_chase(g) for g in undecided) else "")
         return {**step, "stop": "fifth", "reason": f"the next size {nxt:,} is more than a fifth of the target "
                                                    f"({target_docs:,} documents), the most a sweep builds{chase}"}
+    if all(by_chase(g) for g in undecided):
+        return {**step, "stop": "chase", "reason": "only the chase's own measurements hold the build time open: a "
+                                                   "larger size would not settle it"}
     if spent_s + cost > budget_s:
         return {**step, "stop": "budget", "reason": f"the next size {nxt:,} would cost about {cost:,.0f} s, "
                                                     f"{spent_s:,.0f} s of the {budget_s:,.0f} s budget spent"}
     return {**step, "stop": None, "reason": f"undecided ({', '.join(g['language'] + ' ' + g['quantity'] for g in undecided)}): "
                                             f"building {nxt:,} documents, about {cost:,.0f} s"}
+
+
+def by_chase(g: dict) -> bool:
+    """A goal held open by a built chase's own record (open_goals), which no size of the sweep settles."""
+    return bool(g.get("chase_writer_tail") or g.get("chase_beam_alone") or g.get("chase_spread"))
 
 
 def load_only(g: dict) -> bool:

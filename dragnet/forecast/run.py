@@ -222,6 +222,12 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
     load1 = os.getloadavg()[0]
     out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
                  load=[load0, load1], seconds=time.time() - t0, sample=dist.as_dict(), shard=shard, chase=chased)
+    if steps and chased_model(chased):
+        # the sweep stopped with the build time left to the chase, which is built now: decide again with it,
+        # as a re-forecast does, so that what holds its build time open (its writer, its beam part, its spread)
+        # is said
+        steps[-1] = next_step(out, manifests, shard, spent_s=time.time() - t0, budget_s=budget_s,
+                              max_docs=data_docs, target_docs=target_docs, chase=True)
     if not steps:
         # given sizes: what a continuing sweep would do next on them, as a re-forecast of them says (from_sweep)
         step = next_step(out, manifests, shard, spent_s=time.time() - t0, budget_s=float("inf"), max_docs=data_docs,

@@ -212,9 +212,20 @@ def _writer_bound(g: dict) -> str:
             f"{high:+.0%} on the back-tests (goal {g['goal']:.0%})")
 
 
+def _beam_alone(g: dict) -> str:
+    """An open build time whose chase's beam part, off as on the back-tests, moves it past the goal
+    (forecast.extend.alone_bound)."""
+    a = g["chase_beam_alone"]
+    low, high = a["beam_errors"]
+    return (f"{g['language']} {g['quantity']}: by chase, one shard alone prices beam's part {low:+.0%} to "
+            f"{high:+.0%} off the target's on the back-tests before 3.5.2, and beam is {a['beam_share']:.0%} of its "
+            f"CPU: {a['spread']:.0%} (goal {g['goal']:.0%})")
+
+
 def describe_step(step: dict) -> str:
     """One line for the forecast's output: why the sweep stopped, what is open, what the next size costs."""
     open_ = "; ".join(_writer_bound(g) if g.get("chase_writer_tail") else
+                      _beam_alone(g) if g.get("chase_beam_alone") else
                       f"{g['language']} {g['quantity']}: by chase, its own measurements spread {g['chase_spread']:.0%} "
                       f"(its repeats, the query servers side by side, the shares of the cores the sweep's sizes got)"
                       if g.get("chase_spread") else
@@ -239,8 +250,9 @@ def describe_step(step: dict) -> str:
                       + f" (goal {g['goal']:.0%})" for g in step.get("undecided") or [])
     head = {"decided": "the sweep decided", "budget": "the sweep stopped at its budget",
             "data": "the sweep stopped at its data", "sizes": "the sweep could not decide",
-            "load": "the sweep stopped at the machine's load", "fifth": "the sweep stopped at a fifth of the target"}.get(step.get("stop"), "the sweep goes on")
+            "load": "the sweep stopped at the machine's load", "fifth": "the sweep stopped at a fifth of the target",
+            "chase": "the sweep stopped at the chase"}.get(step.get("stop"), "the sweep goes on")
     tail = f"; the next size, {step['next']:,} documents, would cost about {step['next_cost_s']:,.0f} s"
     return f"{head}: {step['reason']}" + (f"; open: {open_}" if open_ else "") + \
-        (tail if step.get("stop") not in (None, "budget", "decided") else "")     # a budget's reason says the cost;
-    # a decided sweep has nothing a next size would settle
+        (tail if step.get("stop") not in (None, "budget", "decided", "chase") else "")     # a budget's reason says
+    # the cost; a decided sweep, or one the chase holds open, has nothing a next size would settle
