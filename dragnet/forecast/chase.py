@@ -133,7 +133,7 @@ def over_sweep_cores(m: dict, shares: dict | None, sweep_q: int | None,
     for key in ("writer_tail", "beam_alone"):     # the beam part's range, as model() holds it
         w = m.get(key) or {}
         if w.get("cpu_s_low"):
-            _hold_writer(time_, w, [top] * len(w["cpu_s_low"]), low_f, high_f)
+            _hold_beam(time_, w, [top] * len(w["cpu_s_low"]), low_f, high_f)
     at_load = (f" at a 1-minute load average of {min(load):.1f}–{max(load):.1f}"
                if load and all(isinstance(x, (int, float)) for x in load) else "")
     limits = [x for x in m["limits"] if not x.startswith(CORES_USED)]
@@ -205,14 +205,13 @@ def _beam(pairs: Sequence[tuple[dict, dict]], q: int, lone: Sequence[float]) -> 
             for c, (h, f) in zip(lone, pairs)]
 
 
-def writer_range(pairs: Sequence[tuple[dict, dict]], q: int, lone: Sequence[float], cpu_low: Sequence[float],
-                 cpu_high: Sequence[float], errors: Sequence[float] = WRITER_TAIL_ERRORS) -> dict:
-    """Each repeat's CPU-seconds were the chase's beam part off by as much as errors: its beam over (1 + the
-    highest error) and over (1 + the lowest), plus its query servers' part at the side-by-side factor's low and
-    high (cpu_low, cpu_high: the whole at each; lone: the whole alone, model()'s).
-    {"cpu_s_low": [...], "cpu_s_high": [...]}."""
+def beam_range(beam: Sequence[float], cpu_low: Sequence[float], cpu_high: Sequence[float],
+               errors: Sequence[float]) -> dict:
+    """Each repeat's CPU-seconds were the chase's beam part (beam: _beam's) off by as much as errors (the
+    writer's on 3.5.2, one shard alone's before): its beam over (1 + the highest error) and over (1 + the
+    lowest), plus its query servers' part at the side-by-side factor's low and high (cpu_low, cpu_high: the
+    whole at each). {"cpu_s_low": [...], "cpu_s_high": [...]}."""
     low, high = errors
-    beam = _beam(pairs, q, lone)
     return {"cpu_s_low": [b / (1 + high) + c - b for b, c in zip(beam, cpu_low)],
             "cpu_s_high": [b / (1 + low) + c - b for b, c in zip(beam, cpu_high)]}
 
@@ -225,11 +224,11 @@ def alone_spread(share: float, errors: Sequence[float] = ALONE_ERRORS) -> float:
     return max(1 / (1 - down) - 1, share * (1 / (1 + low) - 1))
 
 
-def _hold_writer(r: dict, writer: dict, cores: Sequence[float], low_f: float = 1.0, high_f: float = 1.0) -> None:
-    """Widen a range (_range) to hold each repeat's writer range over its cores, its ends times low_f and high_f
-    (the shares of the cores the sweep's sizes got: over_sweep_cores)."""
-    r["low"] = min(r["low"], min(c / k for c, k in zip(writer["cpu_s_low"], cores)) * low_f)
-    r["high"] = max(r["high"], max(c / k for c, k in zip(writer["cpu_s_high"], cores)) * high_f)
+def _hold_beam(r: dict, held: dict, cores: Sequence[float], low_f: float = 1.0, high_f: float = 1.0) -> None:
+    """Widen a range (_range) to hold each repeat's beam range (beam_range) over its cores, its ends times low_f
+    and high_f (the shares of the cores the sweep's sizes got: over_sweep_cores)."""
+    r["low"] = min(r["low"], min(c / k for c, k in zip(held["cpu_s_low"], cores)) * low_f)
+    r["high"] = max(r["high"], max(c / k for c, k in zip(held["cpu_s_high"], cores)) * high_f)
 
 
 def writer_ahead(couchdb: dict | None) -> str | None:
@@ -306,14 +305,15 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     writer = {"share": [min(tails), max(tails)] if tails else None, "threshold": WRITER_TAIL,
               "beam_errors": list(WRITER_TAIL_ERRORS), **({"couchdb": ahead} if ahead else {})}
     alone = None
+    beam = _beam(pairs, q, lone)
     if waited(writer) or ahead:
-        writer.update(writer_range(pairs, q, lone, cpu_low, cpu_high))
+        writer.update(beam_range(beam, cpu_low, cpu_high, WRITER_TAIL_ERRORS))
         limits.append(_writer_line(writer))
     else:
         writer = None
-        share = statistics.fmean(_beam(pairs, q, lone)) / statistics.fmean(cpu)
+        share = statistics.fmean(beam) / statistics.fmean(cpu)
         alone = {"beam_errors": list(ALONE_ERRORS), "beam_share": share, "spread": alone_spread(share),
-                 **writer_range(pairs, q, lone, cpu_low, cpu_high, ALONE_ERRORS)}
+                 **beam_range(beam, cpu_low, cpu_high, ALONE_ERRORS)}
         limits.append(_alone_line(alone, (couchdb or {}).get("version")))
     frees = [f for _, f in pairs]
     if all(f.get("compaction_polls") == 0 for f in frees):
@@ -339,8 +339,8 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     build_time["spread"] = spread(build_time)
     for held in (writer, alone):
         if held:
-            _hold_writer(build_cpu, held, [1.0] * len(cores))
-            _hold_writer(build_time, held, cores)
+            _hold_beam(build_cpu, held, [1.0] * len(cores))
+            _hold_beam(build_time, held, cores)
     return {"q": q, "shard_docs": pairs[0][0].get("docs"), "repeats": len(pairs),
             "build_cpu": build_cpu, "build_time": build_time,
             "cores_used": cores, "javascript_reduces": list(js_reduces), "limits": limits,
