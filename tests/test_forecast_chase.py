@@ -422,6 +422,34 @@ def test_an_open_build_time_is_settled_by_a_chase_planned_or_built():
     assert step["stop"] is None and "settled" not in step
 
 
+def test_the_sweep_keeps_the_chases_cost_out_of_its_next_size():
+    from dragnet.report.forecast_report import describe_step
+
+    f = {"": {"javascript": {"quantities": {"index_compacted": {
+        "prediction": {"value": 100.0}, "models": {"linear": {"prediction": {"value": 100.0}},
+                                                   "power": {"prediction": {"value": 130.0}}},
+        "choice": {"chosen": "linear", "held_out": {}}}}}}}
+    kw = dict(spent_s=600, budget_s=1800, max_docs=10**6, target_docs=10**6, top_seconds=300, growth=2,
+              settled=ext.BY_CHASE)
+    # 600 s spent and 600 s for the next size fit 1,800 s, but not with the chase's 700 s kept
+    assert ext.decide(f, [1000, 2000], **kw)["stop"] is None
+    step = ext.decide(f, [1000, 2000], **kw, reserved_s=700)
+    assert step["stop"] == "budget" and step["reserved_s"] == 700
+    assert "about 700 s of it kept for --chase" in describe_step(step)
+    assert ext.decide(f, [1000, 2000], **kw, reserved_s=500)["stop"] is None
+
+
+def test_a_chase_past_the_budget_says_the_budget_that_runs_it():
+    from dragnet.forecast.run import chase_skipped
+
+    c = chase_skipped(1175.0, 767.0, 1800.0, ["w"])
+    assert c["cost_s"] == 1175.0 and c["warnings"] == ["w"]
+    # 767 + 1,175 = 1,942 s: 33 minutes, up
+    assert c["skipped"].endswith("would cost about 1,175 s, 767 s of the 1,800 s budget spent (a --budget of 33m "
+                                 "or more runs it after a sweep like this one)")
+    assert "warnings" not in chase_skipped(60.0, 0.0, 30.0)
+
+
 def test_a_chase_whose_held_builds_waited_for_the_writer_leaves_the_build_time_open():
     from dragnet.report.forecast_report import describe_step
 

@@ -199,16 +199,20 @@ def next_cost(top_seconds: float, growth: float) -> float:
 
 
 def decide(forecasts: dict, counts: Sequence[int], *, spent_s: float, budget_s: float, max_docs: int,
-           target_docs: int, top_seconds: float, growth: float, settled: Sequence[str] = ()) -> dict:
+           target_docs: int, top_seconds: float, growth: float, settled: Sequence[str] = (),
+           reserved_s: float = 0.0) -> dict:
     """The sweep's next step: {"stop": None, "next": N, ...} to build N, or a stop with its reason; JSON-ready.
     forecasts: forecast.json "forecasts" (variant -> language -> forecast); growth: the chosen build-time
-    shape's value at the next size over its value at the largest; settled: goals decided another way."""
+    shape's value at the next size over its value at the largest; settled: goals decided another way;
+    reserved_s: what the budget keeps for what runs after the sweep (--chase's builds), which the next size
+    may not spend."""
     undecided = [{**g, "variant": v} for v, per_lang in forecasts.items() for g in open_goals(per_lang, settled)]
     top = max(counts)
     nxt = int(top * RATIO)
     cost = next_cost(top_seconds, growth)
     step = {"sizes": sorted(counts), "undecided": undecided, "next": nxt, "next_cost_s": cost, "spent_s": spent_s,
-            "budget_s": budget_s, **({"settled": list(settled)} if settled else {})}
+            "budget_s": budget_s, **({"settled": list(settled)} if settled else {}),
+            **({"reserved_s": reserved_s} if reserved_s else {})}
     if not undecided:
         chased = f" ({', '.join(settled)} by the one-shard builds of --chase)" if settled else ""
         return {**step, "stop": "decided", "reason": "every goal's shapes agree at the target and predicted their "
@@ -229,9 +233,10 @@ def decide(forecasts: dict, counts: Sequence[int], *, spent_s: float, budget_s: 
     if all(by_chase(g) for g in undecided):
         return {**step, "stop": "chase", "reason": "only the chase's own measurements hold the build time open: a "
                                                    "larger size would not settle it"}
-    if spent_s + cost > budget_s:
+    if spent_s + cost + reserved_s > budget_s:
+        kept = f", about {reserved_s:,.0f} s of it kept for --chase" if reserved_s else ""
         return {**step, "stop": "budget", "reason": f"the next size {nxt:,} would cost about {cost:,.0f} s, "
-                                                    f"{spent_s:,.0f} s of the {budget_s:,.0f} s budget spent"}
+                                                    f"{spent_s:,.0f} s of the {budget_s:,.0f} s budget spent{kept}"}
     return {**step, "stop": None, "reason": f"undecided ({', '.join(g['language'] + ' ' + g['quantity'] for g in undecided)}): "
                                             f"building {nxt:,} documents, about {cost:,.0f} s"}
 

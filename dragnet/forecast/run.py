@@ -8,6 +8,7 @@ Every check on the input happens before the first build; the only check that nee
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import statistics
 import time
@@ -181,9 +182,11 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         # the sweep goes on while a goal is undecided and the next doubling fits the budget (forecast.extend)
         out = finish(summary, manifests, target=target, folder=folder, label=label, weighting=weighting,
                      shard=shard)
+        # --chase: the next size may not spend what the chase's builds will cost (as this forecast prices them)
+        keep = (chase_cost(out, shards, config.repeat, config.languages) or 0.0) if chase else 0.0
         steps.append(next_step(out, manifests, shard, spent_s=time.time() - t0, budget_s=budget_s,
                                max_docs=data_docs, target_docs=target_docs,
-                               chase=chase))
+                               chase=chase, reserved_s=keep))
         on_event("step", steps[-1])
         if steps[-1]["stop"]:
             break
@@ -204,10 +207,7 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
         cost = chase_cost(out, shards, config.repeat, config.languages) if sizes_text == "auto" else None
         spent = time.time() - t0
         if cost is not None and spent + cost > budget_s:
-            chased = {"skipped": f"one shard of the target held and free, and its query servers side by side, "
-                                 f"would cost about {cost:,.0f} s, {spent:,.0f} s of the {budget_s:,.0f} s budget "
-                                 f"spent (a larger --budget runs it)",
-                      "cost_s": cost, **({"warnings": chase_warnings} if chase_warnings else {})}
+            chased = chase_skipped(cost, spent, budget_s, chase_warnings)
             on_event("note", {"message": f"--chase: {chased['skipped']}"})
             # the sweep stopped with the build time left to the chase: decide again on the same sizes without it
             steps[-1] = next_step(out, manifests, shard, spent_s=spent, budget_s=budget_s,
@@ -240,9 +240,11 @@ def run(config: b.BenchConfig, *, target: dict, sizes_text: str, budget_s: float
 
 
 def next_step(out: dict, manifests: dict[int, dict], shard: tuple[dict, dict[int, dict]] | None, *,
-              spent_s: float, budget_s: float, max_docs: int, target_docs: int, chase: bool = False) -> dict:
+              spent_s: float, budget_s: float, max_docs: int, target_docs: int, chase: bool = False,
+              reserved_s: float = 0.0) -> dict:
     """Whether the sweep can stop (dragnet.forecast.extend.decide), the next doubling's cost measured by the
-    largest size's builds in both sweeps, grown as the chosen build-time shape grows to the next size."""
+    largest size's builds in both sweeps, grown as the chosen build-time shape grows to the next size;
+    reserved_s of the budget kept for the chase."""
     top = max(manifests)
     runs = [r for r in sz.sweep_runs({top: manifests[top]}) if r.get("status") == "ok"]
     if shard and top in shard[1]:
@@ -255,10 +257,20 @@ def next_step(out: dict, manifests: dict[int, dict], shard: tuple[dict, dict[int
                 growth = max(growth, fc.fit_value(fit, top * ext.RATIO) / fc.fit_value(fit, top))
     return ext.decide(out["forecasts"], sorted(manifests), spent_s=spent_s, budget_s=budget_s, max_docs=max_docs,
                       target_docs=target_docs, top_seconds=sum(fc.sweep_seconds(r) for r in runs), growth=growth,
-                      settled=ext.BY_CHASE if chase else ())
+                      settled=ext.BY_CHASE if chase else (), reserved_s=reserved_s)
 
 
 # ---------------------------------------------------------------- --chase: one shard, compaction held and free
+
+def chase_skipped(cost: float, spent: float, budget_s: float, warnings: Sequence[str] = ()) -> dict:
+    """The record of a chase that did not fit the budget: why, and the --budget that would have run it after
+    a sweep that cost as much (in whole minutes, up)."""
+    need = math.ceil((spent + cost) / 60)
+    return {"skipped": f"one shard of the target held and free, and its query servers side by side, would cost "
+                       f"about {cost:,.0f} s, {spent:,.0f} s of the {budget_s:,.0f} s budget spent (a --budget of "
+                       f"{need:,}m or more runs it after a sweep like this one)",
+            "cost_s": cost, **({"warnings": list(warnings)} if warnings else {})}
+
 
 def chase_cost(out: dict, q: int | None, repeat: int, languages: Sequence[str],
                cores: int | None = None) -> float | None:
