@@ -99,6 +99,48 @@ def test_free_builds_the_compaction_daemon_never_reached_are_named_in_the_limits
     assert not any("no view compaction" in x for x in ch.model(pair(None), 16)["limits"])
 
 
+def test_a_free_build_smoosh_did_not_chase_is_priced_with_one_it_did():
+    def builds(polls2):
+        return [{**_b("held", 1, 10.0, 8.0), "compaction_polls": 0, "polls": 8},
+                {**_b("free", 1, 20.0, 10.0), "compaction_polls": 9, "polls": 10},
+                {**_b("held", 2, 10.0, 8.0), "compaction_polls": 0, "polls": 8},
+                {**_b("free", 2, 12.0, 9.0), "compaction_polls": polls2, "polls": 9}]
+    # the second free build saw one view compaction in 9 polls: the target's chased shard is priced by the first
+    m = ch.model(builds(1), 8)
+    assert m["build_cpu"]["per_repeat"] == pytest.approx([90.0, 90.0])
+    assert m["build_time"]["per_repeat"] == pytest.approx([45.0, 45.0])     # the first free build's 2 cores
+    assert m["unchased"] == [{"repeat": 2, "compaction_polls": 1, "polls": 9, "priced_with_repeat": 1}]
+    assert any("repeat 2's (1 of its 9 polls saw a view compaction) is priced with repeat 1's" in x
+               for x in m["limits"])
+    # every build measured stays in the record, the unchased one too
+    assert [b["cpu_s"] for b in m["builds"] if b["mode"] == "free"] == [20.0, 12.0]
+    # chased through half its polls or more, each free build prices its own repeat
+    both = ch.model(builds(5), 8)
+    assert both["build_cpu"]["per_repeat"] == pytest.approx([90.0, 82.0]) and "unchased" not in both
+    # none chased, or no polls recorded: nothing to price them with, the builds stay as measured
+    none = ch.model([{**b, "compaction_polls": 0} for b in builds(0)], 8)
+    assert none["build_cpu"]["per_repeat"] == pytest.approx([90.0, 82.0]) and "unchased" not in none
+    bare = ch.model([{k: v for k, v in b.items() if k != "polls"} for b in builds(1)], 8)
+    assert bare["build_cpu"]["per_repeat"] == pytest.approx([90.0, 82.0]) and "unchased" not in bare
+
+
+def test_back_test_aq_re_forecast_prices_its_unchased_free_build_and_decides_its_build_time(tmp_path):
+    # aq (3.5.0, frozen) left its build time open on the chase's own spread, 19 %: smoosh chased its first free
+    # build (73 of 79 polls) and not its second (1 of 66), where it chased one shard of eight through 94-96 % of
+    # each target build's polls; the target came within 5.1 %
+    from dragnet.forecast import run as fr
+    bt = REPO / "benchmarks" / "forecast_growth" / "chase-aq"
+    out = fr.from_sweep(_copied(bt / "backtest-aq", tmp_path / "aq"), fr.target_from_docs(100_000, None, 8),
+                        out_dir=tmp_path / "again")
+    c = out["forecasts"][""]["javascript"]["chase"]
+    assert c["unchased"] == [{"repeat": 2, "compaction_polls": 1, "polls": 66, "priced_with_repeat": 1}]
+    (step,) = out["sweep_steps"]
+    assert not [g for g in step["undecided"] if g["quantity"] == "build_time"]
+    built = json.loads((bt / "result.json").read_text())["quantities"]["javascript"]["build_time"]["target"]
+    assert c["build_time"]["low"] <= min(built) <= max(built) <= c["build_time"]["high"]
+    assert all(abs(c["build_time"]["value"] / b - 1) < ch.BACKTESTED for b in built)
+
+
 def test_back_test_t_says_its_chase_saw_no_compaction(tmp_path):
     from dragnet.forecast import run as fr
     folder = _copied(REPO / "benchmarks" / "forecast_growth" / "chase-t" / "backtest-t", tmp_path / "t")

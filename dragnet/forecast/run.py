@@ -439,7 +439,8 @@ def load_chase(folder: Path, target_docs: int | None = None) -> dict | None:
                 {"mode": entry["mode"], "repeat": entry["repeat"], "docs": r.get("size"), "cpu_s": r.get("cpu_s"),
                  "cpu_beam_s": r.get("cpu_beam_s"), "cpu_query_servers_s": r.get("cpu_query_servers_s"),
                  "wall_s": r.get("wall_time_s"), "results_file": f"{entry['dir']}/size-{r['size']}/{r['result_file']}",
-                 "compaction_polls": r.get("compaction_polls"), "writer_tail_s": r.get("writer_tail_s")})
+                 "compaction_polls": r.get("compaction_polls"), "polls": r.get("polls"),
+                 "writer_tail_s": r.get("writer_tail_s")})
     models, why = {}, {}
     for lang, builds in per_lang.items():
         try:
@@ -592,7 +593,8 @@ def runs_with_cpu(folder: Path, manifests: dict[int, dict]) -> list[dict]:
     (dragnet.forecast.growth.row), where it recorded them, and its threads' run, run-queue wait and interval
     ("cpu_run_s", "cpu_wait_s", "cpu_interval_s": how much it waited for a CPU, model.contention), and beam's
     and the query servers' apart ("cpu_beam_s", "cpu_query_servers_s": the forecast by part, forecast.parts),
-    how many of its polls saw a view compaction ("compaction_polls": the chase's free builds, chase.model), the
+    how many of its polls saw a view compaction of how many ("compaction_polls", "polls": the chase's free
+    builds, chase.model), the
     databases smoosh compacted meanwhile ("dbs_compacted": db_line leaves their sizes out) and its wall after
     the last indexer task ("writer_tail_s", chase.writer_tail)."""
     out = []
@@ -604,7 +606,8 @@ def runs_with_cpu(folder: Path, manifests: dict[int, dict]) -> list[dict]:
         parts = {k: row[f] for k, f in (("cpu_beam_s", "beam_s"), ("cpu_query_servers_s", "query_server_s"))
                  if row.get(f) is not None}
         polls = (result or {}).get("polls")
-        seen = ({"compaction_polls": compaction_polls(polls), "dbs_compacted": databases_compacted(polls)}
+        seen = ({"compaction_polls": compaction_polls(polls), "polls": len(polls),
+                 "dbs_compacted": databases_compacted(polls)}
                 if polls is not None else {})
         tail = ch.writer_tail(result) if result else None
         if tail is not None:
