@@ -120,7 +120,7 @@ def test_docker_build_records_beam_activity_from_inside_the_container(engine, co
     container = engine.containers.get(inst.container)
     assert dk.erlang_node(container.attrs) == "couchdb@127.0.0.1"
     url = f"http://admin:{SECRET}@127.0.0.1:{port}"
-    _fill(connect(url), "beam_docker")
+    _fill(connect(url), "beam_docker", 20000)    # as the local test: the loader lives across a sample
     view = tmp_path / "v.js"
     view.write_text(VIEW)
     os.environ["DRAGNET_STATE_DIR"], old = env["DRAGNET_STATE_DIR"], os.environ.get("DRAGNET_STATE_DIR")
