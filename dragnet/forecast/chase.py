@@ -283,7 +283,7 @@ def price_unchased(pairs: Sequence[tuple[dict, dict]]) -> tuple[list[tuple[dict,
     the repeats hold both kinds (where none was chased the free builds stay: nothing measured the chased shard);
     and a record of each replacement."""
     caught = [f for _, f in pairs if chased(f)]
-    if not caught or all(chased(f) is not False for _, f in pairs):
+    if not caught:
         return list(pairs), []
     out, notes, i = [], [], 0
     for held, free in pairs:

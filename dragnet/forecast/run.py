@@ -594,8 +594,8 @@ def runs_with_cpu(folder: Path, manifests: dict[int, dict]) -> list[dict]:
     ("cpu_run_s", "cpu_wait_s", "cpu_interval_s": how much it waited for a CPU, model.contention), and beam's
     and the query servers' apart ("cpu_beam_s", "cpu_query_servers_s": the forecast by part, forecast.parts),
     how many of its polls saw a view compaction, of how many ("compaction_polls", "polls": the chase's free
-    builds, chase.model), the databases smoosh compacted meanwhile ("dbs_compacted": db_line leaves their sizes out) and its wall after
-    the last indexer task ("writer_tail_s", chase.writer_tail)."""
+    builds, chase.model), the databases smoosh compacted meanwhile ("dbs_compacted": db_line leaves their sizes
+    out) and its wall after the last indexer task ("writer_tail_s", chase.writer_tail)."""
     out = []
     for r in sz.sweep_runs(manifests):
         result = _result_of(folder, r) if r.get("status") == "ok" else None
