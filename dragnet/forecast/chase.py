@@ -61,7 +61,7 @@ WRITER_TAIL_ERRORS = (-0.2228, 0.2652)
 # of beam's CPU after), and its chase's beam part erred -20.7 %
 WRITER_AHEAD = (3, 5, 2)
 # before 3.5.2, one shard alone cost beam more or less a document than the target's q shards sharing the cores, by
-# this much on the fifteen back-tests there (p, o, s, u, r, af, ah, ai, aj, ak, am, ao, ap, aq, ar: chase_parts),
+# this much on the sixteen back-tests there (p, o, s, u, r, af, ah, ai, aj, ak, am, ao, ap, aq, ar, as: chase_parts),
 # busy wait or not (chase_spin): the interval holds it, and the build time is open where it would move it past the goal
 ALONE_ERRORS = (-0.149, 0.342)
 # a free build smoosh chased through at least this share of its polls stands for the target's chased shard: in 51
@@ -268,7 +268,7 @@ def _alone_line(alone: dict, version: str | None) -> str:
     low, high = alone["beam_errors"]
     on = f"CouchDB {version}" if version else "a CouchDB whose version is not known"
     return (f"on {on} one shard alone prices beam's part {low:+.0%} to {high:+.0%} off the target's, as on the "
-            f"fifteen back-tests before 3.5.2: beam is {alone['beam_share']:.0%} of this chase's CPU, so the build "
+            f"sixteen back-tests before 3.5.2: beam is {alone['beam_share']:.0%} of this chase's CPU, so the build "
             f"time may be {alone['spread']:.0%} off, which the interval holds")
 
 
@@ -331,7 +331,7 @@ def model(builds: Sequence[dict], q: int, *, js_reduces: Sequence[str] = (), sid
     cores = [f["cpu_s"] / f["wall_s"] for _, f in pairs]
     time_ = [c / k for c, k in zip(cpu, cores)]
     limits = ["one shard chased at a time, as smoosh on CouchDB 3.5 does with its default channels; back-tested "
-              "on CouchDB 3.5.0 at q=8 and 16 fifteen times and 3.5.2 in a container fifteen times, the chase's "
+              "on CouchDB 3.5.0 at q=8 and 16 sixteen times and 3.5.2 in a container fifteen times, the chase's "
               "beam part ((q − 1) × held + free) erred −15 to +34 % on 3.5.0 and −22 to +27 % on 3.5.2: one shard "
               "alone can cost beam more a document than q shards sharing the cores "
               "(docs/studies/forecast-backtests.md)",
