@@ -218,7 +218,7 @@ def test_before_352_one_shard_alones_beam_range_is_in_the_interval_and_opens_the
         return [{**_b("held", 1, 10.0, 8.0), "cpu_query_servers_s": 10.0 * qs_share},
                 {**_b("free", 1, 14.0, 10.0), "cpu_query_servers_s": 14.0 * qs_share}]
     low, high = ch.ALONE_ERRORS
-    # beam all of the CPU: the build time may be as far off as beam's part was (+34 %: its target's beam lower)
+    # beam all of the CPU: the build time may be as far off as beam's part was (+66 %: its target's beam lower, au)
     m = ch.model(pair(0.0), 8, couchdb={"version": "3.5.0"})
     a = m["beam_alone"]
     assert a["beam_share"] == pytest.approx(1.0) and a["spread"] == pytest.approx(high)
@@ -230,26 +230,26 @@ def test_before_352_one_shard_alones_beam_range_is_in_the_interval_and_opens_the
     assert 84.0 / (1 + low) > 84.0 * (1 + ch.BACKTESTED)
     assert m["build_cpu"]["high"] == pytest.approx(84.0 / (1 + low))
     line = next(x for x in m["limits"] if "one shard alone prices" in x)
-    assert line.startswith("on CouchDB 3.5.0 one shard alone prices beam's part -15% to +34% off the target's")
-    assert line.endswith("beam is 100% of this chase's CPU, so the build time may be 34% off, which the interval holds")
+    assert line.startswith("on CouchDB 3.5.0 one shard alone prices beam's part -15% to +66% off the target's")
+    assert line.endswith("beam is 100% of this chase's CPU, so the build time may be 66% off, which the interval holds")
     (g,) = ext.open_goals(_forecast_with_open_build_time(m), ext.BY_CHASE)
     assert g["quantity"] == "build_time" and g["chase_beam_alone"] == a and g["spread"] == pytest.approx(high)
     assert not ext.load_only(g)
     step = ext.decide({"": _forecast_with_open_build_time(m)}, [1000, 2000], spent_s=1, budget_s=10**6,
                       max_docs=10**6, target_docs=5_000, top_seconds=1, growth=1, settled=ext.BY_CHASE)
     assert step["stop"] == "fifth" and "--chase" not in step["reason"]
-    assert ("javascript build_time: by chase, one shard alone prices beam's part -15% to +34% off the target's on the "
-            "back-tests before 3.5.2, and beam is 100% of its CPU: 34% (goal 15%)") in describe_step(step)
+    assert ("javascript build_time: by chase, one shard alone prices beam's part -15% to +66% off the target's on the "
+            "back-tests before 3.5.2, and beam is 100% of its CPU: 66% (goal 15%)") in describe_step(step)
     # a target a larger sweep could still approach: no larger size settles what the chase holds open
     far = ext.decide({"": _forecast_with_open_build_time(m)}, [1000, 2000], spent_s=1, budget_s=10**6,
                      max_docs=10**6, target_docs=10**6, top_seconds=1, growth=1, settled=ext.BY_CHASE)
     assert far["stop"] == "chase" and "a larger size would not settle it" in far["reason"]
     assert describe_step(far).startswith("the sweep stopped at the chase: only the chase's own measurements")
     assert "the next size" not in describe_step(far)
-    # the query servers half of it: beam's part moves the whole 15 %, on the goal; a fifth: 5 %, decided
+    # the query servers half of it: beam's part moves the whole 25 %, open; a fifth: 9 %, decided
     assert ch.model(pair(0.5), 8)["beam_alone"]["spread"] == pytest.approx(1 / (1 - 0.5 * (1 - 1 / (1 + high))) - 1)
     quiet = ch.model(pair(0.8), 8)
-    assert quiet["beam_alone"]["spread"] < 0.06 and ext.open_goals(_forecast_with_open_build_time(quiet)) == []
+    assert quiet["beam_alone"]["spread"] < 0.09 and ext.open_goals(_forecast_with_open_build_time(quiet)) == []
     assert quiet["build_cpu"]["low"] == pytest.approx(84.0 * (1 - ch.BACKTESTED))
     # over the sweep's cores the range is held as well
     swept = ch.over_sweep_cores(m, {"20000": 1.75}, 8)
@@ -299,10 +299,11 @@ def test_back_test_af_re_forecast_leaves_its_build_time_open_and_holds_its_targe
     assert c["build_time"]["low"] <= min(built) <= max(built) <= c["build_time"]["high"]
 
 
-@pytest.mark.parametrize("name,q,open_", [("am", 8, True), ("ah", 8, False), ("p", 8, False)])
+@pytest.mark.parametrize("name,q,open_", [("am", 8, True), ("ah", 8, True), ("p", 8, False)])
 def test_back_tests_on_350_re_forecast_hold_their_targets_and_leave_open_where_beam_leads(tmp_path, name, q, open_):
     # am (frozen) called its build time decided and missed by +24.6 %: its chase priced beam's part 25.5 % high,
-    # beam 85 % of its CPU. ah and p, the query servers most of theirs, stay decided, and met (+0.9, -2.9 %)
+    # beam 85 % of its CPU. Since au (+66 %) beam's range opens ah too (beam 34 %: 16 %), though it met (+0.9 %);
+    # p, beam 25 % of its CPU, stays decided, and met (-2.9 %)
     from dragnet.forecast import run as fr
     bt = REPO / "benchmarks" / "forecast_growth" / f"chase-{name}"
     out = fr.from_sweep(_copied(bt / f"backtest-{name}", tmp_path / name), fr.target_from_docs(100_000, None, q),

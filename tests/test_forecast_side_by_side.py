@@ -47,10 +47,11 @@ def test_no_factor_without_a_repeat_that_ran_both():
 
 
 def test_the_chases_query_server_part_is_scaled_by_the_factor():
-    builds = [_b("held", 1, 10.0, 4.0), _b("free", 1, 14.0, 5.0)]
+    # the query servers four fifths of the CPU: beam's range (ch.ALONE_ERRORS) stays inside the goal's widening
+    builds = [_b("held", 1, 10.0, 8.0), _b("free", 1, 14.0, 11.2)]
     lone = ch.model(builds, 8)
     scaled = ch.model(builds, 8, side_by_side=_record([(0.15, 0.10), (0.18, 0.10)]))
-    qs = 7 * 4.0 + 5.0
+    qs = 7 * 8.0 + 11.2
     assert scaled["build_cpu"]["value"] == pytest.approx(lone["build_cpu"]["value"] + 0.65 * qs)
     # the factor's range on top of the goal's: low at 1.5, high at 1.8
     assert scaled["build_cpu"]["low"] == pytest.approx((84.0 + 0.5 * qs) * (1 - ch.BACKTESTED))
